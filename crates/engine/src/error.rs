@@ -1,0 +1,100 @@
+//! The engine's error type. I/O failures and corruption are distinct: corruption always names
+//! the file, the block (or log offset) and the reason, so an operator can act on it.
+
+use std::path::PathBuf;
+
+/// Result of an engine operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Where in a file a corruption was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A tree node (block) by id, with the extent it was read from.
+    Block { node: u64, offset: u64, len: u64 },
+    /// One of the two file headers (0 or 1).
+    Header { slot: u8 },
+    /// The block translation table.
+    TranslationTable { offset: u64 },
+    /// A write-ahead log record at a byte offset in a log file.
+    LogRecord { offset: u64 },
+    /// Anything else, described.
+    Other(String),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Block { node, offset, len } => {
+                write!(f, "block {node} (offset {offset}, {len} bytes)")
+            }
+            Location::Header { slot } => write!(f, "header slot {slot}"),
+            Location::TranslationTable { offset } => {
+                write!(f, "block translation table at offset {offset}")
+            }
+            Location::LogRecord { offset } => write!(f, "log record at offset {offset}"),
+            Location::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What went wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The OS (or an injected fault) failed an I/O call. After this the environment refuses
+    /// further writes until it is reopened.
+    #[error("I/O error: {0}")]
+    Io(#[from] shale_io::Error),
+    /// Bytes on disk are not what the engine wrote.
+    #[error("corruption in {}: {location}: {reason}", file.display())]
+    Corruption {
+        file: PathBuf,
+        location: Location,
+        reason: String,
+    },
+    /// An earlier I/O error left the environment unable to guarantee durability.
+    #[error("environment failed earlier and must be reopened: {0}")]
+    Poisoned(String),
+    /// Another process holds the environment's directory.
+    #[error("data directory {} is locked by another process", .0.display())]
+    Locked(PathBuf),
+    /// No tree of that name exists.
+    #[error("no tree named {0:?}")]
+    NoSuchTree(String),
+    /// A tree of that name already exists.
+    #[error("tree {0:?} already exists")]
+    TreeExists(String),
+    /// A key or value exceeds the engine's limit.
+    #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        what: &'static str,
+        len: usize,
+        max: usize,
+    },
+    /// The caller passed something the engine cannot accept.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The environment has been closed.
+    #[error("environment is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Builds a corruption error.
+    pub fn corruption(
+        file: impl Into<PathBuf>,
+        location: Location,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            location,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for corruption (as opposed to I/O or usage) errors.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}

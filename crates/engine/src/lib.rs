@@ -1,0 +1,16 @@
+//! ShaleDB's storage engine: named B-epsilon trees in one data directory, with a node cache,
+//! copy-on-write block files, a write-ahead log, checkpoints and recovery.
+//!
+//! The engine stores bytes: it knows nothing of BSON, documents or the wire protocol. Inside
+//! it, the tree knows nothing of the log or of transactions; the environment (`env`)
+//! composes them. See `ARCHITECTURE.md` and `docs/format.md`.
+
+mod env;
+mod error;
+mod lock;
+mod options;
+
+pub use env::Env;
+pub use error::{Error, Location, Result};
+pub use options::{Compression, EnvOptions, FsyncPolicy, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
+pub use shale_io::{Category, CategoryCounters, IoCounters};

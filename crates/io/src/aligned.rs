@@ -1,0 +1,135 @@
+//! `AlignedBuf`: a heap buffer whose address and capacity are multiples of 4 KiB, as O_DIRECT
+//! requires. It owns the allocation and nothing else.
+
+use crate::{round_up_to_page, PAGE_SIZE};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// A zero-initialised buffer aligned to [`PAGE_SIZE`]; `len()` is the logical length, the
+/// capacity is `len` rounded up to a page (at least one page) and the tail is zeroes.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    capacity: usize,
+}
+
+// SAFETY: the buffer is uniquely owned heap memory, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only hands out &[u8].
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of logical length `len`.
+    pub fn zeroed(len: usize) -> Self {
+        let capacity = round_up_to_page(len.max(1));
+        let layout = Self::layout(capacity);
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedBuf { ptr, len, capacity }
+    }
+
+    /// A buffer holding a copy of `data`, zero-padded to the page boundary.
+    pub fn from_slice(data: &[u8]) -> Self {
+        let mut buf = Self::zeroed(data.len());
+        buf.copy_from_slice(data);
+        buf
+    }
+
+    /// Bytes available without reallocating: `len` rounded up to a page.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The logical contents plus zero padding up to the page boundary: what O_DIRECT writes.
+    pub fn padded(&self) -> &[u8] {
+        // SAFETY: capacity bytes were allocated and zero-initialised.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.capacity) }
+    }
+
+    /// Mutable view of the whole capacity (used by reads that fill padded extents).
+    pub fn padded_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `padded`, and we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity) }
+    }
+
+    /// Changes the logical length within the capacity; bytes past the new length are zeroed
+    /// so that a shorter buffer never writes stale padding.
+    pub fn set_len(&mut self, len: usize) {
+        assert!(
+            len <= self.capacity,
+            "set_len {len} beyond capacity {}",
+            self.capacity
+        );
+        if len < self.len {
+            let end = self.len;
+            self.padded_mut()[len..end].fill(0);
+        }
+        self.len = len;
+    }
+
+    fn layout(capacity: usize) -> Layout {
+        Layout::from_size_align(capacity, PAGE_SIZE).expect("page-aligned layout is valid")
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.padded()[..self.len]
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut self.padded_mut()[..len]
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with the same layout.
+        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(self.capacity)) }
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.len)
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_and_padding() {
+        let buf = AlignedBuf::from_slice(b"hello");
+        assert_eq!(buf.as_ptr() as usize % PAGE_SIZE, 0);
+        assert_eq!(&buf[..], b"hello");
+        assert_eq!(buf.capacity(), PAGE_SIZE);
+        assert!(buf.padded()[5..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn shrinking_zeroes_the_tail() {
+        let mut buf = AlignedBuf::from_slice(&[7u8; 100]);
+        buf.set_len(10);
+        assert!(buf.padded()[10..].iter().all(|&b| b == 0));
+        buf.set_len(100);
+        assert_eq!(buf[50], 0);
+    }
+
+    #[test]
+    fn empty_buffer_has_one_page() {
+        let buf = AlignedBuf::zeroed(0);
+        assert_eq!(buf.len(), 0);
+        assert_eq!(buf.capacity(), PAGE_SIZE);
+    }
+}

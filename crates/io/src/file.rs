@@ -1,0 +1,330 @@
+//! `DataFile`: one open file, read and written only in whole 4 KiB pages at page-aligned
+//! offsets, with every call counted. O_DIRECT is used where the filesystem accepts it; where it
+//! does not (tmpfs, some overlay filesystems) the file is opened buffered and readahead is
+//! turned off with `posix_fadvise(RANDOM)`, so a read still costs what it asks for.
+
+use crate::fault::WriteVerdict;
+use crate::{round_down_to_page, round_up_to_page, AlignedBuf, Category, Error, FaultInjector};
+use crate::{IoStats, Result, PAGE_SIZE};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create it; fail if it exists.
+    CreateNew,
+    /// Open it; fail if it does not exist.
+    Existing,
+}
+
+/// A file read and written in page-aligned extents.
+#[derive(Debug)]
+pub struct DataFile {
+    file: File,
+    path: PathBuf,
+    direct: bool,
+    stats: Arc<IoStats>,
+    faults: Option<Arc<FaultInjector>>,
+}
+
+/// The bytes of one read: a view into the page-aligned buffer that the OS filled.
+#[derive(Debug)]
+pub struct ReadBuf {
+    buf: AlignedBuf,
+    start: usize,
+    len: usize,
+}
+
+impl std::ops::Deref for ReadBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl DataFile {
+    /// Opens `path`. With `want_direct` it tries O_DIRECT first and falls back to buffered
+    /// I/O with readahead disabled if the filesystem refuses.
+    pub fn open(
+        path: &Path,
+        mode: OpenMode,
+        want_direct: bool,
+        stats: Arc<IoStats>,
+        faults: Option<Arc<FaultInjector>>,
+    ) -> Result<Self> {
+        let attempt = |direct: bool| {
+            let mut opts = OpenOptions::new();
+            opts.read(true).write(true);
+            if mode == OpenMode::CreateNew {
+                opts.create_new(true);
+            }
+            if direct {
+                opts.custom_flags(libc::O_DIRECT);
+            }
+            opts.open(path)
+        };
+        let (file, direct) = match (want_direct, attempt(want_direct)) {
+            (true, Err(e)) if e.raw_os_error() == Some(libc::EINVAL) => (attempt(false), false),
+            (direct, result) => (result, direct),
+        };
+        let file = file.map_err(|source| Error::Os {
+            path: path.to_owned(),
+            op: "open",
+            offset: 0,
+            source,
+        })?;
+        if !direct {
+            // SAFETY: fd is valid for the life of `file`; advice failure is harmless.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        }
+        Ok(DataFile {
+            file,
+            path: path.to_owned(),
+            direct,
+            stats,
+            faults,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True when the file bypasses the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    /// Current file length in bytes.
+    pub fn len(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| self.os_err("stat", 0, e))
+    }
+
+    /// Reads `len` bytes at `offset` with a single pread of the enclosing page-aligned
+    /// extent. Counts the whole extent, padding included.
+    pub fn read_exact_at(&self, offset: u64, len: usize, cat: Category) -> Result<ReadBuf> {
+        let start = round_down_to_page(offset);
+        let lead = (offset - start) as usize;
+        let extent = round_up_to_page(lead + len);
+        let mut buf = AlignedBuf::zeroed(extent);
+        let got = self.pread_full(&mut buf, start)?;
+        self.stats.add_read(cat, extent);
+        if got < lead + len {
+            return Err(Error::ShortRead {
+                path: self.path.clone(),
+                offset,
+                wanted: len,
+                got: got.saturating_sub(lead),
+            });
+        }
+        Ok(ReadBuf {
+            buf,
+            start: lead,
+            len,
+        })
+    }
+
+    /// Writes `data` (its full padded capacity) at page-aligned `offset`.
+    pub fn write_at(&self, offset: u64, data: &AlignedBuf, cat: Category) -> Result<()> {
+        assert_eq!(
+            offset % PAGE_SIZE as u64,
+            0,
+            "unaligned write offset {offset}"
+        );
+        let bytes = data.padded();
+        let bytes = match self.faults.as_ref().map(|f| f.on_write()) {
+            None | Some(WriteVerdict::Proceed) => bytes,
+            Some(WriteVerdict::Fail) => return Err(self.injected("pwrite", offset)),
+            Some(WriteVerdict::Tear(keep)) => {
+                self.tear(offset, &bytes[..keep.min(bytes.len())]);
+                return Err(self.injected("pwrite", offset));
+            }
+        };
+        self.file
+            .write_all_at(bytes, offset)
+            .map_err(|e| self.os_err("pwrite", offset, e))?;
+        self.stats.add_write(cat, bytes.len());
+        Ok(())
+    }
+
+    /// Makes every completed write durable (`fdatasync`).
+    pub fn sync(&self, cat: Category) -> Result<()> {
+        if let Some(f) = &self.faults {
+            if !f.on_sync() {
+                return Err(self.injected("fdatasync", 0));
+            }
+        }
+        self.file
+            .sync_data()
+            .map_err(|e| self.os_err("fdatasync", 0, e))?;
+        self.stats.add_fsync(cat);
+        Ok(())
+    }
+
+    /// Truncates or extends the file to `len` bytes (a page multiple).
+    pub fn set_len(&self, len: u64) -> Result<()> {
+        assert_eq!(len % PAGE_SIZE as u64, 0, "unaligned file length {len}");
+        self.file
+            .set_len(len)
+            .map_err(|e| self.os_err("ftruncate", len, e))
+    }
+
+    fn pread_full(&self, buf: &mut AlignedBuf, start: u64) -> Result<usize> {
+        let dst = buf.padded_mut();
+        let mut done = 0;
+        while done < dst.len() {
+            match self.file.read_at(&mut dst[done..], start + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.os_err("pread", start + done as u64, e)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// A torn write: the prefix reaches the file through a second, buffered descriptor
+    /// (O_DIRECT cannot write a partial page), as a power cut mid-write could leave it.
+    fn tear(&self, offset: u64, prefix: &[u8]) {
+        if let Ok(f) = OpenOptions::new().write(true).open(&self.path) {
+            let _ = f.write_all_at(prefix, offset);
+            let _ = f.sync_data();
+        }
+    }
+
+    fn os_err(&self, op: &'static str, offset: u64, source: std::io::Error) -> Error {
+        Error::Os {
+            path: self.path.clone(),
+            op,
+            offset,
+            source,
+        }
+    }
+
+    fn injected(&self, op: &'static str, offset: u64) -> Error {
+        Error::Injected {
+            path: self.path.clone(),
+            op,
+            offset,
+        }
+    }
+}
+
+/// Makes a directory's entries (files created, renamed or removed in it) durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let d = File::open(dir).map_err(|source| Error::Os {
+        path: dir.to_owned(),
+        op: "open dir",
+        offset: 0,
+        source,
+    })?;
+    d.sync_all().map_err(|source| Error::Os {
+        path: dir.to_owned(),
+        op: "fsync dir",
+        offset: 0,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Fault;
+
+    fn open(dir: &Path, faults: Option<Arc<FaultInjector>>) -> (DataFile, Arc<IoStats>) {
+        let stats = Arc::new(IoStats::default());
+        let f = DataFile::open(
+            &dir.join("f"),
+            OpenMode::CreateNew,
+            true,
+            stats.clone(),
+            faults,
+        )
+        .expect("open");
+        (f, stats)
+    }
+
+    #[test]
+    fn write_then_read_an_unaligned_extent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (f, stats) = open(dir.path(), None);
+        let mut data = AlignedBuf::zeroed(3 * PAGE_SIZE);
+        for (i, b) in data.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        f.write_at(0, &data, Category::Checkpoint).expect("write");
+        let got = f
+            .read_exact_at(5000, 100, Category::UserRead)
+            .expect("read");
+        assert_eq!(&got[..], &data[5000..5100]);
+        let c = stats.snapshot();
+        assert_eq!(c.checkpoint.write_bytes, 3 * PAGE_SIZE as u64);
+        assert_eq!(c.user_read.read_calls, 1);
+        assert_eq!(c.user_read.read_bytes, PAGE_SIZE as u64);
+    }
+
+    #[test]
+    fn read_spanning_two_pages_reads_both() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (f, stats) = open(dir.path(), None);
+        f.write_at(0, &AlignedBuf::zeroed(2 * PAGE_SIZE), Category::Meta)
+            .expect("write");
+        f.read_exact_at(4000, 200, Category::UserRead)
+            .expect("read");
+        assert_eq!(stats.snapshot().user_read.read_bytes, 2 * PAGE_SIZE as u64);
+    }
+
+    #[test]
+    fn short_read_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (f, _) = open(dir.path(), None);
+        f.write_at(0, &AlignedBuf::zeroed(10), Category::Meta)
+            .expect("write");
+        let err = f.read_exact_at(4000, 200, Category::UserRead).unwrap_err();
+        assert!(matches!(err, Error::ShortRead { .. }), "{err}");
+    }
+
+    #[test]
+    fn injected_write_failure_sticks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inj = Arc::new(FaultInjector::new(Fault::FailWrite { after: 2 }));
+        let (f, _) = open(dir.path(), Some(inj.clone()));
+        let page = AlignedBuf::from_slice(&[1; 10]);
+        f.write_at(0, &page, Category::Log).expect("first write");
+        assert!(f.write_at(4096, &page, Category::Log).is_err());
+        assert!(inj.tripped());
+        assert!(f.write_at(8192, &page, Category::Log).is_err());
+        assert!(f.sync(Category::Log).is_err());
+    }
+
+    #[test]
+    fn torn_write_keeps_only_a_prefix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inj = Arc::new(FaultInjector::new(Fault::TornWrite {
+            after: 1,
+            keep_bytes: 512,
+        }));
+        let (f, _) = open(dir.path(), Some(inj));
+        let page = AlignedBuf::from_slice(&[9; PAGE_SIZE]);
+        assert!(f.write_at(0, &page, Category::Log).is_err());
+        let on_disk = std::fs::read(dir.path().join("f")).expect("read back");
+        assert_eq!(on_disk.len(), 512);
+        assert!(on_disk.iter().all(|&b| b == 9));
+    }
+
+    #[test]
+    fn failed_fsync_is_reported() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inj = Arc::new(FaultInjector::new(Fault::FailSync { after: 1 }));
+        let (f, stats) = open(dir.path(), Some(inj));
+        assert!(f.sync(Category::Log).is_err());
+        assert_eq!(stats.snapshot().log.fsyncs, 0);
+    }
+}

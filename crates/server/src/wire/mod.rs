@@ -1,0 +1,95 @@
+//! The MongoDB wire protocol codec: message headers, OP_MSG, and legacy OP_QUERY/OP_REPLY.
+//! Pure byte handling: no sockets, no commands. Every length and offset read from the
+//! network is checked; nothing here panics on bad input.
+
+mod header;
+mod op_msg;
+mod op_query;
+
+pub use header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_BYTES};
+pub use op_msg::{encode_op_msg, OpMsg, MSG_FLAG_CHECKSUM, MSG_FLAG_MORE_TO_COME};
+pub use op_query::{encode_op_reply, OpQuery};
+
+/// Largest BSON document a client may send or receive (16 MiB).
+pub const MAX_BSON_OBJECT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a message could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("message truncated: {0}")]
+    Truncated(&'static str),
+    #[error("invalid message: {0}")]
+    Invalid(String),
+    #[error("unsupported opcode {0}")]
+    UnsupportedOpCode(i32),
+    #[error("OP_MSG checksum mismatch")]
+    ChecksumMismatch,
+}
+
+/// A little-endian reader over untrusted bytes.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], WireError> {
+        if self.remaining() < n {
+            return Err(WireError::Truncated(what));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub(crate) fn i32(&mut self, what: &'static str) -> Result<i32, WireError> {
+        let b = self.take(4, what)?;
+        Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, WireError> {
+        Ok(self.i32(what)? as u32)
+    }
+
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8, WireError> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    pub(crate) fn cstring(&mut self, what: &'static str) -> Result<&'a str, WireError> {
+        let rest = &self.buf[self.pos..];
+        let nul = rest
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(WireError::Truncated(what))?;
+        let s = std::str::from_utf8(&rest[..nul])
+            .map_err(|_| WireError::Invalid(format!("{what} is not UTF-8")))?;
+        self.pos += nul + 1;
+        Ok(s)
+    }
+
+    /// One BSON document, length-checked and parsed.
+    pub(crate) fn document(&mut self, what: &'static str) -> Result<bson::Document, WireError> {
+        let rest = &self.buf[self.pos..];
+        if rest.len() < 5 {
+            return Err(WireError::Truncated(what));
+        }
+        let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        if len < 5 || len as usize > rest.len() {
+            return Err(WireError::Invalid(format!(
+                "{what}: BSON length {len} does not fit in {} remaining bytes",
+                rest.len()
+            )));
+        }
+        let bytes = self.take(len as usize, what)?;
+        bson::Document::from_reader(bytes)
+            .map_err(|e| WireError::Invalid(format!("{what}: invalid BSON: {e}")))
+    }
+}

@@ -1,0 +1,199 @@
+//! OP_MSG (opcode 2013): flag bits, a body section (kind 0), document sequences (kind 1) and
+//! the optional CRC-32C checksum. Document sequences are folded into the body as arrays under
+//! their identifier, which is how commands see them.
+
+use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN, MAX_MESSAGE_BYTES};
+use bson::{Bson, Document};
+
+/// The message ends with a CRC-32C of everything before it.
+pub const MSG_FLAG_CHECKSUM: u32 = 1 << 0;
+/// The sender will not wait for a reply.
+pub const MSG_FLAG_MORE_TO_COME: u32 = 1 << 1;
+/// The client accepts exhaust replies.
+const MSG_FLAG_EXHAUST_ALLOWED: u32 = 1 << 16;
+/// Bits 0-15 are "required": an unknown one set means we must refuse the message.
+const REQUIRED_BITS: u32 = 0xffff;
+const KNOWN_BITS: u32 = MSG_FLAG_CHECKSUM | MSG_FLAG_MORE_TO_COME | MSG_FLAG_EXHAUST_ALLOWED;
+
+/// A decoded OP_MSG request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpMsg {
+    pub flags: u32,
+    /// The body with every document sequence added as an array field.
+    pub body: Document,
+}
+
+impl OpMsg {
+    /// Decodes the bytes after the header. `whole` is the full message (for the checksum).
+    pub fn decode(whole: &[u8]) -> Result<OpMsg, WireError> {
+        let payload = &whole[HEADER_LEN..];
+        let mut r = Reader::new(payload);
+        let flags = r.u32("flagBits")?;
+        let unknown_required = flags & REQUIRED_BITS & !KNOWN_BITS;
+        if unknown_required != 0 {
+            return Err(WireError::Invalid(format!(
+                "unknown required OP_MSG flag bits {unknown_required:#x}"
+            )));
+        }
+        let sections_end = if flags & MSG_FLAG_CHECKSUM != 0 {
+            verify_checksum(whole)?;
+            payload.len() - 4
+        } else {
+            payload.len()
+        };
+        let mut r = Reader::new(&payload[4..sections_end]);
+        let mut body = None;
+        let mut sequences = Vec::new();
+        while r.remaining() > 0 {
+            match r.u8("section kind")? {
+                0 if body.is_some() => {
+                    return Err(WireError::Invalid("more than one body section".into()))
+                }
+                0 => body = Some(r.document("body section")?),
+                1 => sequences.push(decode_sequence(&mut r)?),
+                k => return Err(WireError::Invalid(format!("unknown section kind {k}"))),
+            }
+        }
+        let mut body = body.ok_or_else(|| WireError::Invalid("OP_MSG has no body".into()))?;
+        for (id, docs) in sequences {
+            if body.contains_key(&id) {
+                return Err(WireError::Invalid(format!(
+                    "document sequence {id:?} duplicates a body field"
+                )));
+            }
+            body.insert(
+                id,
+                Bson::Array(docs.into_iter().map(Bson::Document).collect()),
+            );
+        }
+        Ok(OpMsg { flags, body })
+    }
+}
+
+fn decode_sequence(r: &mut Reader<'_>) -> Result<(String, Vec<Document>), WireError> {
+    let size = r.i32("sequence size")?;
+    if size < 4 || size as usize - 4 > r.remaining() {
+        return Err(WireError::Invalid(format!("document sequence size {size}")));
+    }
+    let bytes = r.take(size as usize - 4, "document sequence")?;
+    let mut s = Reader::new(bytes);
+    let id = s.cstring("sequence identifier")?.to_owned();
+    let mut docs = Vec::new();
+    while s.remaining() > 0 {
+        docs.push(s.document("sequence document")?);
+    }
+    Ok((id, docs))
+}
+
+fn verify_checksum(whole: &[u8]) -> Result<(), WireError> {
+    if whole.len() < HEADER_LEN + 8 {
+        return Err(WireError::Truncated("checksum"));
+    }
+    let (data, sum) = whole.split_at(whole.len() - 4);
+    let expected = u32::from_le_bytes([sum[0], sum[1], sum[2], sum[3]]);
+    if crc32c::crc32c(data) != expected {
+        return Err(WireError::ChecksumMismatch);
+    }
+    Ok(())
+}
+
+/// Encodes a reply OP_MSG carrying `body` in response to `response_to`.
+pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<u8> {
+    let mut doc = Vec::new();
+    body.to_writer(&mut doc)
+        .expect("serialising an in-memory document cannot fail");
+    let len = HEADER_LEN + 4 + 1 + doc.len();
+    assert!(
+        len <= MAX_MESSAGE_BYTES,
+        "reply of {len} bytes exceeds the message limit"
+    );
+    let mut out = Vec::with_capacity(len);
+    MsgHeader {
+        message_length: len,
+        request_id,
+        response_to,
+        op_code: OpCode::Msg,
+    }
+    .encode(&mut out);
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.push(0);
+    out.extend_from_slice(&doc);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn message(flags: u32, sections: &[u8], checksum: bool) -> Vec<u8> {
+        let mut payload = flags.to_le_bytes().to_vec();
+        payload.extend_from_slice(sections);
+        let len = HEADER_LEN + payload.len() + if checksum { 4 } else { 0 };
+        let mut out = Vec::new();
+        MsgHeader {
+            message_length: len,
+            request_id: 1,
+            response_to: 0,
+            op_code: OpCode::Msg,
+        }
+        .encode(&mut out);
+        out.extend_from_slice(&payload);
+        if checksum {
+            let sum = crc32c::crc32c(&out);
+            out.extend_from_slice(&sum.to_le_bytes());
+        }
+        out
+    }
+
+    fn body_section(d: &Document) -> Vec<u8> {
+        let mut s = vec![0u8];
+        d.to_writer(&mut s).expect("encode");
+        s
+    }
+
+    #[test]
+    fn body_and_sequence_are_merged() {
+        let mut sections = body_section(&doc! {"insert": "c", "$db": "test"});
+        let mut seq = b"documents\0".to_vec();
+        doc! {"_id": 1}.to_writer(&mut seq).expect("encode");
+        doc! {"_id": 2}.to_writer(&mut seq).expect("encode");
+        sections.push(1);
+        sections.extend_from_slice(&((seq.len() + 4) as i32).to_le_bytes());
+        sections.extend_from_slice(&seq);
+        let msg = OpMsg::decode(&message(0, &sections, false)).expect("decode");
+        let docs = msg.body.get_array("documents").expect("array");
+        assert_eq!(docs.len(), 2);
+    }
+
+    #[test]
+    fn checksum_is_verified() {
+        let sections = body_section(&doc! {"ping": 1});
+        let mut m = message(MSG_FLAG_CHECKSUM, &sections, true);
+        assert!(OpMsg::decode(&m).is_ok());
+        let n = m.len();
+        m[n - 6] ^= 1;
+        assert!(OpMsg::decode(&m).is_err());
+    }
+
+    #[test]
+    fn unknown_required_bits_are_refused() {
+        let sections = body_section(&doc! {"ping": 1});
+        assert!(OpMsg::decode(&message(1 << 5, &sections, false)).is_err());
+        // Optional bits (16 and up) are ignored.
+        assert!(OpMsg::decode(&message(1 << 20, &sections, false)).is_ok());
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut seed = 0x1234_5678u64;
+        for len in 0..300usize {
+            let mut m = message(0, &[], false);
+            for _ in 0..len {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                m.push((seed >> 33) as u8);
+            }
+            let _ = OpMsg::decode(&m);
+        }
+    }
+}
