@@ -107,6 +107,11 @@ impl DataFile {
             .map_err(|e| self.os_err("stat", 0, e))
     }
 
+    /// True when the file has no bytes.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
     /// Reads `len` bytes at `offset` with a single pread of the enclosing page-aligned
     /// extent. Counts the whole extent, padding included.
     pub fn read_exact_at(&self, offset: u64, len: usize, cat: Category) -> Result<ReadBuf> {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every ShaleDB check: formatting, lints, Rust unit and integration tests, and the
+# end-to-end suite with the real pymongo driver against the real `shale` binary.
+# Needs only the Rust toolchain (rust-toolchain.toml), Python 3 and git.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test"
+cargo test --workspace --locked
+
+step "build the shale binary for the end-to-end suite"
+cargo build --locked -p shale-cli
+
+step "python virtualenv for the end-to-end suite (.venv)"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
+
+step "end-to-end tests (pymongo against target/debug/shale)"
+export SHALE_BIN="$PWD/target/debug/shale"
+report=$(mktemp)
+set +e
+(cd tests/e2e && ../../.venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$report")
+status=$?
+set -e
+ran=$(grep -o 'tests="[0-9]*"' "$report" | head -1 | tr -dc '0-9')
+rm -f "$report"
+if [ "$status" -ne 0 ]; then
+    echo "end-to-end suite failed (pytest exit $status)" >&2
+    exit "$status"
+fi
+if [ "${ran:-0}" -eq 0 ]; then
+    echo "end-to-end suite ran zero tests" >&2
+    exit 1
+fi
+echo "end-to-end tests run: $ran"

@@ -1,0 +1,87 @@
+"""Fixtures that run the real `shale` binary on a free loopback port with a fresh data
+directory, and hand tests a pymongo client connected to it."""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shale_binary() -> str:
+    path = os.environ.get("SHALE_BIN", str(ROOT / "target" / "debug" / "shale"))
+    if not Path(path).exists():
+        pytest.fail(f"shale binary not found at {path}; build it or set SHALE_BIN")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One running `shale serve` process."""
+
+    def __init__(self, dbpath: Path, port: int | None = None):
+        self.dbpath = dbpath
+        self.port = port or free_port()
+        self.log = open(dbpath.parent / f"shale-{self.port}.log", "wb")
+        self.proc = subprocess.Popen(
+            [shale_binary(), "serve", "--dbpath", str(dbpath), "--port", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_ready()
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+
+    def client(self, **kwargs) -> MongoClient:
+        return MongoClient(self.uri, serverSelectionTimeoutMS=5000, **kwargs)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"shale exited with {self.proc.returncode}: {self.read_log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"shale did not start listening: {self.read_log()}")
+
+    def read_log(self) -> str:
+        if not self.log.closed:
+            self.log.flush()
+        return (self.dbpath.parent / f"shale-{self.port}.log").read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=timeout)
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = Server(tmp_path / "data")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def client(server):
+    c = server.client()
+    yield c
+    c.close()
