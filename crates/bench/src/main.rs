@@ -1,0 +1,32 @@
+//! `shale-bench`: ShaleDB's benchmark runner. Each workload is a subcommand that prints a
+//! table on stdout and, with `--json FILE`, writes the same figures with the machine's facts
+//! (see `report::Report`). The targets it measures are in DESIGN.md §6; timed tests never
+//! measure them.
+
+mod device;
+mod fio;
+mod latency;
+mod machine;
+mod report;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "shale-bench", version, about = "ShaleDB benchmark runner")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Measure the device under a directory: O_DIRECT random reads by block size and queue
+    /// depth, sequential write bandwidth and fsync latency (the physical limits).
+    Device(device::DeviceArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Device(args) => device::run(&args),
+    }
+}
