@@ -1,0 +1,562 @@
+//! Copy-on-write block files: one file per tree, holding opaque blocks (serialized nodes,
+//! never interpreted here) under node ids, a block translation table (BTT) per checkpoint,
+//! and two alternating headers. This module owns the lifetime of extents; `btt` owns the
+//! table format, `header` the header format, `allocator` the free list, `verify` the
+//! consistency check. Byte formats: `docs/format-blockfile.md`.
+//!
+//! Three translation maps exist: **D**, the BTT of the last durable checkpoint (the one the
+//! newest valid on-disk header points to); **C**, the BTT of the checkpoint in progress
+//! (between `checkpoint_begin` and the end of `checkpoint_end`); **L**, the live BTT.
+//!
+//! # Invariants
+//!
+//! - **B1 (copy-on-write).** No block or serialized BTT is ever overwritten: every
+//!   `write_block` and every checkpoint's BTT goes to an extent freshly taken from the
+//!   allocator. The header slots are the only bytes rewritten, and a checkpoint writes
+//!   only the slot the durable header is *not* in (checkpoint `seq` goes to slot `seq % 2`).
+//! - **B2 (referenced).** An extent is referenced iff an entry of D, C or L maps its node
+//!   to it (each extent belongs to one node, so this is a per-node comparison), or it is
+//!   the serialized BTT of D, or of C while `checkpoint_end` writes it. An extent is on
+//!   the free list iff it is not referenced and no write into it is in flight.
+//! - **B3 (free at once).** When L's entry for a node is replaced (rewrite) or removed
+//!   (`free_node`), the old extent is freed at once unless D or C references it; when C's
+//!   entry is replaced (`write_block(.., for_checkpoint = true, ..)`), the old C extent is
+//!   freed unless D or L references it.
+//! - **B4 (durable order).** `checkpoint_end` writes C's BTT to a fresh extent, fdatasyncs
+//!   (so every block of C and the BTT are durable), writes the header into slot `seq % 2`,
+//!   fdatasyncs again, and only then makes C the new D.
+//! - **B5 (retire old D).** When C becomes D, every extent of the old D that neither the
+//!   new D nor L references is freed, and so is the old D's serialized BTT. Nothing D
+//!   references is freed while it is durable, so a crash at any moment leaves the last
+//!   durable checkpoint (header, BTT and blocks) intact.
+//! - **B6 (allocation).** Extents are page-aligned and occupy `len` rounded up to whole
+//!   pages (at least one). Freed space is reused only by later allocations, first fit over
+//!   a sorted free list whose neighbours are merged; otherwise the file grows at its end.
+//!   Freeing an extent that is already free is a bug and panics.
+//! - **B7 (node ids).** Node ids are never reused: `allocate_node_id` is monotonic, the next
+//!   id is persisted in every header, and every id in a durable BTT is below it. (Ids
+//!   handed out after the last durable checkpoint may be handed out again after a crash:
+//!   nothing durable names them.) `NodeId(0)` means "no node".
+//! - **B8 (poison).** After an I/O error in a write path (`write_block`, `checkpoint_end`,
+//!   `sync`) the file refuses further writes with `Error::Poisoned`; by B5 the durable
+//!   checkpoint on disk is untouched and reopening the file recovers it.
+//! - **B9 (open).** Opening uses the valid header slot (magic, version, crc, slot =
+//!   `seq % 2`) with the higher sequence; its BTT must match the header's crc, and D's
+//!   extents must be aligned, inside the file and disjoint. L := D, and every other byte of
+//!   the data area is free: writes made after the last durable checkpoint become free space.
+//!
+//! Readers take the lock only to look up an extent and then read without it, so reads run
+//! concurrently. The caller must not read a node while it rewrites or frees that same node
+//! (its old extent may be reused at once, B3); a checksum mismatch would then be reported.
+
+mod allocator;
+mod btt;
+#[cfg(test)]
+mod fault_tests;
+mod header;
+#[cfg(test)]
+mod tests;
+mod verify;
+
+use crate::{Error, Location, Result};
+use allocator::{alloc_len, Allocator, DATA_START};
+use btt::Btt;
+use header::{slot_of, slot_offset, Header, MAX_META, SLOT_SIZE};
+use parking_lot::Mutex;
+use shale_io::{AlignedBuf, Category, DataFile, FaultInjector, IoStats, OpenMode, ReadBuf};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The id of a node (block) in one tree file. `NodeId(0)` means "no node".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u64);
+
+/// Where a block lives: page-aligned `offset`, exact byte length `len` (not rounded), and
+/// the crc32c of the block's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub offset: u64,
+    pub len: u32,
+    pub crc: u32,
+}
+
+/// What the durable checkpoint recorded, as found by [`BlockFile::open`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointState {
+    pub seq: u64,
+    pub root: NodeId,
+    pub lsn: u64,
+    pub meta: Vec<u8>,
+}
+
+/// One tree's copy-on-write block file. `Send + Sync`; see the module docs.
+#[derive(Debug)]
+pub struct BlockFile {
+    file: DataFile,
+    path: PathBuf,
+    next_id: AtomicU64,
+    state: Mutex<State>,
+}
+
+/// Everything that changes, under one lock.
+#[derive(Debug)]
+struct State {
+    /// D: the last durable checkpoint's BTT.
+    durable: Btt,
+    /// The serialized BTT extent of D (offset, allocated length).
+    durable_btt: (u64, u64),
+    durable_seq: u64,
+    /// C, while a checkpoint runs.
+    ckpt: Option<Checkpoint>,
+    /// L: the live BTT.
+    live: Btt,
+    alloc: Allocator,
+    /// Bytes allocated to block writes not yet entered in L (B2: neither free nor mapped).
+    in_flight: u64,
+    poisoned: Option<String>,
+}
+
+#[derive(Debug)]
+struct Checkpoint {
+    seq: u64,
+    map: Btt,
+    /// Set once `checkpoint_end` has allocated C's serialized BTT (offset, allocated length).
+    ending: Option<(u64, u64)>,
+}
+
+impl State {
+    fn check_writable(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// B8: remember the first write-path failure.
+    fn poison(&mut self, err: &shale_io::Error) {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(err.to_string());
+        }
+    }
+
+    /// B3: an extent that was just unmapped from L or C is freed unless D, C or L still
+    /// references it.
+    fn release(&mut self, id: NodeId, old: Option<Extent>) {
+        let Some(e) = old else { return };
+        let in_c = self
+            .ckpt
+            .as_ref()
+            .is_some_and(|c| btt::references(&c.map, id, &e));
+        if !in_c && !btt::references(&self.durable, id, &e) && !btt::references(&self.live, id, &e)
+        {
+            self.alloc.free(e.offset, alloc_len(u64::from(e.len)));
+        }
+    }
+}
+
+impl BlockFile {
+    /// Creates the file (it must not exist) holding an empty durable checkpoint: seq 1, no
+    /// root, empty BTT, `meta` as the caller's metadata. Slot 0 gets an equally empty
+    /// checkpoint 0 so that both slots parse. Fsyncs the file and its directory.
+    pub fn create(
+        path: &Path,
+        meta: &[u8],
+        direct_io: bool,
+        stats: Arc<IoStats>,
+        faults: Option<Arc<FaultInjector>>,
+    ) -> Result<BlockFile> {
+        check_meta(meta)?;
+        let file = DataFile::open(path, OpenMode::CreateNew, direct_io, stats, faults)?;
+        let empty = btt::encode(&Btt::new());
+        let btt_size = alloc_len(empty.len() as u64);
+        file.write_at(DATA_START, &AlignedBuf::from_slice(&empty), Category::Meta)?;
+        for seq in [0u64, 1] {
+            let h = Header {
+                seq,
+                root: 0,
+                next_node_id: 1,
+                btt_offset: DATA_START,
+                btt_len: empty.len() as u64,
+                btt_crc: crc32c::crc32c(&empty),
+                lsn: 0,
+                meta: meta.to_vec(),
+            };
+            let slot = slot_offset(slot_of(seq));
+            file.write_at(slot, &AlignedBuf::from_slice(&h.encode()), Category::Meta)?;
+        }
+        file.sync(Category::Meta)?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        shale_io::sync_dir(dir)?;
+        Ok(BlockFile {
+            file,
+            path: path.to_owned(),
+            next_id: AtomicU64::new(1),
+            state: Mutex::new(State {
+                durable: Btt::new(),
+                durable_btt: (DATA_START, btt_size),
+                durable_seq: 1,
+                ckpt: None,
+                live: Btt::new(),
+                alloc: Allocator::new(DATA_START + btt_size),
+                in_flight: 0,
+                poisoned: None,
+            }),
+        })
+    }
+
+    /// Opens an existing file at its last durable checkpoint (B9): L := D.
+    pub fn open(
+        path: &Path,
+        direct_io: bool,
+        stats: Arc<IoStats>,
+        faults: Option<Arc<FaultInjector>>,
+    ) -> Result<(BlockFile, CheckpointState)> {
+        let file = DataFile::open(path, OpenMode::Existing, direct_io, stats, faults)?;
+        let file_len = file.len()?;
+        let slots = [read_slot(&file, 0)?, read_slot(&file, 1)?];
+        let (slot, h) = match &slots {
+            [Ok(a), Ok(b)] if b.seq > a.seq => (1u8, b.clone()),
+            [Ok(a), _] => (0, a.clone()),
+            [Err(_), Ok(b)] => (1, b.clone()),
+            [Err(a), Err(b)] => {
+                return Err(Error::corruption(
+                    path,
+                    Location::Header { slot: 0 },
+                    format!("no valid header: slot 0: {a}; slot 1: {b}"),
+                ));
+            }
+        };
+        let table_loc = Location::TranslationTable {
+            offset: h.btt_offset,
+        };
+        let corrupt = |reason: String| Error::corruption(path, table_loc.clone(), reason);
+        let btt_fits = h.btt_offset >= DATA_START
+            && h.btt_offset.is_multiple_of(shale_io::PAGE_SIZE as u64)
+            && h.btt_len >= 8
+            && h.btt_offset
+                .checked_add(h.btt_len)
+                .is_some_and(|e| e <= file_len);
+        if !btt_fits {
+            return Err(corrupt(format!(
+                "header slot {slot} names a BTT extent of {} bytes at {} that does not fit the file of {file_len} bytes",
+                h.btt_len, h.btt_offset
+            )));
+        }
+        let raw = file.read_exact_at(h.btt_offset, h.btt_len as usize, Category::Meta)?;
+        let found = crc32c::crc32c(&raw);
+        if found != h.btt_crc {
+            return Err(corrupt(format!(
+                "checksum mismatch: expected {:#010x} found {found:#010x}",
+                h.btt_crc
+            )));
+        }
+        let durable = btt::decode(&raw).map_err(&corrupt)?;
+        if let Some((id, _)) = durable.iter().find(|(id, _)| id.0 >= h.next_node_id) {
+            return Err(corrupt(format!(
+                "node {} is not below the next node id {}",
+                id.0, h.next_node_id
+            )));
+        }
+        if h.root != 0 && !durable.contains_key(&NodeId(h.root)) {
+            return Err(corrupt(format!("root node {} has no entry", h.root)));
+        }
+        let btt_size = alloc_len(h.btt_len);
+        let mut used: Vec<(u64, u64)> = durable
+            .values()
+            .map(|e| (e.offset, alloc_len(u64::from(e.len))))
+            .collect();
+        used.push((h.btt_offset, btt_size));
+        let end = alloc_len(file_len).max(DATA_START);
+        let alloc = Allocator::from_used(end, &used).map_err(&corrupt)?;
+        let state = CheckpointState {
+            seq: h.seq,
+            root: NodeId(h.root),
+            lsn: h.lsn,
+            meta: h.meta,
+        };
+        let bf = BlockFile {
+            file,
+            path: path.to_owned(),
+            next_id: AtomicU64::new(h.next_node_id),
+            state: Mutex::new(State {
+                live: durable.clone(),
+                durable,
+                durable_btt: (h.btt_offset, btt_size),
+                durable_seq: h.seq,
+                ckpt: None,
+                alloc,
+                in_flight: 0,
+                poisoned: None,
+            }),
+        };
+        Ok((bf, state))
+    }
+
+    /// A fresh node id (B7: never reused; persisted at the next checkpoint).
+    pub fn allocate_node_id(&self) -> NodeId {
+        NodeId(self.next_id.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// The live (L) extent of `id`.
+    pub fn extent(&self, id: NodeId) -> Option<Extent> {
+        self.state.lock().live.get(&id).copied()
+    }
+
+    /// Reads the whole block of `id` (one pread of its page-rounded extent) and verifies its
+    /// crc; a mismatch is `Error::Corruption` naming the file and the block.
+    pub fn read_block(&self, id: NodeId, cat: Category) -> Result<Vec<u8>> {
+        let e = self.live_extent(id)?;
+        self.read_checked(id, e, cat)
+    }
+
+    /// Reads the block at `e` and checks it against `e.crc`.
+    fn read_checked(&self, id: NodeId, e: Extent, cat: Category) -> Result<Vec<u8>> {
+        let buf = self.file.read_exact_at(e.offset, e.len as usize, cat)?;
+        let found = crc32c::crc32c(&buf);
+        if found != e.crc {
+            return Err(Error::corruption(
+                &self.path,
+                Location::Block {
+                    node: id.0,
+                    offset: e.offset,
+                    len: u64::from(e.len),
+                },
+                format!(
+                    "checksum mismatch: expected {:#010x} found {found:#010x}",
+                    e.crc
+                ),
+            ));
+        }
+        Ok(buf.to_vec())
+    }
+
+    /// Reads `len` bytes at `offset_in_block` within the block of `id` with one pread of the
+    /// page-aligned range covering them. No checksum: the caller checks its own.
+    pub fn read_block_range(
+        &self,
+        id: NodeId,
+        offset_in_block: u32,
+        len: u32,
+        cat: Category,
+    ) -> Result<ReadBuf> {
+        let e = self.live_extent(id)?;
+        if u64::from(offset_in_block) + u64::from(len) > u64::from(e.len) {
+            return Err(Error::InvalidArgument(format!(
+                "range {offset_in_block}+{len} is outside block {} of {} bytes",
+                id.0, e.len
+            )));
+        }
+        let at = e.offset + u64::from(offset_in_block);
+        Ok(self.file.read_exact_at(at, len as usize, cat)?)
+    }
+
+    /// Copy-on-write write of a new image of `id` to a fresh extent (B1). Updates L, and C
+    /// too when `for_checkpoint` is set and a checkpoint is running; frees the old extent(s)
+    /// per B3. Returns the new extent.
+    pub fn write_block(
+        &self,
+        id: NodeId,
+        bytes: &[u8],
+        for_checkpoint: bool,
+        cat: Category,
+    ) -> Result<Extent> {
+        let len = u32::try_from(bytes.len()).map_err(|_| {
+            Error::InvalidArgument(format!("block of {} bytes is too large", bytes.len()))
+        })?;
+        let next = self.next_id.load(Ordering::SeqCst);
+        if id.0 == 0 || id.0 >= next {
+            return Err(Error::InvalidArgument(format!(
+                "node id {} was not allocated (next id {next})",
+                id.0
+            )));
+        }
+        let size = alloc_len(u64::from(len));
+        let offset = {
+            let mut st = self.state.lock();
+            st.check_writable()?;
+            if for_checkpoint && st.ckpt.as_ref().is_some_and(|c| c.ending.is_some()) {
+                return Err(Error::InvalidArgument(
+                    "write for a checkpoint that is already ending".into(),
+                ));
+            }
+            st.in_flight += size;
+            st.alloc.allocate(size)
+        };
+        let crc = crc32c::crc32c(bytes);
+        let result = self
+            .file
+            .write_at(offset, &AlignedBuf::from_slice(bytes), cat);
+        let mut st = self.state.lock();
+        st.in_flight -= size;
+        if let Err(e) = result {
+            st.alloc.free(offset, size);
+            st.poison(&e);
+            return Err(e.into());
+        }
+        let ext = Extent { offset, len, crc };
+        let old_live = st.live.insert(id, ext);
+        let old_ckpt = match st.ckpt.as_mut() {
+            Some(c) if for_checkpoint && c.ending.is_none() => c.map.insert(id, ext),
+            _ => None,
+        };
+        // B3, once per distinct old extent.
+        st.release(id, old_live);
+        if old_ckpt != old_live {
+            st.release(id, old_ckpt);
+        }
+        Ok(ext)
+    }
+
+    /// Removes `id` from L and frees its extent unless D or C references it (B3). Freeing a
+    /// node that has no live block is a no-op.
+    pub fn free_node(&self, id: NodeId) {
+        let mut st = self.state.lock();
+        let old = st.live.remove(&id);
+        st.release(id, old);
+    }
+
+    /// Starts a checkpoint: C := L. Returns its sequence number. Only one runs at a time.
+    pub fn checkpoint_begin(&self) -> u64 {
+        let mut st = self.state.lock();
+        assert!(st.ckpt.is_none(), "a checkpoint is already running");
+        let seq = st.durable_seq + 1;
+        let map = st.live.clone();
+        st.ckpt = Some(Checkpoint {
+            seq,
+            map,
+            ending: None,
+        });
+        seq
+    }
+
+    /// Ends the running checkpoint: writes C's BTT and the header in the order of B4, then
+    /// D := C and the old D's unreferenced extents are freed (B5). I/O is `Checkpoint`.
+    /// Writers are not blocked while it writes and syncs.
+    pub fn checkpoint_end(&self, root: NodeId, lsn: u64, meta: &[u8]) -> Result<()> {
+        check_meta(meta)?;
+        let (seq, table, btt_offset, btt_size) = {
+            let mut st = self.state.lock();
+            st.check_writable()?;
+            let c = st
+                .ckpt
+                .as_ref()
+                .expect("checkpoint_end without checkpoint_begin");
+            assert!(c.ending.is_none(), "checkpoint_end called twice");
+            if root.0 != 0 && !c.map.contains_key(&root) {
+                return Err(Error::InvalidArgument(format!(
+                    "root node {} has no block in the checkpoint",
+                    root.0
+                )));
+            }
+            let table = btt::encode(&c.map);
+            let seq = c.seq;
+            let size = alloc_len(table.len() as u64);
+            let offset = st.alloc.allocate(size);
+            if let Some(c) = st.ckpt.as_mut() {
+                c.ending = Some((offset, size));
+            }
+            (seq, table, offset, size)
+        };
+        let header = Header {
+            seq,
+            root: root.0,
+            next_node_id: self.next_id.load(Ordering::SeqCst),
+            btt_offset,
+            btt_len: table.len() as u64,
+            btt_crc: crc32c::crc32c(&table),
+            lsn,
+            meta: meta.to_vec(),
+        };
+        // B4: blocks and BTT durable before the header that names them.
+        let cat = Category::Checkpoint;
+        let result = self
+            .file
+            .write_at(btt_offset, &AlignedBuf::from_slice(&table), cat)
+            .and_then(|()| self.file.sync(cat))
+            .and_then(|()| {
+                let slot = slot_offset(slot_of(seq));
+                let page = AlignedBuf::from_slice(&header.encode());
+                self.file.write_at(slot, &page, cat)
+            })
+            .and_then(|()| self.file.sync(cat));
+        let mut st = self.state.lock();
+        if let Err(e) = result {
+            // B8: C stays "running" and its extents stay referenced; the file is dead.
+            st.poison(&e);
+            return Err(e.into());
+        }
+        let c = st.ckpt.take().expect("checkpoint vanished");
+        let old_durable = std::mem::replace(&mut st.durable, c.map);
+        let old_btt = std::mem::replace(&mut st.durable_btt, (btt_offset, btt_size));
+        st.durable_seq = seq;
+        // B5: retire what only the old D referenced.
+        for (id, e) in old_durable {
+            if !btt::references(&st.durable, id, &e) && !btt::references(&st.live, id, &e) {
+                st.alloc.free(e.offset, alloc_len(u64::from(e.len)));
+            }
+        }
+        st.alloc.free(old_btt.0, old_btt.1);
+        Ok(())
+    }
+
+    /// Sequence number of the last durable checkpoint.
+    pub fn durable_seq(&self) -> u64 {
+        self.state.lock().durable_seq
+    }
+
+    /// Allocated length of the file in bytes (headers, blocks, tables and free space).
+    pub fn file_len(&self) -> u64 {
+        self.state.lock().alloc.end()
+    }
+
+    /// Bytes on the free list.
+    pub fn free_bytes(&self) -> u64 {
+        self.state.lock().alloc.free_bytes()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes every completed write durable (fdatasync); a failure poisons the file (B8).
+    pub fn sync(&self, cat: Category) -> Result<()> {
+        self.state.lock().check_writable()?;
+        if let Err(e) = self.file.sync(cat) {
+            self.state.lock().poison(&e);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    fn live_extent(&self, id: NodeId) -> Result<Extent> {
+        self.extent(id)
+            .ok_or_else(|| Error::InvalidArgument(format!("node {} has no block", id.0)))
+    }
+}
+
+fn check_meta(meta: &[u8]) -> Result<()> {
+    if meta.len() > MAX_META {
+        return Err(Error::TooLarge {
+            what: "block file metadata",
+            len: meta.len(),
+            max: MAX_META,
+        });
+    }
+    Ok(())
+}
+
+/// Reads and decodes header slot `slot`. The outer result is the I/O; the inner one says
+/// whether the slot is valid (a file too short to hold the slot is an invalid slot).
+fn read_slot(file: &DataFile, slot: u8) -> Result<std::result::Result<Header, String>> {
+    match file.read_exact_at(slot_offset(slot), SLOT_SIZE, Category::Meta) {
+        Ok(page) => Ok(Header::decode(&page, slot)),
+        Err(shale_io::Error::ShortRead { got, .. }) => {
+            Ok(Err(format!("file too short: slot has {got} bytes")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
