@@ -1,54 +1,581 @@
-//! `Env`: one open data directory. It owns the directory lock and the I/O counters shared by
-//! every file in it, and composes trees, cache, log and checkpoints as they are built.
+//! `Env`: one open data directory. It composes the pieces: the catalog of trees, one block
+//! file and `Tree` per tree, the shared cache budget, the write-ahead log, the background
+//! flusher and checkpointer, and recovery at open.
+//!
+//! Write path (recovery invariants R1–R6 are in docs/recovery.md):
+//! 1. a batch becomes log records plus a commit record, appended under the apply lock
+//!    together with the tree changes, so trees see changes in log order (R2);
+//! 2. the lock is released and the caller waits for group commit (R1);
+//! 3. writers wait while a root's buffers are twice the node size (backpressure) and the
+//!    flusher thread moves messages down.
 
+use crate::cache::Cache;
+use crate::catalog::{tree_path, Catalog, TreeEntry};
+use crate::counters::{EngineCounters, EngineStats};
 use crate::lock::DirLock;
-use crate::{EnvOptions, Error, IoCounters, Result};
-use shale_io::IoStats;
+use crate::tree::{MergeFn, MsgOp, Tree, TreeContext};
+use crate::wal::{LogRecord, TxnId, Wal, WalOptions};
+use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
+use parking_lot::{Condvar, Mutex, RwLock};
+use shale_io::{FaultInjector, IoStats};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Extras that are not plain options: the merge callback and, for tests, a fault injector.
+#[derive(Clone)]
+pub struct EnvHooks {
+    pub merge: Arc<MergeFn>,
+    pub faults: Option<Arc<FaultInjector>>,
+}
+
+impl Default for EnvHooks {
+    fn default() -> Self {
+        EnvHooks {
+            merge: Arc::new(add_i64_merge),
+            faults: None,
+        }
+    }
+}
+
+/// The default merge callback: the payload is a little-endian i64 added to the value (an
+/// i64 too, 0 when absent) — a read-free counter increment.
+pub fn add_i64_merge(_key: &[u8], current: Option<&[u8]>, payload: &[u8]) -> Option<Vec<u8>> {
+    let as_i64 = |b: &[u8]| b.try_into().map(i64::from_le_bytes).unwrap_or(0);
+    let sum = current.map_or(0, as_i64).wrapping_add(as_i64(payload));
+    Some(sum.to_le_bytes().to_vec())
+}
+
+/// One change in a write batch.
+#[derive(Debug, Clone)]
+pub enum BatchOp {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Update(Vec<u8>, Vec<u8>),
+}
+
+/// Changes to any number of trees, committed atomically (all or nothing after a crash).
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    ops: Vec<(Arc<Tree>, BatchOp)>,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn put(&mut self, tree: &TreeHandle, key: &[u8], value: &[u8]) {
+        self.ops.push((
+            tree.tree.clone(),
+            BatchOp::Put(key.to_vec(), value.to_vec()),
+        ));
+    }
+    pub fn delete(&mut self, tree: &TreeHandle, key: &[u8]) {
+        self.ops
+            .push((tree.tree.clone(), BatchOp::Delete(key.to_vec())));
+    }
+    pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) {
+        self.ops.push((
+            tree.tree.clone(),
+            BatchOp::Update(key.to_vec(), payload.to_vec()),
+        ));
+    }
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+pub(crate) struct EnvInner {
+    pub dir: PathBuf,
+    pub options: EnvOptions,
+    pub io_stats: Arc<IoStats>,
+    pub faults: Option<Arc<FaultInjector>>,
+    pub cache: Arc<Cache>,
+    pub stats: Arc<EngineStats>,
+    pub merge: Arc<MergeFn>,
+    pub catalog: Mutex<Catalog>,
+    pub trees: RwLock<HashMap<String, Arc<Tree>>>,
+    pub wal: Wal,
+    /// Held while appending to the log and applying to trees, and by a checkpoint's start.
+    pub apply_lock: Mutex<()>,
+    pub checkpoint_lock: Mutex<()>,
+    pub next_txn: AtomicU64,
+    pub poisoned: Mutex<Option<String>>,
+    pub shutdown: AtomicBool,
+    /// Wakes the flusher; tells backpressured writers that the flusher made progress.
+    pub work: (Mutex<u64>, Condvar),
+    pub _lock: DirLock,
+}
 
 /// An open environment.
-#[derive(Debug)]
 pub struct Env {
-    dir: PathBuf,
-    options: EnvOptions,
-    io_stats: Arc<IoStats>,
-    _lock: DirLock,
+    inner: Arc<EnvInner>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A handle to one tree of an environment.
+#[derive(Clone)]
+pub struct TreeHandle {
+    env: Arc<EnvInner>,
+    tree: Arc<Tree>,
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env").field("dir", &self.inner.dir).finish()
+    }
 }
 
 impl Env {
-    /// Opens (creating if needed) the environment in `dir`, taking its lock.
+    /// Opens (creating if needed) the environment in `dir`, recovering after a crash.
     pub fn open(dir: impl AsRef<Path>, options: EnvOptions) -> Result<Env> {
-        let dir = dir.as_ref().to_owned();
-        std::fs::create_dir_all(&dir).map_err(|source| {
+        Self::open_with(dir, options, EnvHooks::default())
+    }
+
+    /// `open` with a merge callback and test hooks.
+    pub fn open_with(dir: impl AsRef<Path>, options: EnvOptions, hooks: EnvHooks) -> Result<Env> {
+        let inner = Arc::new(crate::recovery::open_and_recover(
+            dir.as_ref(),
+            options,
+            hooks,
+        )?);
+        let threads = crate::background::start(&inner);
+        Ok(Env { inner, threads })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn options(&self) -> &EnvOptions {
+        &self.inner.options
+    }
+
+    /// Creates a tree; `None` options take the environment's defaults.
+    pub fn create_tree(&self, name: &str, options: Option<TreeOptions>) -> Result<TreeHandle> {
+        let env = &self.inner;
+        env.check_usable()?;
+        let options = options.unwrap_or(env.options.tree_defaults);
+        validate_tree_options(&options)?;
+        let _apply = env.apply_lock.lock();
+        let mut catalog = env.catalog.lock();
+        if catalog.trees.contains_key(name) {
+            return Err(Error::TreeExists(name.to_owned()));
+        }
+        let id = catalog.next_tree_id;
+        let path = tree_path(&env.dir, id);
+        let meta = crate::tree::initial_meta(&options);
+        let file = BlockFile::create(
+            &path,
+            &meta,
+            env.options.direct_io,
+            env.io_stats.clone(),
+            env.faults.clone(),
+        )?;
+        // R3: the new tree's redo point is the log's end now; nothing before it is its own.
+        file.checkpoint_begin();
+        env.poison_on(file.checkpoint_end(crate::block::NodeId(0), env.wal.end_lsn().0, &meta))?;
+        let mut next = catalog.clone();
+        next.next_tree_id += 1;
+        next.trees
+            .insert(name.to_owned(), TreeEntry { id, options });
+        next.store(&env.dir)?;
+        *catalog = next;
+        let tree = Arc::new(Tree::new(
+            id,
+            name.to_owned(),
+            file,
+            crate::block::NodeId(0),
+            &meta,
+            env.tree_context(),
+        )?);
+        env.cache.register(&tree);
+        env.trees.write().insert(name.to_owned(), tree.clone());
+        Ok(TreeHandle {
+            env: env.clone(),
+            tree,
+        })
+    }
+
+    /// Opens an existing tree.
+    pub fn open_tree(&self, name: &str) -> Result<TreeHandle> {
+        let tree = self
+            .inner
+            .trees
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTree(name.to_owned()))?;
+        Ok(TreeHandle {
+            env: self.inner.clone(),
+            tree,
+        })
+    }
+
+    /// Drops a tree: it leaves the catalog durably and its file is unlinked at once.
+    pub fn drop_tree(&self, name: &str) -> Result<()> {
+        let env = &self.inner;
+        env.check_usable()?;
+        let _apply = env.apply_lock.lock();
+        let _cp = env.checkpoint_lock.lock();
+        let mut catalog = env.catalog.lock();
+        let entry = catalog
+            .trees
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchTree(name.to_owned()))?;
+        let mut next = catalog.clone();
+        next.trees.remove(name);
+        next.store(&env.dir)?;
+        *catalog = next;
+        if let Some(tree) = env.trees.write().remove(name) {
+            tree.release_cache();
+        }
+        let path = tree_path(&env.dir, entry.id);
+        std::fs::remove_file(&path).map_err(|source| {
             Error::Io(shale_io::Error::Os {
-                path: dir.clone(),
-                op: "mkdir",
+                path,
+                op: "unlink",
                 offset: 0,
                 source,
             })
         })?;
-        let lock = DirLock::acquire(&dir)?;
-        Ok(Env {
-            dir,
-            options,
-            io_stats: Arc::new(IoStats::default()),
-            _lock: lock,
-        })
+        shale_io::sync_dir(&env.dir)?;
+        Ok(())
     }
 
-    /// The data directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Names of all trees.
+    pub fn list_trees(&self) -> Vec<String> {
+        self.inner.catalog.lock().trees.keys().cloned().collect()
     }
 
-    /// The options the environment was opened with.
-    pub fn options(&self) -> &EnvOptions {
-        &self.options
+    /// Commits a batch atomically and durably (per the fsync policy).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.inner.write(batch)
+    }
+
+    /// Makes every change so far part of a durable checkpoint and trims the log.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.inner.checkpoint()
+    }
+
+    /// Pushes every buffered message of every tree down to the leaves, merging and splitting
+    /// as it goes (TokuMX's hot optimize). Writers may continue meanwhile.
+    pub fn flush_all(&self) -> Result<()> {
+        self.inner.check_usable()?;
+        let trees: Vec<Arc<Tree>> = self.inner.trees.read().values().cloned().collect();
+        for t in trees {
+            self.inner.poison_on(t.drain())?;
+        }
+        Ok(())
+    }
+
+    /// Every engine counter.
+    pub fn counters(&self) -> EngineCounters {
+        EngineCounters::collect(
+            self.inner.io_stats.snapshot(),
+            &self.inner.cache,
+            &self.inner.stats,
+        )
     }
 
     /// A snapshot of the I/O counters of every file in the environment.
-    pub fn io_counters(&self) -> IoCounters {
-        self.io_stats.snapshot()
+    pub fn io_counters(&self) -> shale_io::IoCounters {
+        self.inner.io_stats.snapshot()
     }
+
+    /// Bytes used on disk by tree files and the log.
+    pub fn disk_bytes(&self) -> u64 {
+        dir_bytes(&self.inner.dir)
+    }
+
+    /// Checkpoints, stops the background threads and releases the directory.
+    /// Tree handles keep the directory locked until they are dropped; after `close` they
+    /// return `Error::Closed`.
+    pub fn close(mut self) -> Result<()> {
+        let result = if self.inner.poisoned.lock().is_none() {
+            self.inner.checkpoint()
+        } else {
+            Ok(())
+        };
+        self.stop_threads();
+        result
+    }
+
+    fn stop_threads(&mut self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        self.inner.work.1.notify_all();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Env {
+    /// Dropping without `close` stops the threads but writes nothing: like a crash, except
+    /// that everything acknowledged is already in the log.
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
+
+impl TreeHandle {
+    pub fn name(&self) -> &str {
+        self.tree.name()
+    }
+    pub fn options(&self) -> &TreeOptions {
+        self.tree.options()
+    }
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.tree.get(key)
+    }
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(self, key, value);
+        self.env.write(b)
+    }
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(self, key);
+        self.env.write(b)
+    }
+    /// Read-free update: `payload` is applied by the merge callback when it reaches the leaf.
+    pub fn update(&self, key: &[u8], payload: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.update(self, key, payload);
+        self.env.write(b)
+    }
+    pub fn cursor(&self) -> crate::tree::Cursor {
+        self.tree.cursor()
+    }
+    /// Checks every invariant of the tree and its file; returns its entry count.
+    pub fn verify(&self) -> Result<u64> {
+        self.tree.verify()
+    }
+    /// Bytes of the tree's file.
+    pub fn file_bytes(&self) -> u64 {
+        self.tree.file().file_len()
+    }
+}
+
+impl EnvInner {
+    pub(crate) fn tree_context(&self) -> TreeContext {
+        TreeContext {
+            cache: self.cache.clone(),
+            merge: self.merge.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        match &*self.poisoned.lock() {
+            Some(reason) => Err(Error::Poisoned(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Records an I/O failure: the environment refuses writes until reopened.
+    pub(crate) fn poison_on<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if matches!(e, Error::Io(_) | Error::Poisoned(_)) {
+                self.poisoned.lock().get_or_insert_with(|| e.to_string());
+            }
+        }
+        r
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.check_usable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for (_, op) in &batch.ops {
+            check_sizes(op)?;
+        }
+        let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        let mut records: Vec<LogRecord> = batch
+            .ops
+            .iter()
+            .map(|(t, op)| to_record(txn, t.id(), op))
+            .collect();
+        records.push(LogRecord::Commit { txn });
+        let end = {
+            let _apply = self.apply_lock.lock();
+            let end = self.poison_on(self.wal.append(&records))?;
+            for (tree, op) in batch.ops.iter() {
+                self.poison_on(tree.apply(op_key(op), to_msg(op)))?;
+            }
+            end
+        };
+        self.poison_on(self.wal.commit(end))?;
+        EngineStats::bump(&self.stats.commits);
+        self.after_write(&batch)
+    }
+
+    fn after_write(&self, batch: &WriteBatch) -> Result<()> {
+        let mut waited = false;
+        for (tree, _) in &batch.ops {
+            if tree.needs_flush() {
+                self.work.1.notify_all();
+            }
+            while tree.needs_backpressure() && !self.shutdown.load(Ordering::Relaxed) {
+                self.check_usable()?;
+                waited = true;
+                let mut g = self.work.0.lock();
+                self.work.1.notify_all();
+                self.work.1.wait_for(&mut g, Duration::from_millis(50));
+            }
+            self.poison_on(tree.evict_if_needed())?;
+        }
+        if waited {
+            EngineStats::bump(&self.stats.backpressure_waits);
+        }
+        Ok(())
+    }
+
+    /// Checkpoint: mark under the apply lock (so the redo point splits the log exactly), then
+    /// write pending nodes and headers while writers go on, then trim the log (R3–R6).
+    pub(crate) fn checkpoint(&self) -> Result<()> {
+        self.check_usable()?;
+        let _one = self.checkpoint_lock.lock();
+        let started = Instant::now();
+        let (redo_lsn, marks) = {
+            let _apply = self.apply_lock.lock();
+            let redo_lsn = self.wal.end_lsn();
+            let trees: Vec<Arc<Tree>> = self.trees.read().values().cloned().collect();
+            let marks: Vec<_> = trees
+                .into_iter()
+                .map(|t| {
+                    let m = t.checkpoint_mark();
+                    (t, m)
+                })
+                .collect();
+            (redo_lsn, marks)
+        };
+        // R5: the log up to the redo point is durable before any header names it.
+        self.poison_on(self.wal.sync_to(redo_lsn))?;
+        for (tree, (root, next_msn)) in &marks {
+            self.poison_on(tree.checkpoint_finish(*root, *next_msn, redo_lsn.0))?;
+        }
+        // R6: only now may the log before the redo point go.
+        self.poison_on(self.wal.remove_before(redo_lsn))?;
+        EngineStats::bump(&self.stats.checkpoints);
+        tracing::debug!(
+            ms = started.elapsed().as_millis() as u64,
+            trees = marks.len(),
+            "checkpoint done"
+        );
+        Ok(())
+    }
+}
+
+fn to_record(txn: TxnId, tree: u64, op: &BatchOp) -> LogRecord {
+    match op.clone() {
+        BatchOp::Put(key, value) => LogRecord::Put {
+            txn,
+            tree,
+            key,
+            value,
+        },
+        BatchOp::Delete(key) => LogRecord::Delete { txn, tree, key },
+        BatchOp::Update(key, payload) => LogRecord::Update {
+            txn,
+            tree,
+            key,
+            payload,
+        },
+    }
+}
+
+fn op_key(op: &BatchOp) -> &[u8] {
+    match op {
+        BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Update(k, _) => k,
+    }
+}
+
+fn to_msg(op: &BatchOp) -> MsgOp {
+    match op {
+        BatchOp::Put(_, v) => MsgOp::Put(v.clone()),
+        BatchOp::Delete(_) => MsgOp::Delete,
+        BatchOp::Update(_, p) => MsgOp::Update(p.clone()),
+    }
+}
+
+fn check_sizes(op: &BatchOp) -> Result<()> {
+    let (key, value) = match op {
+        BatchOp::Put(k, v) | BatchOp::Update(k, v) => (k, v.len()),
+        BatchOp::Delete(k) => (k, 0),
+    };
+    if key.len() > MAX_KEY_OR_VALUE_BYTES {
+        return Err(Error::TooLarge {
+            what: "key",
+            len: key.len(),
+            max: MAX_KEY_OR_VALUE_BYTES,
+        });
+    }
+    if value > MAX_KEY_OR_VALUE_BYTES {
+        return Err(Error::TooLarge {
+            what: "value",
+            len: value,
+            max: MAX_KEY_OR_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_tree_options(o: &TreeOptions) -> Result<()> {
+    if o.fanout < 3 || o.fanout > 1024 {
+        return Err(Error::InvalidArgument(format!(
+            "fanout {} outside [3, 1024]",
+            o.fanout
+        )));
+    }
+    if o.node_size_bytes < 1024
+        || o.basement_size_bytes < 128
+        || o.basement_size_bytes > o.node_size_bytes
+    {
+        return Err(Error::InvalidArgument(format!(
+            "node size {} and basement size {} must satisfy 128 <= basement <= node and node >= 1024",
+            o.node_size_bytes, o.basement_size_bytes
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn wal_options(o: &EnvOptions) -> WalOptions {
+    WalOptions {
+        fsync: o.fsync,
+        direct_io: o.direct_io,
+        ..WalOptions::default()
+    }
+}
+
+pub(crate) fn wal_dir(dir: &Path) -> PathBuf {
+    dir.join("wal")
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => {
+                use std::os::unix::fs::MetadataExt;
+                m.blocks() * 512
+            }
+            Err(_) => 0,
+        })
+        .sum()
 }

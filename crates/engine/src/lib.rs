@@ -3,14 +3,25 @@
 //!
 //! The engine stores bytes: it knows nothing of BSON, documents or the wire protocol. Inside
 //! it, the tree knows nothing of the log or of transactions; the environment (`env`)
-//! composes them. See `ARCHITECTURE.md` and `docs/format.md`.
+//! composes them. See `ARCHITECTURE.md`, `docs/format-*.md` and `docs/recovery.md`.
 
+mod background;
+pub mod block;
+mod cache;
+mod catalog;
+mod codec;
+mod counters;
 mod env;
 mod error;
 mod lock;
 mod options;
+mod recovery;
+mod tree;
+pub mod wal;
 
-pub use env::Env;
+pub use counters::EngineCounters;
+pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
 pub use error::{Error, Location, Result};
 pub use options::{Compression, EnvOptions, FsyncPolicy, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
-pub use shale_io::{Category, CategoryCounters, IoCounters};
+pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
+pub use tree::{Cursor, MergeFn};

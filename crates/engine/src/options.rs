@@ -36,18 +36,13 @@ impl Compression {
 }
 
 /// When commits are made durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
     /// A commit returns only after the log record is fsynced (group commit shares fsyncs).
+    #[default]
     EveryCommit,
     /// The log is fsynced every N milliseconds; a crash can lose the last N ms.
     EveryMillis(u64),
-}
-
-impl Default for FsyncPolicy {
-    fn default() -> Self {
-        FsyncPolicy::EveryCommit
-    }
 }
 
 /// Per-tree layout options, fixed when the tree is created.

@@ -1,0 +1,93 @@
+//! The node cache's budget: one byte counter shared by every tree of an environment and a
+//! hard limit. Trees charge the memory of the nodes they hold; when the total passes the
+//! budget, the thread that pushed it over evicts (clock order, clean basements first) before
+//! it returns — backpressure, not a soft overshoot.
+
+use crate::tree::Tree;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+/// Shared cache accounting.
+#[derive(Debug)]
+pub struct Cache {
+    budget_bytes: usize,
+    used_bytes: AtomicUsize,
+    peak_bytes: AtomicUsize,
+    pub(crate) hits: AtomicU64,
+    pub(crate) misses: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) partial_evictions: AtomicU64,
+    trees: Mutex<Vec<Weak<Tree>>>,
+    next_victim: AtomicUsize,
+}
+
+impl Cache {
+    pub fn new(budget_bytes: usize) -> Self {
+        assert!(budget_bytes > 0, "cache budget must be positive");
+        Cache {
+            budget_bytes,
+            used_bytes: AtomicUsize::new(0),
+            peak_bytes: AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            partial_evictions: AtomicU64::new(0),
+            trees: Mutex::new(Vec::new()),
+            next_victim: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn budget_bytes(&self) -> usize {
+        self.budget_bytes
+    }
+
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn peak_bytes(&self) -> usize {
+        self.peak_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Moves a node's charge from `old` to `new` bytes.
+    pub fn recharge(&self, old: usize, new: usize) {
+        if new >= old {
+            let now = self.used_bytes.fetch_add(new - old, Ordering::Relaxed) + (new - old);
+            self.peak_bytes.fetch_max(now, Ordering::Relaxed);
+        } else {
+            self.used_bytes.fetch_sub(old - new, Ordering::Relaxed);
+        }
+    }
+
+    /// Registers a tree whose nodes count against this budget.
+    pub(crate) fn register(&self, tree: &Arc<Tree>) {
+        let mut trees = self.trees.lock();
+        trees.retain(|t| t.strong_count() > 0);
+        trees.push(Arc::downgrade(tree));
+    }
+
+    /// Trees to evict from, starting with a different one each call.
+    pub(crate) fn victims(&self) -> Vec<Arc<Tree>> {
+        let trees: Vec<Arc<Tree>> = self.trees.lock().iter().filter_map(Weak::upgrade).collect();
+        if trees.is_empty() {
+            return trees;
+        }
+        let start = self.next_victim.fetch_add(1, Ordering::Relaxed) % trees.len();
+        trees[start..]
+            .iter()
+            .chain(&trees[..start])
+            .cloned()
+            .collect()
+    }
+
+    /// True when eviction must run before the caller goes on.
+    pub fn over_budget(&self) -> bool {
+        self.used_bytes() > self.budget_bytes
+    }
+
+    /// Where eviction stops: a little under the budget so it does not run on every call.
+    pub fn eviction_target(&self) -> usize {
+        self.budget_bytes - self.budget_bytes / 10
+    }
+}

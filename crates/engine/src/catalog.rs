@@ -1,0 +1,204 @@
+//! The environment's catalog: which trees exist (id, name, options) and the next tree id.
+//! Stored in `CATALOG`, replaced atomically (write `CATALOG.tmp`, fsync, rename, fsync the
+//! directory) on every create and drop, so it is always either the old or the new version.
+//!
+//! Format (version 1, little-endian): magic `SHCAT\0\0\1`, u64 next tree id, u32 count, then
+//! per tree: u64 id, u32 name length, name (UTF-8), u32 node size, u32 basement size,
+//! u32 fanout, u8 codec; then a CRC-32C of everything before it.
+
+use crate::{Compression, Error, Location, Result, TreeOptions};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 8] = b"SHCAT\0\0\x01";
+pub const CATALOG_FILE: &str = "CATALOG";
+
+/// One tree's catalog entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    pub id: u64,
+    pub options: TreeOptions,
+}
+
+/// The set of trees, by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalog {
+    pub next_tree_id: u64,
+    pub trees: BTreeMap<String, TreeEntry>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            next_tree_id: 1,
+            trees: BTreeMap::new(),
+        }
+    }
+}
+
+/// The file that holds tree `id`.
+pub fn tree_path(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("tree-{id:010}.shl"))
+}
+
+impl Catalog {
+    /// Loads the catalog of `dir`, or an empty one if the directory has none yet.
+    pub fn load(dir: &Path) -> Result<Catalog> {
+        let path = dir.join(CATALOG_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => Catalog::decode(&bytes)
+                .map_err(|r| Error::corruption(&path, Location::Other("catalog".into()), r)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
+            Err(e) => Err(os_err(&path, "read", e)),
+        }
+    }
+
+    /// Durably replaces the catalog file.
+    pub fn store(&self, dir: &Path) -> Result<()> {
+        let tmp = dir.join(format!("{CATALOG_FILE}.tmp"));
+        let path = dir.join(CATALOG_FILE);
+        let mut f = std::fs::File::create(&tmp).map_err(|e| os_err(&tmp, "create", e))?;
+        f.write_all(&self.encode())
+            .map_err(|e| os_err(&tmp, "write", e))?;
+        f.sync_all().map_err(|e| os_err(&tmp, "fsync", e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| os_err(&path, "rename", e))?;
+        shale_io::sync_dir(dir)?;
+        Ok(())
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&self.next_tree_id.to_le_bytes());
+        out.extend_from_slice(&(self.trees.len() as u32).to_le_bytes());
+        for (name, e) in &self.trees {
+            out.extend_from_slice(&e.id.to_le_bytes());
+            out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(&(e.options.node_size_bytes as u32).to_le_bytes());
+            out.extend_from_slice(&(e.options.basement_size_bytes as u32).to_le_bytes());
+            out.extend_from_slice(&(e.options.fanout as u32).to_le_bytes());
+            out.push(e.options.compression.code());
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Catalog, String> {
+        if bytes.len() < MAGIC.len() + 16 {
+            return Err(format!("catalog of {} bytes is truncated", bytes.len()));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+            return Err("catalog checksum mismatch".into());
+        }
+        if &body[..8] != MAGIC {
+            return Err("bad catalog magic or version".into());
+        }
+        let mut r = Reader { b: body, pos: 8 };
+        let next_tree_id = r.u64()?;
+        let n = r.u32()?;
+        let mut trees = BTreeMap::new();
+        for _ in 0..n {
+            let id = r.u64()?;
+            let len = r.u32()? as usize;
+            let name =
+                String::from_utf8(r.take(len)?.to_vec()).map_err(|_| "tree name is not UTF-8")?;
+            let node_size_bytes = r.u32()? as usize;
+            let basement_size_bytes = r.u32()? as usize;
+            let fanout = r.u32()? as usize;
+            let code = r.take(1)?[0];
+            let compression =
+                Compression::from_code(code).ok_or_else(|| format!("unknown codec {code}"))?;
+            let options = TreeOptions {
+                node_size_bytes,
+                basement_size_bytes,
+                fanout,
+                compression,
+            };
+            trees.insert(name, TreeEntry { id, options });
+        }
+        if r.pos != body.len() {
+            return Err("trailing bytes in catalog".into());
+        }
+        Ok(Catalog {
+            next_tree_id,
+            trees,
+        })
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or("catalog truncated")?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+}
+
+fn os_err(path: &Path, op: &'static str, source: std::io::Error) -> Error {
+    Error::Io(shale_io::Error::Os {
+        path: path.to_owned(),
+        op,
+        offset: 0,
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_corruption() {
+        let mut c = Catalog {
+            next_tree_id: 7,
+            ..Default::default()
+        };
+        c.trees.insert(
+            "users".into(),
+            TreeEntry {
+                id: 3,
+                options: TreeOptions::tiny(),
+            },
+        );
+        c.trees.insert(
+            "idx".into(),
+            TreeEntry {
+                id: 5,
+                options: TreeOptions::default(),
+            },
+        );
+        let bytes = c.encode();
+        assert_eq!(Catalog::decode(&bytes), Ok(c));
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(
+                Catalog::decode(&bad).is_err(),
+                "flip at byte {i} undetected"
+            );
+        }
+    }
+}

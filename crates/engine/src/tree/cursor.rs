@@ -1,0 +1,136 @@
+//! Ordered cursors, forward and backward, with seek. A cursor holds one leaf's merged range
+//! at a time (`LeafBatch`) and moves to the neighbouring leaf by key when it runs off either
+//! end, so it never pins nodes and stays valid while the tree splits and merges under it.
+//! Each leaf's contents are read atomically; changes between leaves are visible (snapshot
+//! isolation across the whole scan comes with MVCC).
+
+use super::read::{LeafBatch, Target};
+use super::Tree;
+use crate::Result;
+use std::sync::Arc;
+
+/// A position in a tree.
+pub struct Cursor {
+    tree: Arc<Tree>,
+    batch: LeafBatch,
+    /// Index into `batch.entries`; `None` when the cursor is not on an entry.
+    pos: Option<usize>,
+}
+
+impl Cursor {
+    pub(crate) fn new(tree: Arc<Tree>) -> Self {
+        Cursor {
+            tree,
+            batch: LeafBatch::default(),
+            pos: None,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+
+    /// Key at the cursor. Panics if not `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.batch.entries[self.pos.expect("cursor is not positioned")].0
+    }
+
+    /// Value at the cursor. Panics if not `valid()`.
+    pub fn value(&self) -> &[u8] {
+        &self.batch.entries[self.pos.expect("cursor is not positioned")].1
+    }
+
+    /// The current entry, if any.
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        self.pos.map(|i| {
+            let (k, v) = &self.batch.entries[i];
+            (k.as_slice(), v.as_slice())
+        })
+    }
+
+    /// Positions at the first entry with key >= `key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.fetch(Target::Containing(key.to_vec()))?;
+        let i = self
+            .batch
+            .entries
+            .partition_point(|(k, _)| k.as_slice() < key);
+        self.settle_forward(i)
+    }
+
+    /// Positions at the last entry with key <= `key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.fetch(Target::Containing(key.to_vec()))?;
+        let i = self
+            .batch
+            .entries
+            .partition_point(|(k, _)| k.as_slice() <= key);
+        self.settle_backward(i)
+    }
+
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.fetch(Target::First)?;
+        self.settle_forward(0)
+    }
+
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.fetch(Target::Last)?;
+        let n = self.batch.entries.len();
+        self.settle_backward(n)
+    }
+
+    /// Moves to the next entry (invalid past the last).
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a positioned cursor, not an iterator: next() can fail"
+    )]
+    pub fn next(&mut self) -> Result<()> {
+        let i = self.pos.expect("next on an unpositioned cursor");
+        self.settle_forward(i + 1)
+    }
+
+    /// Moves to the previous entry (invalid before the first).
+    pub fn prev(&mut self) -> Result<()> {
+        let i = self.pos.expect("prev on an unpositioned cursor");
+        self.settle_backward(i)
+    }
+
+    fn fetch(&mut self, target: Target) -> Result<()> {
+        self.batch = self.tree.with_read(|t, st| t.scan_leaf(st, &target))?;
+        Ok(())
+    }
+
+    /// Lands on entry `i` of the batch, or on the first entry of later leaves.
+    fn settle_forward(&mut self, mut i: usize) -> Result<()> {
+        loop {
+            if i < self.batch.entries.len() {
+                self.pos = Some(i);
+                return Ok(());
+            }
+            let Some(hi) = self.batch.hi.clone() else {
+                self.pos = None;
+                return Ok(());
+            };
+            self.fetch(Target::Containing(hi.clone()))?;
+            // A concurrent merge may hand back a leaf that starts before `hi`.
+            i = self.batch.entries.partition_point(|(k, _)| *k < hi);
+        }
+    }
+
+    /// Lands on the entry before index `i`, or on the last entry of earlier leaves.
+    fn settle_backward(&mut self, mut i: usize) -> Result<()> {
+        loop {
+            if i > 0 {
+                self.pos = Some(i - 1);
+                return Ok(());
+            }
+            let Some(lo) = self.batch.lo.clone() else {
+                self.pos = None;
+                return Ok(());
+            };
+            self.fetch(Target::Before(lo.clone()))?;
+            i = self.batch.entries.partition_point(|(k, _)| *k < lo);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Writing nodes and making room: `write_node` (copy-on-write through the block file),
+//! clock eviction with partial eviction of clean basements, and the tree's part of a
+//! checkpoint (mark dirty nodes pending, write them, end the block file's checkpoint).
+
+use super::format;
+use super::node::NodeBody;
+use super::{Tree, TreeState};
+use crate::block::NodeId;
+use crate::counters::EngineStats;
+use crate::{Category, Result};
+use std::sync::atomic::Ordering;
+
+/// Clock sweeps one eviction pass may take. One sweep: a node referenced since the last
+/// pass (such as the one whose load triggered this pass) only loses its bit, so an operation
+/// that stalled on a load finds it on retry. The budget may be exceeded by what operations in
+/// flight hold until the next pass.
+const CLOCK_SWEEPS: usize = 1;
+
+impl Tree {
+    /// Serializes node `id` (verified first) and writes it copy-on-write. The node is clean
+    /// afterwards and no longer pending for the checkpoint.
+    pub(crate) fn write_node(
+        &self,
+        st: &mut TreeState,
+        id: NodeId,
+        for_checkpoint: bool,
+        cat: Category,
+    ) -> Result<()> {
+        let node = st.nodes.get(&id).expect("write of an uncached node");
+        if let Err(reason) = node.check() {
+            panic!(
+                "refusing to write node {id:?} of {}: {reason}",
+                self.file.path().display()
+            );
+        }
+        let (bytes, descs) = format::encode(&node.body, self.options.compression);
+        self.file.write_block(id, &bytes, for_checkpoint, cat)?;
+        EngineStats::bump(&self.stats.nodes_written);
+        let cache = self.cache.clone();
+        st.modify(id, &cache, |n| {
+            n.dirty = false;
+            n.checkpoint_pending = false;
+            if let NodeBody::Leaf(l) = &mut n.body {
+                l.parts = descs;
+            }
+        });
+        Ok(())
+    }
+
+    /// Evicts from every tree of the environment until the cache is under its target.
+    pub(crate) fn evict_if_needed(&self) -> Result<()> {
+        if !self.cache.over_budget() {
+            return Ok(());
+        }
+        for tree in self.cache.victims() {
+            if self.cache.used_bytes() <= self.cache.eviction_target() {
+                break;
+            }
+            tree.evict_some()?;
+        }
+        Ok(())
+    }
+
+    /// One clock pass over this tree's nodes, evicting until the cache target is met.
+    fn evict_some(&self) -> Result<()> {
+        let mut st = self.write_state();
+        let steps = st.clock.len() * CLOCK_SWEEPS;
+        for _ in 0..steps {
+            if self.cache.used_bytes() <= self.cache.eviction_target() || st.clock.is_empty() {
+                break;
+            }
+            let hand = st.clock_hand % st.clock.len();
+            let id = st.clock[hand];
+            let node = &st.nodes[&id];
+            if node.referenced.swap(false, Ordering::Relaxed) {
+                st.clock_hand = hand + 1;
+                continue;
+            }
+            let partial = matches!(&node.body,
+                NodeBody::Leaf(l) if !node.dirty && !l.parts.is_empty() && l.basements.iter().any(Option::is_some));
+            if partial {
+                let cache = self.cache.clone();
+                st.modify(id, &cache, |n| {
+                    if let NodeBody::Leaf(l) = &mut n.body {
+                        l.basements.iter_mut().for_each(|b| *b = None);
+                    }
+                });
+                self.cache.partial_evictions.fetch_add(1, Ordering::Relaxed);
+                st.clock_hand = hand + 1;
+                continue;
+            }
+            if node.dirty {
+                let pending = node.checkpoint_pending;
+                let cat = if pending {
+                    Category::Checkpoint
+                } else {
+                    Category::Eviction
+                };
+                self.write_node(&mut st, id, pending, cat)?;
+            }
+            st.remove_node(id, &self.cache);
+            self.cache.evictions.fetch_add(1, Ordering::Relaxed);
+            // swap_remove moved the last id into `hand`: look at that slot next.
+            st.clock_hand = hand;
+        }
+        Ok(())
+    }
+
+    /// Checkpoint step 1 (under the environment's checkpoint gate): every dirty node becomes
+    /// pending; the block file starts its checkpoint. Returns the root and MSN to record.
+    pub(crate) fn checkpoint_mark(&self) -> (NodeId, u64) {
+        let mut st = self.write_state();
+        for n in st.nodes.values_mut() {
+            n.checkpoint_pending = n.dirty;
+        }
+        st.checkpoint_root = Some(st.root);
+        self.file.checkpoint_begin();
+        (st.root, st.next_msn)
+    }
+
+    /// Checkpoint step 2: writes every node still pending (writers may have written some
+    /// already), then makes the checkpoint durable with `lsn` as its redo point.
+    pub(crate) fn checkpoint_finish(&self, root: NodeId, next_msn: u64, lsn: u64) -> Result<()> {
+        let pending: Vec<NodeId> = {
+            let st = self.read_state();
+            st.nodes
+                .iter()
+                .filter(|(_, n)| n.checkpoint_pending)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        for id in pending {
+            let mut st = self.write_state();
+            if st.nodes.get(&id).is_some_and(|n| n.checkpoint_pending) {
+                self.write_node(&mut st, id, true, Category::Checkpoint)?;
+            }
+        }
+        self.file.checkpoint_end(root, lsn, &self.meta(next_msn))?;
+        self.write_state().checkpoint_root = None;
+        Ok(())
+    }
+}

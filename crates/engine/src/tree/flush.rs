@@ -1,0 +1,450 @@
+//! Changing the tree under the exclusive lock: injecting a message at the root, flushing the
+//! heaviest buffer of an over-full node one level down, applying messages at leaves, and
+//! keeping the shape: leaves and internal nodes split when too big and merge with a sibling
+//! when too small; the root grows and shrinks a level as needed.
+//!
+//! Every mutation first calls `prepare_modify`, which writes a node's checkpoint image if the
+//! running checkpoint still needs it (recovery invariant R4 in docs/recovery.md).
+
+use super::msg::{self, MsgBuffer, MsgOp, Msn};
+use super::node::{Internal, Leaf, Node, NodeBody};
+use super::{Load, Stall, Step, Tree, TreeState};
+use crate::block::NodeId;
+use crate::counters::EngineStats;
+use crate::Category;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+impl Tree {
+    /// Adds one change at the root.
+    pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], op: &MsgOp) -> Step<()> {
+        let root = st.root;
+        self.ensure_full_if_leaf(st, root)?;
+        self.prepare_modify(st, root)?;
+        let msn = Tree::next_msn(st);
+        let cache = self.cache.clone();
+        let merge = self.merge.clone();
+        let is_leaf = st.modify(root, &cache, |n| {
+            n.dirty = true;
+            n.touch();
+            match &mut n.body {
+                NodeBody::Internal(int) => {
+                    let c = int.child_index(key);
+                    int.buffers[c].push(key.to_vec(), msn, op.clone());
+                    false
+                }
+                NodeBody::Leaf(l) => {
+                    apply_to_leaf(l, &*merge, key, op);
+                    true
+                }
+            }
+        });
+        if is_leaf {
+            self.fix_root(st)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes until the root's buffers are within the node size. Returns whether it worked.
+    pub(crate) fn flush_root_step(&self, st: &mut TreeState) -> Step<bool> {
+        let root = st.root;
+        let over = matches!(st.node(root).map(|n| &n.body),
+            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes);
+        if !over {
+            return Ok(false);
+        }
+        self.flush_node(st, root)?;
+        self.fix_root(st)?;
+        Ok(true)
+    }
+
+    /// Flushes the heaviest buffers of internal node `id` until it is within the node size.
+    fn flush_node(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
+        for _ in 0..=self.options.fanout * 2 {
+            let c = match st.node(id).map(|n| &n.body) {
+                Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
+                    n.heaviest_child()
+                }
+                _ => return Ok(()),
+            };
+            if self.flush_child(st, id, c)? {
+                self.flush_node(st, internal(st, id).children[c])?;
+            }
+            self.rebalance_child(st, id, c)?;
+        }
+        Ok(())
+    }
+
+    /// Hot optimize, one step: flushes every buffer on the path from the root to the leaf
+    /// holding `key`, rebalances that path bottom-up, and returns where the next step starts
+    /// (the leaf's upper bound), `None` after the last leaf. Visiting leaves in key order, the
+    /// first leaf under each buffer's child empties that buffer, so every message ends in a
+    /// leaf while only one path (and a sibling) is ever needed in the cache.
+    pub(crate) fn drain_path(&self, st: &mut TreeState, key: &[u8]) -> Step<Option<Vec<u8>>> {
+        let mut path = Vec::new();
+        let mut hi: Option<Vec<u8>> = None;
+        let mut id = st.root;
+        loop {
+            self.ensure_full(st, id)?;
+            let (c, bound, pending) = match &st.nodes[&id].body {
+                NodeBody::Leaf(_) => break,
+                NodeBody::Internal(n) => {
+                    let c = n.child_index(key);
+                    (c, n.pivots.get(c).cloned(), !n.buffers[c].is_empty())
+                }
+            };
+            if pending {
+                self.flush_child(st, id, c)?;
+            }
+            if bound.is_some() {
+                hi = bound;
+            }
+            path.push((id, c));
+            id = internal(st, id).children[c];
+        }
+        for (parent, c) in path.into_iter().rev() {
+            if c < internal(st, parent).children.len() {
+                self.rebalance_child(st, parent, c)?;
+            }
+        }
+        Ok(hi)
+    }
+
+    /// Moves buffer `c` of internal node `id` into child `c`; true if the child is internal.
+    fn flush_child(&self, st: &mut TreeState, id: NodeId, c: usize) -> Step<bool> {
+        let child = internal(st, id).children[c];
+        self.ensure_full(st, child)?;
+        self.prepare_modify(st, id)?;
+        self.prepare_modify(st, child)?;
+        let cache = self.cache.clone();
+        let msgs = st.modify(id, &cache, |n| {
+            n.dirty = true;
+            internal_mut(n).buffers[c].take_all()
+        });
+        let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
+        let merge = self.merge.clone();
+        let child_is_internal = st.modify(child, &cache, |n| {
+            n.dirty = true;
+            n.touch();
+            push_down(&mut n.body, &*merge, msgs)
+        });
+        EngineStats::bump(&self.stats.flushes);
+        self.stats
+            .messages_flushed
+            .fetch_add(moved, Ordering::Relaxed);
+        Ok(child_is_internal)
+    }
+
+    /// Splits or merges child `c` of `parent` if its size calls for it.
+    fn rebalance_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
+        let child = internal(st, parent).children[c];
+        self.ensure_full(st, child)?;
+        let o = &self.options;
+        let (too_big, too_small) = match &st.nodes[&child].body {
+            NodeBody::Leaf(l) => {
+                let bytes = l.loaded_bytes();
+                let n: usize = l.basements.iter().flatten().map(|b| b.len()).sum();
+                (
+                    bytes > o.node_size_bytes && n >= 2,
+                    bytes < o.node_size_bytes / 4,
+                )
+            }
+            NodeBody::Internal(n) => (
+                n.children.len() > o.fanout,
+                n.children.len() < (o.fanout / 4).max(2),
+            ),
+        };
+        if too_big {
+            self.split_child(st, parent, c)
+        } else if too_small && internal(st, parent).children.len() > 1 {
+            self.merge_child(st, parent, c)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Splits child `c` of `parent` into as many nodes as its size needs.
+    fn split_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
+        let child = internal(st, parent).children[c];
+        self.prepare_modify(st, parent)?;
+        self.prepare_modify(st, child)?;
+        let cache = self.cache.clone();
+        let body = st.remove_node(child, &cache).expect("child is cached").body;
+        let (first, rest) = match body {
+            NodeBody::Leaf(l) => {
+                EngineStats::bump(&self.stats.leaf_splits);
+                split_leaf(
+                    l,
+                    self.options.node_size_bytes / 2,
+                    self.options.basement_size_bytes,
+                )
+            }
+            NodeBody::Internal(n) => {
+                EngineStats::bump(&self.stats.internal_splits);
+                split_internal(n)
+            }
+        };
+        st.insert_node(child, Node::new(first, true), &cache);
+        for (at, (pivot, piece)) in (c..).zip(rest) {
+            let id = self.file.allocate_node_id();
+            st.insert_node(id, Node::new(piece, true), &cache);
+            st.modify(parent, &cache, |n| {
+                n.dirty = true;
+                let p = internal_mut(n);
+                let upper = p.buffers[at].split_off(&pivot);
+                p.pivots.insert(at, pivot);
+                p.children.insert(at + 1, id);
+                p.buffers.insert(at + 1, upper);
+            });
+        }
+        Ok(())
+    }
+
+    /// Merges child `c` with a neighbour when the two fit in one node.
+    fn merge_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
+        let n_children = internal(st, parent).children.len();
+        let left_idx = if c + 1 < n_children { c } else { c - 1 };
+        let (left, right) = {
+            let p = internal(st, parent);
+            (p.children[left_idx], p.children[left_idx + 1])
+        };
+        self.ensure_full(st, left)?;
+        self.ensure_full(st, right)?;
+        let fits = match (&st.nodes[&left].body, &st.nodes[&right].body) {
+            (NodeBody::Leaf(a), NodeBody::Leaf(b)) => {
+                a.loaded_bytes() + b.loaded_bytes() <= self.options.node_size_bytes
+            }
+            (NodeBody::Internal(a), NodeBody::Internal(b)) => {
+                a.children.len() + b.children.len() <= self.options.fanout
+            }
+            _ => false,
+        };
+        if !fits {
+            return Ok(());
+        }
+        self.prepare_modify(st, parent)?;
+        self.prepare_modify(st, left)?;
+        self.prepare_modify(st, right)?;
+        let cache = self.cache.clone();
+        let pivot = st.modify(parent, &cache, |n| {
+            n.dirty = true;
+            let p = internal_mut(n);
+            let pivot = p.pivots.remove(left_idx);
+            p.children.remove(left_idx + 1);
+            let upper = p.buffers.remove(left_idx + 1);
+            p.buffers[left_idx].absorb(upper);
+            pivot
+        });
+        let right_body = st
+            .remove_node(right, &cache)
+            .expect("right sibling is cached")
+            .body;
+        self.file.free_node(right);
+        let basement_bytes = self.options.basement_size_bytes;
+        let stats = self.stats.clone();
+        st.modify(left, &cache, |n| {
+            n.dirty = true;
+            match (&mut n.body, right_body) {
+                (NodeBody::Leaf(a), NodeBody::Leaf(b)) => {
+                    EngineStats::bump(&stats.leaf_merges);
+                    let mut all = std::mem::replace(a, Leaf::empty()).into_entries();
+                    all.append(&mut b.into_entries());
+                    *a = Leaf::from_entries(all, basement_bytes);
+                }
+                (NodeBody::Internal(a), NodeBody::Internal(b)) => {
+                    EngineStats::bump(&stats.internal_merges);
+                    a.pivots.push(pivot);
+                    a.pivots.extend(b.pivots);
+                    a.children.extend(b.children);
+                    a.buffers.extend(b.buffers);
+                }
+                _ => unreachable!("siblings have the same height"),
+            }
+        });
+        Ok(())
+    }
+
+    /// Grows the root a level when it must split, shrinks it when it has one child left.
+    pub(crate) fn fix_root(&self, st: &mut TreeState) -> Step<()> {
+        for _ in 0..64 {
+            let root = st.root;
+            let o = &self.options;
+            let (split, collapse) = match &st.nodes[&root].body {
+                NodeBody::Leaf(l) => {
+                    let n: usize = l.basements.iter().flatten().map(|b| b.len()).sum();
+                    (l.loaded_bytes() > o.node_size_bytes && n >= 2, None)
+                }
+                NodeBody::Internal(n) => (
+                    n.children.len() > o.fanout,
+                    (n.children.len() == 1 && n.buffers[0].is_empty()).then(|| n.children[0]),
+                ),
+            };
+            if split {
+                let height = match &st.nodes[&root].body {
+                    NodeBody::Leaf(_) => 1,
+                    NodeBody::Internal(n) => n.height + 1,
+                };
+                let new_root = self.file.allocate_node_id();
+                let body = NodeBody::Internal(Internal {
+                    height,
+                    pivots: Vec::new(),
+                    children: vec![root],
+                    buffers: vec![MsgBuffer::new()],
+                });
+                st.insert_node(new_root, Node::new(body, true), &self.cache);
+                st.root = new_root;
+                self.split_child(st, new_root, 0)?;
+            } else if let Some(only) = collapse {
+                self.prepare_modify(st, root)?;
+                st.remove_node(root, &self.cache);
+                self.file.free_node(root);
+                st.root = only;
+            } else {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Stalls until `id` is cached and, if a leaf, fully loaded.
+    pub(crate) fn ensure_full(&self, st: &TreeState, id: NodeId) -> Step<()> {
+        match st.node(id).map(|n| &n.body) {
+            None => Err(Stall::Load(Load::Node(id))),
+            Some(NodeBody::Leaf(l)) if !l.all_loaded() => Err(Stall::Load(Load::Node(id))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn ensure_full_if_leaf(&self, st: &TreeState, id: NodeId) -> Step<()> {
+        match st.node(id).map(|n| &n.body) {
+            None => Err(Stall::Load(Load::Node(id))),
+            _ => self.ensure_full(st, id),
+        }
+    }
+
+    /// Writes a node's checkpoint image if the running checkpoint still needs it, so that the
+    /// change about to be made cannot leak into the checkpoint (R4).
+    pub(crate) fn prepare_modify(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
+        if st.nodes.get(&id).is_some_and(|n| n.checkpoint_pending) {
+            self.write_node(st, id, true, Category::Checkpoint)?;
+        }
+        Ok(())
+    }
+}
+
+/// Moves flushed messages into a child: into its buffers, or applied to its entries.
+fn push_down(
+    body: &mut NodeBody,
+    merge: &msg::MergeFn,
+    msgs: BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>>,
+) -> bool {
+    match body {
+        NodeBody::Internal(n) => {
+            for (k, list) in msgs {
+                let c = n.child_index(&k);
+                for (msn, op) in list {
+                    n.buffers[c].push(k.clone(), msn, op);
+                }
+            }
+            true
+        }
+        NodeBody::Leaf(l) => {
+            for (k, list) in msgs {
+                for (_, op) in list {
+                    apply_to_leaf(l, merge, &k, &op);
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Applies one message to a fully loaded leaf.
+fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], op: &MsgOp) {
+    let b = l.basement_index(key);
+    let basement = l.basements[b]
+        .as_mut()
+        .expect("a changed leaf is fully loaded (N3)");
+    let current = basement.get(key).cloned();
+    let new = msg::apply(merge, key, current, op);
+    basement.set(key.to_vec(), new);
+    l.parts.clear();
+}
+
+/// Splits a leaf into pieces of about `target_bytes`; later pieces come with their pivot.
+fn split_leaf(
+    l: Leaf,
+    target_bytes: usize,
+    basement_bytes: usize,
+) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
+    let entries = l.into_entries();
+    let total: usize = entries
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + super::node::ENTRY_OVERHEAD_BYTES)
+        .sum();
+    let pieces_n = total.div_ceil(target_bytes.max(1)).max(2);
+    let per_piece = total.div_ceil(pieces_n);
+    let mut pieces = Vec::new();
+    let mut current = BTreeMap::new();
+    let mut bytes = 0;
+    for (k, v) in entries {
+        let sz = k.len() + v.len() + super::node::ENTRY_OVERHEAD_BYTES;
+        if bytes > 0 && bytes + sz > per_piece {
+            pieces.push(NodeBody::Leaf(Leaf::from_entries(
+                std::mem::take(&mut current),
+                basement_bytes,
+            )));
+            bytes = 0;
+        }
+        bytes += sz;
+        current.insert(k, v);
+    }
+    pieces.push(NodeBody::Leaf(Leaf::from_entries(current, basement_bytes)));
+    let mut pieces = pieces.into_iter();
+    let first = pieces.next().expect("at least one piece");
+    let rest = pieces.map(|p| (first_key(&p), p)).collect();
+    (first, rest)
+}
+
+/// Splits an internal node in two; the right half comes with the separator that moves up.
+fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
+    let m = n.children.len() / 2;
+    let right_children = n.children.split_off(m);
+    let right_buffers = n.buffers.split_off(m);
+    let mut right_pivots = n.pivots.split_off(m - 1);
+    let up = right_pivots.remove(0);
+    let right = Internal {
+        height: n.height,
+        pivots: right_pivots,
+        children: right_children,
+        buffers: right_buffers,
+    };
+    (NodeBody::Internal(n), vec![(up, NodeBody::Internal(right))])
+}
+
+/// The lowest key of a leaf piece.
+fn first_key(piece: &NodeBody) -> Vec<u8> {
+    match piece {
+        NodeBody::Leaf(l) => l
+            .basements
+            .iter()
+            .flatten()
+            .find_map(|b| b.first_key().cloned())
+            .expect("split pieces are non-empty"),
+        NodeBody::Internal(_) => unreachable!("internal pieces carry their separator"),
+    }
+}
+
+fn internal(st: &TreeState, id: NodeId) -> &Internal {
+    match &st.nodes[&id].body {
+        NodeBody::Internal(n) => n,
+        NodeBody::Leaf(_) => panic!("node {id:?} is not internal"),
+    }
+}
+
+fn internal_mut(n: &mut Node) -> &mut Internal {
+    match &mut n.body {
+        NodeBody::Internal(n) => n,
+        NodeBody::Leaf(_) => panic!("expected an internal node"),
+    }
+}

@@ -1,0 +1,486 @@
+//! The byte format of a node block (version 1; `docs/format-node.md` is the reference).
+//! A block is a header (kind, height, partition descriptors, pivots, child ids, CRC) followed
+//! by partitions — message buffers for internal nodes, basements for leaves — each compressed
+//! and checksummed on its own so that one basement can be read and checked alone.
+//!
+//! Decoding never panics: every length is checked and a failure is a reason string that the
+//! caller turns into a corruption error naming the file and block.
+
+use super::msg::{MsgBuffer, MsgOp, Msn};
+use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
+use crate::block::NodeId;
+use crate::codec::{checksum, compress, decompress};
+use crate::Compression;
+use std::collections::BTreeMap;
+
+pub const NODE_MAGIC: &[u8; 4] = b"SHND";
+pub const NODE_FORMAT_VERSION: u8 = 1;
+const KIND_LEAF: u8 = 0;
+const KIND_INTERNAL: u8 = 1;
+/// Bytes before the partition descriptors.
+pub const FIXED_HEADER_BYTES: usize = 20;
+const DESC_BYTES: usize = 20;
+/// Entry kind of a plain committed value in a basement (others are reserved for MVCC).
+const ENTRY_PLAIN: u8 = 0;
+
+/// The decoded header of a node block: enough to route a lookup and to find one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    pub leaf: bool,
+    pub height: u32,
+    pub header_len: usize,
+    pub parts: Vec<PartDesc>,
+    pub pivots: Vec<Vec<u8>>,
+    pub children: Vec<NodeId>,
+}
+
+/// Serializes a node (a leaf must be fully loaded). Returns the block bytes and the
+/// descriptors of its partitions.
+pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
+    let (leaf, height, pivots, children, raws) = match body {
+        NodeBody::Leaf(l) => {
+            let raws: Vec<Vec<u8>> = l
+                .basements
+                .iter()
+                .map(|b| encode_basement(b.as_ref().expect("encode needs a fully loaded leaf")))
+                .collect();
+            (true, 0, &l.pivots, &[][..], raws)
+        }
+        NodeBody::Internal(n) => {
+            let raws = n.buffers.iter().map(encode_buffer).collect();
+            (false, n.height, &n.pivots, &n.children[..], raws)
+        }
+    };
+    let stored: Vec<Vec<u8>> = raws.iter().map(|r| compress(codec, r)).collect();
+    let header_len = FIXED_HEADER_BYTES
+        + DESC_BYTES * stored.len()
+        + pivots.iter().map(|p| 4 + p.len()).sum::<usize>()
+        + 8 * children.len()
+        + 4;
+    let mut descs = Vec::with_capacity(stored.len());
+    let mut offset = header_len;
+    for (raw, s) in raws.iter().zip(&stored) {
+        descs.push(PartDesc {
+            offset: offset as u32,
+            stored_len: s.len() as u32,
+            raw_len: raw.len() as u32,
+            crc: checksum(s),
+            codec,
+        });
+        offset += s.len();
+    }
+    let mut out = Vec::with_capacity(offset);
+    out.extend_from_slice(NODE_MAGIC);
+    out.push(NODE_FORMAT_VERSION);
+    out.push(if leaf { KIND_LEAF } else { KIND_INTERNAL });
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&height.to_le_bytes());
+    out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    out.extend_from_slice(&(descs.len() as u32).to_le_bytes());
+    for d in &descs {
+        out.extend_from_slice(&d.offset.to_le_bytes());
+        out.extend_from_slice(&d.stored_len.to_le_bytes());
+        out.extend_from_slice(&d.raw_len.to_le_bytes());
+        out.extend_from_slice(&d.crc.to_le_bytes());
+        out.extend_from_slice(&[d.codec.code(), 0, 0, 0]);
+    }
+    for p in pivots {
+        put_bytes(&mut out, p);
+    }
+    for c in children {
+        out.extend_from_slice(&c.0.to_le_bytes());
+    }
+    let crc = checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(out.len(), header_len, "header length computed wrongly");
+    for s in &stored {
+        out.extend_from_slice(s);
+    }
+    (out, descs)
+}
+
+/// How many leading bytes hold the header, from its fixed prefix (for a partial read).
+pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, String> {
+    let mut r = Cursor::new(prefix);
+    check_magic(&mut r)?;
+    r.skip(7)?; // kind, reserved, height
+    Ok(r.u32()? as usize)
+}
+
+/// Decodes a node header from the first `header_len` (or more) bytes of a block.
+pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
+    let mut r = Cursor::new(bytes);
+    check_magic(&mut r)?;
+    let kind = r.u8()?;
+    r.skip(2)?;
+    let height = r.u32()?;
+    let header_len = r.u32()? as usize;
+    let n_parts = r.u32()? as usize;
+    if header_len > bytes.len() || header_len < FIXED_HEADER_BYTES + 4 {
+        return Err(format!("header length {header_len} out of range"));
+    }
+    let stored_crc = u32::from_le_bytes(
+        bytes[header_len - 4..header_len]
+            .try_into()
+            .expect("4 bytes"),
+    );
+    if checksum(&bytes[..header_len - 4]) != stored_crc {
+        return Err("node header checksum mismatch".into());
+    }
+    if n_parts == 0 || n_parts > header_len / DESC_BYTES {
+        return Err(format!(
+            "{n_parts} partitions in a {header_len}-byte header"
+        ));
+    }
+    let leaf = match kind {
+        KIND_LEAF if height == 0 => true,
+        KIND_INTERNAL if height > 0 => false,
+        _ => return Err(format!("node kind {kind} with height {height}")),
+    };
+    let mut parts = Vec::with_capacity(n_parts);
+    for _ in 0..n_parts {
+        let offset = r.u32()?;
+        let stored_len = r.u32()?;
+        let raw_len = r.u32()?;
+        let crc = r.u32()?;
+        let code = r.u8()?;
+        r.skip(3)?;
+        let codec = Compression::from_code(code).ok_or_else(|| format!("unknown codec {code}"))?;
+        parts.push(PartDesc {
+            offset,
+            stored_len,
+            raw_len,
+            crc,
+            codec,
+        });
+    }
+    let pivots = (0..n_parts - 1)
+        .map(|_| r.bytes())
+        .collect::<Result<Vec<_>, _>>()?;
+    let children = if leaf {
+        Vec::new()
+    } else {
+        (0..n_parts)
+            .map(|_| r.u64().map(NodeId))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    if r.pos + 4 != header_len {
+        return Err("header fields do not fill the header length".into());
+    }
+    Ok(Header {
+        leaf,
+        height,
+        header_len,
+        parts,
+        pivots,
+        children,
+    })
+}
+
+/// Checks and decompresses one partition from its stored bytes.
+pub fn decode_partition_raw(desc: &PartDesc, stored: &[u8]) -> Result<Vec<u8>, String> {
+    if stored.len() != desc.stored_len as usize {
+        return Err(format!(
+            "partition is {} bytes, descriptor says {}",
+            stored.len(),
+            desc.stored_len
+        ));
+    }
+    let crc = checksum(stored);
+    if crc != desc.crc {
+        return Err(format!(
+            "partition checksum mismatch: expected {:#010x}, found {crc:#010x}",
+            desc.crc
+        ));
+    }
+    decompress(desc.codec, stored, desc.raw_len as usize)
+}
+
+/// Decodes a whole block into a node body.
+pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
+    let h = decode_header(bytes)?;
+    let stored = |d: &PartDesc| -> Result<&[u8], String> {
+        let start = d.offset as usize;
+        let end = start
+            .checked_add(d.stored_len as usize)
+            .ok_or("partition extent overflows")?;
+        if start < h.header_len || end > bytes.len() {
+            return Err(format!(
+                "partition [{start}, {end}) outside the {}-byte block",
+                bytes.len()
+            ));
+        }
+        Ok(&bytes[start..end])
+    };
+    if h.leaf {
+        let mut basements = Vec::with_capacity(h.parts.len());
+        for d in &h.parts {
+            basements.push(Some(decode_basement(&decode_partition_raw(
+                d,
+                stored(d)?,
+            )?)?));
+        }
+        Ok(NodeBody::Leaf(Leaf {
+            pivots: h.pivots,
+            basements,
+            parts: h.parts,
+        }))
+    } else {
+        let mut buffers = Vec::with_capacity(h.parts.len());
+        for d in &h.parts {
+            buffers.push(decode_buffer(&decode_partition_raw(d, stored(d)?)?)?);
+        }
+        Ok(NodeBody::Internal(Internal {
+            height: h.height,
+            pivots: h.pivots,
+            children: h.children,
+            buffers,
+        }))
+    }
+}
+
+/// The raw (uncompressed) bytes of a basement.
+pub fn encode_basement(b: &Basement) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + b.bytes());
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    for (k, v) in b.iter() {
+        out.push(ENTRY_PLAIN);
+        put_bytes(&mut out, k);
+        put_bytes(&mut out, v);
+    }
+    out
+}
+
+pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
+    let mut r = Cursor::new(raw);
+    let n = r.u32()? as usize;
+    let mut entries = BTreeMap::new();
+    let mut last: Option<Vec<u8>> = None;
+    for _ in 0..n {
+        let kind = r.u8()?;
+        if kind != ENTRY_PLAIN {
+            return Err(format!("unknown leaf entry kind {kind}"));
+        }
+        let k = r.bytes()?;
+        let v = r.bytes()?;
+        if last.as_ref().is_some_and(|l| *l >= k) {
+            return Err("basement keys out of order".into());
+        }
+        last = Some(k.clone());
+        entries.insert(k, v);
+    }
+    r.finish()?;
+    Ok(Basement::from_entries(entries))
+}
+
+fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + b.bytes());
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    for (k, list) in b.iter() {
+        for (msn, op) in list {
+            out.extend_from_slice(&msn.0.to_le_bytes());
+            out.push(op.code());
+            put_bytes(&mut out, k);
+            put_bytes(&mut out, op.payload());
+        }
+    }
+    out
+}
+
+fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
+    let mut r = Cursor::new(raw);
+    let n = r.u32()? as usize;
+    let mut b = MsgBuffer::new();
+    let mut last: Option<(Vec<u8>, Msn)> = None;
+    for _ in 0..n {
+        let msn = Msn(r.u64()?);
+        let code = r.u8()?;
+        let k = r.bytes()?;
+        let payload = r.bytes()?;
+        let op = MsgOp::from_code(code, payload).ok_or_else(|| format!("bad message op {code}"))?;
+        if let Some((lk, lm)) = &last {
+            if (lk, *lm) >= (&k, msn) {
+                return Err("buffer messages out of order".into());
+            }
+        }
+        last = Some((k.clone(), msn));
+        b.push(k, msn, op);
+    }
+    r.finish()?;
+    Ok(b)
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn check_magic(r: &mut Cursor<'_>) -> Result<(), String> {
+    let magic = r.take(4)?;
+    if magic != NODE_MAGIC {
+        return Err(format!("bad node magic {magic:02x?}"));
+    }
+    let version = r.u8()?;
+    if version != NODE_FORMAT_VERSION {
+        return Err(format!("unsupported node format version {version}"));
+    }
+    Ok(())
+}
+
+/// A bounds-checked little-endian reader.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        let end = end.ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), String> {
+        self.take(n).map(|_| ())
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>, String> {
+        let n = self.u32()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+
+    fn finish(&self) -> Result<(), String> {
+        if self.pos == self.buf.len() {
+            Ok(())
+        } else {
+            Err(format!("{} trailing bytes", self.buf.len() - self.pos))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_leaf() -> NodeBody {
+        let entries = (0..200u32)
+            .map(|i| {
+                (
+                    format!("key{i:05}").into_bytes(),
+                    vec![(i % 7) as u8; (i % 50) as usize],
+                )
+            })
+            .collect();
+        NodeBody::Leaf(Leaf::from_entries(entries, 512))
+    }
+
+    fn sample_internal() -> NodeBody {
+        let mut buffers = vec![MsgBuffer::new(), MsgBuffer::new(), MsgBuffer::new()];
+        buffers[0].push(b"a".to_vec(), Msn(1), MsgOp::Put(b"x".to_vec()));
+        buffers[1].push(b"m".to_vec(), Msn(2), MsgOp::Delete);
+        buffers[2].push(b"z".to_vec(), Msn(3), MsgOp::Update(vec![1, 2]));
+        NodeBody::Internal(Internal {
+            height: 1,
+            pivots: vec![b"k".to_vec(), b"t".to_vec()],
+            children: vec![NodeId(4), NodeId(5), NodeId(6)],
+            buffers,
+        })
+    }
+
+    fn strip_parts(body: NodeBody) -> NodeBody {
+        match body {
+            NodeBody::Leaf(mut l) => {
+                l.parts.clear();
+                NodeBody::Leaf(l)
+            }
+            other => other,
+        }
+    }
+
+    #[test]
+    fn nodes_round_trip_with_every_codec() {
+        for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            for body in [sample_leaf(), sample_internal()] {
+                let (bytes, descs) = encode(&body, codec);
+                let back = decode(&bytes).expect("decode");
+                if let NodeBody::Leaf(l) = &back {
+                    assert_eq!(l.parts, descs);
+                }
+                assert_eq!(strip_parts(back), body);
+            }
+        }
+    }
+
+    #[test]
+    fn header_length_is_found_from_a_prefix() {
+        let (bytes, _) = encode(&sample_internal(), Compression::Zstd);
+        let h = decode_header(&bytes).expect("header");
+        assert_eq!(header_len_from_prefix(&bytes[..32]), Ok(h.header_len));
+    }
+
+    #[test]
+    fn one_partition_decodes_alone() {
+        let body = sample_leaf();
+        let (bytes, _) = encode(&body, Compression::Zstd);
+        let h = decode_header(&bytes).expect("header");
+        assert!(h.parts.len() > 3);
+        let d = h.parts[2];
+        let part = &bytes[d.offset as usize..(d.offset + d.stored_len) as usize];
+        let b = decode_basement(&decode_partition_raw(&d, part).expect("raw")).expect("basement");
+        let NodeBody::Leaf(l) = body else {
+            unreachable!()
+        };
+        assert_eq!(Some(&b), l.basements[2].as_ref());
+    }
+
+    #[test]
+    fn every_flipped_bit_is_detected() {
+        let (bytes, _) = encode(&sample_internal(), Compression::Lz4);
+        for i in 0..bytes.len() * 8 {
+            let mut bad = bytes.clone();
+            bad[i / 8] ^= 1 << (i % 8);
+            assert!(decode(&bad).is_err(), "flip of bit {i} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let (good, _) = encode(&sample_leaf(), Compression::None);
+        for round in 0..2000 {
+            let mut bytes = good.clone();
+            for _ in 0..(round % 8 + 1) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let i = (seed as usize) % bytes.len();
+                bytes[i] = (seed >> 40) as u8;
+            }
+            bytes.truncate((seed as usize >> 3) % (good.len() + 1));
+            let _ = decode(&bytes);
+            let _ = header_len_from_prefix(&bytes);
+        }
+    }
+}

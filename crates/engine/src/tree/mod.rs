@@ -1,0 +1,382 @@
+//! One B-epsilon tree stored in one block file.
+//!
+//! Writes become messages injected into the root's buffers; background flushes move the
+//! heaviest buffer one level down; leaves apply messages, split and merge. Reads descend from
+//! the root and combine the leaf entry with the messages still buffered above it.
+//!
+//! Concurrency: one `RwLock` per tree guards the node table. Readers share it; writers and
+//! flushes take it exclusively for in-memory work only. Node and partition reads from disk
+//! happen with no lock held: an operation that finds a node or basement missing returns a
+//! `Stall::Load`, the driver loop (`with_read`/`with_write`) drops the lock, reads, installs
+//! the piece if the node's on-disk image is still the one read, and retries.
+//!
+//! The tree knows nothing of the log or transactions: the environment logs first, then calls
+//! `apply`; recovery calls the same `apply`.
+
+mod cursor;
+mod evict;
+mod flush;
+pub(crate) mod format;
+mod load;
+pub(crate) mod msg;
+pub(crate) mod node;
+mod read;
+mod verify;
+
+pub use cursor::Cursor;
+pub use msg::{MergeFn, MsgOp};
+
+use crate::block::{BlockFile, NodeId};
+use crate::cache::Cache;
+use crate::counters::EngineStats;
+use crate::{Compression, Error, Result, TreeOptions};
+use msg::Msn;
+use node::{Leaf, Node, NodeBody};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Loads one operation may need before giving up (see `load_for_retry`).
+const MAX_STALLS_PER_OPERATION: usize = 10_000;
+
+/// Something an operation needs from disk before it can go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Load {
+    /// The whole node (internal nodes, and leaves that will be changed or scanned).
+    Node(NodeId),
+    /// A leaf's header: pivots and partition descriptors, no basements.
+    LeafHeader(NodeId),
+    /// One basement of a cached leaf.
+    Basement(NodeId, usize),
+}
+
+/// Why an operation under the lock stopped.
+#[derive(Debug)]
+pub(crate) enum Stall {
+    Load(Load),
+    Err(Error),
+}
+
+impl From<Error> for Stall {
+    fn from(e: Error) -> Self {
+        Stall::Err(e)
+    }
+}
+
+pub(crate) type Step<T> = std::result::Result<T, Stall>;
+
+/// The mutable part of a tree, behind its lock.
+pub(crate) struct TreeState {
+    pub root: NodeId,
+    pub nodes: HashMap<NodeId, Node>,
+    pub next_msn: u64,
+    /// Clock ring of cached node ids and the hand's position.
+    pub clock: Vec<NodeId>,
+    pub clock_hand: usize,
+    /// Root id at the start of the running checkpoint.
+    pub checkpoint_root: Option<NodeId>,
+}
+
+/// An open tree.
+pub struct Tree {
+    id: u64,
+    name: String,
+    options: TreeOptions,
+    file: BlockFile,
+    state: RwLock<TreeState>,
+    cache: Arc<Cache>,
+    merge: Arc<MergeFn>,
+    stats: Arc<EngineStats>,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// Everything a tree shares with its environment.
+#[derive(Clone)]
+pub(crate) struct TreeContext {
+    pub cache: Arc<Cache>,
+    pub merge: Arc<MergeFn>,
+    pub stats: Arc<EngineStats>,
+}
+
+impl Tree {
+    /// Builds a tree over `file`, whose durable checkpoint is `root` (NodeId(0) = empty) with
+    /// the options and MSN recorded in `meta`.
+    pub(crate) fn new(
+        id: u64,
+        name: String,
+        file: BlockFile,
+        root: NodeId,
+        meta: &[u8],
+        ctx: TreeContext,
+    ) -> Result<Tree> {
+        let (options, next_msn) = decode_meta(meta).map_err(|r| {
+            Error::corruption(
+                file.path(),
+                crate::Location::Other("tree metadata".into()),
+                r,
+            )
+        })?;
+        let mut state = TreeState {
+            root,
+            nodes: HashMap::new(),
+            next_msn,
+            clock: Vec::new(),
+            clock_hand: 0,
+            checkpoint_root: None,
+        };
+        if root == NodeId(0) {
+            let root = file.allocate_node_id();
+            state.root = root;
+            state.insert_node(
+                root,
+                Node::new(NodeBody::Leaf(Leaf::empty()), true),
+                &ctx.cache,
+            );
+        }
+        Ok(Tree {
+            id,
+            name,
+            options,
+            file,
+            state: RwLock::new(state),
+            cache: ctx.cache,
+            merge: ctx.merge,
+            stats: ctx.stats,
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn options(&self) -> &TreeOptions {
+        &self.options
+    }
+
+    pub(crate) fn file(&self) -> &BlockFile {
+        &self.file
+    }
+
+    /// Applies one change (already logged by the caller). Does not evict: the caller holds
+    /// the environment's apply lock and evicts after releasing it.
+    pub(crate) fn apply(&self, key: &[u8], op: MsgOp) -> Result<()> {
+        self.with_write(|t, st| t.inject(st, key, &op))
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let v = self.with_read(|t, st| t.lookup(st, key))?;
+        self.evict_if_needed()?;
+        Ok(v)
+    }
+
+    /// A cursor over the tree in key order.
+    pub fn cursor(self: &Arc<Self>) -> Cursor {
+        Cursor::new(self.clone())
+    }
+
+    /// One flush pass at the root; true if it moved anything.
+    pub(crate) fn flush_once(&self) -> Result<bool> {
+        let worked = self.with_write(|t, st| t.flush_root_step(st))?;
+        self.evict_if_needed()?;
+        Ok(worked)
+    }
+
+    /// Pushes every buffered message down to the leaves.
+    pub(crate) fn drain(&self) -> Result<()> {
+        let mut next = Some(Vec::new());
+        while let Some(key) = next {
+            next = self.with_write(|t, st| t.drain_path(st, &key))?;
+            self.evict_if_needed()?;
+        }
+        self.with_write(|t, st| t.fix_root(st))?;
+        self.evict_if_needed()
+    }
+
+    /// Drops every cached node and refunds the cache (the tree is being dropped).
+    pub(crate) fn release_cache(&self) {
+        let mut st = self.state.write();
+        let ids: Vec<NodeId> = st.nodes.keys().copied().collect();
+        for id in ids {
+            st.remove_node(id, &self.cache);
+        }
+    }
+
+    /// True when the root holds more buffered bytes than a node should: the flusher has work.
+    pub(crate) fn needs_flush(&self) -> bool {
+        let st = self.state.read();
+        match st.nodes.get(&st.root).map(|n| &n.body) {
+            Some(NodeBody::Internal(n)) => n.buffer_bytes() > self.options.node_size_bytes,
+            _ => false,
+        }
+    }
+
+    /// True when writers must wait for the flusher (root buffers at twice the node size).
+    pub(crate) fn needs_backpressure(&self) -> bool {
+        let st = self.state.read();
+        match st.nodes.get(&st.root).map(|n| &n.body) {
+            Some(NodeBody::Internal(n)) => n.buffer_bytes() > 2 * self.options.node_size_bytes,
+            _ => false,
+        }
+    }
+
+    /// Runs `f` under the read lock, loading whatever it stalls on, until it completes.
+    pub(crate) fn with_read<T>(
+        &self,
+        mut f: impl FnMut(&Self, &TreeState) -> Step<T>,
+    ) -> Result<T> {
+        let mut stalls = 0;
+        loop {
+            let outcome = {
+                let st = self.state.read();
+                f(self, &st)
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(Stall::Err(e)) => return Err(e),
+                Err(Stall::Load(l)) => self.load_for_retry(l, &mut stalls)?,
+            }
+        }
+    }
+
+    /// Runs `f` under the write lock, loading whatever it stalls on, until it completes.
+    pub(crate) fn with_write<T>(
+        &self,
+        mut f: impl FnMut(&Self, &mut TreeState) -> Step<T>,
+    ) -> Result<T> {
+        let mut stalls = 0;
+        loop {
+            let outcome = {
+                let mut st = self.state.write();
+                f(self, &mut st)
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(Stall::Err(e)) => return Err(e),
+                Err(Stall::Load(l)) => self.load_for_retry(l, &mut stalls)?,
+            }
+        }
+    }
+
+    /// Loads what an operation stalled on. An operation needs at most one root-to-leaf path
+    /// plus a sibling, so a bounded number of stalls means the cache cannot hold that much:
+    /// fail with a clear error instead of spinning.
+    fn load_for_retry(&self, what: Load, stalls: &mut usize) -> Result<()> {
+        *stalls += 1;
+        if *stalls > MAX_STALLS_PER_OPERATION {
+            return Err(Error::InvalidArgument(format!(
+                "cache of {} bytes cannot hold the nodes one operation on tree {:?} needs; raise the cache size",
+                self.cache.budget_bytes(),
+                self.name
+            )));
+        }
+        self.load(what)
+    }
+
+    pub(crate) fn read_state(&self) -> RwLockReadGuard<'_, TreeState> {
+        self.state.read()
+    }
+
+    pub(crate) fn write_state(&self) -> RwLockWriteGuard<'_, TreeState> {
+        self.state.write()
+    }
+
+    /// Metadata recorded in the block file header at each checkpoint.
+    pub(crate) fn meta(&self, next_msn: u64) -> Vec<u8> {
+        encode_meta(&self.options, next_msn)
+    }
+
+    fn next_msn(st: &mut TreeState) -> Msn {
+        let m = Msn(st.next_msn);
+        st.next_msn += 1;
+        m
+    }
+}
+
+impl TreeState {
+    /// Adds a node to the table and charges it to the cache.
+    pub fn insert_node(&mut self, id: NodeId, node: Node, cache: &Cache) {
+        cache.recharge(0, node.mem_bytes());
+        let node_charge = node.mem_bytes();
+        let old = self.nodes.insert(id, node);
+        assert!(old.is_none(), "node {id:?} inserted twice");
+        self.clock.push(id);
+        debug_assert_eq!(node_charge, self.nodes[&id].mem_bytes());
+    }
+
+    /// Removes a node from the table and refunds its charge.
+    pub fn remove_node(&mut self, id: NodeId, cache: &Cache) -> Option<Node> {
+        let node = self.nodes.remove(&id)?;
+        cache.recharge(node.mem_bytes(), 0);
+        if let Some(pos) = self.clock.iter().position(|&n| n == id) {
+            self.clock.swap_remove(pos);
+        }
+        Some(node)
+    }
+
+    /// Changes a node in place, keeping the cache charge right.
+    pub fn modify<T>(&mut self, id: NodeId, cache: &Cache, f: impl FnOnce(&mut Node) -> T) -> T {
+        let node = self.nodes.get_mut(&id).expect("modify of an uncached node");
+        let before = node.mem_bytes();
+        let out = f(node);
+        cache.recharge(before, node.mem_bytes());
+        out
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(&id)
+    }
+}
+
+const META_VERSION: u8 = 1;
+
+fn encode_meta(o: &TreeOptions, next_msn: u64) -> Vec<u8> {
+    let mut m = vec![META_VERSION];
+    m.extend_from_slice(&(o.node_size_bytes as u32).to_le_bytes());
+    m.extend_from_slice(&(o.basement_size_bytes as u32).to_le_bytes());
+    m.extend_from_slice(&(o.fanout as u32).to_le_bytes());
+    m.push(o.compression.code());
+    m.extend_from_slice(&next_msn.to_le_bytes());
+    m
+}
+
+fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64), String> {
+    if m.len() != 22 || m[0] != META_VERSION {
+        return Err(format!(
+            "tree metadata of {} bytes, version {:?}",
+            m.len(),
+            m.first()
+        ));
+    }
+    let u32_at = |i: usize| u32::from_le_bytes(m[i..i + 4].try_into().expect("4 bytes")) as usize;
+    let compression =
+        Compression::from_code(m[13]).ok_or_else(|| format!("unknown codec {}", m[13]))?;
+    let options = TreeOptions {
+        node_size_bytes: u32_at(1),
+        basement_size_bytes: u32_at(5),
+        fanout: u32_at(9),
+        compression,
+    };
+    if options.fanout < 3 || options.node_size_bytes == 0 || options.basement_size_bytes == 0 {
+        return Err(format!("invalid tree options {options:?}"));
+    }
+    let next_msn = u64::from_le_bytes(m[14..22].try_into().expect("8 bytes"));
+    Ok((options, next_msn))
+}
+
+/// Metadata for a new, empty tree.
+pub(crate) fn initial_meta(options: &TreeOptions) -> Vec<u8> {
+    encode_meta(options, 1)
+}

@@ -1,0 +1,194 @@
+//! Messages: the unit of change in a B-epsilon tree. A message carries a sequence number
+//! (MSN, increasing per tree) and is applied to a leaf entry when it reaches the leaf.
+//! `MsgBuffer` holds one child's pending messages, ordered by key then MSN.
+
+use std::collections::BTreeMap;
+
+/// Message sequence number: later messages for the same key have larger MSNs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Msn(pub u64);
+
+/// What a message does to the entry of its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MsgOp {
+    /// Replace the value (insert or overwrite).
+    Put(Vec<u8>),
+    /// Remove the entry (blind: no read to find out whether it existed).
+    Delete,
+    /// Apply a payload with the environment's merge callback (read-free update).
+    Update(Vec<u8>),
+}
+
+impl MsgOp {
+    pub fn code(&self) -> u8 {
+        match self {
+            MsgOp::Put(_) => 1,
+            MsgOp::Delete => 2,
+            MsgOp::Update(_) => 3,
+        }
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        match self {
+            MsgOp::Put(v) | MsgOp::Update(v) => v,
+            MsgOp::Delete => &[],
+        }
+    }
+
+    pub fn from_code(code: u8, payload: Vec<u8>) -> Option<MsgOp> {
+        match code {
+            1 => Some(MsgOp::Put(payload)),
+            2 if payload.is_empty() => Some(MsgOp::Delete),
+            3 => Some(MsgOp::Update(payload)),
+            _ => None,
+        }
+    }
+}
+
+/// The merge callback: given the key, the current value (if any) and an update payload,
+/// returns the new value (`None` deletes the entry).
+pub type MergeFn = dyn Fn(&[u8], Option<&[u8]>, &[u8]) -> Option<Vec<u8>> + Send + Sync;
+
+/// Applies `op` to the current value of `key`.
+pub fn apply(merge: &MergeFn, key: &[u8], current: Option<Vec<u8>>, op: &MsgOp) -> Option<Vec<u8>> {
+    match op {
+        MsgOp::Put(v) => Some(v.clone()),
+        MsgOp::Delete => None,
+        MsgOp::Update(payload) => merge(key, current.as_deref(), payload),
+    }
+}
+
+/// Fixed per-message overhead counted against node sizes (MSN, op code, lengths).
+pub const MSG_OVERHEAD_BYTES: usize = 8 + 1 + 4 + 4;
+
+/// One child's pending messages, by key and MSN.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MsgBuffer {
+    msgs: BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>>,
+    bytes: usize,
+    count: usize,
+}
+
+impl MsgBuffer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a message; MSNs for one key must arrive in increasing order.
+    pub fn push(&mut self, key: Vec<u8>, msn: Msn, op: MsgOp) {
+        self.bytes += MSG_OVERHEAD_BYTES + key.len() + op.payload().len();
+        self.count += 1;
+        let list = self.msgs.entry(key).or_default();
+        assert!(
+            list.last().is_none_or(|(last, _)| *last < msn),
+            "messages for one key must arrive in MSN order"
+        );
+        list.push((msn, op));
+    }
+
+    /// Serialized size of the buffer's messages (what it weighs against the node size).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Pending messages for `key`, oldest first.
+    pub fn get(&self, key: &[u8]) -> &[(Msn, MsgOp)] {
+        self.msgs.get(key).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// All messages in (key, MSN) order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &[(Msn, MsgOp)])> {
+        self.msgs.iter().map(|(k, v)| (k, v.as_slice()))
+    }
+
+    /// Messages with keys in `[lo, hi)` (unbounded where `None`).
+    pub fn range<'a>(
+        &'a self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a [(Msn, MsgOp)])> + 'a {
+        use std::ops::Bound;
+        let lo = lo.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
+        let hi = hi.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
+        self.msgs.range((lo, hi)).map(|(k, v)| (k, v.as_slice()))
+    }
+
+    /// Takes every message, leaving the buffer empty.
+    pub fn take_all(&mut self) -> BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>> {
+        self.bytes = 0;
+        self.count = 0;
+        std::mem::take(&mut self.msgs)
+    }
+
+    /// Splits off every message with key >= `pivot` into a new buffer.
+    pub fn split_off(&mut self, pivot: &[u8]) -> MsgBuffer {
+        let upper = self.msgs.split_off(pivot);
+        let mut other = MsgBuffer::new();
+        for (k, list) in upper {
+            for (msn, op) in list {
+                other.push(k.clone(), msn, op);
+            }
+        }
+        self.recount();
+        other
+    }
+
+    /// Moves all of `other`'s messages into this buffer (keys must not interleave MSNs
+    /// out of order; used when merging siblings whose key ranges are disjoint).
+    pub fn absorb(&mut self, other: MsgBuffer) {
+        for (k, list) in other.msgs {
+            for (msn, op) in list {
+                self.push(k.clone(), msn, op);
+            }
+        }
+    }
+
+    fn recount(&mut self) {
+        self.count = self.msgs.values().map(Vec::len).sum();
+        self.bytes = self
+            .msgs
+            .iter()
+            .flat_map(|(k, l)| {
+                l.iter()
+                    .map(move |(_, op)| MSG_OVERHEAD_BYTES + k.len() + op.payload().len())
+            })
+            .sum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_and_absorb_keep_counts() {
+        let mut b = MsgBuffer::new();
+        for i in 0..10u8 {
+            b.push(vec![i], Msn(i as u64 + 1), MsgOp::Put(vec![i; 3]));
+        }
+        let total = b.bytes();
+        let upper = b.split_off(&[5]);
+        assert_eq!(b.len(), 5);
+        assert_eq!(upper.len(), 5);
+        assert_eq!(b.bytes() + upper.bytes(), total);
+        b.absorb(upper);
+        assert_eq!(b.len(), 10);
+        assert_eq!(b.bytes(), total);
+    }
+
+    #[test]
+    #[should_panic(expected = "MSN order")]
+    fn out_of_order_msns_are_refused() {
+        let mut b = MsgBuffer::new();
+        b.push(vec![1], Msn(5), MsgOp::Delete);
+        b.push(vec![1], Msn(4), MsgOp::Delete);
+    }
+}

@@ -1,0 +1,317 @@
+//! In-memory tree nodes. An internal node holds pivots, child ids and one message buffer per
+//! child; a leaf holds pivots between its basement partitions and the basements themselves,
+//! each either loaded or known only by its on-disk descriptor (partial eviction).
+//!
+//! Invariants (checked by `Node::check` before a node is written and after it is read):
+//! N1. pivots are strictly increasing; an internal node has `pivots + 1` children and
+//!     buffers, a leaf has `pivots + 1` basements.
+//! N2. every key in child/basement `i` lies in `[pivots[i-1], pivots[i])`.
+//! N3. a dirty leaf has every basement loaded (so it can be written whole).
+
+use super::msg::MsgBuffer;
+use crate::block::NodeId;
+use crate::Compression;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Per-entry overhead counted against node sizes (kind byte and two lengths).
+pub const ENTRY_OVERHEAD_BYTES: usize = 1 + 4 + 4;
+
+/// Where a partition's bytes are inside the node's block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartDesc {
+    pub offset: u32,
+    pub stored_len: u32,
+    pub raw_len: u32,
+    pub crc: u32,
+    pub codec: Compression,
+}
+
+/// A leaf partition: sorted key/value entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Basement {
+    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+    bytes: usize,
+}
+
+impl Basement {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&Vec<u8>> {
+        self.entries.get(key)
+    }
+
+    pub fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let klen = key.len();
+        let old = match value {
+            Some(v) => {
+                self.bytes += ENTRY_OVERHEAD_BYTES + klen + v.len();
+                self.entries.insert(key, v)
+            }
+            None => self.entries.remove(&key),
+        };
+        if let Some(old) = old {
+            self.bytes -= ENTRY_OVERHEAD_BYTES + klen + old.len();
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Vec<u8>)> {
+        self.entries.iter()
+    }
+
+    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        self.entries
+    }
+
+    pub fn from_entries(entries: BTreeMap<Vec<u8>, Vec<u8>>) -> Self {
+        let bytes = entries
+            .iter()
+            .map(|(k, v)| ENTRY_OVERHEAD_BYTES + k.len() + v.len())
+            .sum();
+        Basement { entries, bytes }
+    }
+
+    pub fn first_key(&self) -> Option<&Vec<u8>> {
+        self.entries.keys().next()
+    }
+
+    pub fn last_key(&self) -> Option<&Vec<u8>> {
+        self.entries.keys().next_back()
+    }
+}
+
+/// A leaf node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leaf {
+    pub pivots: Vec<Vec<u8>>,
+    /// `None` = evicted; read it back through `parts[i]`.
+    pub basements: Vec<Option<Basement>>,
+    /// Descriptors of the on-disk image; empty for a leaf never written.
+    pub parts: Vec<PartDesc>,
+}
+
+impl Leaf {
+    pub fn empty() -> Self {
+        Leaf {
+            pivots: Vec::new(),
+            basements: vec![Some(Basement::new())],
+            parts: Vec::new(),
+        }
+    }
+
+    /// Builds a leaf from sorted entries, cutting basements at `basement_bytes`.
+    pub fn from_entries(entries: BTreeMap<Vec<u8>, Vec<u8>>, basement_bytes: usize) -> Self {
+        let mut pivots = Vec::new();
+        let mut basements = Vec::new();
+        let mut current = BTreeMap::new();
+        let mut current_bytes = 0;
+        for (k, v) in entries {
+            let sz = ENTRY_OVERHEAD_BYTES + k.len() + v.len();
+            if current_bytes > 0 && current_bytes + sz > basement_bytes {
+                pivots.push(k.clone());
+                basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
+                current_bytes = 0;
+            }
+            current_bytes += sz;
+            current.insert(k, v);
+        }
+        basements.push(Some(Basement::from_entries(current)));
+        Leaf {
+            pivots,
+            basements,
+            parts: Vec::new(),
+        }
+    }
+
+    pub fn basement_index(&self, key: &[u8]) -> usize {
+        self.pivots.partition_point(|p| p.as_slice() <= key)
+    }
+
+    pub fn all_loaded(&self) -> bool {
+        self.basements.iter().all(Option::is_some)
+    }
+
+    /// Bytes of entries in loaded basements.
+    pub fn loaded_bytes(&self) -> usize {
+        self.basements.iter().flatten().map(Basement::bytes).sum()
+    }
+
+    /// All entries of a fully loaded leaf, consuming it.
+    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let mut all = BTreeMap::new();
+        for b in self.basements {
+            all.append(&mut b.expect("leaf must be fully loaded").into_entries());
+        }
+        all
+    }
+}
+
+/// An internal node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Internal {
+    /// Distance to the leaves (1 = children are leaves).
+    pub height: u32,
+    pub pivots: Vec<Vec<u8>>,
+    pub children: Vec<NodeId>,
+    pub buffers: Vec<MsgBuffer>,
+}
+
+impl Internal {
+    pub fn child_index(&self, key: &[u8]) -> usize {
+        self.pivots.partition_point(|p| p.as_slice() <= key)
+    }
+
+    pub fn buffer_bytes(&self) -> usize {
+        self.buffers.iter().map(MsgBuffer::bytes).sum()
+    }
+
+    /// Index of the child with the heaviest buffer.
+    pub fn heaviest_child(&self) -> usize {
+        (0..self.buffers.len())
+            .max_by_key(|&i| self.buffers[i].bytes())
+            .expect("an internal node has at least one child")
+    }
+}
+
+/// What a node holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeBody {
+    Leaf(Leaf),
+    Internal(Internal),
+}
+
+/// A cached node with its cache and checkpoint state.
+#[derive(Debug)]
+pub struct Node {
+    pub body: NodeBody,
+    /// Changed since it was last written.
+    pub dirty: bool,
+    /// Part of the running checkpoint and not yet written for it: must be written (as it is)
+    /// before anyone changes it.
+    pub checkpoint_pending: bool,
+    /// Clock reference bit.
+    pub referenced: AtomicBool,
+}
+
+impl Node {
+    pub fn new(body: NodeBody, dirty: bool) -> Self {
+        Node {
+            body,
+            dirty,
+            checkpoint_pending: false,
+            referenced: AtomicBool::new(true),
+        }
+    }
+
+    pub fn touch(&self) {
+        self.referenced.store(true, Ordering::Relaxed);
+    }
+
+    /// Approximate memory held by this node (what the cache budget counts).
+    pub fn mem_bytes(&self) -> usize {
+        const NODE_OVERHEAD: usize = 256;
+        NODE_OVERHEAD
+            + match &self.body {
+                NodeBody::Leaf(l) => {
+                    l.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
+                        + l.parts.len() * 24
+                        + l.basements
+                            .iter()
+                            .flatten()
+                            .map(|b| b.bytes() + b.len() * 48)
+                            .sum::<usize>()
+                }
+                NodeBody::Internal(n) => {
+                    n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
+                        + n.children.len() * 8
+                        + n.buffers
+                            .iter()
+                            .map(|b| b.bytes() + b.len() * 64)
+                            .sum::<usize>()
+                }
+            }
+    }
+
+    /// Checks N1–N3 (see the module doc). Cheap enough to run on every write and read.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.body {
+            NodeBody::Leaf(l) => {
+                check_pivots(&l.pivots)?;
+                if l.basements.len() != l.pivots.len() + 1 {
+                    return Err(format!(
+                        "leaf has {} basements for {} pivots",
+                        l.basements.len(),
+                        l.pivots.len()
+                    ));
+                }
+                if self.dirty && !l.all_loaded() {
+                    return Err("dirty leaf with an evicted basement (N3)".into());
+                }
+                for (i, b) in l.basements.iter().enumerate() {
+                    if let Some(b) = b {
+                        check_range(&l.pivots, i, b.first_key(), b.last_key())?;
+                    }
+                }
+                Ok(())
+            }
+            NodeBody::Internal(n) => {
+                check_pivots(&n.pivots)?;
+                if n.children.len() != n.pivots.len() + 1 || n.buffers.len() != n.children.len() {
+                    return Err(format!(
+                        "internal node has {} children, {} buffers, {} pivots",
+                        n.children.len(),
+                        n.buffers.len(),
+                        n.pivots.len()
+                    ));
+                }
+                if n.height == 0 {
+                    return Err("internal node with height 0".into());
+                }
+                for (i, b) in n.buffers.iter().enumerate() {
+                    let first = b.iter().next().map(|(k, _)| k);
+                    let last = b.iter().next_back().map(|(k, _)| k);
+                    check_range(&n.pivots, i, first, last)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {
+    match pivots.windows(2).position(|w| w[0] >= w[1]) {
+        Some(i) => Err(format!("pivots {i} and {} are not increasing", i + 1)),
+        None => Ok(()),
+    }
+}
+
+fn check_range(
+    pivots: &[Vec<u8>],
+    i: usize,
+    first: Option<&Vec<u8>>,
+    last: Option<&Vec<u8>>,
+) -> Result<(), String> {
+    if let (Some(first), Some(lo)) = (first, i.checked_sub(1).map(|j| &pivots[j])) {
+        if first < lo {
+            return Err(format!("partition {i} holds a key below its lower pivot"));
+        }
+    }
+    if let (Some(last), Some(hi)) = (last, pivots.get(i)) {
+        if last >= hi {
+            return Err(format!(
+                "partition {i} holds a key at or above its upper pivot"
+            ));
+        }
+    }
+    Ok(())
+}
