@@ -94,3 +94,12 @@ def recv_exact(sock, n):
             raise EOFError("connection closed")
         buf += chunk
     return buf
+
+
+def test_server_status_reports_engine_counters(client):
+    status = client.admin.command("serverStatus")
+    assert status["process"] == "shale"
+    engine = status["shale"]["engine"]
+    assert set(engine["io"]) == {"log", "checkpoint", "eviction", "user_read", "meta"}
+    assert engine["cache"]["budgetBytes"] > 0
+    assert status["uptimeMillis"] >= 0

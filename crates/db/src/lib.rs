@@ -31,6 +31,42 @@ impl Database {
     }
 }
 
+/// The engine's counters as a document (`serverStatus.shale.engine`): I/O by category (bytes
+/// include alignment padding), cache, and tree work.
+pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Document {
+    let mut io = bson::Document::new();
+    for cat in shale_engine::Category::ALL {
+        let k = c.io.get(cat);
+        io.insert(
+            cat.name(),
+            bson::doc! {
+                "readCalls": k.read_calls as i64,
+                "readBytes": k.read_bytes as i64,
+                "writeCalls": k.write_calls as i64,
+                "writeBytes": k.write_bytes as i64,
+                "fsyncs": k.fsyncs as i64,
+            },
+        );
+    }
+    let t = c.io.total();
+    bson::doc! {
+        "io": io,
+        "ioTotal": { "readCalls": t.read_calls as i64, "readBytes": t.read_bytes as i64,
+                     "writeCalls": t.write_calls as i64, "writeBytes": t.write_bytes as i64, "fsyncs": t.fsyncs as i64 },
+        "cache": { "budgetBytes": c.cache_budget_bytes as i64, "usedBytes": c.cache_used_bytes as i64,
+                   "peakBytes": c.cache_peak_bytes as i64, "hits": c.cache_hits as i64, "misses": c.cache_misses as i64,
+                   "evictions": c.cache_evictions as i64, "partialEvictions": c.cache_partial_evictions as i64 },
+        "tree": { "flushes": c.flushes as i64, "messagesFlushed": c.messages_flushed as i64,
+                  "leafSplits": c.leaf_splits as i64, "internalSplits": c.internal_splits as i64,
+                  "leafMerges": c.leaf_merges as i64, "internalMerges": c.internal_merges as i64,
+                  "nodesWritten": c.nodes_written as i64, "nodesRead": c.nodes_read as i64,
+                  "basementsRead": c.basements_read as i64 },
+        "checkpoints": c.checkpoints as i64,
+        "commits": c.commits as i64,
+        "backpressureWaits": c.backpressure_waits as i64,
+    }
+}
+
 /// Maps an engine error to the error a MongoDB client sees.
 pub fn engine_error(e: shale_engine::Error) -> MongoError {
     let code = if e.is_corruption() {

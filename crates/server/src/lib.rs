@@ -27,6 +27,7 @@ pub async fn serve(
     db: Arc<Database>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    commands::server_status::mark_started();
     let next_id = AtomicU64::new(1);
     tokio::pin!(shutdown);
     loop {

@@ -4,6 +4,7 @@
 
 mod diagnostics;
 mod hello;
+pub mod server_status;
 
 use crate::ConnectionCtx;
 use bson::{doc, Document};
@@ -22,6 +23,7 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("ping", diagnostics::ping),
     ("buildInfo", diagnostics::build_info),
     ("buildinfo", diagnostics::build_info),
+    ("serverStatus", server_status::server_status),
 ];
 
 /// Runs the command in `body` against database `db` and returns the reply document.
