@@ -176,7 +176,7 @@ impl Plan {
 /// Runs the device workload.
 pub fn run(args: &DeviceArgs) -> Result<()> {
     let plan = Plan::from_args(args)?;
-    let work = WorkDir::create(args.dir.as_deref())?;
+    let work = WorkDir::create(args.dir.as_deref(), "shale-bench-device-")?;
     let outcome = measure(args, &plan, work.path());
     work.remove();
     let report = outcome?;
@@ -639,14 +639,14 @@ fn fmt_secs(s: f64) -> String {
 /// The directory the test files live in: a fresh temporary directory, under `--dir` or
 /// under `./data-bench`. Directories created to hold it are removed again at the end if
 /// they are empty.
-struct WorkDir {
+pub(crate) struct WorkDir {
     tmp: tempfile::TempDir,
     /// Directories we created, innermost first.
     created: Vec<PathBuf>,
 }
 
 impl WorkDir {
-    fn create(dir: Option<&Path>) -> Result<WorkDir> {
+    pub(crate) fn create(dir: Option<&Path>, prefix: &str) -> Result<WorkDir> {
         let parent = dir.map_or_else(|| PathBuf::from("data-bench"), Path::to_owned);
         let created: Vec<PathBuf> = parent
             .ancestors()
@@ -656,17 +656,17 @@ impl WorkDir {
         std::fs::create_dir_all(&parent)
             .with_context(|| format!("creating {}", parent.display()))?;
         let tmp = tempfile::Builder::new()
-            .prefix("shale-bench-device-")
+            .prefix(prefix)
             .tempdir_in(&parent)
             .with_context(|| format!("creating a temporary directory in {}", parent.display()))?;
         Ok(WorkDir { tmp, created })
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.tmp.path()
     }
 
-    fn remove(self) {
+    pub(crate) fn remove(self) {
         let path = self.tmp.path().to_owned();
         if let Err(e) = self.tmp.close() {
             eprintln!("warning: could not remove {}: {e}", path.display());
@@ -732,7 +732,7 @@ mod tests {
         let base = tempfile::tempdir().expect("tempdir");
         let keep = base.path().join("keep");
         std::fs::create_dir(&keep).expect("mkdir");
-        let w = WorkDir::create(Some(&keep.join("a/b"))).expect("create");
+        let w = WorkDir::create(Some(&keep.join("a/b")), "shale-bench-device-").expect("create");
         assert!(w.path().starts_with(keep.join("a/b")));
         w.remove();
         assert!(keep.exists());

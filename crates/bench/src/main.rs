@@ -4,7 +4,9 @@
 //! measure them.
 
 mod device;
+mod engine;
 mod fio;
+mod keyspace;
 mod latency;
 mod machine;
 mod report;
@@ -23,10 +25,15 @@ enum Command {
     /// Measure the device under a directory: O_DIRECT random reads by block size and queue
     /// depth, sequential write bandwidth and fsync latency (the physical limits).
     Device(device::DeviceArgs),
+    /// Drive shale-engine directly: random and sequential fills, random point reads with
+    /// the data ten times the cache, and a full scan, with the engine's I/O counters checked
+    /// against /proc.
+    Engine(engine::EngineArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Device(args) => device::run(&args),
+        Command::Engine(args) => engine::run(&args),
     }
 }

@@ -20,10 +20,15 @@ pub struct Report<P, R, S> {
 impl<P: Serialize, R: Serialize, S: Serialize> Report<P, R, S> {
     /// Writes the report, pretty-printed, to `path`.
     pub fn write_json(&self, path: &Path) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(self).context("serializing report")?;
-        text.push('\n');
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+        write_json(self, path)
     }
+}
+
+/// Writes any report-shaped value, pretty-printed, to `path`.
+pub fn write_json<T: Serialize>(value: &T, path: &Path) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).context("serializing report")?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// A text table: a header row and data rows, columns right-aligned to their widest cell.

@@ -1,0 +1,901 @@
+//! The `engine` workload: shale-engine driven directly, with no document or server layer.
+//! Four phases run on one environment: `fill-random` (keys in a pseudo-random order into
+//! one tree), `fill-sequential` (ascending keys into a second tree), `read-random` (point
+//! gets of existing keys of the first tree, from `--threads` threads, with the data ten
+//! times the cache by default) and `scan` (one full cursor pass over the first tree).
+//! Each phase reports its rate with the engine's own I/O counters next to the kernel's
+//! `/proc/self/io` figures, the bytes on disk and the process's peak RSS, which is what the
+//! DESIGN.md §6 targets (reads per point query, bytes per read, counter accuracy) need.
+
+use crate::device::WorkDir;
+use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
+use crate::machine::Machine;
+use crate::report::{num, write_json, Table};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use shale_engine::{
+    CategoryCounters, EngineCounters, Env, EnvOptions, FsyncPolicy, IoCounters, TreeHandle,
+    TreeOptions, WriteBatch, MAX_KEY_OR_VALUE_BYTES,
+};
+use shale_io::proc_io::{self, ProcIo};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1024 * 1024;
+/// Puts per `WriteBatch` in the fill phases.
+const BATCH_PUTS: usize = 100;
+/// Log fsync interval of the fills (a crash may lose the last 100 ms).
+const FSYNC_MILLIS: u64 = 100;
+/// Seed of the insertion order, the read keys and the value bytes.
+const SEED: u64 = 0x5348_414C_4542_454E;
+/// Minimum write volume over which the engine and the kernel are compared.
+const COMPARE_MIN_BYTES: u64 = MIB;
+/// Allowed disagreement between engine counters and `/proc/self/io` (DESIGN.md §6).
+const COUNTER_TOLERANCE: f64 = 0.02;
+const BASEMENT_NOTE: &str = "not available: shale-engine's public API exposes no per-basement \
+     sizes (only aggregate I/O counters); compare bytes_per_read with the basement size option";
+
+/// `shale-bench engine`: fills, point reads and a scan through shale-engine.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Smaller run: 200 MiB of data, a 20 MiB cache and 1 reader thread
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the results as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory to hold the database; it goes in a fresh subdirectory that is removed
+    /// afterwards [default: a temporary directory under ./data-bench]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Node cache budget in MiB [default: 400, or 20 with --quick]
+    #[arg(long, value_name = "N")]
+    pub cache_mib: Option<u64>,
+    /// Logical data (key + value bytes) per fill in MiB [default: 4096, or 200 with --quick]
+    #[arg(long, value_name = "N")]
+    pub data_mib: Option<u64>,
+    /// Bytes of every value
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub value_bytes: usize,
+    /// Reader threads of the read-random phase [default: 8, or 1 with --quick]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Longest the read-random phase may run, in seconds [default: 120, or 20 with --quick]
+    #[arg(long, value_name = "SECS")]
+    pub read_seconds: Option<f64>,
+}
+
+/// The settings of one run after defaults are applied.
+#[derive(Debug, Clone, Serialize)]
+struct Params {
+    dir: String,
+    quick: bool,
+    data_bytes: u64,
+    cache_bytes: u64,
+    data_to_cache_ratio: f64,
+    keys: u64,
+    key_bytes: usize,
+    value_bytes: usize,
+    batch_puts: usize,
+    fsync: String,
+    checkpoint_interval_secs: Option<f64>,
+    direct_io: bool,
+    node_size_bytes: usize,
+    basement_size_bytes: usize,
+    fanout: usize,
+    compression: String,
+    read_threads: usize,
+    read_ops_limit: u64,
+    read_seconds_limit: f64,
+}
+
+impl Params {
+    fn from_args(args: &EngineArgs) -> Result<Params> {
+        let cache_mib = args.cache_mib.unwrap_or(if args.quick { 20 } else { 400 });
+        let data_mib = args.data_mib.unwrap_or(if args.quick { 200 } else { 4096 });
+        let threads = args.threads.unwrap_or(if args.quick { 1 } else { 8 });
+        if !(1..=1 << 20).contains(&cache_mib) {
+            bail!("--cache-mib must be in [1, 1048576], got {cache_mib}");
+        }
+        if !(1..=1 << 24).contains(&data_mib) {
+            bail!("--data-mib must be in [1, 16777216], got {data_mib}");
+        }
+        if !(1..=MAX_KEY_OR_VALUE_BYTES).contains(&args.value_bytes) {
+            bail!(
+                "--value-bytes must be in [1, {MAX_KEY_OR_VALUE_BYTES}], got {}",
+                args.value_bytes
+            );
+        }
+        if !(1..=1024).contains(&threads) {
+            bail!("--threads must be in [1, 1024], got {threads}");
+        }
+        let data_bytes = data_mib * MIB;
+        let keys = (data_bytes / (KEY_BYTES + args.value_bytes) as u64).max(1);
+        let cache_bytes = cache_mib * MIB;
+        let env = EnvOptions::default();
+        let tree = TreeOptions::default();
+        Ok(Params {
+            dir: String::new(),
+            quick: args.quick,
+            data_bytes,
+            cache_bytes,
+            data_to_cache_ratio: data_bytes as f64 / cache_bytes as f64,
+            keys,
+            key_bytes: KEY_BYTES,
+            value_bytes: args.value_bytes,
+            batch_puts: BATCH_PUTS,
+            fsync: format!("every_millis({FSYNC_MILLIS})"),
+            checkpoint_interval_secs: env.checkpoint_interval.map(|d| d.as_secs_f64()),
+            direct_io: env.direct_io,
+            node_size_bytes: tree.node_size_bytes,
+            basement_size_bytes: tree.basement_size_bytes,
+            fanout: tree.fanout,
+            compression: format!("{:?}", tree.compression).to_lowercase(),
+            read_threads: threads,
+            read_ops_limit: keys.min(if args.quick { 200_000 } else { 2_000_000 }),
+            read_seconds_limit: args
+                .read_seconds
+                .unwrap_or(if args.quick { 20.0 } else { 120.0 }),
+        })
+    }
+
+    fn env_options(&self) -> EnvOptions {
+        let defaults = EnvOptions::default();
+        EnvOptions {
+            cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
+            tree_defaults: TreeOptions::default(),
+            fsync: FsyncPolicy::EveryMillis(FSYNC_MILLIS),
+            checkpoint_interval: defaults.checkpoint_interval,
+            direct_io: self.direct_io,
+        }
+    }
+}
+
+/// The figures of one phase. Byte and read counts are deltas over the phase except
+/// `db_bytes_on_disk` (at its end) and `rss_peak_bytes` (process-wide, monotone).
+#[derive(Debug, Clone, Serialize)]
+struct Phase {
+    name: &'static str,
+    ops: u64,
+    seconds: f64,
+    ops_per_sec: f64,
+    /// Key + value bytes of the operations.
+    logical_bytes: u64,
+    /// Sum of `write_bytes` over every I/O category of the engine's counters.
+    engine_bytes_written: u64,
+    /// `write_bytes` of `/proc/self/io`; null where the kernel does not provide it.
+    os_write_bytes: Option<u64>,
+    write_ratio_engine_to_os: Option<f64>,
+    /// `user_read.read_calls` of the engine's counters.
+    engine_reads: u64,
+    reads_per_op: f64,
+    /// `user_read.read_bytes / user_read.read_calls`; null without reads.
+    bytes_per_read: Option<f64>,
+    db_bytes_on_disk: u64,
+    /// `VmHWM` of `/proc/self/status`.
+    rss_peak_bytes: Option<u64>,
+    /// The cache budget.
+    cache_bytes: u64,
+    /// Sum of `read_bytes` over every category of the engine's counters.
+    engine_bytes_read: u64,
+    /// `read_bytes` of `/proc/self/io` (zero when reads hit the page cache).
+    os_read_bytes: Option<u64>,
+    os_cancelled_write_bytes: Option<u64>,
+    /// Bytes of the phase's tree file.
+    tree_file_bytes: u64,
+    /// The engine's I/O counter deltas by category.
+    engine_io: IoByCategory,
+    cache_hits: u64,
+    cache_misses: u64,
+    cache_evictions: u64,
+    cache_peak_bytes: u64,
+    flushes: u64,
+    leaf_splits: u64,
+    nodes_read: u64,
+    basements_read: u64,
+    /// Seconds of the closing checkpoint, included in `seconds` (fills only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checkpoint_seconds: Option<f64>,
+    /// Reader threads (read-random only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<usize>,
+    /// Gets that found no value or a wrong one (read-random only; must be 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    misses: Option<u64>,
+}
+
+/// `IoCounters` in JSON form.
+#[derive(Debug, Clone, Serialize)]
+struct IoByCategory {
+    log: CategoryIo,
+    checkpoint: CategoryIo,
+    eviction: CategoryIo,
+    user_read: CategoryIo,
+    meta: CategoryIo,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct CategoryIo {
+    read_calls: u64,
+    read_bytes: u64,
+    write_calls: u64,
+    write_bytes: u64,
+    fsyncs: u64,
+}
+
+impl From<&IoCounters> for IoByCategory {
+    fn from(io: &IoCounters) -> Self {
+        let c = |c: CategoryCounters| CategoryIo {
+            read_calls: c.read_calls,
+            read_bytes: c.read_bytes,
+            write_calls: c.write_calls,
+            write_bytes: c.write_bytes,
+            fsyncs: c.fsyncs,
+        };
+        IoByCategory {
+            log: c(io.log),
+            checkpoint: c(io.checkpoint),
+            eviction: c(io.eviction),
+            user_read: c(io.user_read),
+            meta: c(io.meta),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Summary {
+    fill_random_ops_per_sec: f64,
+    fill_sequential_ops_per_sec: f64,
+    read_random_ops_per_sec: f64,
+    read_random_threads: usize,
+    read_random_reads_per_op: f64,
+    read_random_bytes_per_read: Option<f64>,
+    scan_ops_per_sec: f64,
+    median_compressed_basement_bytes: Option<u64>,
+    median_compressed_basement_note: &'static str,
+    /// Things that look wrong in the engine's figures.
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct EngineReport {
+    workload: &'static str,
+    params: Params,
+    machine: Machine,
+    phases: Vec<Phase>,
+    summary: Summary,
+}
+
+/// Runs the engine workload.
+pub fn run(args: &EngineArgs) -> Result<()> {
+    let mut params = Params::from_args(args)?;
+    let work = WorkDir::create(args.dir.as_deref(), "shale-bench-engine-")?;
+    params.dir = work.path().display().to_string();
+    let outcome = measure(params, work.path());
+    work.remove();
+    let report = outcome?;
+    print_report(&report);
+    if let Some(path) = &args.json {
+        write_json(&report, path)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
+    let machine = Machine::describe(dir);
+    eprintln!(
+        "engine: {} ({} on {}), {} keys x {} B values, cache {} MiB, data/cache {}",
+        dir.display(),
+        machine.filesystem,
+        machine.device,
+        params.keys,
+        params.value_bytes,
+        params.cache_bytes / MIB,
+        num(params.data_to_cache_ratio)
+    );
+    if !machine.direct_io {
+        eprintln!("warning: O_DIRECT is not available here; reads may hit the page cache");
+    }
+    let db = dir.join("db");
+    let env = Env::open(&db, params.env_options()).context("opening the environment")?;
+    let pool = ValuePool::new(params.value_bytes, SEED);
+    let random = env.create_tree("random", None)?;
+    let sequential = env.create_tree("sequential", None)?;
+    let perm = Permutation::new(params.keys, SEED);
+
+    let mut phases = Vec::new();
+    phases.push(fill(&env, &random, "fill-random", &params, &pool, |j| {
+        perm.apply(j)
+    })?);
+    phases.push(fill(
+        &env,
+        &sequential,
+        "fill-sequential",
+        &params,
+        &pool,
+        |j| j,
+    )?);
+    env.checkpoint().context("checkpoint before reads")?;
+    phases.push(read_random(&env, &random, &params, &pool)?);
+    phases.push(scan(&env, &random, &params)?);
+    drop((random, sequential));
+    env.close().context("closing the environment")?;
+
+    let summary = summarize(&phases, &params, machine.direct_io);
+    Ok(EngineReport {
+        workload: "engine",
+        params,
+        machine,
+        phases,
+        summary,
+    })
+}
+
+/// Counters at the start of a phase.
+struct Start {
+    at: Instant,
+    engine: EngineCounters,
+    os: Option<ProcIo>,
+}
+
+impl Start {
+    fn now(env: &Env) -> Start {
+        Start {
+            os: proc_io::read_self(),
+            engine: env.counters(),
+            at: Instant::now(),
+        }
+    }
+}
+
+/// The figures common to every phase, from the counters at its start and now.
+struct PhaseEnd<'a> {
+    name: &'static str,
+    ops: u64,
+    logical_bytes: u64,
+    tree: &'a TreeHandle,
+    cache_bytes: u64,
+}
+
+fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
+    let seconds = start.at.elapsed().as_secs_f64();
+    let now = env.counters();
+    let os_now = proc_io::read_self();
+    let io = io_delta(&now.io, &start.engine.io);
+    let os = start.os.zip(os_now).map(|(a, b)| ProcIo {
+        read_bytes: b.read_bytes.saturating_sub(a.read_bytes),
+        write_bytes: b.write_bytes.saturating_sub(a.write_bytes),
+        cancelled_write_bytes: b
+            .cancelled_write_bytes
+            .saturating_sub(a.cancelled_write_bytes),
+        syscr: b.syscr.saturating_sub(a.syscr),
+        syscw: b.syscw.saturating_sub(a.syscw),
+    });
+    let engine_bytes_written = categories(&io).iter().map(|c| c.write_bytes).sum();
+    let engine_bytes_read = categories(&io).iter().map(|c| c.read_bytes).sum();
+    let os_write_bytes = os.map(|o| o.write_bytes);
+    let reads = io.user_read.read_calls;
+    let d = |f: fn(&EngineCounters) -> u64| f(&now).saturating_sub(f(&start.engine));
+    Phase {
+        name: end.name,
+        ops: end.ops,
+        seconds,
+        ops_per_sec: end.ops as f64 / seconds.max(1e-9),
+        logical_bytes: end.logical_bytes,
+        engine_bytes_written,
+        os_write_bytes,
+        write_ratio_engine_to_os: os_write_bytes
+            .filter(|&o| o > 0)
+            .map(|o| engine_bytes_written as f64 / o as f64),
+        engine_reads: reads,
+        reads_per_op: if end.ops == 0 {
+            0.0
+        } else {
+            reads as f64 / end.ops as f64
+        },
+        bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
+        db_bytes_on_disk: env.disk_bytes(),
+        rss_peak_bytes: rss_peak_bytes(),
+        cache_bytes: end.cache_bytes,
+        engine_bytes_read,
+        os_read_bytes: os.map(|o| o.read_bytes),
+        os_cancelled_write_bytes: os.map(|o| o.cancelled_write_bytes),
+        tree_file_bytes: end.tree.file_bytes(),
+        engine_io: IoByCategory::from(&io),
+        cache_hits: d(|c| c.cache_hits),
+        cache_misses: d(|c| c.cache_misses),
+        cache_evictions: d(|c| c.cache_evictions),
+        cache_peak_bytes: now.cache_peak_bytes,
+        flushes: d(|c| c.flushes),
+        leaf_splits: d(|c| c.leaf_splits),
+        nodes_read: d(|c| c.nodes_read),
+        basements_read: d(|c| c.basements_read),
+        checkpoint_seconds: None,
+        threads: None,
+        misses: None,
+    }
+}
+
+fn categories(io: &IoCounters) -> [CategoryCounters; 5] {
+    [io.log, io.checkpoint, io.eviction, io.user_read, io.meta]
+}
+
+fn io_delta(now: &IoCounters, then: &IoCounters) -> IoCounters {
+    let c = |a: CategoryCounters, b: CategoryCounters| CategoryCounters {
+        read_calls: a.read_calls.saturating_sub(b.read_calls),
+        read_bytes: a.read_bytes.saturating_sub(b.read_bytes),
+        write_calls: a.write_calls.saturating_sub(b.write_calls),
+        write_bytes: a.write_bytes.saturating_sub(b.write_bytes),
+        fsyncs: a.fsyncs.saturating_sub(b.fsyncs),
+    };
+    IoCounters {
+        log: c(now.log, then.log),
+        checkpoint: c(now.checkpoint, then.checkpoint),
+        eviction: c(now.eviction, then.eviction),
+        user_read: c(now.user_read, then.user_read),
+        meta: c(now.meta, then.meta),
+    }
+}
+
+/// `VmHWM` (peak resident set) of this process, in bytes.
+fn rss_peak_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_vm_hwm(&status)
+}
+
+fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line["VmHWM:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Inserts key numbers `order(0..keys)` in batches, then checkpoints; `seconds` covers both.
+fn fill(
+    env: &Env,
+    tree: &TreeHandle,
+    name: &'static str,
+    params: &Params,
+    pool: &ValuePool,
+    order: impl Fn(u64) -> u64,
+) -> Result<Phase> {
+    let mut progress = Progress::new(name, params.keys);
+    let start = Start::now(env);
+    let mut batch = WriteBatch::new();
+    let mut logical = 0u64;
+    for j in 0..params.keys {
+        let i = order(j);
+        let value = pool.value(i);
+        batch.put(tree, &keyspace::key(i), value);
+        logical += (KEY_BYTES + value.len()) as u64;
+        if batch.len() >= BATCH_PUTS {
+            env.write(std::mem::take(&mut batch))
+                .with_context(|| format!("{name}: write"))?;
+            progress.update(j + 1);
+        }
+    }
+    if !batch.is_empty() {
+        env.write(batch).with_context(|| format!("{name}: write"))?;
+    }
+    let checkpoint_at = Instant::now();
+    env.checkpoint()
+        .with_context(|| format!("{name}: checkpoint"))?;
+    let checkpoint_seconds = checkpoint_at.elapsed().as_secs_f64();
+    let mut phase = finish(
+        env,
+        &start,
+        PhaseEnd {
+            name,
+            ops: params.keys,
+            logical_bytes: logical,
+            tree,
+            cache_bytes: params.cache_bytes,
+        },
+    );
+    phase.checkpoint_seconds = Some(checkpoint_seconds);
+    progress.done(&phase);
+    Ok(phase)
+}
+
+/// Point gets of uniformly random existing keys from `read_threads` threads sharing the
+/// environment, until `read_ops_limit` gets or `read_seconds_limit` seconds.
+fn read_random(env: &Env, tree: &TreeHandle, params: &Params, pool: &ValuePool) -> Result<Phase> {
+    const NAME: &str = "read-random";
+    let mut progress = Progress::new(NAME, params.read_ops_limit);
+    let claimed = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let misses = AtomicU64::new(0);
+    let logical = AtomicU64::new(0);
+    let running = AtomicUsize::new(params.read_threads);
+    let start = Start::now(env);
+    let deadline = start.at + Duration::from_secs_f64(params.read_seconds_limit);
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..params.read_threads)
+            .map(|t| {
+                let tree = tree.clone();
+                let (claimed, done, misses, logical, running) =
+                    (&claimed, &done, &misses, &logical, &running);
+                s.spawn(move || -> Result<()> {
+                    let mut rng = StdRng::seed_from_u64(SEED ^ (t as u64 + 1));
+                    let outcome = (|| {
+                        while claimed.fetch_add(1, Ordering::Relaxed) < params.read_ops_limit
+                            && Instant::now() < deadline
+                        {
+                            let i = rng.gen_range(0..params.keys);
+                            let got = tree.get(&keyspace::key(i)).context("read-random: get")?;
+                            let expected = pool.value(i);
+                            if got.as_deref() != Some(expected) {
+                                misses.fetch_add(1, Ordering::Relaxed);
+                            }
+                            logical
+                                .fetch_add((KEY_BYTES + expected.len()) as u64, Ordering::Relaxed);
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(())
+                    })();
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    outcome
+                })
+            })
+            .collect();
+        while running.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep(Duration::from_millis(50));
+            progress.update(done.load(Ordering::Relaxed));
+        }
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow!("read-random: a reader panicked")))
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    let mut phase = finish(
+        env,
+        &start,
+        PhaseEnd {
+            name: NAME,
+            ops: done.load(Ordering::Relaxed),
+            logical_bytes: logical.load(Ordering::Relaxed),
+            tree,
+            cache_bytes: params.cache_bytes,
+        },
+    );
+    phase.threads = Some(params.read_threads);
+    phase.misses = Some(misses.load(Ordering::Relaxed));
+    progress.done(&phase);
+    Ok(phase)
+}
+
+/// One forward cursor pass over the whole tree.
+fn scan(env: &Env, tree: &TreeHandle, params: &Params) -> Result<Phase> {
+    const NAME: &str = "scan";
+    let mut progress = Progress::new(NAME, params.keys);
+    let start = Start::now(env);
+    let mut cursor = tree.cursor();
+    cursor.seek_to_first().context("scan: seek")?;
+    let (mut ops, mut logical) = (0u64, 0u64);
+    while cursor.valid() {
+        ops += 1;
+        logical += (cursor.key().len() + cursor.value().len()) as u64;
+        cursor.next().context("scan: next")?;
+        if ops % 65_536 == 0 {
+            progress.update(ops);
+        }
+    }
+    let phase = finish(
+        env,
+        &start,
+        PhaseEnd {
+            name: NAME,
+            ops,
+            logical_bytes: logical,
+            tree,
+            cache_bytes: params.cache_bytes,
+        },
+    );
+    progress.done(&phase);
+    if ops != params.keys {
+        eprintln!(
+            "warning: scan saw {ops} entries, {} were inserted",
+            params.keys
+        );
+    }
+    Ok(phase)
+}
+
+fn summarize(phases: &[Phase], params: &Params, direct_io: bool) -> Summary {
+    let by = |name: &str| phases.iter().find(|p| p.name == name);
+    let rate = |name: &str| by(name).map_or(0.0, |p| p.ops_per_sec);
+    let mut warnings = Vec::new();
+    for p in phases {
+        warnings.extend(phase_warnings(p, direct_io));
+    }
+    if let Some(s) = by("scan") {
+        if s.ops != params.keys {
+            warnings.push(format!(
+                "scan: saw {} entries, {} were inserted",
+                s.ops, params.keys
+            ));
+        }
+    }
+    let read = by("read-random");
+    Summary {
+        fill_random_ops_per_sec: rate("fill-random"),
+        fill_sequential_ops_per_sec: rate("fill-sequential"),
+        read_random_ops_per_sec: rate("read-random"),
+        read_random_threads: params.read_threads,
+        read_random_reads_per_op: read.map_or(0.0, |p| p.reads_per_op),
+        read_random_bytes_per_read: read.and_then(|p| p.bytes_per_read),
+        scan_ops_per_sec: rate("scan"),
+        median_compressed_basement_bytes: None,
+        median_compressed_basement_note: BASEMENT_NOTE,
+        warnings,
+    }
+}
+
+/// What looks wrong in one phase's figures.
+fn phase_warnings(p: &Phase, direct_io: bool) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(os) = p.os_write_bytes {
+        let engine = p.engine_bytes_written;
+        if engine.max(os) >= COMPARE_MIN_BYTES {
+            let off = (engine as f64 - os as f64).abs() / (os.max(1) as f64);
+            if off > COUNTER_TOLERANCE {
+                w.push(format!(
+                    "{}: engine counted {engine} bytes written, /proc/self/io {os} ({:+.1}%)",
+                    p.name,
+                    (engine as f64 / os.max(1) as f64 - 1.0) * 100.0
+                ));
+            }
+        }
+    }
+    if direct_io {
+        if let Some(os) = p.os_read_bytes {
+            let engine = p.engine_bytes_read;
+            if engine.max(os) >= COMPARE_MIN_BYTES {
+                let off = (engine as f64 - os as f64).abs() / (os.max(1) as f64);
+                if off > COUNTER_TOLERANCE {
+                    w.push(format!(
+                        "{}: engine counted {engine} bytes read, /proc/self/io {os} ({:+.1}%)",
+                        p.name,
+                        (engine as f64 / os.max(1) as f64 - 1.0) * 100.0
+                    ));
+                }
+            }
+        }
+    }
+    if p.name == "read-random" && p.reads_per_op > 1.0 {
+        w.push(format!(
+            "read-random: {} reads per point query (target <= 1.0)",
+            num(p.reads_per_op)
+        ));
+    }
+    if let Some(m) = p.misses.filter(|&m| m > 0) {
+        w.push(format!(
+            "{}: {m} gets returned no value or a wrong one",
+            p.name
+        ));
+    }
+    w
+}
+
+/// A byte count in MiB with one decimal.
+fn mib(n: u64) -> String {
+    format!("{:.1} MiB", n as f64 / MIB as f64)
+}
+
+fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map_or_else(|| "-".to_owned(), f)
+}
+
+fn print_report(r: &EngineReport) {
+    let p = &r.params;
+    println!(
+        "engine: {} keys ({} B keys, {} B values), data {} per fill, cache {} (data/cache {}), {} reader thread(s)",
+        p.keys,
+        p.key_bytes,
+        p.value_bytes,
+        mib(p.data_bytes),
+        mib(p.cache_bytes),
+        num(p.data_to_cache_ratio),
+        p.read_threads
+    );
+    println!(
+        "machine: {} cores, {} on {} ({}), O_DIRECT {}",
+        r.machine.cores,
+        r.machine.filesystem,
+        r.machine.device,
+        r.machine.mount_point,
+        if r.machine.direct_io { "yes" } else { "no" }
+    );
+    println!();
+    let mut t = Table::new([
+        "phase",
+        "ops",
+        "secs",
+        "ops/s",
+        "reads/op",
+        "B/read",
+        "engine wr",
+        "os wr",
+        "eng/os",
+        "logical",
+        "on disk",
+        "rss peak",
+    ]);
+    for ph in &r.phases {
+        t.row([
+            ph.name.to_owned(),
+            ph.ops.to_string(),
+            num(ph.seconds),
+            num(ph.ops_per_sec),
+            num(ph.reads_per_op),
+            opt(ph.bytes_per_read, num),
+            mib(ph.engine_bytes_written),
+            opt(ph.os_write_bytes, mib),
+            opt(ph.write_ratio_engine_to_os, |v| format!("{v:.3}")),
+            mib(ph.logical_bytes),
+            mib(ph.db_bytes_on_disk),
+            opt(ph.rss_peak_bytes, mib),
+        ]);
+    }
+    print!("{}", t.render());
+    println!();
+    match r.summary.median_compressed_basement_bytes {
+        Some(b) => println!("median compressed basement: {b} B"),
+        None => println!(
+            "median compressed basement: {}",
+            r.summary.median_compressed_basement_note
+        ),
+    }
+    if r.summary.warnings.is_empty() {
+        println!("warnings: none");
+    } else {
+        println!("warnings:");
+        for w in &r.summary.warnings {
+            println!("  - {w}");
+        }
+    }
+}
+
+/// A one-line progress display on stderr, redrawn at most twice a second.
+struct Progress {
+    name: &'static str,
+    total: u64,
+    started: Instant,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(name: &'static str, total: u64) -> Progress {
+        eprint!("{name}: starting");
+        let _ = std::io::stderr().flush();
+        let now = Instant::now();
+        Progress {
+            name,
+            total,
+            started: now,
+            last: now,
+        }
+    }
+
+    fn update(&mut self, done: u64) {
+        if self.last.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.last = Instant::now();
+        let secs = self.started.elapsed().as_secs_f64();
+        eprint!(
+            "\r{}: {done}/{} ({:.0}%), {} ops/s   ",
+            self.name,
+            self.total,
+            done as f64 * 100.0 / self.total.max(1) as f64,
+            num(done as f64 / secs.max(1e-9))
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn done(self, phase: &Phase) {
+        eprintln!(
+            "\r{}: {} ops in {} s, {} ops/s          ",
+            self.name,
+            phase.ops,
+            num(phase.seconds),
+            num(phase.ops_per_sec)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readers_can_share_the_environment() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Env>();
+        shareable::<TreeHandle>();
+    }
+
+    #[test]
+    fn parses_vm_hwm() {
+        let status = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(2 << 20));
+        assert_eq!(parse_vm_hwm("Name: x\n"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_peak_rss() {
+        assert!(rss_peak_bytes().is_some_and(|b| b > 0));
+    }
+
+    #[test]
+    fn quick_defaults() {
+        let args = EngineArgs {
+            quick: true,
+            json: None,
+            dir: None,
+            cache_mib: None,
+            data_mib: None,
+            value_bytes: 100,
+            threads: None,
+            read_seconds: None,
+        };
+        let p = Params::from_args(&args).expect("params");
+        assert_eq!(p.cache_bytes, 20 * MIB);
+        assert_eq!(p.data_bytes, 200 * MIB);
+        assert_eq!(p.read_threads, 1);
+        assert_eq!(p.keys, 200 * MIB / 116);
+    }
+
+    #[test]
+    fn counter_disagreement_is_flagged() {
+        let mut p = Phase {
+            name: "fill-random",
+            ops: 1,
+            seconds: 1.0,
+            ops_per_sec: 1.0,
+            logical_bytes: 0,
+            engine_bytes_written: 100 * MIB,
+            os_write_bytes: Some(101 * MIB),
+            write_ratio_engine_to_os: None,
+            engine_reads: 0,
+            reads_per_op: 0.0,
+            bytes_per_read: None,
+            db_bytes_on_disk: 0,
+            rss_peak_bytes: None,
+            cache_bytes: 0,
+            engine_bytes_read: 0,
+            os_read_bytes: None,
+            os_cancelled_write_bytes: None,
+            tree_file_bytes: 0,
+            engine_io: IoByCategory::from(&IoCounters::default()),
+            cache_hits: 0,
+            cache_misses: 0,
+            cache_evictions: 0,
+            cache_peak_bytes: 0,
+            flushes: 0,
+            leaf_splits: 0,
+            nodes_read: 0,
+            basements_read: 0,
+            checkpoint_seconds: None,
+            threads: None,
+            misses: None,
+        };
+        assert!(phase_warnings(&p, true).is_empty());
+        p.os_write_bytes = Some(110 * MIB);
+        assert_eq!(phase_warnings(&p, true).len(), 1);
+    }
+}
