@@ -35,7 +35,9 @@
 //!   makes durable every record of its batch — every commit that waited for it.
 //! - **W9** Replay stops at the first torn or corrupt frame of the last file and returns its
 //!   LSN; `Wal::open` cuts everything from that LSN on (zeroes the rest of the page,
-//!   truncates the file, fsyncs) so a crash tail can never later be read as data.
+//!   truncates the file, fsyncs) so a crash tail can never later be read as data. If a valid
+//!   frame at its own position follows the bad one, it is damage, not a crash tail, and is
+//!   reported as corruption.
 //! - **W10** `remove_before(lsn)` deletes a file only when the next file starts at or below
 //!   `lsn` (all its records are below it), and never the file being written.
 

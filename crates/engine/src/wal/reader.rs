@@ -156,7 +156,19 @@ pub fn replay(
                 end = at;
                 expected_first = Some(at);
             }
-            FileEnd::Bad { at, .. } if last => {
+            FileEnd::Bad { at, offset, reason } if last => {
+                // W9: a crash tears only the end of what was written, so a valid frame after
+                // the bad one (at its own position, W7) means a damaged record in the middle
+                // of the log: cutting there would drop the acknowledged commits after it.
+                if let Some(later) = valid_frame_after(&mut scan, *first, offset)? {
+                    return Err(Error::corruption(
+                        path,
+                        Location::LogRecord { offset },
+                        format!(
+                            "{reason} (not the crash tail: a valid record follows at LSN {later})"
+                        ),
+                    ));
+                }
                 end = at;
             }
             FileEnd::Bad { offset, reason, .. } => {
@@ -176,6 +188,25 @@ pub fn replay(
         ));
     }
     Ok(end)
+}
+
+/// The LSN of the first valid frame that starts after file offset `bad` at the position its
+/// own LSN names (W2, W7), if any: proof that the bad frame at `bad` is not the crash tail.
+fn valid_frame_after(scan: &mut Scan, first: Lsn, bad: u64) -> Result<Option<Lsn>> {
+    let mut p = bad + 1;
+    while p + FRAME_HEADER_BYTES as u64 <= scan.len {
+        let lsn = Lsn(first.0 + (p - FILE_HEADER_BYTES));
+        let head = scan.get(p, FRAME_HEADER_BYTES)?;
+        if head[8..16] == lsn.0.to_le_bytes() {
+            if let Some(need) = frame::peek_frame_len(head) {
+                if let Decoded::Frame { .. } = frame::decode_frame(scan.get(p, need)?, lsn) {
+                    return Ok(Some(lsn));
+                }
+            }
+        }
+        p += 1;
+    }
+    Ok(None)
 }
 
 /// Reads the frames of one file (LSNs from `first`), passing records at or after `from` to `f`.
