@@ -354,8 +354,10 @@ impl TreeHandle {
     pub fn cursor(&self) -> crate::tree::Cursor {
         self.tree.cursor()
     }
-    /// Checks every invariant of the tree and its file; returns its entry count.
+    /// Checks every invariant of the tree and its file; returns its entry count. Holds off
+    /// checkpoints while it runs; writers may continue.
     pub fn verify(&self) -> Result<u64> {
+        let _no_checkpoint = self.env.checkpoint_lock.lock();
         self.tree.verify()
     }
     /// Bytes of the tree's file.

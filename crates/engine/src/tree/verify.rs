@@ -17,7 +17,13 @@ impl Tree {
         let mut seen = HashSet::new();
         let mut leaf_depth = None;
         self.verify_node(root, None, None, None, 0, &mut seen, &mut leaf_depth)?;
-        self.file.verify()?;
+        {
+            // Every block write and free happens under the tree's write lock: holding the read
+            // lock keeps the file still while it is checked (checkpoints are held off by the
+            // caller, `TreeHandle::verify`).
+            let _still = self.read_state();
+            self.file.verify()?;
+        }
         let mut cursor_count = 0u64;
         let mut c = super::Cursor::new(self.clone());
         c.seek_to_first()?;
@@ -132,9 +138,18 @@ impl Tree {
             }
             None => Ok(None),
         })?;
-        match cached {
-            Some(body) => Ok(body),
-            None => Ok(self.read_node_image(id, Category::Meta)?.1),
+        if let Some(body) = cached {
+            return Ok(body);
+        }
+        // A concurrent rewrite may free and reuse the extent being read: a failure while the
+        // node's extent moved is stale, so read again.
+        loop {
+            let before = self.file.extent(id);
+            match self.read_node_image(id, Category::Meta) {
+                Ok((_, body)) => return Ok(body),
+                Err(e) if self.file.extent(id) != before && !matches!(e, Error::Io(_)) => continue,
+                Err(e) => return Err(e),
+            }
         }
     }
 
