@@ -50,7 +50,7 @@ impl Catalog {
             Ok(bytes) => Catalog::decode(&bytes)
                 .map_err(|r| Error::corruption(&path, Location::Other("catalog".into()), r)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Catalog::default()),
-            Err(e) => Err(os_err(&path, "read", e)),
+            Err(e) => Err(Error::os(&path, "read", e)),
         }
     }
 
@@ -58,11 +58,11 @@ impl Catalog {
     pub fn store(&self, dir: &Path) -> Result<()> {
         let tmp = dir.join(format!("{CATALOG_FILE}.tmp"));
         let path = dir.join(CATALOG_FILE);
-        let mut f = std::fs::File::create(&tmp).map_err(|e| os_err(&tmp, "create", e))?;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::os(&tmp, "create", e))?;
         f.write_all(&self.encode())
-            .map_err(|e| os_err(&tmp, "write", e))?;
-        f.sync_all().map_err(|e| os_err(&tmp, "fsync", e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| os_err(&path, "rename", e))?;
+            .map_err(|e| Error::os(&tmp, "write", e))?;
+        f.sync_all().map_err(|e| Error::os(&tmp, "fsync", e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::os(&path, "rename", e))?;
         shale_io::sync_dir(dir)?;
         Ok(())
     }
@@ -155,15 +155,6 @@ impl<'a> Reader<'a> {
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
-}
-
-fn os_err(path: &Path, op: &'static str, source: std::io::Error) -> Error {
-    Error::Io(shale_io::Error::Os {
-        path: path.to_owned(),
-        op,
-        offset: 0,
-        source,
-    })
 }
 
 #[cfg(test)]

@@ -238,14 +238,7 @@ impl Env {
             tree.release_cache();
         }
         let path = tree_path(&env.dir, entry.id);
-        std::fs::remove_file(&path).map_err(|source| {
-            Error::Io(shale_io::Error::Os {
-                path,
-                op: "unlink",
-                offset: 0,
-                source,
-            })
-        })?;
+        std::fs::remove_file(&path).map_err(|e| Error::os(&path, "unlink", e))?;
         shale_io::sync_dir(&env.dir)?;
         Ok(())
     }

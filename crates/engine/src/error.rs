@@ -93,6 +93,16 @@ impl Error {
         }
     }
 
+    /// An OS error on `path` during `op` (file-level calls outside `shale_io::DataFile`).
+    pub fn os(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io(shale_io::Error::Os {
+            path: path.into(),
+            op,
+            offset: 0,
+            source,
+        })
+    }
+
     /// True for corruption (as opposed to I/O or usage) errors.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

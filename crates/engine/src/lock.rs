@@ -22,7 +22,7 @@ impl DirLock {
             .read(true)
             .write(true)
             .open(&path)
-            .map_err(|source| os_err(&path, "open", source))?;
+            .map_err(|source| Error::os(&path, "open", source))?;
         // SAFETY: the fd is valid for the life of `file`.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {
@@ -30,19 +30,10 @@ impl DirLock {
             if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                 return Err(Error::Locked(dir.to_owned()));
             }
-            return Err(os_err(&path, "flock", e));
+            return Err(Error::os(&path, "flock", e));
         }
         Ok(DirLock { _file: file })
     }
-}
-
-fn os_err(path: &Path, op: &'static str, source: std::io::Error) -> Error {
-    Error::Io(shale_io::Error::Os {
-        path: path.to_owned(),
-        op,
-        offset: 0,
-        source,
-    })
 }
 
 #[cfg(test)]

@@ -36,14 +36,7 @@ pub(crate) fn open_and_recover(
     options: EnvOptions,
     hooks: EnvHooks,
 ) -> Result<EnvInner> {
-    std::fs::create_dir_all(dir).map_err(|source| {
-        Error::Io(shale_io::Error::Os {
-            path: dir.to_owned(),
-            op: "mkdir",
-            offset: 0,
-            source,
-        })
-    })?;
+    std::fs::create_dir_all(dir).map_err(|source| Error::os(dir.to_owned(), "mkdir", source))?;
     let lock = DirLock::acquire(dir)?;
     let catalog = Catalog::load(dir)?;
     remove_orphans(dir, &catalog)?;
@@ -223,14 +216,8 @@ fn remove_orphans(dir: &Path, catalog: &Catalog) -> Result<()> {
             .is_some_and(|n| n.starts_with("tree-") && n.ends_with(".shl"));
         if is_tree && !known.contains(&path) {
             tracing::warn!(file = %path.display(), "removing a tree file the catalog does not name");
-            std::fs::remove_file(&path).map_err(|source| {
-                Error::Io(shale_io::Error::Os {
-                    path: path.clone(),
-                    op: "unlink",
-                    offset: 0,
-                    source,
-                })
-            })?;
+            std::fs::remove_file(&path)
+                .map_err(|source| Error::os(path.clone(), "unlink", source))?;
         }
     }
     Ok(())

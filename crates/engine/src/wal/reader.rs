@@ -31,12 +31,7 @@ pub(crate) fn list_log_files(dir: &Path) -> Result<Vec<(Lsn, PathBuf)>> {
 }
 
 pub(crate) fn os_err(path: &Path, op: &'static str, source: std::io::Error) -> Error {
-    Error::Io(shale_io::Error::Os {
-        path: path.to_owned(),
-        op,
-        offset: 0,
-        source,
-    })
+    Error::os(path.to_owned(), op, source)
 }
 
 /// Reads and checks the header page of `file`, which is named for LSN `named`.
