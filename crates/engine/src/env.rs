@@ -347,9 +347,10 @@ impl TreeHandle {
     pub fn cursor(&self) -> crate::tree::Cursor {
         self.tree.cursor()
     }
-    /// Checks every invariant of the tree and its file; returns its entry count. Holds off
-    /// checkpoints while it runs; writers may continue.
-    pub fn verify(&self) -> Result<u64> {
+    /// Checks every invariant of the tree and its file; returns its shape (entry count,
+    /// height, node counts, buffered messages, sizes). Holds off checkpoints while it runs;
+    /// writers may continue.
+    pub fn verify(&self) -> Result<crate::TreeShape> {
         let _no_checkpoint = self.env.checkpoint_lock.lock();
         self.tree.verify()
     }

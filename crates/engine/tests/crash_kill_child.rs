@@ -396,10 +396,12 @@ fn run(seed: u64, kills: u64) -> Summary {
         // (2) Both trees verify.
         let count_a = a
             .verify()
-            .unwrap_or_else(|e| panic!("round {round}: verify a: {e}"));
+            .unwrap_or_else(|e| panic!("round {round}: verify a: {e}"))
+            .entries;
         let count_b = b
             .verify()
-            .unwrap_or_else(|e| panic!("round {round}: verify b: {e}"));
+            .unwrap_or_else(|e| panic!("round {round}: verify b: {e}"))
+            .entries;
         let got_a = scan(&a);
         let got_b = scan(&b);
         assert_eq!(

@@ -133,7 +133,7 @@ fn build_tree_dir(dir: &Path, n: usize) -> Model {
         env.flush_all().expect("flush");
         env.checkpoint().expect("checkpoint");
     }
-    assert_eq!(t.verify().expect("verify") as usize, model.len());
+    assert_eq!(t.verify().expect("verify").entries as usize, model.len());
     drop(t);
     env.close().expect("close");
     model
@@ -196,7 +196,7 @@ fn read_back(dir: &Path, model: &Model, file: &Path, places: &[&str], what: &str
         step = c.next();
     }
     match t.verify() {
-        Ok(n) => assert_eq!(n as usize, model.len(), "{what}: verify count"),
+        Ok(shape) => assert_eq!(shape.entries as usize, model.len(), "{what}: verify count"),
         Err(e) => {
             assert_names(&e, file, places, &format!("{what}: verify"));
             corrupt = true;
@@ -448,7 +448,9 @@ fn a_flipped_bit_in_a_log_record_is_corruption_unless_it_is_the_tail() {
                         }
                     }
                     assert_eq!(
-                        t.verify().unwrap_or_else(|e| panic!("{what}: verify: {e}")) as usize,
+                        t.verify()
+                            .unwrap_or_else(|e| panic!("{what}: verify: {e}"))
+                            .entries as usize,
                         acked.len() - 1
                     );
                 }

@@ -208,7 +208,8 @@ fn check_recovered(dir: &Path, model: &Model, what: &str) {
     };
     let count = t
         .verify()
-        .unwrap_or_else(|e| panic!("{what}: verify after reopen: {e}"));
+        .unwrap_or_else(|e| panic!("{what}: verify after reopen: {e}"))
+        .entries;
     let mut present = 0u64;
     for (k, s) in model {
         let got = t

@@ -45,17 +45,43 @@ impl Tree {
         Ok(())
     }
 
-    /// Flushes until the root's buffers are within the node size. Returns whether it worked.
+    /// One unit of background work: flushes the root if it is over its size, else walks to
+    /// one internal node remembered as over-full. Returns whether there was work.
     pub(crate) fn flush_root_step(&self, st: &mut TreeState) -> Step<bool> {
         let root = st.root;
         let over = matches!(st.node(root).map(|n| &n.body),
             Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes);
-        if !over {
+        if over {
+            self.flush_node(st, root)?;
+        } else if let Some(key) = st.overfull.first().cloned() {
+            self.flush_path(st, &key)?;
+            st.overfull.remove(&key);
+        } else {
             return Ok(false);
         }
-        self.flush_node(st, root)?;
         self.fix_root(st)?;
         Ok(true)
+    }
+
+    /// Walks from the root towards `key`, flushing every over-full internal node on the way
+    /// and splitting or merging the child it descends into. A stall restarts the walk, which
+    /// then finds the work already done.
+    fn flush_path(&self, st: &mut TreeState, key: &[u8]) -> Step<()> {
+        let mut id = st.root;
+        loop {
+            self.ensure_full(st, id)?;
+            let over = match &st.nodes[&id].body {
+                NodeBody::Leaf(_) => return Ok(()),
+                NodeBody::Internal(n) => n.buffer_bytes() > self.options.node_size_bytes,
+            };
+            if over {
+                self.flush_node(st, id)?;
+            }
+            let c = internal(st, id).child_index(key);
+            self.rebalance_child(st, id, c)?;
+            let c = internal(st, id).child_index(key);
+            id = internal(st, id).children[c];
+        }
     }
 
     /// Flushes the heaviest buffers of internal node `id` until it is within the node size.
@@ -128,6 +154,15 @@ impl Tree {
             n.touch();
             push_down(&mut n.body, &*merge, msgs)
         });
+        // Remember an over-full child by a key in its range, so that a stall before it is
+        // flushed (the caller tries at once) cannot leave it over-full for good.
+        if let NodeBody::Internal(n) = &st.nodes[&child].body {
+            if n.buffer_bytes() > self.options.node_size_bytes {
+                if let Some((k, _)) = n.buffers[n.heaviest_child()].iter().next() {
+                    st.overfull.insert(k.clone());
+                }
+            }
+        }
         EngineStats::bump(&self.stats.flushes);
         self.stats
             .messages_flushed

@@ -25,6 +25,7 @@ mod verify;
 
 pub use cursor::Cursor;
 pub use msg::{MergeFn, MsgOp};
+pub use verify::TreeShape;
 
 use crate::block::{BlockFile, NodeId};
 use crate::cache::Cache;
@@ -75,6 +76,8 @@ pub(crate) struct TreeState {
     pub clock_hand: usize,
     /// Root id at the start of the running checkpoint.
     pub checkpoint_root: Option<NodeId>,
+    /// A key inside each internal node known to be over its size (the flusher walks to it).
+    pub overfull: std::collections::BTreeSet<Vec<u8>>,
 }
 
 /// An open tree.
@@ -131,6 +134,7 @@ impl Tree {
             clock: Vec::new(),
             clock_hand: 0,
             checkpoint_root: None,
+            overfull: std::collections::BTreeSet::new(),
         };
         if root == NodeId(0) {
             let root = file.allocate_node_id();
@@ -214,9 +218,13 @@ impl Tree {
         }
     }
 
-    /// True when the root holds more buffered bytes than a node should: the flusher has work.
+    /// True when the root, or an internal node below it, holds more buffered bytes than a
+    /// node should: the flusher has work.
     pub(crate) fn needs_flush(&self) -> bool {
         let st = self.state.read();
+        if !st.overfull.is_empty() {
+            return true;
+        }
         match st.nodes.get(&st.root).map(|n| &n.body) {
             Some(NodeBody::Internal(n)) => n.buffer_bytes() > self.options.node_size_bytes,
             _ => false,

@@ -9,14 +9,48 @@ use crate::block::NodeId;
 use crate::{Category, Error, Location, Result};
 use std::collections::HashSet;
 
+/// The shape of a tree as `verify_report` found it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    /// Entries a full scan returns (buffered messages applied).
+    pub entries: u64,
+    /// Levels above the leaves (0 = the root is a leaf).
+    pub height: u32,
+    pub internal_nodes: u64,
+    pub leaves: u64,
+    pub basements: u64,
+    /// Messages waiting in internal nodes' buffers.
+    pub buffered_messages: u64,
+    /// Largest sum of buffer bytes in one internal node.
+    pub max_internal_buffer_bytes: u64,
+    /// Largest sum of entry bytes in one leaf.
+    pub max_leaf_bytes: u64,
+    /// Median raw size of a basement, in bytes.
+    pub median_basement_bytes: u64,
+}
+
 impl Tree {
-    /// Checks the whole tree; returns the number of entries it holds (after applying
-    /// buffered messages) on success.
-    pub fn verify(self: &std::sync::Arc<Self>) -> Result<u64> {
+    /// Checks the whole tree; returns its shape, with the number of entries it holds (after
+    /// applying buffered messages).
+    pub fn verify(self: &std::sync::Arc<Self>) -> Result<TreeShape> {
         let root = self.read_state().root;
         let mut seen = HashSet::new();
         let mut leaf_depth = None;
-        self.verify_node(root, None, None, None, 0, &mut seen, &mut leaf_depth)?;
+        let mut shape = TreeShape::default();
+        let mut basement_sizes = Vec::new();
+        let mut walk = Walk {
+            seen: &mut seen,
+            leaf_depth: &mut leaf_depth,
+            shape: &mut shape,
+            basement_sizes: &mut basement_sizes,
+        };
+        self.verify_node(root, None, None, None, 0, &mut walk)?;
+        basement_sizes.sort_unstable();
+        shape.median_basement_bytes = basement_sizes
+            .get(basement_sizes.len() / 2)
+            .copied()
+            .unwrap_or(0);
+        shape.height = leaf_depth.unwrap_or(0) as u32;
         {
             // Every block write and free happens under the tree's write lock: holding the read
             // lock keeps the file still while it is checked (checkpoints are held off by the
@@ -36,10 +70,10 @@ impl Tree {
             cursor_count += 1;
             c.next()?;
         }
-        Ok(cursor_count)
+        shape.entries = cursor_count;
+        Ok(shape)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn verify_node(
         &self,
         id: NodeId,
@@ -47,13 +81,13 @@ impl Tree {
         hi: Option<&[u8]>,
         expect_height: Option<u32>,
         depth: usize,
-        seen: &mut HashSet<NodeId>,
-        leaf_depth: &mut Option<usize>,
+        w: &mut Walk<'_>,
     ) -> Result<()> {
-        if !seen.insert(id) {
+        if !w.seen.insert(id) {
             return Err(self.bad(id, "node reachable twice"));
         }
         let body = self.snapshot_node(id)?;
+        w.record(&body);
         let (height, pivots, children, first, last) = match &body {
             NodeBody::Leaf(l) => {
                 let keys: Vec<&Vec<u8>> = l
@@ -96,9 +130,9 @@ impl Tree {
             }
         }
         if height == 0 {
-            match leaf_depth {
+            match w.leaf_depth {
                 Some(d) if *d != depth => return Err(self.bad(id, "leaves at different depths")),
-                _ => *leaf_depth = Some(depth),
+                _ => *w.leaf_depth = Some(depth),
             }
             return Ok(());
         }
@@ -113,19 +147,44 @@ impl Tree {
             } else {
                 Some(pivots[i].as_slice())
             };
-            self.verify_node(
-                *child,
-                clo,
-                chi,
-                Some(height - 1),
-                depth + 1,
-                seen,
-                leaf_depth,
-            )?;
+            self.verify_node(*child, clo, chi, Some(height - 1), depth + 1, w)?;
         }
         Ok(())
     }
+}
 
+/// What a verification walk carries down the tree.
+struct Walk<'a> {
+    seen: &'a mut HashSet<NodeId>,
+    leaf_depth: &'a mut Option<usize>,
+    shape: &'a mut TreeShape,
+    basement_sizes: &'a mut Vec<u64>,
+}
+
+impl Walk<'_> {
+    fn record(&mut self, body: &NodeBody) {
+        match body {
+            NodeBody::Leaf(l) => {
+                self.shape.leaves += 1;
+                self.shape.basements += l.basements.len() as u64;
+                self.shape.max_leaf_bytes = self.shape.max_leaf_bytes.max(l.loaded_bytes() as u64);
+                self.basement_sizes
+                    .extend(l.basements.iter().flatten().map(|b| b.bytes() as u64));
+            }
+            NodeBody::Internal(n) => {
+                self.shape.internal_nodes += 1;
+                self.shape.buffered_messages +=
+                    n.buffers.iter().map(|b| b.len() as u64).sum::<u64>();
+                self.shape.max_internal_buffer_bytes = self
+                    .shape
+                    .max_internal_buffer_bytes
+                    .max(n.buffer_bytes() as u64);
+            }
+        }
+    }
+}
+
+impl Tree {
     /// A copy of a node's contents: from the cache (checked), or read from disk.
     fn snapshot_node(&self, id: NodeId) -> Result<NodeBody> {
         let cached = self.with_read(|_, st| match st.node(id) {
