@@ -1,7 +1,14 @@
-//! Pure document logic shared by the database and the server: MongoDB's error codes today;
-//! raw BSON access, key encoding, the matcher, projection, update operators and aggregation
-//! as they are built. It knows no storage and no wire protocol.
+//! Pure document logic shared by the database and the server: MongoDB's error codes, MongoDB's
+//! order over BSON values and the order-preserving index key encoding; raw BSON access, the
+//! matcher, projection, update operators and aggregation as they are built. It knows no storage
+//! and no wire protocol.
 
+pub mod compare;
+pub mod compare_raw;
 pub mod error_code;
+pub mod keystring;
 
+pub use compare::{canonical_type_order, compare_documents, compare_values};
+pub use compare_raw::{compare_raw_documents, compare_raw_values};
 pub use error_code::{ErrorCode, MongoError};
+pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
