@@ -26,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "rocksdb")]
+#[path = "peer_rocksdb.rs"]
+mod peer_rocksdb;
+
 const MIB: u64 = 1024 * 1024;
 /// Puts per `WriteBatch` in the fill phases.
 const BATCH_PUTS: usize = 100;
@@ -269,6 +273,9 @@ struct EngineReport {
     machine: Machine,
     phases: Vec<Phase>,
     summary: Summary,
+    /// The same phases against RocksDB (feature `rocksdb`).
+    #[cfg(feature = "rocksdb")]
+    peer: peer_rocksdb::PeerReport,
 }
 
 /// Runs the engine workload.
@@ -326,6 +333,8 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     phases.push(scan(&env, &random, &params)?);
     drop((random, sequential));
     env.close().context("closing the environment")?;
+    #[cfg(feature = "rocksdb")]
+    let peer = peer_rocksdb::run(&params, dir, &phases)?;
 
     let summary = summarize(&phases, &params, machine.direct_io);
     Ok(EngineReport {
@@ -334,6 +343,8 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         machine,
         phases,
         summary,
+        #[cfg(feature = "rocksdb")]
+        peer,
     })
 }
 
@@ -752,6 +763,8 @@ fn print_report(r: &EngineReport) {
         ]);
     }
     print!("{}", t.render());
+    #[cfg(feature = "rocksdb")]
+    peer_rocksdb::print(&r.peer);
     println!();
     match r.summary.median_compressed_basement_bytes {
         Some(b) => println!("median compressed basement: {b} B"),
