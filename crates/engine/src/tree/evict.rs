@@ -10,11 +10,11 @@ use crate::counters::EngineStats;
 use crate::{Category, Result};
 use std::sync::atomic::Ordering;
 
-/// Clock sweeps one eviction pass may take. One sweep: a node referenced since the last
-/// pass (such as the one whose load triggered this pass) only loses its bit, so an operation
-/// that stalled on a load finds it on retry. The budget may be exceeded by what operations in
-/// flight hold until the next pass.
-const CLOCK_SWEEPS: usize = 1;
+/// Clock sweeps one eviction pass may take: the first clears reference bits, the second may
+/// evict what the first spared, so the budget holds. Nodes pinned by operations in flight
+/// (what they loaded and will use on retry) are never evicted: the budget can be exceeded by
+/// those alone.
+const CLOCK_SWEEPS: usize = 2;
 
 impl Tree {
     /// Serializes node `id` (verified first) and writes it copy-on-write. The node is clean
@@ -72,7 +72,7 @@ impl Tree {
             let hand = st.clock_hand % st.clock.len();
             let id = st.clock[hand];
             let node = &st.nodes[&id];
-            if node.referenced.swap(false, Ordering::Relaxed) {
+            if st.pins.contains_key(&id) || node.referenced.swap(false, Ordering::Relaxed) {
                 st.clock_hand = hand + 1;
                 continue;
             }

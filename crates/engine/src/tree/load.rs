@@ -17,7 +17,10 @@ impl Tree {
     /// A read races with a concurrent rewrite of the same node, whose old extent may be
     /// reused at once: if the read fails while the node's extent changed underneath it, the
     /// failure is stale and the caller simply retries against the new image.
-    pub(crate) fn load(&self, what: Load) -> Result<()> {
+    ///
+    /// The loaded node is pinned for the calling operation (recorded in `pinned`) so that the
+    /// eviction this load may trigger cannot take it before the operation retries.
+    pub(crate) fn load(&self, what: Load, pinned: &mut Vec<NodeId>) -> Result<()> {
         self.cache.misses.fetch_add(1, Ordering::Relaxed);
         let id = match what {
             Load::Node(id) | Load::LeafHeader(id) | Load::Basement(id, _) => id,
@@ -31,6 +34,13 @@ impl Tree {
         match outcome {
             Err(e) if self.file.extent(id) != before && !matches!(e, Error::Io(_)) => {}
             other => other?,
+        }
+        {
+            let mut st = self.write_state();
+            if st.nodes.contains_key(&id) {
+                *st.pins.entry(id).or_insert(0) += 1;
+                pinned.push(id);
+            }
         }
         self.evict_if_needed()
     }

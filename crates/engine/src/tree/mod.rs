@@ -78,6 +78,8 @@ pub(crate) struct TreeState {
     pub checkpoint_root: Option<NodeId>,
     /// A key inside each internal node known to be over its size (the flusher walks to it).
     pub overfull: std::collections::BTreeSet<Vec<u8>>,
+    /// Nodes that operations in flight loaded and still need: eviction skips them.
+    pub pins: HashMap<NodeId, u32>,
 }
 
 /// An open tree.
@@ -135,6 +137,7 @@ impl Tree {
             clock_hand: 0,
             checkpoint_root: None,
             overfull: std::collections::BTreeSet::new(),
+            pins: HashMap::new(),
         };
         if root == NodeId(0) {
             let root = file.allocate_node_id();
@@ -246,17 +249,24 @@ impl Tree {
         mut f: impl FnMut(&Self, &TreeState) -> Step<T>,
     ) -> Result<T> {
         let mut stalls = 0;
-        loop {
+        let mut pinned = Vec::new();
+        let result = loop {
             let outcome = {
                 let st = self.state.read();
                 f(self, &st)
             };
             match outcome {
-                Ok(v) => return Ok(v),
-                Err(Stall::Err(e)) => return Err(e),
-                Err(Stall::Load(l)) => self.load_for_retry(l, &mut stalls)?,
+                Ok(v) => break Ok(v),
+                Err(Stall::Err(e)) => break Err(e),
+                Err(Stall::Load(l)) => {
+                    if let Err(e) = self.load_for_retry(l, &mut stalls, &mut pinned) {
+                        break Err(e);
+                    }
+                }
             }
-        }
+        };
+        self.unpin(&pinned);
+        result
     }
 
     /// Runs `f` under the write lock, loading whatever it stalls on, until it completes.
@@ -265,15 +275,38 @@ impl Tree {
         mut f: impl FnMut(&Self, &mut TreeState) -> Step<T>,
     ) -> Result<T> {
         let mut stalls = 0;
-        loop {
+        let mut pinned = Vec::new();
+        let result = loop {
             let outcome = {
                 let mut st = self.state.write();
                 f(self, &mut st)
             };
             match outcome {
-                Ok(v) => return Ok(v),
-                Err(Stall::Err(e)) => return Err(e),
-                Err(Stall::Load(l)) => self.load_for_retry(l, &mut stalls)?,
+                Ok(v) => break Ok(v),
+                Err(Stall::Err(e)) => break Err(e),
+                Err(Stall::Load(l)) => {
+                    if let Err(e) = self.load_for_retry(l, &mut stalls, &mut pinned) {
+                        break Err(e);
+                    }
+                }
+            }
+        };
+        self.unpin(&pinned);
+        result
+    }
+
+    /// Releases the pins an operation took on the nodes it loaded.
+    fn unpin(&self, pinned: &[NodeId]) {
+        if pinned.is_empty() {
+            return;
+        }
+        let mut st = self.state.write();
+        for id in pinned {
+            if let Some(n) = st.pins.get_mut(id) {
+                *n -= 1;
+                if *n == 0 {
+                    st.pins.remove(id);
+                }
             }
         }
     }
@@ -281,7 +314,12 @@ impl Tree {
     /// Loads what an operation stalled on. An operation needs at most one root-to-leaf path
     /// plus a sibling, so a bounded number of stalls means the cache cannot hold that much:
     /// fail with a clear error instead of spinning.
-    fn load_for_retry(&self, what: Load, stalls: &mut usize) -> Result<()> {
+    fn load_for_retry(
+        &self,
+        what: Load,
+        stalls: &mut usize,
+        pinned: &mut Vec<NodeId>,
+    ) -> Result<()> {
         *stalls += 1;
         if *stalls > MAX_STALLS_PER_OPERATION {
             return Err(Error::InvalidArgument(format!(
@@ -290,7 +328,7 @@ impl Tree {
                 self.name
             )));
         }
-        self.load(what)
+        self.load(what, pinned)
     }
 
     pub(crate) fn read_state(&self) -> RwLockReadGuard<'_, TreeState> {
