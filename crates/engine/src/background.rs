@@ -49,7 +49,6 @@ fn flusher(env: &EnvInner) {
             let _ = env.poison_on(t.evict_if_needed());
         }
         let mut g = env.work.0.lock();
-        *g += 1;
         env.work.1.notify_all();
         if !worked {
             env.work.1.wait_for(&mut g, FLUSHER_IDLE);

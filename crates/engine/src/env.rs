@@ -109,7 +109,7 @@ pub(crate) struct EnvInner {
     pub poisoned: Mutex<Option<String>>,
     pub shutdown: AtomicBool,
     /// Wakes the flusher; tells backpressured writers that the flusher made progress.
-    pub work: (Mutex<u64>, Condvar),
+    pub work: (Mutex<()>, Condvar),
     pub _lock: DirLock,
 }
 

@@ -98,7 +98,7 @@ pub(crate) fn open_and_recover(
         next_txn: AtomicU64::new(max_txn + 1),
         poisoned: Mutex::new(None),
         shutdown: AtomicBool::new(false),
-        work: (Mutex::new(0), Condvar::new()),
+        work: (Mutex::new(()), Condvar::new()),
         _lock: lock,
     })
 }

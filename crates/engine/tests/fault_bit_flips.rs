@@ -7,7 +7,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::{Env, EnvOptions, Error, TreeOptions};
+use shale_engine::{Env, EnvOptions, Error};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -20,20 +20,11 @@ const LOG_HEADER: usize = 4096;
 /// Bytes of a log frame header before its payload.
 const FRAME_HEADER: usize = 16;
 
-fn options() -> EnvOptions {
-    EnvOptions {
-        cache_bytes: 64 << 10,
-        tree_defaults: TreeOptions::tiny(),
-        checkpoint_interval: None,
-        ..EnvOptions::default()
-    }
-}
+mod common;
+use common::seeds;
 
-fn seeds(default_count: usize) -> Vec<u64> {
-    match std::env::var("SHALE_SEED") {
-        Ok(s) => vec![s.parse().expect("SHALE_SEED is a number")],
-        Err(_) => (0..default_count).map(|_| rand::random()).collect(),
-    }
+fn options() -> EnvOptions {
+    common::tiny_options(64 << 10)
 }
 
 fn value_for(key: usize, round: usize) -> Vec<u8> {

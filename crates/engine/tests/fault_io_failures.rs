@@ -15,9 +15,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::{
-    Env, EnvHooks, EnvOptions, Error, Fault, FaultInjector, TreeOptions, WriteBatch,
-};
+use shale_engine::{Env, EnvHooks, EnvOptions, Error, Fault, FaultInjector, WriteBatch};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -26,20 +24,11 @@ use std::sync::Arc;
 const KEYS: u64 = 400;
 const STEPS: u64 = 700;
 
-fn options() -> EnvOptions {
-    EnvOptions {
-        cache_bytes: 64 << 10,
-        tree_defaults: TreeOptions::tiny(),
-        checkpoint_interval: None,
-        ..EnvOptions::default()
-    }
-}
+mod common;
+use common::seeds;
 
-fn seeds(default_count: usize) -> Vec<u64> {
-    match std::env::var("SHALE_SEED") {
-        Ok(s) => vec![s.parse().expect("SHALE_SEED is a number")],
-        Err(_) => (0..default_count).map(|_| rand::random()).collect(),
-    }
+fn options() -> EnvOptions {
+    common::tiny_options(64 << 10)
 }
 
 /// Per key: the last acknowledged state (`None` = absent), plus every value written after it

@@ -4,17 +4,14 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::{Env, EnvOptions, TreeHandle, TreeOptions, WriteBatch};
+use shale_engine::{Env, EnvOptions, TreeHandle, WriteBatch};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+mod common;
+
 fn options() -> EnvOptions {
-    EnvOptions {
-        cache_bytes: 96 << 10,
-        tree_defaults: TreeOptions::tiny(),
-        checkpoint_interval: None,
-        ..EnvOptions::default()
-    }
+    common::tiny_options(96 << 10)
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -190,11 +187,7 @@ impl Totals {
 
 #[test]
 fn random_operations_match_a_btreemap() {
-    let seeds: Vec<u64> = match std::env::var("SHALE_SEED") {
-        Ok(s) => vec![s.parse().expect("SHALE_SEED is a number")],
-        Err(_) => (0..3).map(|_| rand::random()).collect(),
-    };
-    for seed in seeds {
+    for seed in common::seeds(3) {
         let result = std::panic::catch_unwind(|| run(seed));
         if result.is_err() {
             panic!("model test failed with SHALE_SEED={seed}");

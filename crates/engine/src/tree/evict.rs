@@ -113,7 +113,6 @@ impl Tree {
         for n in st.nodes.values_mut() {
             n.checkpoint_pending = n.dirty;
         }
-        st.checkpoint_root = Some(st.root);
         self.file.checkpoint_begin();
         (st.root, st.next_msn)
     }
@@ -135,8 +134,6 @@ impl Tree {
                 self.write_node(&mut st, id, true, Category::Checkpoint)?;
             }
         }
-        self.file.checkpoint_end(root, lsn, &self.meta(next_msn))?;
-        self.write_state().checkpoint_root = None;
-        Ok(())
+        self.file.checkpoint_end(root, lsn, &self.meta(next_msn))
     }
 }

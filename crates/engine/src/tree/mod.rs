@@ -74,8 +74,6 @@ pub(crate) struct TreeState {
     /// Clock ring of cached node ids and the hand's position.
     pub clock: Vec<NodeId>,
     pub clock_hand: usize,
-    /// Root id at the start of the running checkpoint.
-    pub checkpoint_root: Option<NodeId>,
     /// A key inside each internal node known to be over its size (the flusher walks to it).
     pub overfull: std::collections::BTreeSet<Vec<u8>>,
     /// Nodes that operations in flight loaded and still need: eviction skips them.
@@ -135,7 +133,6 @@ impl Tree {
             next_msn,
             clock: Vec::new(),
             clock_hand: 0,
-            checkpoint_root: None,
             overfull: std::collections::BTreeSet::new(),
             pins: HashMap::new(),
         };
@@ -248,25 +245,7 @@ impl Tree {
         &self,
         mut f: impl FnMut(&Self, &TreeState) -> Step<T>,
     ) -> Result<T> {
-        let mut stalls = 0;
-        let mut pinned = Vec::new();
-        let result = loop {
-            let outcome = {
-                let st = self.state.read();
-                f(self, &st)
-            };
-            match outcome {
-                Ok(v) => break Ok(v),
-                Err(Stall::Err(e)) => break Err(e),
-                Err(Stall::Load(l)) => {
-                    if let Err(e) = self.load_for_retry(l, &mut stalls, &mut pinned) {
-                        break Err(e);
-                    }
-                }
-            }
-        };
-        self.unpin(&pinned);
-        result
+        self.drive(|| f(self, &self.state.read()))
     }
 
     /// Runs `f` under the write lock, loading whatever it stalls on, until it completes.
@@ -274,14 +253,17 @@ impl Tree {
         &self,
         mut f: impl FnMut(&Self, &mut TreeState) -> Step<T>,
     ) -> Result<T> {
+        self.drive(|| f(self, &mut self.state.write()))
+    }
+
+    /// The stall-load-retry driver behind `with_read` and `with_write`: runs `attempt`
+    /// (which takes and drops the lock itself) until it completes, loading and pinning what
+    /// it stalls on, then releases the pins.
+    fn drive<T>(&self, mut attempt: impl FnMut() -> Step<T>) -> Result<T> {
         let mut stalls = 0;
         let mut pinned = Vec::new();
         let result = loop {
-            let outcome = {
-                let mut st = self.state.write();
-                f(self, &mut st)
-            };
-            match outcome {
+            match attempt() {
                 Ok(v) => break Ok(v),
                 Err(Stall::Err(e)) => break Err(e),
                 Err(Stall::Load(l)) => {
@@ -355,11 +337,9 @@ impl TreeState {
     /// Adds a node to the table and charges it to the cache.
     pub fn insert_node(&mut self, id: NodeId, node: Node, cache: &Cache) {
         cache.recharge(0, node.mem_bytes());
-        let node_charge = node.mem_bytes();
         let old = self.nodes.insert(id, node);
         assert!(old.is_none(), "node {id:?} inserted twice");
         self.clock.push(id);
-        debug_assert_eq!(node_charge, self.nodes[&id].mem_bytes());
     }
 
     /// Removes a node from the table and refunds its charge.
