@@ -523,29 +523,74 @@ fn fill(
 fn read_random(env: &Env, tree: &TreeHandle, params: &Params, pool: &ValuePool) -> Result<Phase> {
     const NAME: &str = "read-random";
     let mut progress = Progress::new(NAME, params.read_ops_limit);
+    let start = Start::now(env);
+    let tally = run_readers(params, pool, start.at, &mut progress, NAME, || {
+        let tree = tree.clone();
+        Ok(move |key: &[u8], expected: &[u8]| {
+            let got = tree.get(key).context("read-random: get")?;
+            Ok(got.as_deref() == Some(expected))
+        })
+    })?;
+    let mut phase = finish(
+        env,
+        &start,
+        PhaseEnd {
+            name: NAME,
+            ops: tally.done,
+            logical_bytes: tally.logical_bytes,
+            tree,
+            cache_bytes: params.cache_bytes,
+        },
+    );
+    phase.threads = Some(params.read_threads);
+    phase.misses = Some(tally.misses);
+    progress.done(&phase);
+    Ok(phase)
+}
+
+/// What the read-random workers did.
+struct ReadTally {
+    done: u64,
+    misses: u64,
+    logical_bytes: u64,
+}
+
+/// The read-random loop shared by every engine measured: `read_threads` threads, each with
+/// its own seeded generator and its own get function from `make_get`, claim gets until
+/// `read_ops_limit` or the phase's time limit, and check every value against the pool.
+/// `get(key, expected)` says whether the stored value is the expected one.
+fn run_readers<G>(
+    params: &Params,
+    pool: &ValuePool,
+    started: Instant,
+    progress: &mut Progress,
+    label: &str,
+    make_get: impl Fn() -> Result<G> + Sync,
+) -> Result<ReadTally>
+where
+    G: FnMut(&[u8], &[u8]) -> Result<bool>,
+{
     let claimed = AtomicU64::new(0);
     let done = AtomicU64::new(0);
     let misses = AtomicU64::new(0);
     let logical = AtomicU64::new(0);
     let running = AtomicUsize::new(params.read_threads);
-    let start = Start::now(env);
-    let deadline = start.at + Duration::from_secs_f64(params.read_seconds_limit);
+    let deadline = started + Duration::from_secs_f64(params.read_seconds_limit);
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..params.read_threads)
             .map(|t| {
-                let tree = tree.clone();
-                let (claimed, done, misses, logical, running) =
-                    (&claimed, &done, &misses, &logical, &running);
+                let (claimed, done, misses, logical, running, make_get) =
+                    (&claimed, &done, &misses, &logical, &running, &make_get);
                 s.spawn(move || -> Result<()> {
                     let mut rng = StdRng::seed_from_u64(SEED ^ (t as u64 + 1));
                     let outcome = (|| {
+                        let mut get = make_get()?;
                         while claimed.fetch_add(1, Ordering::Relaxed) < params.read_ops_limit
                             && Instant::now() < deadline
                         {
                             let i = rng.gen_range(0..params.keys);
-                            let got = tree.get(&keyspace::key(i)).context("read-random: get")?;
                             let expected = pool.value(i);
-                            if got.as_deref() != Some(expected) {
+                            if !get(&keyspace::key(i), expected)? {
                                 misses.fetch_add(1, Ordering::Relaxed);
                             }
                             logical
@@ -567,26 +612,16 @@ fn read_random(env: &Env, tree: &TreeHandle, params: &Params, pool: &ValuePool) 
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err(anyhow!("read-random: a reader panicked")))
+                    .unwrap_or_else(|_| Err(anyhow!("{label}: a reader panicked")))
             })
             .collect()
     });
     results.into_iter().collect::<Result<Vec<()>>>()?;
-    let mut phase = finish(
-        env,
-        &start,
-        PhaseEnd {
-            name: NAME,
-            ops: done.load(Ordering::Relaxed),
-            logical_bytes: logical.load(Ordering::Relaxed),
-            tree,
-            cache_bytes: params.cache_bytes,
-        },
-    );
-    phase.threads = Some(params.read_threads);
-    phase.misses = Some(misses.load(Ordering::Relaxed));
-    progress.done(&phase);
-    Ok(phase)
+    Ok(ReadTally {
+        done: done.load(Ordering::Relaxed),
+        misses: misses.load(Ordering::Relaxed),
+        logical_bytes: logical.load(Ordering::Relaxed),
+    })
 }
 
 /// One forward cursor pass over the whole tree.

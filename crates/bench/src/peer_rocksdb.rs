@@ -20,13 +20,12 @@
 //! include the compaction work the fill caused.
 
 use super::{
-    rss_peak_bytes, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED,
+    rss_peak_bytes, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS,
+    SEED,
 };
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::report::{num, Table};
 use anyhow::{anyhow, Context, Result};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
     ReadOptions, WriteBatch, WriteOptions, DB,
@@ -34,7 +33,7 @@ use rocksdb::{
 use serde::Serialize;
 use shale_io::proc_io::{self, ProcIo};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const CF_RANDOM: &str = "random";
@@ -364,71 +363,23 @@ fn wait_for_compactions(db: &DB) -> Result<()> {
 fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPhase> {
     const NAME: &str = "read-random";
     let params = ctx.params;
-    let mut progress = Progress::new("rocksdb read-random", params.read_ops_limit);
-    let claimed = AtomicU64::new(0);
-    let done = AtomicU64::new(0);
-    let misses = AtomicU64::new(0);
-    let logical = AtomicU64::new(0);
-    let running = AtomicUsize::new(params.read_threads);
+    let label = "rocksdb read-random";
+    let mut progress = Progress::new(label, params.read_ops_limit);
     let start = Start::now(ctx);
-    let deadline = start.at + Duration::from_secs_f64(params.read_seconds_limit);
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..params.read_threads)
-            .map(|t| {
-                let (claimed, done, misses, logical, running) =
-                    (&claimed, &done, &misses, &logical, &running);
-                s.spawn(move || -> Result<()> {
-                    let mut rng = StdRng::seed_from_u64(SEED ^ (t as u64 + 1));
-                    let outcome = (|| {
-                        let cf = cf(ctx.db, cf_name)?;
-                        while claimed.fetch_add(1, Ordering::Relaxed) < params.read_ops_limit
-                            && Instant::now() < deadline
-                        {
-                            let i = rng.gen_range(0..params.keys);
-                            let got = ctx
-                                .db
-                                .get_pinned_cf(cf, keyspace::key(i))
-                                .map_err(|e| anyhow!("rocksdb read-random: get: {e}"))?;
-                            let expected = pool.value(i);
-                            if got.as_deref() != Some(expected) {
-                                misses.fetch_add(1, Ordering::Relaxed);
-                            }
-                            logical
-                                .fetch_add((KEY_BYTES + expected.len()) as u64, Ordering::Relaxed);
-                            done.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(())
-                    })();
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    outcome
-                })
-            })
-            .collect();
-        while running.load(Ordering::SeqCst) > 0 {
-            std::thread::sleep(Duration::from_millis(50));
-            progress.update(done.load(Ordering::Relaxed));
-        }
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(anyhow!("rocksdb read-random: a reader panicked")))
-            })
-            .collect()
-    });
-    results.into_iter().collect::<Result<Vec<()>>>()?;
+    let tally = run_readers(params, pool, start.at, &mut progress, label, || {
+        let cf = cf(ctx.db, cf_name)?;
+        Ok(move |key: &[u8], expected: &[u8]| {
+            let got = ctx
+                .db
+                .get_pinned_cf(cf, key)
+                .map_err(|e| anyhow!("rocksdb read-random: get: {e}"))?;
+            Ok(got.as_deref() == Some(expected))
+        })
+    })?;
     let seconds = start.at.elapsed().as_secs_f64();
-    let ops = done.load(Ordering::Relaxed);
-    let mut phase = finish(
-        ctx,
-        &start,
-        NAME,
-        ops,
-        logical.load(Ordering::Relaxed),
-        seconds,
-    );
+    let mut phase = finish(ctx, &start, NAME, tally.done, tally.logical_bytes, seconds);
     phase.threads = Some(params.read_threads);
-    phase.misses = Some(misses.load(Ordering::Relaxed));
+    phase.misses = Some(tally.misses);
     end_progress(progress, &phase);
     Ok(phase)
 }
