@@ -20,8 +20,8 @@
 //! include the compaction work the fill caused.
 
 use super::{
-    rss_peak_bytes, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS,
-    SEED,
+    mib, opt, rss_peak_bytes, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS,
+    FSYNC_MILLIS, SEED,
 };
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::report::{num, Table};
@@ -467,14 +467,6 @@ fn ratios(shale: &ShalePhase, rocks: &PeerPhase) -> Ratios {
             .and_then(|(s, r)| div(s, r)),
         db_bytes_on_disk: div(shale.db_bytes_on_disk as f64, rocks.db_bytes_on_disk as f64),
     }
-}
-
-fn mib(n: u64) -> String {
-    format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
-}
-
-fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
-    v.map_or_else(|| "-".to_owned(), f)
 }
 
 /// The RocksDB table and the shale/RocksDB ratios, after shale's table.
