@@ -202,6 +202,8 @@ struct Phase {
     leaf_splits: u64,
     nodes_read: u64,
     basements_read: u64,
+    buffers_read: u64,
+    headers_read: u64,
     /// Seconds of the closing checkpoint, included in `seconds` (fills only).
     #[serde(skip_serializing_if = "Option::is_none")]
     checkpoint_seconds: Option<f64>,
@@ -427,6 +429,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
         basements_read: d(|c| c.basements_read),
+        buffers_read: d(|c| c.buffers_read),
+        headers_read: d(|c| c.headers_read),
         checkpoint_seconds: None,
         threads: None,
         misses: None,
@@ -938,6 +942,8 @@ mod tests {
             leaf_splits: 0,
             nodes_read: 0,
             basements_read: 0,
+            buffers_read: 0,
+            headers_read: 0,
             checkpoint_seconds: None,
             threads: None,
             misses: None,

@@ -16,6 +16,8 @@ pub struct EngineStats {
     pub(crate) nodes_written: AtomicU64,
     pub(crate) nodes_read: AtomicU64,
     pub(crate) basements_read: AtomicU64,
+    pub(crate) buffers_read: AtomicU64,
+    pub(crate) headers_read: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) backpressure_waits: AtomicU64,
@@ -46,7 +48,12 @@ pub struct EngineCounters {
     pub internal_merges: u64,
     pub nodes_written: u64,
     pub nodes_read: u64,
+    /// Leaf basements read alone (partial loads).
     pub basements_read: u64,
+    /// Internal-node message buffers read alone (partial loads).
+    pub buffers_read: u64,
+    /// Node headers read alone (a node known by its pivots and descriptors only).
+    pub headers_read: u64,
     pub checkpoints: u64,
     pub commits: u64,
     pub backpressure_waits: u64,
@@ -73,6 +80,8 @@ impl EngineCounters {
             nodes_written: g(&s.nodes_written),
             nodes_read: g(&s.nodes_read),
             basements_read: g(&s.basements_read),
+            buffers_read: g(&s.buffers_read),
+            headers_read: g(&s.headers_read),
             checkpoints: g(&s.checkpoints),
             commits: g(&s.commits),
             backpressure_waits: g(&s.backpressure_waits),

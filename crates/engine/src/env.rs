@@ -123,7 +123,7 @@ pub struct Env {
 #[derive(Clone)]
 pub struct TreeHandle {
     env: Arc<EnvInner>,
-    tree: Arc<Tree>,
+    pub(crate) tree: Arc<Tree>,
 }
 
 impl std::fmt::Debug for Env {

@@ -154,6 +154,10 @@ fn run(seed: u64) {
         "tiny sizes must exercise the tree: {totals:?}"
     );
     assert!(
+        totals.headers_read > 0 && totals.basements_read > 0 && totals.buffers_read > 0,
+        "lookups must load skeletons and single partitions: {totals:?}"
+    );
+    assert!(
         totals.leaf_merges > 0,
         "deletes must merge leaves: {totals:?}"
     );
@@ -172,6 +176,9 @@ struct Totals {
     leaf_merges: u64,
     evictions: u64,
     partial_evictions: u64,
+    headers_read: u64,
+    basements_read: u64,
+    buffers_read: u64,
 }
 
 impl Totals {
@@ -182,6 +189,9 @@ impl Totals {
         self.leaf_merges += c.leaf_merges;
         self.evictions += c.cache_evictions;
         self.partial_evictions += c.cache_partial_evictions;
+        self.headers_read += c.headers_read;
+        self.basements_read += c.basements_read;
+        self.buffers_read += c.buffers_read;
     }
 }
 

@@ -40,8 +40,9 @@ impl Tree {
         st.modify(id, &cache, |n| {
             n.dirty = false;
             n.checkpoint_pending = false;
-            if let NodeBody::Leaf(l) = &mut n.body {
-                l.parts = descs;
+            match &mut n.body {
+                NodeBody::Leaf(l) => l.parts = descs,
+                NodeBody::Internal(x) => x.parts = descs,
             }
         });
         Ok(())
@@ -62,10 +63,15 @@ impl Tree {
     }
 
     /// One clock pass over this tree's nodes, evicting until the cache target is met.
+    ///
+    /// An unreferenced clean node first loses its partitions (partial eviction) and stays
+    /// as a skeleton: pivots, child ids and descriptors, so that the next lookup through it
+    /// reads one partition and no header. Skeletons are small; they are removed only in the
+    /// second sweep, when partial eviction alone did not reach the target.
     fn evict_some(&self) -> Result<()> {
         let mut st = self.write_state();
-        let steps = st.clock.len() * CLOCK_SWEEPS;
-        for _ in 0..steps {
+        let ring = st.clock.len();
+        for step in 0..ring * CLOCK_SWEEPS {
             if self.cache.used_bytes() <= self.cache.eviction_target() || st.clock.is_empty() {
                 break;
             }
@@ -76,16 +82,15 @@ impl Tree {
                 st.clock_hand = hand + 1;
                 continue;
             }
-            let partial = matches!(&node.body,
-                NodeBody::Leaf(l) if !node.dirty && !l.parts.is_empty() && l.basements.iter().any(Option::is_some));
-            if partial {
+            if !node.dirty && node.body.has_evictable_partitions() {
                 let cache = self.cache.clone();
-                st.modify(id, &cache, |n| {
-                    if let NodeBody::Leaf(l) = &mut n.body {
-                        l.basements.iter_mut().for_each(|b| *b = None);
-                    }
-                });
+                st.modify(id, &cache, |n| n.body.evict_partitions());
                 self.cache.partial_evictions.fetch_add(1, Ordering::Relaxed);
+                st.clock_hand = hand + 1;
+                continue;
+            }
+            let skeleton = !node.dirty && !node.body.all_loaded();
+            if skeleton && step < ring {
                 st.clock_hand = hand + 1;
                 continue;
             }

@@ -19,7 +19,7 @@ impl Tree {
     /// Adds one change at the root.
     pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], op: &MsgOp) -> Step<()> {
         let root = st.root;
-        self.ensure_full_if_leaf(st, root)?;
+        self.ensure_full(st, root)?;
         self.prepare_modify(st, root)?;
         let msn = Tree::next_msn(st);
         let cache = self.cache.clone();
@@ -30,7 +30,7 @@ impl Tree {
             match &mut n.body {
                 NodeBody::Internal(int) => {
                     let c = int.child_index(key);
-                    int.buffers[c].push(key.to_vec(), msn, op.clone());
+                    int.buf_mut(c).push(key.to_vec(), msn, op.clone());
                     false
                 }
                 NodeBody::Leaf(l) => {
@@ -53,9 +53,12 @@ impl Tree {
             Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes);
         if over {
             self.flush_node(st, root)?;
-        } else if let Some(key) = st.overfull.first().cloned() {
-            self.flush_path(st, &key)?;
-            st.overfull.remove(&key);
+        } else if let Some(key) = st.overfull.pop_first() {
+            // Taken out first: the walk may remember the same key again if work remains.
+            if let Err(stall) = self.flush_path(st, &key) {
+                st.overfull.insert(key);
+                return Err(stall);
+            }
         } else {
             return Ok(false);
         }
@@ -84,21 +87,38 @@ impl Tree {
         }
     }
 
-    /// Flushes the heaviest buffers of internal node `id` until it is within the node size.
+    /// Flushes the heaviest buffer of internal node `id` one level down, if the node is over
+    /// its size, and rebalances that child. One child per call keeps what one operation loads
+    /// and pins to a node and a child (the background flusher calls again while there is
+    /// work); a node or child left over-full is remembered in `overfull`.
     fn flush_node(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
-        for _ in 0..=self.options.fanout * 2 {
-            let c = match st.node(id).map(|n| &n.body) {
-                Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
-                    n.heaviest_child()
-                }
-                _ => return Ok(()),
-            };
-            if self.flush_child(st, id, c)? {
-                self.flush_node(st, internal(st, id).children[c])?;
+        self.ensure_full(st, id)?;
+        let c = match st.node(id).map(|n| &n.body) {
+            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
+                n.heaviest_child()
             }
-            self.rebalance_child(st, id, c)?;
-        }
+            _ => return Ok(()),
+        };
+        self.flush_child(st, id, c)?;
+        self.rebalance_child(st, id, c)?;
+        self.remember_if_overfull(st, id);
         Ok(())
+    }
+
+    /// Records a key inside internal node `id` if it is over its size, so that the flusher
+    /// walks back to it.
+    fn remember_if_overfull(&self, st: &mut TreeState, id: NodeId) {
+        let key = match st.node(id).map(|n| &n.body) {
+            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => n
+                .buf(n.heaviest_child())
+                .iter()
+                .next()
+                .map(|(k, _)| k.clone()),
+            _ => None,
+        };
+        if let Some(k) = key {
+            st.overfull.insert(k);
+        }
     }
 
     /// Hot optimize, one step: flushes every buffer on the path from the root to the leaf
@@ -116,7 +136,7 @@ impl Tree {
                 NodeBody::Leaf(_) => break,
                 NodeBody::Internal(n) => {
                     let c = n.child_index(key);
-                    (c, n.pivots.get(c).cloned(), !n.buffers[c].is_empty())
+                    (c, n.pivots.get(c).cloned(), !n.buf(c).is_empty())
                 }
             };
             if pending {
@@ -145,7 +165,7 @@ impl Tree {
         let cache = self.cache.clone();
         let msgs = st.modify(id, &cache, |n| {
             n.dirty = true;
-            internal_mut(n).buffers[c].take_all()
+            internal_mut(n).buf_mut(c).take_all()
         });
         let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
         let merge = self.merge.clone();
@@ -154,15 +174,8 @@ impl Tree {
             n.touch();
             push_down(&mut n.body, &*merge, msgs)
         });
-        // Remember an over-full child by a key in its range, so that a stall before it is
-        // flushed (the caller tries at once) cannot leave it over-full for good.
-        if let NodeBody::Internal(n) = &st.nodes[&child].body {
-            if n.buffer_bytes() > self.options.node_size_bytes {
-                if let Some((k, _)) = n.buffers[n.heaviest_child()].iter().next() {
-                    st.overfull.insert(k.clone());
-                }
-            }
-        }
+        // Remember an over-full child by a key in its range: the flusher walks to it later.
+        self.remember_if_overfull(st, child);
         EngineStats::bump(&self.stats.flushes);
         self.stats
             .messages_flushed
@@ -226,10 +239,10 @@ impl Tree {
             st.modify(parent, &cache, |n| {
                 n.dirty = true;
                 let p = internal_mut(n);
-                let upper = p.buffers[at].split_off(&pivot);
+                let upper = p.buf_mut(at).split_off(&pivot);
                 p.pivots.insert(at, pivot);
                 p.children.insert(at + 1, id);
-                p.buffers.insert(at + 1, upper);
+                p.buffers.insert(at + 1, Some(upper));
             });
         }
         Ok(())
@@ -266,8 +279,11 @@ impl Tree {
             let p = internal_mut(n);
             let pivot = p.pivots.remove(left_idx);
             p.children.remove(left_idx + 1);
-            let upper = p.buffers.remove(left_idx + 1);
-            p.buffers[left_idx].absorb(upper);
+            let upper = p
+                .buffers
+                .remove(left_idx + 1)
+                .expect("a changed node is fully loaded");
+            p.buf_mut(left_idx).absorb(upper);
             pivot
         });
         let right_body = st
@@ -292,6 +308,7 @@ impl Tree {
                     a.pivots.extend(b.pivots);
                     a.children.extend(b.children);
                     a.buffers.extend(b.buffers);
+                    a.parts.clear();
                 }
                 _ => unreachable!("siblings have the same height"),
             }
@@ -303,6 +320,7 @@ impl Tree {
     pub(crate) fn fix_root(&self, st: &mut TreeState) -> Step<()> {
         for _ in 0..64 {
             let root = st.root;
+            self.ensure_full(st, root)?;
             let o = &self.options;
             let (split, collapse) = match &st.nodes[&root].body {
                 NodeBody::Leaf(l) => {
@@ -311,7 +329,7 @@ impl Tree {
                 }
                 NodeBody::Internal(n) => (
                     n.children.len() > o.fanout,
-                    (n.children.len() == 1 && n.buffers[0].is_empty()).then(|| n.children[0]),
+                    (n.children.len() == 1 && n.buf(0).is_empty()).then(|| n.children[0]),
                 ),
             };
             if split {
@@ -320,12 +338,12 @@ impl Tree {
                     NodeBody::Internal(n) => n.height + 1,
                 };
                 let new_root = self.file.allocate_node_id();
-                let body = NodeBody::Internal(Internal {
+                let body = NodeBody::Internal(Internal::new(
                     height,
-                    pivots: Vec::new(),
-                    children: vec![root],
-                    buffers: vec![MsgBuffer::new()],
-                });
+                    Vec::new(),
+                    vec![root],
+                    vec![MsgBuffer::new()],
+                ));
                 st.insert_node(new_root, Node::new(body, true), &self.cache);
                 st.root = new_root;
                 self.split_child(st, new_root, 0)?;
@@ -341,25 +359,19 @@ impl Tree {
         Ok(())
     }
 
-    /// Stalls until `id` is cached and, if a leaf, fully loaded.
+    /// Stalls until `id` is cached with every partition loaded (N3: it may be changed).
     pub(crate) fn ensure_full(&self, st: &TreeState, id: NodeId) -> Step<()> {
-        match st.node(id).map(|n| &n.body) {
-            None => Err(Stall::Load(Load::Node(id))),
-            Some(NodeBody::Leaf(l)) if !l.all_loaded() => Err(Stall::Load(Load::Node(id))),
-            Some(_) => Ok(()),
-        }
-    }
-
-    fn ensure_full_if_leaf(&self, st: &TreeState, id: NodeId) -> Step<()> {
-        match st.node(id).map(|n| &n.body) {
-            None => Err(Stall::Load(Load::Node(id))),
-            _ => self.ensure_full(st, id),
+        match st.node(id) {
+            Some(n) if n.body.all_loaded() => Ok(()),
+            _ => Err(Stall::Load(Load::Node(id))),
         }
     }
 
     /// Writes a node's checkpoint image if the running checkpoint still needs it, so that the
     /// change about to be made cannot leak into the checkpoint (R4).
+    /// It also stalls until the node is fully loaded: only whole nodes change (N3).
     pub(crate) fn prepare_modify(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
+        self.ensure_full(st, id)?;
         if st.nodes.get(&id).is_some_and(|n| n.checkpoint_pending) {
             self.write_node(st, id, true, Category::Checkpoint)?;
         }
@@ -378,7 +390,7 @@ fn push_down(
             for (k, list) in msgs {
                 let c = n.child_index(&k);
                 for (msn, op) in list {
-                    n.buffers[c].push(k.clone(), msn, op);
+                    n.buf_mut(c).push(k.clone(), msn, op);
                 }
             }
             true
@@ -448,11 +460,13 @@ fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
     let right_buffers = n.buffers.split_off(m);
     let mut right_pivots = n.pivots.split_off(m - 1);
     let up = right_pivots.remove(0);
+    n.parts.clear();
     let right = Internal {
         height: n.height,
         pivots: right_pivots,
         children: right_children,
         buffers: right_buffers,
+        parts: Vec::new(),
     };
     (NodeBody::Internal(n), vec![(up, NodeBody::Internal(right))])
 }

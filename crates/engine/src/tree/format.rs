@@ -47,7 +47,11 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
             (true, 0, &l.pivots, &[][..], raws)
         }
         NodeBody::Internal(n) => {
-            let raws = n.buffers.iter().map(encode_buffer).collect();
+            let raws = n
+                .buffers
+                .iter()
+                .map(|b| encode_buffer(b.as_ref().expect("encode needs a fully loaded node")))
+                .collect();
             (false, n.height, &n.pivots, &n.children[..], raws)
         }
     };
@@ -228,15 +232,64 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
     } else {
         let mut buffers = Vec::with_capacity(h.parts.len());
         for d in &h.parts {
-            buffers.push(decode_buffer(&decode_partition_raw(d, stored(d)?)?)?);
+            buffers.push(Some(decode_buffer(&decode_partition_raw(d, stored(d)?)?)?));
         }
         Ok(NodeBody::Internal(Internal {
             height: h.height,
             pivots: h.pivots,
             children: h.children,
             buffers,
+            parts: h.parts,
         }))
     }
+}
+
+/// Raw length of an empty partition (its entry or message count alone).
+const EMPTY_PARTITION_RAW_LEN: u32 = 4;
+
+/// A node known by its header only: every partition evicted except the empty ones, which
+/// need no read.
+pub fn skeleton(h: Header) -> NodeBody {
+    let empty = |d: &PartDesc| d.raw_len == EMPTY_PARTITION_RAW_LEN;
+    if h.leaf {
+        NodeBody::Leaf(Leaf {
+            basements: h
+                .parts
+                .iter()
+                .map(|d| empty(d).then(Basement::new))
+                .collect(),
+            pivots: h.pivots,
+            parts: h.parts,
+        })
+    } else {
+        NodeBody::Internal(Internal {
+            height: h.height,
+            buffers: h
+                .parts
+                .iter()
+                .map(|d| empty(d).then(MsgBuffer::new))
+                .collect(),
+            pivots: h.pivots,
+            children: h.children,
+            parts: h.parts,
+        })
+    }
+}
+
+/// Decodes one partition's raw bytes as what the node kind holds there.
+pub fn decode_partition(leaf: bool, raw: &[u8]) -> Result<Partition, String> {
+    if leaf {
+        decode_basement(raw).map(Partition::Basement)
+    } else {
+        decode_buffer(raw).map(Partition::Buffer)
+    }
+}
+
+/// One decoded partition.
+#[derive(Debug)]
+pub enum Partition {
+    Basement(Basement),
+    Buffer(MsgBuffer),
 }
 
 /// The raw (uncompressed) bytes of a basement.
@@ -401,12 +454,12 @@ mod tests {
         buffers[0].push(b"a".to_vec(), Msn(1), MsgOp::Put(b"x".to_vec()));
         buffers[1].push(b"m".to_vec(), Msn(2), MsgOp::Delete);
         buffers[2].push(b"z".to_vec(), Msn(3), MsgOp::Update(vec![1, 2]));
-        NodeBody::Internal(Internal {
-            height: 1,
-            pivots: vec![b"k".to_vec(), b"t".to_vec()],
-            children: vec![NodeId(4), NodeId(5), NodeId(6)],
+        NodeBody::Internal(Internal::new(
+            1,
+            vec![b"k".to_vec(), b"t".to_vec()],
+            vec![NodeId(4), NodeId(5), NodeId(6)],
             buffers,
-        })
+        ))
     }
 
     fn strip_parts(body: NodeBody) -> NodeBody {
@@ -415,7 +468,10 @@ mod tests {
                 l.parts.clear();
                 NodeBody::Leaf(l)
             }
-            other => other,
+            NodeBody::Internal(mut n) => {
+                n.parts.clear();
+                NodeBody::Internal(n)
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 //! concurrent rewrite is never overwritten by a stale image.
 
 use super::format;
-use super::node::{Leaf, Node, NodeBody, PartDesc};
+use super::node::{Node, NodeBody, PartDesc};
 use super::{Load, Tree};
 use crate::block::{Extent, NodeId};
 use crate::counters::EngineStats;
@@ -23,13 +23,13 @@ impl Tree {
     pub(crate) fn load(&self, what: Load, pinned: &mut Vec<NodeId>) -> Result<()> {
         self.cache.misses.fetch_add(1, Ordering::Relaxed);
         let id = match what {
-            Load::Node(id) | Load::LeafHeader(id) | Load::Basement(id, _) => id,
+            Load::Node(id) | Load::Header(id) | Load::Partition(id, _) => id,
         };
         let before = self.file.extent(id);
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
-            Load::LeafHeader(id) => self.load_header(id),
-            Load::Basement(id, i) => self.load_basement(id, i),
+            Load::Header(id) => self.load_header(id),
+            Load::Partition(id, i) => self.load_partition(id, i),
         };
         match outcome {
             Err(e) if self.file.extent(id) != before && !matches!(e, Error::Io(_)) => {}
@@ -90,7 +90,7 @@ impl Tree {
         }
         let replace = match st.node(id) {
             None => true,
-            Some(n) => !n.dirty && matches!(&n.body, NodeBody::Leaf(l) if !l.all_loaded()),
+            Some(n) => !n.dirty && !n.body.all_loaded(),
         };
         if replace {
             st.remove_node(id, &self.cache);
@@ -123,59 +123,68 @@ impl Tree {
             format::decode_header(&full)
         }
         .map_err(|r| self.corrupt(id, &extent, r))?;
-        if !header.leaf {
-            return self.load_node(id);
-        }
-        let leaf = Leaf {
-            basements: vec![None; header.parts.len()],
-            pivots: header.pivots,
-            parts: header.parts,
-        };
+        EngineStats::bump(&self.stats.headers_read);
+        let node = Node::new(format::skeleton(header), false);
+        node.check().map_err(|r| self.corrupt(id, &extent, r))?;
         let mut st = self.write_state();
         if st.node(id).is_none() && self.file.extent(id).map(|e| e.offset) == Some(extent.offset) {
-            st.insert_node(id, Node::new(NodeBody::Leaf(leaf), false), &self.cache);
+            st.insert_node(id, node, &self.cache);
         }
         Ok(())
     }
 
-    fn load_basement(&self, id: NodeId, i: usize) -> Result<()> {
-        let desc: Option<PartDesc> = {
+    /// Reads partition `i` (a basement or a message buffer) of a cached, partially loaded node
+    /// with one exact-size read, and installs it if the node's image is still the one read.
+    fn load_partition(&self, id: NodeId, i: usize) -> Result<()> {
+        let wanted: Option<(bool, PartDesc)> = {
             let st = self.read_state();
             match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Leaf(l)) if l.basements.get(i).is_some_and(Option::is_none) => {
-                    l.parts.get(i).copied()
+                    l.parts.get(i).map(|d| (true, *d))
+                }
+                Some(NodeBody::Internal(n)) if n.buffers.get(i).is_some_and(Option::is_none) => {
+                    n.parts.get(i).map(|d| (false, *d))
                 }
                 _ => None,
             }
         };
-        let Some(desc) = desc else { return Ok(()) };
+        let Some((leaf, desc)) = wanted else {
+            return Ok(());
+        };
         let extent = self.extent_of(id)?;
         let end = desc.offset as u64 + desc.stored_len as u64;
         if end > extent.len as u64 {
-            return Err(self.corrupt(id, &extent, format!("basement {i} extends past the block")));
+            return Err(self.corrupt(id, &extent, format!("partition {i} extends past the block")));
         }
         let stored =
             self.file
                 .read_block_range(id, desc.offset, desc.stored_len, Category::UserRead)?;
-        let raw = format::decode_partition_raw(&desc, &stored)
-            .map_err(|r| self.corrupt(id, &extent, format!("basement {i}: {r}")))?;
-        let basement = format::decode_basement(&raw)
-            .map_err(|r| self.corrupt(id, &extent, format!("basement {i}: {r}")))?;
-        EngineStats::bump(&self.stats.basements_read);
+        let part = format::decode_partition_raw(&desc, &stored)
+            .and_then(|raw| format::decode_partition(leaf, &raw))
+            .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
+        EngineStats::bump(if leaf {
+            &self.stats.basements_read
+        } else {
+            &self.stats.buffers_read
+        });
         let mut st = self.write_state();
-        if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) {
+        if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) || st.node(id).is_none() {
             return Ok(());
         }
         let cache = self.cache.clone();
-        if st.node(id).is_some() {
-            st.modify(id, &cache, |n| {
-                if let NodeBody::Leaf(l) = &mut n.body {
-                    if l.parts.get(i) == Some(&desc) && l.basements[i].is_none() {
-                        l.basements[i] = Some(basement);
-                    }
-                }
-            });
-        }
+        st.modify(id, &cache, |n| match (&mut n.body, part) {
+            (NodeBody::Leaf(l), format::Partition::Basement(b))
+                if l.parts.get(i) == Some(&desc) && l.basements[i].is_none() =>
+            {
+                l.basements[i] = Some(b);
+            }
+            (NodeBody::Internal(x), format::Partition::Buffer(b))
+                if x.parts.get(i) == Some(&desc) && x.buffers[i].is_none() =>
+            {
+                x.buffers[i] = Some(b);
+            }
+            _ => {}
+        });
         Ok(())
     }
 }

@@ -23,6 +23,9 @@ pub(crate) mod node;
 mod read;
 mod verify;
 
+#[cfg(test)]
+mod partial_tests;
+
 pub use cursor::Cursor;
 pub use msg::{MergeFn, MsgOp};
 pub use verify::TreeShape;
@@ -43,12 +46,12 @@ const MAX_STALLS_PER_OPERATION: usize = 10_000;
 /// Something an operation needs from disk before it can go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Load {
-    /// The whole node (internal nodes, and leaves that will be changed or scanned).
+    /// The whole node (a node that will be changed, or a leaf that will be scanned).
     Node(NodeId),
-    /// A leaf's header: pivots and partition descriptors, no basements.
-    LeafHeader(NodeId),
-    /// One basement of a cached leaf.
-    Basement(NodeId, usize),
+    /// A node's header: pivots, child ids and partition descriptors, no partitions.
+    Header(NodeId),
+    /// One partition (basement or message buffer) of a cached node.
+    Partition(NodeId, usize),
 }
 
 /// Why an operation under the lock stopped.

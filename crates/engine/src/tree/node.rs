@@ -1,12 +1,14 @@
 //! In-memory tree nodes. An internal node holds pivots, child ids and one message buffer per
-//! child; a leaf holds pivots between its basement partitions and the basements themselves,
-//! each either loaded or known only by its on-disk descriptor (partial eviction).
+//! child; a leaf holds pivots between its basement partitions and the basements themselves.
+//! Every partition (buffer or basement) of a clean node is either loaded or known only by its
+//! on-disk descriptor (partial eviction): a point lookup then reads just the one it needs.
 //!
 //! Invariants (checked by `Node::check` before a node is written and after it is read):
 //! N1. pivots are strictly increasing; an internal node has `pivots + 1` children and
 //!     buffers, a leaf has `pivots + 1` basements.
 //! N2. every key in child/basement `i` lies in `[pivots[i-1], pivots[i])`.
-//! N3. a dirty leaf has every basement loaded (so it can be written whole).
+//! N3. a dirty node has every partition loaded (so it can be written whole); only a clean
+//!     node, whose descriptors describe its on-disk image, has evicted partitions.
 
 use super::msg::MsgBuffer;
 use crate::block::NodeId;
@@ -163,22 +165,66 @@ pub struct Internal {
     pub height: u32,
     pub pivots: Vec<Vec<u8>>,
     pub children: Vec<NodeId>,
-    pub buffers: Vec<MsgBuffer>,
+    /// `None` = evicted; read it back through `parts[i]`.
+    pub buffers: Vec<Option<MsgBuffer>>,
+    /// Descriptors of the on-disk image; empty for a node never written.
+    pub parts: Vec<PartDesc>,
 }
 
 impl Internal {
+    /// A node built in memory (every buffer loaded, never written).
+    pub fn new(
+        height: u32,
+        pivots: Vec<Vec<u8>>,
+        children: Vec<NodeId>,
+        buffers: Vec<MsgBuffer>,
+    ) -> Self {
+        Internal {
+            height,
+            pivots,
+            children,
+            buffers: buffers.into_iter().map(Some).collect(),
+            parts: Vec::new(),
+        }
+    }
+
     pub fn child_index(&self, key: &[u8]) -> usize {
         self.pivots.partition_point(|p| p.as_slice() <= key)
     }
 
+    pub fn all_loaded(&self) -> bool {
+        self.buffers.iter().all(Option::is_some)
+    }
+
+    /// Buffer `c` of a node being changed, which is fully loaded (N3).
+    pub fn buf(&self, c: usize) -> &MsgBuffer {
+        self.buffers[c]
+            .as_ref()
+            .expect("a changed internal node is fully loaded (N3)")
+    }
+
+    pub fn buf_mut(&mut self, c: usize) -> &mut MsgBuffer {
+        self.buffers[c]
+            .as_mut()
+            .expect("a changed internal node is fully loaded (N3)")
+    }
+
+    /// Buffered bytes of child `c`: counted if loaded, the on-disk raw size if evicted.
+    pub fn child_bytes(&self, c: usize) -> usize {
+        match &self.buffers[c] {
+            Some(b) => b.bytes(),
+            None => self.parts.get(c).map_or(0, |d| d.raw_len as usize),
+        }
+    }
+
     pub fn buffer_bytes(&self) -> usize {
-        self.buffers.iter().map(MsgBuffer::bytes).sum()
+        (0..self.buffers.len()).map(|c| self.child_bytes(c)).sum()
     }
 
     /// Index of the child with the heaviest buffer.
     pub fn heaviest_child(&self) -> usize {
         (0..self.buffers.len())
-            .max_by_key(|&i| self.buffers[i].bytes())
+            .max_by_key(|&c| self.child_bytes(c))
             .expect("an internal node has at least one child")
     }
 }
@@ -188,6 +234,47 @@ impl Internal {
 pub enum NodeBody {
     Leaf(Leaf),
     Internal(Internal),
+}
+
+impl NodeBody {
+    /// Every partition loaded: the node can be changed or written.
+    pub fn all_loaded(&self) -> bool {
+        match self {
+            NodeBody::Leaf(l) => l.all_loaded(),
+            NodeBody::Internal(n) => n.all_loaded(),
+        }
+    }
+
+    /// Whether partial eviction could free something: the node has an on-disk image and a
+    /// loaded, non-empty partition. (Only clean nodes may be partially evicted: N3.)
+    pub fn has_evictable_partitions(&self) -> bool {
+        match self {
+            NodeBody::Leaf(l) => {
+                l.parts.len() == l.basements.len()
+                    && l.basements.iter().flatten().any(|b| b.len() > 0)
+            }
+            NodeBody::Internal(n) => {
+                n.parts.len() == n.buffers.len()
+                    && n.buffers.iter().flatten().any(|b| !b.is_empty())
+            }
+        }
+    }
+
+    /// Drops every loaded, non-empty partition (empty ones cost nothing and need no read).
+    pub fn evict_partitions(&mut self) {
+        match self {
+            NodeBody::Leaf(l) => l
+                .basements
+                .iter_mut()
+                .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
+                .for_each(|b| *b = None),
+            NodeBody::Internal(n) => n
+                .buffers
+                .iter_mut()
+                .filter(|b| b.as_ref().is_some_and(|b| !b.is_empty()))
+                .for_each(|b| *b = None),
+        }
+    }
 }
 
 /// A cached node with its cache and checkpoint state.
@@ -234,8 +321,10 @@ impl Node {
                 NodeBody::Internal(n) => {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + n.children.len() * 8
+                        + n.parts.len() * 24
                         + n.buffers
                             .iter()
+                            .flatten()
                             .map(|b| b.bytes() + b.len() * 64)
                             .sum::<usize>()
                 }
@@ -257,6 +346,9 @@ impl Node {
                 if self.dirty && !l.all_loaded() {
                     return Err("dirty leaf with an evicted basement (N3)".into());
                 }
+                if !l.all_loaded() && l.parts.len() != l.basements.len() {
+                    return Err("evicted basement without a descriptor".into());
+                }
                 for (i, b) in l.basements.iter().enumerate() {
                     if let Some(b) = b {
                         check_range(&l.pivots, i, b.first_key(), b.last_key())?;
@@ -277,7 +369,14 @@ impl Node {
                 if n.height == 0 {
                     return Err("internal node with height 0".into());
                 }
+                if self.dirty && !n.all_loaded() {
+                    return Err("dirty internal node with an evicted buffer (N3)".into());
+                }
+                if !n.all_loaded() && n.parts.len() != n.buffers.len() {
+                    return Err("evicted buffer without a descriptor".into());
+                }
                 for (i, b) in n.buffers.iter().enumerate() {
+                    let Some(b) = b else { continue };
                     let first = b.iter().next().map(|(k, _)| k);
                     let last = b.iter().next_back().map(|(k, _)| k);
                     check_range(&n.pivots, i, first, last)?;

@@ -33,19 +33,22 @@ impl Tree {
         let mut pending: Vec<(Msn, &MsgOp)> = Vec::new();
         let mut id = st.root;
         let base = loop {
-            let node = st.node(id).ok_or(Stall::Load(Load::LeafHeader(id)))?;
+            let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
             node.touch();
             match &node.body {
                 NodeBody::Internal(n) => {
                     let c = n.child_index(key);
-                    pending.extend(n.buffers[c].get(key).iter().map(|(m, op)| (*m, op)));
+                    let buffer = n.buffers[c]
+                        .as_ref()
+                        .ok_or(Stall::Load(Load::Partition(id, c)))?;
+                    pending.extend(buffer.get(key).iter().map(|(m, op)| (*m, op)));
                     id = n.children[c];
                 }
                 NodeBody::Leaf(l) => {
                     let b = l.basement_index(key);
                     let basement = l.basements[b]
                         .as_ref()
-                        .ok_or(Stall::Load(Load::Basement(id, b)))?;
+                        .ok_or(Stall::Load(Load::Partition(id, b)))?;
                     break basement.get(key).cloned();
                 }
             }
@@ -79,7 +82,10 @@ impl Tree {
                     if c < n.pivots.len() {
                         hi = Some(&n.pivots[c]);
                     }
-                    buffers.push(&n.buffers[c]);
+                    let buffer = n.buffers[c]
+                        .as_ref()
+                        .ok_or(Stall::Load(Load::Partition(id, c)))?;
+                    buffers.push(buffer);
                     id = n.children[c];
                 }
                 NodeBody::Leaf(l) if !l.all_loaded() => return Err(Stall::Load(Load::Node(id))),

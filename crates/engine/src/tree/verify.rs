@@ -108,10 +108,12 @@ impl Tree {
                 let first = n
                     .buffers
                     .iter()
+                    .flatten()
                     .find_map(|b| b.iter().next().map(|(k, _)| k.clone()));
                 let last = n
                     .buffers
                     .iter()
+                    .flatten()
                     .rev()
                     .find_map(|b| b.iter().next_back().map(|(k, _)| k.clone()));
                 (n.height, n.pivots.clone(), n.children.clone(), first, last)
@@ -173,8 +175,12 @@ impl Walk<'_> {
             }
             NodeBody::Internal(n) => {
                 self.shape.internal_nodes += 1;
-                self.shape.buffered_messages +=
-                    n.buffers.iter().map(|b| b.len() as u64).sum::<u64>();
+                self.shape.buffered_messages += n
+                    .buffers
+                    .iter()
+                    .flatten()
+                    .map(|b| b.len() as u64)
+                    .sum::<u64>();
                 self.shape.max_internal_buffer_bytes = self
                     .shape
                     .max_internal_buffer_bytes
@@ -191,7 +197,7 @@ impl Tree {
             Some(n) => {
                 n.check().map_err(|r| Stall::Err(self.bad(id, r)))?;
                 match &n.body {
-                    NodeBody::Leaf(l) if !l.all_loaded() => Ok(None),
+                    body if !body.all_loaded() => Ok(None),
                     body => Ok(Some(body.clone())),
                 }
             }

@@ -1,0 +1,147 @@
+//! Partially loaded nodes (N3): a clean node whose partitions were evicted serves lookups one
+//! partition at a time, and every change first loads it whole. These tests shed every clean
+//! node's partitions at chosen moments and check that reads, flushes, hot optimize and
+//! checkpoints still agree with a model.
+
+use super::node::NodeBody;
+use super::Tree;
+use crate::{Env, EnvOptions, TreeHandle, TreeOptions};
+use std::collections::BTreeMap;
+
+impl Tree {
+    /// Evicts the partitions of every clean node (what the clock does to cold nodes).
+    fn shed_clean_partitions(&self) {
+        let mut st = self.write_state();
+        let ids: Vec<_> = st.nodes.keys().copied().collect();
+        let cache = self.cache.clone();
+        for id in ids {
+            let n = &st.nodes[&id];
+            if !n.dirty && n.body.has_evictable_partitions() {
+                st.modify(id, &cache, |n| n.body.evict_partitions());
+            }
+        }
+    }
+
+    /// Whether some cached internal node is partially loaded.
+    fn has_partial_internal(&self) -> bool {
+        let st = self.read_state();
+        st.nodes
+            .values()
+            .any(|n| matches!(&n.body, NodeBody::Internal(x) if !x.all_loaded()))
+    }
+}
+
+fn open(dir: &std::path::Path) -> (Env, TreeHandle) {
+    let options = EnvOptions {
+        cache_bytes: 64 << 20,
+        tree_defaults: TreeOptions::tiny(),
+        checkpoint_interval: None,
+        ..EnvOptions::default()
+    };
+    let env = Env::open(dir, options).expect("open");
+    let t = env.create_tree("t", None).expect("create");
+    (env, t)
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("k{:06}", (i.wrapping_mul(2_654_435_761)) % 1_000_000).into_bytes()
+}
+
+fn check(t: &TreeHandle, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model.iter().step_by(7) {
+        assert_eq!(t.get(k).expect("get").as_ref(), Some(v));
+    }
+    assert_eq!(t.get(b"absent").expect("get"), None);
+    let mut c = t.cursor();
+    c.seek_to_first().expect("first");
+    let mut n = 0;
+    while let Some((k, v)) = c.entry() {
+        assert_eq!(model.get(k).map(Vec::as_slice), Some(v), "cursor entry");
+        n += 1;
+        c.next().expect("next");
+    }
+    assert_eq!(n, model.len());
+}
+
+#[test]
+fn shed_nodes_serve_reads_and_load_whole_before_changing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (env, t) = open(dir.path());
+    let mut model = BTreeMap::new();
+    for round in 0..6u32 {
+        for i in round * 800..(round + 1) * 800 {
+            let v = format!("value-{i}-{round}").into_bytes();
+            t.put(&key(i), &v).expect("put");
+            model.insert(key(i), v);
+        }
+        env.checkpoint().expect("checkpoint");
+        t.tree.shed_clean_partitions();
+        if round > 0 {
+            assert!(
+                t.tree.has_partial_internal(),
+                "round {round}: nothing to test"
+            );
+        }
+        // Reads through skeletons load single partitions...
+        check(&t, &model);
+        // ...and every kind of change on a shed node loads it whole first.
+        t.tree.shed_clean_partitions();
+        while t.tree.flush_once().expect("flush") {}
+        t.tree.shed_clean_partitions();
+        t.delete(&key(round)).expect("delete");
+        model.remove(&key(round));
+        t.tree.shed_clean_partitions();
+        env.checkpoint().expect("checkpoint after shedding");
+        t.verify().expect("verify");
+    }
+    t.tree.shed_clean_partitions();
+    env.flush_all().expect("hot optimize over shed nodes");
+    check(&t, &model);
+    assert_eq!(t.verify().expect("verify").entries as usize, model.len());
+    let c = env.counters();
+    assert!(c.buffers_read > 0 && c.basements_read > 0, "{c:?}");
+    env.close().expect("close");
+}
+
+#[test]
+fn a_flush_of_a_shed_root_loads_it_whole_first() {
+    use super::msg::MsgOp;
+    use super::{Load, Stall};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (env, t) = open(dir.path());
+    for i in 0..2000 {
+        t.put(&key(i), b"first").expect("put");
+    }
+    let tree = &t.tree;
+    {
+        // Over-fill the root, write it (clean) and shed it, all under one lock so that the
+        // background flusher cannot step in; then a flush must ask for the whole root.
+        let mut st = tree.write_state();
+        let root = st.root;
+        for i in 2000..2600 {
+            let put = MsgOp::Put(b"second".to_vec());
+            assert!(
+                tree.inject(&mut st, &key(i), &put).is_ok(),
+                "root is cached"
+            );
+        }
+        assert!(matches!(&st.nodes[&root].body, NodeBody::Internal(_)));
+        tree.write_node(&mut st, root, false, crate::Category::Eviction)
+            .expect("write root");
+        let cache = tree.cache.clone();
+        st.modify(root, &cache, |n| n.body.evict_partitions());
+        assert!(!st.nodes[&root].body.all_loaded());
+        match tree.flush_root_step(&mut st) {
+            Err(Stall::Load(Load::Node(id))) => assert_eq!(id, root),
+            other => panic!("flush of a shed root went on: {other:?}"),
+        }
+        assert!(!st.nodes[&root].dirty, "nothing changed before the load");
+    }
+    while tree.flush_once().expect("flush") {}
+    for i in (0..2600).step_by(13) {
+        let want: &[u8] = if i < 2000 { b"first" } else { b"second" };
+        assert_eq!(t.get(&key(i)).expect("get").as_deref(), Some(want));
+    }
+    t.verify().expect("verify");
+    env.close().expect("close");
+}
