@@ -13,6 +13,11 @@ mod report;
 
 use clap::{Parser, Subcommand};
 
+/// jemalloc, as in `shale serve`: the engine's peak RSS is measured with the allocator the
+/// server ships with.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "shale-bench", version, about = "ShaleDB benchmark runner")]
 struct Cli {
