@@ -34,72 +34,74 @@ pub struct Header {
     pub children: Vec<NodeId>,
 }
 
-/// Serializes a node (a leaf must be fully loaded). Returns the block bytes and the
-/// descriptors of its partitions.
+/// Serializes a node (every partition loaded). Returns the block bytes and the descriptors
+/// of its partitions.
+///
+/// The header's length depends only on the partition count, pivots and children, so it is
+/// reserved first and each partition is encoded and compressed straight after it, one at a
+/// time: encoding a node holds the block and one partition's raw and compressed bytes, not
+/// every partition twice over.
 pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
-    let (leaf, height, pivots, children, raws) = match body {
-        NodeBody::Leaf(l) => {
-            let raws: Vec<Vec<u8>> = l
-                .basements
-                .iter()
-                .map(|b| encode_basement(b.as_ref().expect("encode needs a fully loaded leaf")))
-                .collect();
-            (true, 0, &l.pivots, &[][..], raws)
-        }
-        NodeBody::Internal(n) => {
-            let raws = n
-                .buffers
-                .iter()
-                .map(|b| encode_buffer(b.as_ref().expect("encode needs a fully loaded node")))
-                .collect();
-            (false, n.height, &n.pivots, &n.children[..], raws)
-        }
+    let (leaf, height, pivots, children, n_parts) = match body {
+        NodeBody::Leaf(l) => (true, 0, &l.pivots, &[][..], l.basements.len()),
+        NodeBody::Internal(n) => (false, n.height, &n.pivots, &n.children[..], n.buffers.len()),
     };
-    let stored: Vec<Vec<u8>> = raws.iter().map(|r| compress(codec, r)).collect();
+    let raw_part = |i: usize| match body {
+        NodeBody::Leaf(l) => encode_basement(
+            l.basements[i]
+                .as_ref()
+                .expect("encode needs a fully loaded node"),
+        ),
+        NodeBody::Internal(n) => encode_buffer(
+            n.buffers[i]
+                .as_ref()
+                .expect("encode needs a fully loaded node"),
+        ),
+    };
     let header_len = FIXED_HEADER_BYTES
-        + DESC_BYTES * stored.len()
+        + DESC_BYTES * n_parts
         + pivots.iter().map(|p| 4 + p.len()).sum::<usize>()
         + 8 * children.len()
         + 4;
-    let mut descs = Vec::with_capacity(stored.len());
-    let mut offset = header_len;
-    for (raw, s) in raws.iter().zip(&stored) {
+    let mut out = vec![0u8; header_len];
+    let mut descs = Vec::with_capacity(n_parts);
+    for i in 0..n_parts {
+        let raw = raw_part(i);
+        let stored = compress(codec, &raw);
         descs.push(PartDesc {
-            offset: offset as u32,
-            stored_len: s.len() as u32,
+            offset: out.len() as u32,
+            stored_len: stored.len() as u32,
             raw_len: raw.len() as u32,
-            crc: checksum(s),
+            crc: checksum(&stored),
             codec,
         });
-        offset += s.len();
+        out.extend_from_slice(&stored);
     }
-    let mut out = Vec::with_capacity(offset);
-    out.extend_from_slice(NODE_MAGIC);
-    out.push(NODE_FORMAT_VERSION);
-    out.push(if leaf { KIND_LEAF } else { KIND_INTERNAL });
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&height.to_le_bytes());
-    out.extend_from_slice(&(header_len as u32).to_le_bytes());
-    out.extend_from_slice(&(descs.len() as u32).to_le_bytes());
+    let mut h = Vec::with_capacity(header_len);
+    h.extend_from_slice(NODE_MAGIC);
+    h.push(NODE_FORMAT_VERSION);
+    h.push(if leaf { KIND_LEAF } else { KIND_INTERNAL });
+    h.extend_from_slice(&[0, 0]);
+    h.extend_from_slice(&height.to_le_bytes());
+    h.extend_from_slice(&(header_len as u32).to_le_bytes());
+    h.extend_from_slice(&(descs.len() as u32).to_le_bytes());
     for d in &descs {
-        out.extend_from_slice(&d.offset.to_le_bytes());
-        out.extend_from_slice(&d.stored_len.to_le_bytes());
-        out.extend_from_slice(&d.raw_len.to_le_bytes());
-        out.extend_from_slice(&d.crc.to_le_bytes());
-        out.extend_from_slice(&[d.codec.code(), 0, 0, 0]);
+        h.extend_from_slice(&d.offset.to_le_bytes());
+        h.extend_from_slice(&d.stored_len.to_le_bytes());
+        h.extend_from_slice(&d.raw_len.to_le_bytes());
+        h.extend_from_slice(&d.crc.to_le_bytes());
+        h.extend_from_slice(&[d.codec.code(), 0, 0, 0]);
     }
     for p in pivots {
-        put_bytes(&mut out, p);
+        put_bytes(&mut h, p);
     }
     for c in children {
-        out.extend_from_slice(&c.0.to_le_bytes());
+        h.extend_from_slice(&c.0.to_le_bytes());
     }
-    let crc = checksum(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    assert_eq!(out.len(), header_len, "header length computed wrongly");
-    for s in &stored {
-        out.extend_from_slice(s);
-    }
+    let crc = checksum(&h);
+    h.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(h.len(), header_len, "header length computed wrongly");
+    out[..header_len].copy_from_slice(&h);
     (out, descs)
 }
 
