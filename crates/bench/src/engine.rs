@@ -198,6 +198,12 @@ struct Phase {
     cache_misses: u64,
     cache_evictions: u64,
     cache_peak_bytes: u64,
+    /// What the cache charges for its nodes at the phase's end.
+    cache_used_bytes: u64,
+    /// jemalloc's `stats.allocated` and `stats.resident` at the phase's end: what the
+    /// process really holds, to compare with `cache_used_bytes` and `rss_peak_bytes`.
+    allocated_bytes: Option<u64>,
+    resident_bytes: Option<u64>,
     flushes: u64,
     leaf_splits: u64,
     nodes_read: u64,
@@ -425,6 +431,9 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         cache_misses: d(|c| c.cache_misses),
         cache_evictions: d(|c| c.cache_evictions),
         cache_peak_bytes: now.cache_peak_bytes,
+        cache_used_bytes: now.cache_used_bytes,
+        allocated_bytes: allocator_stat(tikv_jemalloc_ctl::stats::allocated::read),
+        resident_bytes: allocator_stat(tikv_jemalloc_ctl::stats::resident::read),
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
@@ -459,6 +468,12 @@ fn io_delta(now: &IoCounters, then: &IoCounters) -> IoCounters {
 }
 
 /// `VmHWM` (peak resident set) of this process, in bytes.
+/// One jemalloc statistic, refreshed first (its statistics are cached per epoch).
+fn allocator_stat(read: fn() -> tikv_jemalloc_ctl::Result<usize>) -> Option<u64> {
+    tikv_jemalloc_ctl::epoch::advance().ok()?;
+    read().ok().map(|b| b as u64)
+}
+
 fn rss_peak_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_vm_hwm(&status)
@@ -938,6 +953,9 @@ mod tests {
             cache_misses: 0,
             cache_evictions: 0,
             cache_peak_bytes: 0,
+            cache_used_bytes: 0,
+            allocated_bytes: None,
+            resident_bytes: None,
             flushes: 0,
             leaf_splits: 0,
             nodes_read: 0,

@@ -45,20 +45,23 @@ impl Tree {
         Ok(())
     }
 
-    /// One unit of background work: flushes the root if it is over its size, else walks to
-    /// one internal node remembered as over-full. Returns whether there was work.
+    /// One unit of background work: walks to one internal node remembered as over-full (and
+    /// flushes every over-full node on the way), else flushes the root if it is over its
+    /// size. Remembered nodes go first: a root flush makes at most one child over-full, which
+    /// the next step drains, so no node below the root grows past about twice its size while
+    /// writers keep the root busy. Returns whether there was work.
     pub(crate) fn flush_root_step(&self, st: &mut TreeState) -> Step<bool> {
         let root = st.root;
-        let over = matches!(st.node(root).map(|n| &n.body),
-            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes);
-        if over {
-            self.flush_node(st, root)?;
-        } else if let Some(key) = st.overfull.pop_first() {
+        if let Some(key) = st.overfull.pop_first() {
             // Taken out first: the walk may remember the same key again if work remains.
             if let Err(stall) = self.flush_path(st, &key) {
                 st.overfull.insert(key);
                 return Err(stall);
             }
+        } else if matches!(st.node(root).map(|n| &n.body),
+            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes)
+        {
+            self.flush_node(st, root)?;
         } else {
             return Ok(false);
         }
