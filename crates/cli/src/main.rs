@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// to ~100-115 MiB with it; docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+#[export_name = "_rjem_malloc_conf"]
+static JEMALLOC_CONF: &[u8; 59] = shale_engine::JEMALLOC_CONF;
 
 #[derive(Parser)]
 #[command(

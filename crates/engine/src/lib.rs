@@ -22,6 +22,8 @@ pub mod wal;
 pub use counters::EngineCounters;
 pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
 pub use error::{Error, Location, Result};
-pub use options::{Compression, EnvOptions, FsyncPolicy, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
+pub use options::{
+    Compression, EnvOptions, FsyncPolicy, TreeOptions, JEMALLOC_CONF, MAX_KEY_OR_VALUE_BYTES,
+};
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
 pub use tree::{Cursor, MergeFn, TreeShape};

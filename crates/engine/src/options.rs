@@ -106,3 +106,9 @@ impl Default for EnvOptions {
         }
     }
 }
+
+/// jemalloc settings for binaries that use it with this engine (`shale`, `shale-bench`):
+/// a background thread returns freed pages to the OS after 200 ms, so resident memory follows
+/// the cache budget instead of the largest burst of node images (docs/benchmarks.md).
+pub const JEMALLOC_CONF: &[u8; 59] =
+    b"background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0\0";
