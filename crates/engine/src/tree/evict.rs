@@ -67,7 +67,8 @@ impl Tree {
     /// An unreferenced clean node first loses its partitions (partial eviction) and stays
     /// as a skeleton: pivots, child ids and descriptors, so that the next lookup through it
     /// reads one partition and no header. Skeletons are small; they are removed only in the
-    /// second sweep, when partial eviction alone did not reach the target.
+    /// second sweep and only while the cache is still over its budget (partial eviction alone
+    /// bringing it under the budget, if not yet to the target, spares them).
     fn evict_some(&self) -> Result<()> {
         let mut st = self.write_state();
         let ring = st.clock.len();
@@ -90,7 +91,7 @@ impl Tree {
                 continue;
             }
             let skeleton = !node.dirty && !node.body.all_loaded();
-            if skeleton && step < ring {
+            if skeleton && (step < ring || !self.cache.over_budget()) {
                 st.clock_hand = hand + 1;
                 continue;
             }
