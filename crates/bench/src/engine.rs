@@ -714,32 +714,15 @@ fn summarize(phases: &[Phase], params: &Params, direct_io: bool) -> Summary {
 fn phase_warnings(p: &Phase, direct_io: bool) -> Vec<String> {
     let mut w = Vec::new();
     if let Some(os) = p.os_write_bytes {
-        let engine = p.engine_bytes_written;
-        if engine.max(os) >= COMPARE_MIN_BYTES {
-            let off = (engine as f64 - os as f64).abs() / (os.max(1) as f64);
-            if off > COUNTER_TOLERANCE {
-                w.push(format!(
-                    "{}: engine counted {engine} bytes written, /proc/self/io {os} ({:+.1}%)",
-                    p.name,
-                    (engine as f64 / os.max(1) as f64 - 1.0) * 100.0
-                ));
-            }
-        }
+        w.extend(counter_mismatch(
+            p.name,
+            "written",
+            p.engine_bytes_written,
+            os,
+        ));
     }
-    if direct_io {
-        if let Some(os) = p.os_read_bytes {
-            let engine = p.engine_bytes_read;
-            if engine.max(os) >= COMPARE_MIN_BYTES {
-                let off = (engine as f64 - os as f64).abs() / (os.max(1) as f64);
-                if off > COUNTER_TOLERANCE {
-                    w.push(format!(
-                        "{}: engine counted {engine} bytes read, /proc/self/io {os} ({:+.1}%)",
-                        p.name,
-                        (engine as f64 / os.max(1) as f64 - 1.0) * 100.0
-                    ));
-                }
-            }
-        }
+    if let Some(os) = p.os_read_bytes.filter(|_| direct_io) {
+        w.extend(counter_mismatch(p.name, "read", p.engine_bytes_read, os));
     }
     if p.name == "read-random" && p.reads_per_op > 1.0 {
         w.push(format!(
@@ -754,6 +737,18 @@ fn phase_warnings(p: &Phase, direct_io: bool) -> Vec<String> {
         ));
     }
     w
+}
+
+/// A warning when the engine's byte count and `/proc/self/io`'s differ by more than the
+/// tolerance (counts too small to compare give none).
+fn counter_mismatch(phase: &str, what: &str, engine: u64, os: u64) -> Option<String> {
+    let ratio = engine as f64 / os.max(1) as f64;
+    (engine.max(os) >= COMPARE_MIN_BYTES && (ratio - 1.0).abs() > COUNTER_TOLERANCE).then(|| {
+        format!(
+            "{phase}: engine counted {engine} bytes {what}, /proc/self/io {os} ({:+.1}%)",
+            (ratio - 1.0) * 100.0
+        )
+    })
 }
 
 /// A byte count in MiB with one decimal.

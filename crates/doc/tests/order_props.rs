@@ -49,16 +49,22 @@ fn number_from(i: i64, kind: u8) -> Bson {
     }
 }
 
-fn arb_number() -> impl Strategy<Value = Bson> {
+/// Integers near the edges where doubles and 64-bit integers part ways (0, ±2^53, the
+/// int64 limits), and any other.
+fn interesting_i64() -> impl Strategy<Value = i64> {
     const P53: i64 = 1 << 53;
-    let interesting = prop_oneof![
+    prop_oneof![
         -3i64..=3,
         (P53 - 3)..=(P53 + 3),
         (-P53 - 3)..=(-P53 + 3),
         (i64::MAX - 3)..=i64::MAX,
         i64::MIN..=(i64::MIN + 3),
         any::<i64>(),
-    ];
+    ]
+}
+
+fn arb_number() -> impl Strategy<Value = Bson> {
+    let interesting = interesting_i64();
     prop_oneof![
         4 => (interesting, any::<u8>()).prop_map(|(i, k)| number_from(i, k)),
         1 => prop::sample::select(vec![
@@ -169,15 +175,7 @@ fn same_kind_pair() -> impl Strategy<Value = (Bson, Bson)> {
 
 /// Two numbers at most 2 apart (as integers), each in a random numeric type.
 fn near_number_pair() -> impl Strategy<Value = (Bson, Bson)> {
-    const P53: i64 = 1 << 53;
-    let base = prop_oneof![
-        -3i64..=3,
-        (P53 - 3)..=(P53 + 3),
-        (-P53 - 3)..=(-P53 + 3),
-        (i64::MAX - 3)..=i64::MAX,
-        i64::MIN..=(i64::MIN + 3),
-        any::<i64>(),
-    ];
+    let base = interesting_i64();
     (base, -2i64..=2, any::<u8>(), any::<u8>())
         .prop_map(|(i, d, k1, k2)| (number_from(i, k1), number_from(i.saturating_add(d), k2)))
 }

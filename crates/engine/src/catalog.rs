@@ -6,6 +6,7 @@
 //! per tree: u64 id, u32 name length, name (UTF-8), u32 node size, u32 basement size,
 //! u32 fanout, u8 codec; then a CRC-32C of everything before it.
 
+use crate::bytes::Reader;
 use crate::{Compression, Error, Location, Result, TreeOptions};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -96,7 +97,8 @@ impl Catalog {
         if &body[..8] != MAGIC {
             return Err("bad catalog magic or version".into());
         }
-        let mut r = Reader { b: body, pos: 8 };
+        let mut r = Reader::new(body);
+        r.skip(8)?;
         let next_tree_id = r.u64()?;
         let n = r.u32()?;
         let mut trees = BTreeMap::new();
@@ -108,7 +110,7 @@ impl Catalog {
             let node_size_bytes = r.u32()? as usize;
             let basement_size_bytes = r.u32()? as usize;
             let fanout = r.u32()? as usize;
-            let code = r.take(1)?[0];
+            let code = r.u8()?;
             let compression =
                 Compression::from_code(code).ok_or_else(|| format!("unknown codec {code}"))?;
             let options = TreeOptions {
@@ -119,41 +121,13 @@ impl Catalog {
             };
             trees.insert(name, TreeEntry { id, options });
         }
-        if r.pos != body.len() {
+        if r.pos() != body.len() {
             return Err("trailing bytes in catalog".into());
         }
         Ok(Catalog {
             next_tree_id,
             trees,
         })
-    }
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or("catalog truncated")?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-    fn u64(&mut self) -> std::result::Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
     }
 }
 

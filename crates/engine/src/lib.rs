@@ -7,6 +7,7 @@
 
 mod background;
 pub mod block;
+mod bytes;
 mod cache;
 mod catalog;
 mod codec;

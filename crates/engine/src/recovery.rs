@@ -118,38 +118,15 @@ fn redo(
     let mut max_txn = 0u64;
     let mut applied = 0u64;
     let end = wal::replay(&wal_dir(dir), from, io_stats.clone(), |lsn, record| {
-        match record {
-            LogRecord::Put {
-                txn,
-                tree,
-                key,
-                value,
-            } => stage(
-                &mut open,
-                &mut max_txn,
-                txn,
-                lsn,
-                tree,
-                key,
-                MsgOp::Put(value),
-            ),
-            LogRecord::Delete { txn, tree, key } => {
-                stage(&mut open, &mut max_txn, txn, lsn, tree, key, MsgOp::Delete)
+        let record = match into_change(record) {
+            Ok((txn, tree, key, op)) => {
+                max_txn = max_txn.max(txn.0);
+                open.entry(txn).or_default().push((lsn, tree, key, op));
+                return Ok(());
             }
-            LogRecord::Update {
-                txn,
-                tree,
-                key,
-                payload,
-            } => stage(
-                &mut open,
-                &mut max_txn,
-                txn,
-                lsn,
-                tree,
-                key,
-                MsgOp::Update(payload),
-            ),
+            Err(other) => other,
+        };
+        match record {
             LogRecord::Commit { txn } => {
                 for (lsn, tree, key, op) in open.remove(&txn).unwrap_or_default() {
                     let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
@@ -184,18 +161,24 @@ fn redo(
     Ok((end, max_txn))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn stage(
-    open: &mut OpenTxns,
-    max_txn: &mut u64,
-    txn: TxnId,
-    lsn: Lsn,
-    tree: u64,
-    key: Vec<u8>,
-    op: MsgOp,
-) {
-    *max_txn = (*max_txn).max(txn.0);
-    open.entry(txn).or_default().push((lsn, tree, key, op));
+/// A record that changes a key, as (transaction, tree, key, message); any other record back.
+fn into_change(record: LogRecord) -> std::result::Result<(TxnId, u64, Vec<u8>, MsgOp), LogRecord> {
+    match record {
+        LogRecord::Put {
+            txn,
+            tree,
+            key,
+            value,
+        } => Ok((txn, tree, key, MsgOp::Put(value))),
+        LogRecord::Delete { txn, tree, key } => Ok((txn, tree, key, MsgOp::Delete)),
+        LogRecord::Update {
+            txn,
+            tree,
+            key,
+            payload,
+        } => Ok((txn, tree, key, MsgOp::Update(payload))),
+        other => Err(other),
+    }
 }
 
 /// Deletes tree files that the catalog does not name (R7).

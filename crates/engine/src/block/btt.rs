@@ -4,8 +4,8 @@
 //! question the invariants ask of a map: does it reference a given extent (B2)?
 
 use super::allocator::{alloc_len, DATA_START};
-use super::header::Reader;
 use super::{Extent, NodeId};
+use crate::bytes::Reader;
 use shale_io::PAGE_SIZE;
 use std::collections::BTreeMap;
 

@@ -3,6 +3,7 @@
 //! decoder shares. A header names one durable checkpoint (B4, B9); see
 //! `docs/format-blockfile.md` for the byte layout.
 
+use crate::bytes::Reader;
 use shale_io::PAGE_SIZE;
 
 /// `b"SHALETRE"`: the first eight bytes of both header slots.
@@ -68,7 +69,7 @@ impl Header {
     /// wraps it in a corruption error naming the slot); nothing here panics on bad input.
     pub(crate) fn decode(bytes: &[u8], slot: u8) -> Result<Header, String> {
         let mut r = Reader::new(bytes);
-        let magic = r.bytes(8)?;
+        let magic = r.take(8)?;
         if magic != MAGIC {
             return Err(format!("bad magic {magic:02x?}"));
         }
@@ -89,7 +90,7 @@ impl Header {
                 "metadata length {meta_len} exceeds the limit of {MAX_META}"
             ));
         }
-        let meta = r.bytes(meta_len)?.to_vec();
+        let meta = r.take(meta_len)?.to_vec();
         let covered = r.pos();
         let stored = r.u32()?;
         let computed = crc32c::crc32c(&bytes[..covered]);
@@ -116,53 +117,6 @@ impl Header {
             lsn,
             meta,
         })
-    }
-}
-
-/// A little-endian reader over a byte slice that reports running off the end as an error.
-pub(crate) struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
-    }
-
-    /// Bytes consumed so far.
-    pub(crate) fn pos(&self) -> usize {
-        self.pos
-    }
-
-    /// Bytes left.
-    pub(crate) fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.remaining() {
-            return Err(format!(
-                "truncated: wanted {n} bytes at offset {}, only {} left",
-                self.pos,
-                self.remaining()
-            ));
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
-    }
-
-    pub(crate) fn u32(&mut self) -> Result<u32, String> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.bytes(4)?);
-        Ok(u32::from_le_bytes(a))
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, String> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.bytes(8)?);
-        Ok(u64::from_le_bytes(a))
     }
 }
 

@@ -19,7 +19,6 @@ impl Tree {
     /// Adds one change at the root.
     pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], op: &MsgOp) -> Step<()> {
         let root = st.root;
-        self.ensure_full(st, root)?;
         self.prepare_modify(st, root)?;
         let msn = Tree::next_msn(st);
         let cache = self.cache.clone();
@@ -159,10 +158,9 @@ impl Tree {
         Ok(hi)
     }
 
-    /// Moves buffer `c` of internal node `id` into child `c`; true if the child is internal.
-    fn flush_child(&self, st: &mut TreeState, id: NodeId, c: usize) -> Step<bool> {
+    /// Moves buffer `c` of internal node `id` into child `c`.
+    fn flush_child(&self, st: &mut TreeState, id: NodeId, c: usize) -> Step<()> {
         let child = internal(st, id).children[c];
-        self.ensure_full(st, child)?;
         self.prepare_modify(st, id)?;
         self.prepare_modify(st, child)?;
         let cache = self.cache.clone();
@@ -172,7 +170,7 @@ impl Tree {
         });
         let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
         let merge = self.merge.clone();
-        let child_is_internal = st.modify(child, &cache, |n| {
+        st.modify(child, &cache, |n| {
             n.dirty = true;
             n.touch();
             push_down(&mut n.body, &*merge, msgs)
@@ -183,7 +181,7 @@ impl Tree {
         self.stats
             .messages_flushed
             .fetch_add(moved, Ordering::Relaxed);
-        Ok(child_is_internal)
+        Ok(())
     }
 
     /// Splits or merges child `c` of `parent` if its size calls for it.
@@ -387,7 +385,7 @@ fn push_down(
     body: &mut NodeBody,
     merge: &msg::MergeFn,
     msgs: BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>>,
-) -> bool {
+) {
     match body {
         NodeBody::Internal(n) => {
             for (k, list) in msgs {
@@ -396,7 +394,6 @@ fn push_down(
                     n.buf_mut(c).push(k.clone(), msn, op);
                 }
             }
-            true
         }
         NodeBody::Leaf(l) => {
             for (k, list) in msgs {
@@ -404,7 +401,6 @@ fn push_down(
                     apply_to_leaf(l, merge, &k, &op);
                 }
             }
-            false
         }
     }
 }

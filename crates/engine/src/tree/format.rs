@@ -9,6 +9,7 @@
 use super::msg::{MsgBuffer, MsgOp, Msn};
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
+use crate::bytes::Reader;
 use crate::codec::{checksum, compress, decompress};
 use crate::Compression;
 use std::collections::BTreeMap;
@@ -107,7 +108,7 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
 
 /// How many leading bytes hold the header, from its fixed prefix (for a partial read).
 pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, String> {
-    let mut r = Cursor::new(prefix);
+    let mut r = Reader::new(prefix);
     check_magic(&mut r)?;
     r.skip(7)?; // kind, reserved, height
     Ok(r.u32()? as usize)
@@ -115,7 +116,7 @@ pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, String> {
 
 /// Decodes a node header from the first `header_len` (or more) bytes of a block.
 pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
-    let mut r = Cursor::new(bytes);
+    let mut r = Reader::new(bytes);
     check_magic(&mut r)?;
     let kind = r.u8()?;
     r.skip(2)?;
@@ -170,7 +171,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
             .map(|_| r.u64().map(NodeId))
             .collect::<Result<Vec<_>, _>>()?
     };
-    if r.pos + 4 != header_len {
+    if r.pos() + 4 != header_len {
         return Err("header fields do not fill the header length".into());
     }
     Ok(Header {
@@ -307,7 +308,7 @@ pub fn encode_basement(b: &Basement) -> Vec<u8> {
 }
 
 pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
-    let mut r = Cursor::new(raw);
+    let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
     let mut entries = BTreeMap::new();
     let mut last: Option<Vec<u8>> = None;
@@ -343,7 +344,7 @@ fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
 }
 
 fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
-    let mut r = Cursor::new(raw);
+    let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
     let mut b = MsgBuffer::new();
     let mut last: Option<(Vec<u8>, Msn)> = None;
@@ -370,7 +371,7 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn check_magic(r: &mut Cursor<'_>) -> Result<(), String> {
+fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
     let magic = r.take(4)?;
     if magic != NODE_MAGIC {
         return Err(format!("bad node magic {magic:02x?}"));
@@ -380,59 +381,6 @@ fn check_magic(r: &mut Cursor<'_>) -> Result<(), String> {
         return Err(format!("unsupported node format version {version}"));
     }
     Ok(())
-}
-
-/// A bounds-checked little-endian reader.
-struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Cursor { buf, pos: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
-        let end = end.ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.pos))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn skip(&mut self, n: usize) -> Result<(), String> {
-        self.take(n).map(|_| ())
-    }
-
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    fn bytes(&mut self) -> Result<Vec<u8>, String> {
-        let n = self.u32()? as usize;
-        Ok(self.take(n)?.to_vec())
-    }
-
-    fn finish(&self) -> Result<(), String> {
-        if self.pos == self.buf.len() {
-            Ok(())
-        } else {
-            Err(format!("{} trailing bytes", self.buf.len() - self.pos))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! bounds-checked everywhere, never panics, and rejects trailing bytes.
 
 use super::frame::Lsn;
+use crate::bytes::Reader;
 
 /// A transaction id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,57 +152,57 @@ impl LogRecord {
 
     /// Decodes one record payload; `Err` carries the reason. Never panics on any input.
     pub fn decode(bytes: &[u8]) -> Result<LogRecord, String> {
-        let mut r = Cursor { bytes, at: 0 };
-        let kind = r.u8("type")?;
-        let record = match kind {
+        let mut r = Reader::new(bytes);
+        let kind = r.u8()?;
+        let record =
+            Self::decode_fields(kind, &mut r).map_err(|e| format!("type {kind} record: {e}"))?;
+        r.finish()
+            .map_err(|e| format!("{e} after a type {kind} record"))?;
+        Ok(record)
+    }
+
+    /// The fields of a record of type `kind`.
+    fn decode_fields(kind: u8, r: &mut Reader<'_>) -> Result<LogRecord, String> {
+        Ok(match kind {
             code::PUT => LogRecord::Put {
-                txn: TxnId(r.u64("txn")?),
-                tree: r.u64("tree")?,
-                key: r.bytes("key")?,
-                value: r.bytes("value")?,
+                txn: TxnId(r.u64()?),
+                tree: r.u64()?,
+                key: r.bytes()?,
+                value: r.bytes()?,
             },
             code::DELETE => LogRecord::Delete {
-                txn: TxnId(r.u64("txn")?),
-                tree: r.u64("tree")?,
-                key: r.bytes("key")?,
+                txn: TxnId(r.u64()?),
+                tree: r.u64()?,
+                key: r.bytes()?,
             },
             code::UPDATE => LogRecord::Update {
-                txn: TxnId(r.u64("txn")?),
-                tree: r.u64("tree")?,
-                key: r.bytes("key")?,
-                payload: r.bytes("payload")?,
+                txn: TxnId(r.u64()?),
+                tree: r.u64()?,
+                key: r.bytes()?,
+                payload: r.bytes()?,
             },
             code::COMMIT => LogRecord::Commit {
-                txn: TxnId(r.u64("txn")?),
+                txn: TxnId(r.u64()?),
             },
             code::ABORT => LogRecord::Abort {
-                txn: TxnId(r.u64("txn")?),
+                txn: TxnId(r.u64()?),
             },
             code::CREATE_TREE => LogRecord::CreateTree {
-                tree: r.u64("tree")?,
-                name: String::from_utf8(r.bytes("name")?)
+                tree: r.u64()?,
+                name: String::from_utf8(r.bytes()?)
                     .map_err(|e| format!("tree name is not UTF-8: {e}"))?,
-                options: r.bytes("options")?,
+                options: r.bytes()?,
             },
-            code::DROP_TREE => LogRecord::DropTree {
-                tree: r.u64("tree")?,
-            },
+            code::DROP_TREE => LogRecord::DropTree { tree: r.u64()? },
             code::CHECKPOINT_BEGIN => LogRecord::CheckpointBegin {
-                checkpoint: r.u64("checkpoint")?,
+                checkpoint: r.u64()?,
             },
             code::CHECKPOINT_END => LogRecord::CheckpointEnd {
-                checkpoint: r.u64("checkpoint")?,
-                begin_lsn: Lsn(r.u64("begin_lsn")?),
+                checkpoint: r.u64()?,
+                begin_lsn: Lsn(r.u64()?),
             },
             other => return Err(format!("unknown record type {other}")),
-        };
-        if r.at != bytes.len() {
-            return Err(format!(
-                "{} trailing bytes after a type {kind} record",
-                bytes.len() - r.at
-            ));
-        }
-        Ok(record)
+        })
     }
 
     /// Bytes of the payload encoding.
@@ -216,47 +217,6 @@ impl LogRecord {
             LogRecord::DropTree { .. } | LogRecord::CheckpointBegin { .. } => 8,
             LogRecord::CheckpointEnd { .. } => 16,
         }
-    }
-}
-
-/// A bounds-checked reader over a payload.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(format!(
-                "{what}: needs {n} bytes at offset {}, payload has {}",
-                self.at,
-                self.bytes.len()
-            ));
-        };
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn u8(&mut self, what: &str) -> Result<u8, String> {
-        Ok(self.take(1, what)?[0])
-    }
-
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes(b.try_into().expect("took 4 bytes")))
-    }
-
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
-        let b = self.take(8, what)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("took 8 bytes")))
-    }
-
-    fn bytes(&mut self, what: &str) -> Result<Vec<u8>, String> {
-        let len = self.u32(what)? as usize;
-        Ok(self.take(len, what)?.to_vec())
     }
 }
 
