@@ -1,0 +1,480 @@
+//! Aggregation expressions over raw BSON, as `$expr` uses them today and `$project`/`$group`
+//! will reuse them: field paths (`"$a.b"`, mapped over arrays), `$$ROOT`/`$$CURRENT`/
+//! `$$REMOVE`, literals, array and object expressions, and the operators `$literal`, `$eq $ne
+//! $gt $gte $lt $lte $cmp`, `$and $or $not`, `$ifNull $cond`, `$type`, the strings `$concat
+//! $toLower $toUpper $strLenCP` and the arrays `$size $arrayElemAt $in`. Arithmetic (`$add
+//! $subtract $multiply $divide $mod $abs`) lives in `expr_arith`; strings and arrays in `expr_ops`.
+//!
+//! Parsing raises MongoDB's parse errors (unknown operator 168, arity 16020, ...); evaluation
+//! raises its runtime errors (e.g. `$size` of a non-array, 17124). Values borrowed from the
+//! document stay borrowed; only computed values are owned. Comparisons use `compare_raw`.
+
+use std::cmp::Ordering;
+
+use bson::raw::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use super::element::{type_alias, type_code};
+use super::expr_arith::{arithmetic, ArithOp};
+use super::path::{bson_error, lookup, FieldPath};
+use crate::compare_raw::compare_raw_values;
+use crate::error_code::{ErrorCode, MongoError};
+
+/// The result of evaluating an expression.
+#[derive(Debug, Clone)]
+pub enum Value<'a> {
+    /// No value (a missing field, `$$REMOVE`); object expressions drop such fields.
+    Missing,
+    Ref(RawBsonRef<'a>),
+    Owned(RawBson),
+}
+
+impl Value<'_> {
+    /// The value as raw BSON, `None` when missing.
+    pub fn as_raw(&self) -> Option<RawBsonRef<'_>> {
+        match self {
+            Value::Missing => None,
+            Value::Ref(v) => Some(*v),
+            Value::Owned(v) => Some(v.as_raw_bson_ref()),
+        }
+    }
+
+    /// Missing, null or undefined: the values `$ifNull` replaces and arithmetic turns to null.
+    pub fn is_nullish(&self) -> bool {
+        matches!(
+            self.as_raw(),
+            None | Some(RawBsonRef::Null) | Some(RawBsonRef::Undefined)
+        )
+    }
+
+    /// The `$type` name of this value (`"missing"` when absent).
+    pub fn type_name(&self) -> &'static str {
+        self.as_raw()
+            .map_or("missing", |v| type_alias(type_code(v)))
+    }
+}
+
+/// Aggregation truthiness: false, null, undefined, missing and numeric zero are false.
+pub fn truthy(value: &Value<'_>) -> bool {
+    match value.as_raw() {
+        None => false,
+        Some(v) => super::element::true_value(v),
+    }
+}
+
+/// An expression operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Compare(CompareKind),
+    And,
+    Or,
+    Not,
+    Arith(ArithOp),
+    Concat,
+    ToLower,
+    ToUpper,
+    StrLenCP,
+    Size,
+    ArrayElemAt,
+    In,
+    IfNull,
+    Cond,
+    Type,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareKind {
+    Eq,
+    Ne,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    Cmp,
+}
+
+/// A parsed aggregation expression.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Literal(RawBson),
+    /// `"$a.b"`, or `"$$ROOT.a"`/`"$$CURRENT.a"` (the same document here).
+    Field(FieldPath),
+    Root,
+    Remove,
+    Array(Vec<Expr>),
+    Object(Vec<(String, Expr)>),
+    Call(Op, Vec<Expr>),
+}
+
+fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
+    MongoError::new(code, message)
+}
+
+fn operator(name: &str) -> Option<Op> {
+    use CompareKind as C;
+    Some(match name {
+        "$eq" => Op::Compare(C::Eq),
+        "$ne" => Op::Compare(C::Ne),
+        "$gt" => Op::Compare(C::Gt),
+        "$gte" => Op::Compare(C::Gte),
+        "$lt" => Op::Compare(C::Lt),
+        "$lte" => Op::Compare(C::Lte),
+        "$cmp" => Op::Compare(C::Cmp),
+        "$and" => Op::And,
+        "$or" => Op::Or,
+        "$not" => Op::Not,
+        "$add" => Op::Arith(ArithOp::Add),
+        "$subtract" => Op::Arith(ArithOp::Subtract),
+        "$multiply" => Op::Arith(ArithOp::Multiply),
+        "$divide" => Op::Arith(ArithOp::Divide),
+        "$mod" => Op::Arith(ArithOp::Mod),
+        "$abs" => Op::Arith(ArithOp::Abs),
+        "$concat" => Op::Concat,
+        "$toLower" => Op::ToLower,
+        "$toUpper" => Op::ToUpper,
+        "$strLenCP" => Op::StrLenCP,
+        "$size" => Op::Size,
+        "$arrayElemAt" => Op::ArrayElemAt,
+        "$in" => Op::In,
+        "$ifNull" => Op::IfNull,
+        "$cond" => Op::Cond,
+        "$type" => Op::Type,
+        _ => return None,
+    })
+}
+
+/// Exact argument count, or `None` for variadic operators.
+fn arity(op: Op) -> Option<usize> {
+    match op {
+        Op::And | Op::Or | Op::Concat | Op::IfNull => None,
+        Op::Arith(ArithOp::Add | ArithOp::Multiply) => None,
+        Op::Not | Op::ToLower | Op::ToUpper | Op::StrLenCP | Op::Size | Op::Type => Some(1),
+        Op::Arith(ArithOp::Abs) => Some(1),
+        Op::Cond => Some(3),
+        _ => Some(2),
+    }
+}
+
+impl Expr {
+    /// Parse an expression from its BSON form.
+    pub fn parse(value: RawBsonRef<'_>) -> Result<Expr, MongoError> {
+        match value {
+            RawBsonRef::String(s) if s.starts_with("$$") => parse_variable(&s[2..]),
+            RawBsonRef::String(s) if s.starts_with('$') => parse_field_path(&s[1..]),
+            RawBsonRef::Array(items) => {
+                let mut parsed = Vec::new();
+                for item in items {
+                    parsed.push(Expr::parse(item.map_err(bson_error)?)?);
+                }
+                Ok(Expr::Array(parsed))
+            }
+            RawBsonRef::Document(d) => parse_document(d),
+            other => Ok(Expr::Literal(other.to_raw_bson())),
+        }
+    }
+
+    /// Evaluate against `root` (which is both `$$ROOT` and `$$CURRENT`).
+    pub fn evaluate<'a>(&self, root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+        match self {
+            Expr::Literal(v) => Ok(Value::Owned(v.clone())),
+            Expr::Field(path) => field_value(root, path),
+            Expr::Root => Ok(Value::Ref(RawBsonRef::Document(root))),
+            Expr::Remove => Ok(Value::Missing),
+            Expr::Array(items) => evaluate_array(items, root),
+            Expr::Object(fields) => evaluate_object(fields, root),
+            Expr::Call(op, args) => call(*op, args, root),
+        }
+    }
+}
+
+fn parse_variable(rest: &str) -> Result<Expr, MongoError> {
+    let (name, path) = match rest.split_once('.') {
+        Some((name, path)) => (name, Some(path)),
+        None => (rest, None),
+    };
+    match (name, path) {
+        ("ROOT" | "CURRENT", None) => Ok(Expr::Root),
+        ("ROOT" | "CURRENT", Some(path)) => parse_field_path(path),
+        ("REMOVE", None) => Ok(Expr::Remove),
+        _ => Err(error(
+            ErrorCode::Location17276,
+            format!("Use of undefined variable: {name}"),
+        )),
+    }
+}
+
+fn parse_field_path(path: &str) -> Result<Expr, MongoError> {
+    if path.is_empty() {
+        return Err(error(
+            ErrorCode::Location16872,
+            "'$' by itself is not a valid FieldPath",
+        ));
+    }
+    Ok(Expr::Field(FieldPath::parse(path)))
+}
+
+fn parse_document(d: &RawDocument) -> Result<Expr, MongoError> {
+    let fields: Vec<(&str, RawBsonRef<'_>)> =
+        d.iter().collect::<Result<_, _>>().map_err(bson_error)?;
+    let Some((first, first_value)) = fields.first().copied() else {
+        return Ok(Expr::Object(Vec::new()));
+    };
+    if !first.starts_with('$') {
+        return parse_object(&fields);
+    }
+    if fields.len() != 1 {
+        return Err(error(
+            ErrorCode::Location15983,
+            format!(
+                "an expression specification must contain exactly one field, the name of the \
+                 expression. Found {} fields in {}",
+                fields.len(),
+                display(d)
+            ),
+        ));
+    }
+    if first == "$literal" {
+        return Ok(Expr::Literal(first_value.to_raw_bson()));
+    }
+    let op = operator(first).ok_or_else(|| {
+        error(
+            ErrorCode::InvalidPipelineOperator,
+            format!("Unrecognized expression '{first}'"),
+        )
+    })?;
+    parse_call(op, first, first_value)
+}
+
+fn display(d: &RawDocument) -> String {
+    bson::Document::try_from(d).map_or_else(|_| "<malformed>".to_owned(), |d| d.to_string())
+}
+
+fn parse_object(fields: &[(&str, RawBsonRef<'_>)]) -> Result<Expr, MongoError> {
+    let mut parsed = Vec::new();
+    for (name, value) in fields {
+        if name.starts_with('$') {
+            return Err(error(
+                ErrorCode::Location16410,
+                format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})"),
+            ));
+        }
+        parsed.push(((*name).to_owned(), Expr::parse(*value)?));
+    }
+    Ok(Expr::Object(parsed))
+}
+
+fn parse_call(op: Op, name: &str, arg: RawBsonRef<'_>) -> Result<Expr, MongoError> {
+    if op == Op::Cond {
+        if let RawBsonRef::Document(d) = arg {
+            return parse_cond_object(d);
+        }
+    }
+    let args = match arg {
+        RawBsonRef::Array(items) => {
+            let mut parsed = Vec::new();
+            for item in items {
+                parsed.push(Expr::parse(item.map_err(bson_error)?)?);
+            }
+            parsed
+        }
+        single => vec![Expr::parse(single)?],
+    };
+    check_arity(op, name, args.len())?;
+    Ok(Expr::Call(op, args))
+}
+
+fn check_arity(op: Op, name: &str, count: usize) -> Result<(), MongoError> {
+    if op == Op::IfNull && count < 2 {
+        return Err(error(
+            ErrorCode::Location1257300,
+            format!("$ifNull needs at least two arguments, had: {count}"),
+        ));
+    }
+    match arity(op) {
+        Some(n) if n != count => Err(error(
+            ErrorCode::Location16020,
+            format!("Expression {name} takes exactly {n} arguments. {count} were passed in."),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn parse_cond_object(d: &RawDocument) -> Result<Expr, MongoError> {
+    let (mut if_, mut then, mut else_) = (None, None, None);
+    for item in d.iter() {
+        let (key, value) = item.map_err(bson_error)?;
+        let slot = match key {
+            "if" => &mut if_,
+            "then" => &mut then,
+            "else" => &mut else_,
+            other => {
+                return Err(error(
+                    ErrorCode::Location17083,
+                    format!("Unrecognized parameter to $cond: {other}"),
+                ))
+            }
+        };
+        *slot = Some(Expr::parse(value)?);
+    }
+    let missing = |code, which| error(code, format!("Missing '{which}' parameter to $cond"));
+    let if_ = if_.ok_or_else(|| missing(ErrorCode::Location17080, "if"))?;
+    let then = then.ok_or_else(|| missing(ErrorCode::Location17081, "then"))?;
+    let else_ = else_.ok_or_else(|| missing(ErrorCode::Location17082, "else"))?;
+    Ok(Expr::Call(Op::Cond, vec![if_, then, else_]))
+}
+
+/// `"$a.b"` over the document: arrays along the way are mapped element by element.
+fn field_value<'a>(root: &'a RawDocument, path: &FieldPath) -> Result<Value<'a>, MongoError> {
+    match lookup(root, path.part(0))? {
+        None => Ok(Value::Missing),
+        Some(v) => descend(v, path, 1),
+    }
+}
+
+fn descend<'a>(
+    value: RawBsonRef<'a>,
+    path: &FieldPath,
+    next: usize,
+) -> Result<Value<'a>, MongoError> {
+    if next == path.len() {
+        return Ok(Value::Ref(value));
+    }
+    match value {
+        RawBsonRef::Document(d) => match lookup(d, path.part(next))? {
+            None => Ok(Value::Missing),
+            Some(v) => descend(v, path, next + 1),
+        },
+        RawBsonRef::Array(items) => {
+            let mut out = RawArrayBuf::new();
+            for item in items {
+                let item = item.map_err(bson_error)?;
+                if matches!(item, RawBsonRef::Document(_) | RawBsonRef::Array(_)) {
+                    if let Some(v) = descend(item, path, next)?.as_raw() {
+                        out.push(v.to_raw_bson());
+                    }
+                }
+            }
+            Ok(Value::Owned(RawBson::Array(out)))
+        }
+        _ => Ok(Value::Missing),
+    }
+}
+
+fn evaluate_array<'a>(items: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+    let mut out = RawArrayBuf::new();
+    for item in items {
+        match item.evaluate(root)?.as_raw() {
+            Some(v) => out.push(v.to_raw_bson()),
+            None => out.push(RawBson::Null),
+        }
+    }
+    Ok(Value::Owned(RawBson::Array(out)))
+}
+
+fn evaluate_object<'a>(
+    fields: &[(String, Expr)],
+    root: &'a RawDocument,
+) -> Result<Value<'a>, MongoError> {
+    let mut out = RawDocumentBuf::new();
+    for (name, expr) in fields {
+        if let Some(v) = expr.evaluate(root)?.as_raw() {
+            out.append_ref(name, v);
+        }
+    }
+    Ok(Value::Owned(RawBson::Document(out)))
+}
+
+/// Aggregation order: missing below everything, then MongoDB's BSON order.
+pub fn compare_values(a: &Value<'_>, b: &Value<'_>) -> Result<Ordering, MongoError> {
+    match (a.as_raw(), b.as_raw()) {
+        (None, None) => Ok(Ordering::Equal),
+        (None, Some(_)) => Ok(Ordering::Less),
+        (Some(_), None) => Ok(Ordering::Greater),
+        (Some(x), Some(y)) => compare_raw_values(x, y).map_err(bson_error),
+    }
+}
+
+fn boolean<'a>(b: bool) -> Value<'a> {
+    Value::Owned(RawBson::Boolean(b))
+}
+
+fn call<'a>(op: Op, args: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+    match op {
+        Op::And => logic(args, root, false),
+        Op::Or => logic(args, root, true),
+        Op::Cond => {
+            let branch = if truthy(&args[0].evaluate(root)?) {
+                1
+            } else {
+                2
+            };
+            args[branch].evaluate(root)
+        }
+        Op::IfNull => if_null(args, root),
+        _ => {
+            let values = args
+                .iter()
+                .map(|a| a.evaluate(root))
+                .collect::<Result<Vec<_>, _>>()?;
+            apply(op, values)
+        }
+    }
+}
+
+/// `$and` (stop at the first false) and `$or` (stop at the first true).
+fn logic<'a>(args: &[Expr], root: &'a RawDocument, stop_on: bool) -> Result<Value<'a>, MongoError> {
+    for arg in args {
+        if truthy(&arg.evaluate(root)?) == stop_on {
+            return Ok(boolean(stop_on));
+        }
+    }
+    Ok(boolean(!stop_on))
+}
+
+fn if_null<'a>(args: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+    let (last, rest) = args
+        .split_last()
+        .expect("parse checked at least two arguments");
+    for arg in rest {
+        let v = arg.evaluate(root)?;
+        if !v.is_nullish() {
+            return Ok(v);
+        }
+    }
+    last.evaluate(root)
+}
+
+fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
+    match op {
+        Op::Compare(kind) => compare_op(kind, &values[0], &values[1]),
+        Op::Not => Ok(boolean(!truthy(&values[0]))),
+        Op::Arith(a) => arithmetic(a, &values).map(Value::Owned),
+        Op::Concat => super::expr_ops::concat(&values),
+        Op::ToLower => super::expr_ops::change_case(&values[0], false),
+        Op::ToUpper => super::expr_ops::change_case(&values[0], true),
+        Op::StrLenCP => super::expr_ops::str_len_cp(&values[0]),
+        Op::Size => super::expr_ops::size(&values[0]),
+        Op::ArrayElemAt => super::expr_ops::array_elem_at(&values[0], &values[1]),
+        Op::In => super::expr_ops::in_array(&values[0], &values[1]),
+        Op::Type => Ok(Value::Owned(RawBson::String(
+            values[0].type_name().to_owned(),
+        ))),
+        Op::And | Op::Or | Op::Cond | Op::IfNull => unreachable!("handled lazily in call"),
+    }
+}
+
+fn compare_op<'a>(
+    kind: CompareKind,
+    a: &Value<'_>,
+    b: &Value<'_>,
+) -> Result<Value<'a>, MongoError> {
+    let ord = compare_values(a, b)?;
+    Ok(match kind {
+        CompareKind::Eq => boolean(ord == Ordering::Equal),
+        CompareKind::Ne => boolean(ord != Ordering::Equal),
+        CompareKind::Gt => boolean(ord == Ordering::Greater),
+        CompareKind::Gte => boolean(ord != Ordering::Less),
+        CompareKind::Lt => boolean(ord == Ordering::Less),
+        CompareKind::Lte => boolean(ord != Ordering::Greater),
+        CompareKind::Cmp => Value::Owned(RawBson::Int32(ord as i32)),
+    })
+}
