@@ -21,11 +21,28 @@ pub struct EngineStats {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) backpressure_waits: AtomicU64,
+    pub(crate) versions_retained: AtomicU64,
+    pub(crate) versions_collected: AtomicU64,
+    pub(crate) txn_commits: AtomicU64,
+    pub(crate) txn_aborts: AtomicU64,
+    pub(crate) write_conflicts: AtomicU64,
 }
 
 impl EngineStats {
     pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records what applying versions to leaf entries kept and collected.
+    pub(crate) fn count_versions(&self, a: crate::tree::entry::Applied) {
+        if a.retained > 0 {
+            self.versions_retained
+                .fetch_add(a.retained, Ordering::Relaxed);
+        }
+        if a.collected > 0 {
+            self.versions_collected
+                .fetch_add(a.collected, Ordering::Relaxed);
+        }
     }
 }
 
@@ -57,11 +74,46 @@ pub struct EngineCounters {
     pub checkpoints: u64,
     pub commits: u64,
     pub backpressure_waits: u64,
+    /// Transactions begun and not yet committed or aborted.
+    pub active_txns: u64,
+    /// Registered snapshots (transactions and cursors).
+    pub open_snapshots: u64,
+    /// Age of the oldest registered snapshot in milliseconds (0 with none).
+    pub oldest_snapshot_age_ms: u64,
+    pub txn_commits: u64,
+    pub txn_aborts: u64,
+    /// Writes refused with `WriteConflict`.
+    pub write_conflicts: u64,
+    /// Older versions kept in leaf entries because a snapshot could still see them, minus
+    /// those collected since (since open: a gauge of what open snapshots cost).
+    pub versions_retained: u64,
+    /// Older versions kept, ever (since open).
+    pub versions_retained_total: u64,
+    /// Older versions collected once no snapshot could see them (since open).
+    pub versions_collected: u64,
+    /// Lock-table entries: held keys plus recent commits a live snapshot could conflict with.
+    pub lock_entries: u64,
+}
+
+/// MVCC figures read from the environment rather than counted.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MvccGauges {
+    pub active_txns: u64,
+    pub open_snapshots: u64,
+    pub oldest_snapshot_age_ms: u64,
+    pub lock_entries: u64,
 }
 
 impl EngineCounters {
-    pub(crate) fn collect(io: IoCounters, cache: &crate::cache::Cache, s: &EngineStats) -> Self {
+    pub(crate) fn collect(
+        io: IoCounters,
+        cache: &crate::cache::Cache,
+        s: &EngineStats,
+        m: MvccGauges,
+    ) -> Self {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let retained = g(&s.versions_retained);
+        let collected = g(&s.versions_collected);
         EngineCounters {
             io,
             cache_budget_bytes: cache.budget_bytes() as u64,
@@ -85,6 +137,17 @@ impl EngineCounters {
             checkpoints: g(&s.checkpoints),
             commits: g(&s.commits),
             backpressure_waits: g(&s.backpressure_waits),
+            active_txns: m.active_txns,
+            open_snapshots: m.open_snapshots,
+            oldest_snapshot_age_ms: m.oldest_snapshot_age_ms,
+            txn_commits: g(&s.txn_commits),
+            txn_aborts: g(&s.txn_aborts),
+            write_conflicts: g(&s.write_conflicts),
+            // Versions read back from disk and collected were counted by an earlier run.
+            versions_retained: retained.saturating_sub(collected),
+            versions_retained_total: retained,
+            versions_collected: collected,
+            lock_entries: m.lock_entries,
         }
     }
 }

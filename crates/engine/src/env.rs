@@ -2,18 +2,24 @@
 //! file and `Tree` per tree, the shared cache budget, the write-ahead log, the background
 //! flusher and checkpointer, and recovery at open.
 //!
-//! Write path (recovery invariants R1–R6 are in docs/recovery.md):
-//! 1. a batch becomes log records plus a commit record, appended under the apply lock
-//!    together with the tree changes, so trees see changes in log order (R2);
-//! 2. the lock is released and the caller waits for group commit (R1);
-//! 3. writers wait while a root's buffers are twice the node size (backpressure) and the
+//! Write path (recovery invariants R1–R6 and M1–M2 are in docs/recovery.md):
+//! 1. a write batch (an implicit transaction) locks its keys, so it conflicts with a live
+//!    transaction writing the same key instead of overwriting it (`mvcc::locks`);
+//! 2. a commit group — a batch's or a transaction's changes plus a commit record — is
+//!    appended under the apply lock together with the tree changes, each stamped with the
+//!    commit's timestamp (the log position after it, M1), so trees see changes in log order
+//!    (R2); the timestamp is then published, making the whole group visible at once;
+//! 3. the lock is released and the caller waits for group commit (R1);
+//! 4. writers wait while a root's buffers are twice the node size (backpressure) and the
 //!    flusher thread moves messages down.
 
 use crate::cache::Cache;
 use crate::catalog::{tree_path, Catalog, TreeEntry};
 use crate::counters::{EngineCounters, EngineStats};
 use crate::lock::DirLock;
+use crate::mvcc::{LockMode, LockTable, Snapshots, Ts};
 use crate::tree::{MergeFn, MsgOp, Tree, TreeContext};
+use crate::txn::{Held, Txn};
 use crate::wal::{LogRecord, TxnId, Wal, WalOptions};
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -106,6 +112,9 @@ pub(crate) struct EnvInner {
     pub apply_lock: Mutex<()>,
     pub checkpoint_lock: Mutex<()>,
     pub next_txn: AtomicU64,
+    pub snapshots: Arc<Snapshots>,
+    pub locks: LockTable,
+    pub active_txns: AtomicU64,
     pub poisoned: Mutex<Option<String>>,
     pub shutdown: AtomicBool,
     /// Wakes the flusher; tells backpressured writers that the flusher made progress.
@@ -248,9 +257,15 @@ impl Env {
         self.inner.catalog.lock().trees.keys().cloned().collect()
     }
 
-    /// Commits a batch atomically and durably (per the fsync policy).
+    /// Commits a batch atomically and durably (per the fsync policy). It is a one-statement
+    /// transaction: `WriteConflict` if a live transaction holds one of its keys.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.inner.write(batch)
+    }
+
+    /// Begins a transaction reading as of the newest commit (snapshot isolation).
+    pub fn begin(&self) -> Txn {
+        Txn::begin(self.inner.clone())
     }
 
     /// Makes every change so far part of a durable checkpoint and trims the log.
@@ -271,10 +286,17 @@ impl Env {
 
     /// Every engine counter.
     pub fn counters(&self) -> EngineCounters {
+        let mvcc = crate::counters::MvccGauges {
+            active_txns: self.inner.active_txns.load(Ordering::Relaxed),
+            open_snapshots: self.inner.snapshots.open_count(),
+            oldest_snapshot_age_ms: self.inner.snapshots.oldest_age_ms(),
+            lock_entries: self.inner.locks.len() as u64,
+        };
         EngineCounters::collect(
             self.inner.io_stats.snapshot(),
             &self.inner.cache,
             &self.inner.stats,
+            mvcc,
         )
     }
 
@@ -344,8 +366,11 @@ impl TreeHandle {
         b.update(self, key, payload);
         self.env.write(b)
     }
+    /// A cursor reading as of the newest commit; it keeps that snapshot (and the versions it
+    /// needs) for as long as it lives.
     pub fn cursor(&self) -> crate::tree::Cursor {
-        self.tree.cursor()
+        let snapshot = Arc::new(self.env.snapshots.register());
+        self.tree.cursor(snapshot)
     }
     /// Checks every invariant of the tree and its file; returns its shape (entry count,
     /// height, node counts, buffered messages, sizes). Holds off checkpoints while it runs;
@@ -366,6 +391,7 @@ impl EnvInner {
             cache: self.cache.clone(),
             merge: self.merge.clone(),
             stats: self.stats.clone(),
+            snapshots: self.snapshots.clone(),
         }
     }
 
@@ -398,8 +424,45 @@ impl EnvInner {
             check_sizes(op)?;
         }
         let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
-        let mut records: Vec<LogRecord> = batch
-            .ops
+        let held = self.lock_batch(txn, &batch)?;
+        let committed = self.commit_group(txn, &batch.ops, |ts| {
+            self.release_locks(txn, &held, Some(ts));
+        });
+        if committed.is_err() {
+            self.release_locks(txn, &held, None);
+        }
+        committed?;
+        self.after_write(&batch.ops)
+    }
+
+    /// Locks every key of a batch (a blind write conflicts only with live holders, L1).
+    fn lock_batch(&self, txn: TxnId, batch: &WriteBatch) -> Result<Vec<Held>> {
+        let mut held = Vec::with_capacity(batch.ops.len());
+        for (tree, op) in &batch.ops {
+            let key = op_key(op);
+            let got = self
+                .locks
+                .acquire(txn, Ts(u64::MAX), tree.id(), key, LockMode::Exclusive);
+            if let Err(refusal) = got {
+                self.release_locks(txn, &held, None);
+                return Err(self.conflict(tree.name(), refusal));
+            }
+            held.push((tree.id(), key.to_vec(), LockMode::Exclusive));
+        }
+        Ok(held)
+    }
+
+    /// Logs `ops` as one group ending in a commit record and applies them to their trees
+    /// with the commit's timestamp, under the apply lock (R2, M1); publishes the timestamp
+    /// and calls `released` (still under the lock, so a conflicting writer sees the commit),
+    /// then waits for group commit (R1). Returns the commit's timestamp.
+    pub(crate) fn commit_group(
+        &self,
+        txn: TxnId,
+        ops: &[(Arc<Tree>, BatchOp)],
+        released: impl FnOnce(Ts),
+    ) -> Result<Ts> {
+        let mut records: Vec<LogRecord> = ops
             .iter()
             .map(|(t, op)| to_record(txn, t.id(), op))
             .collect();
@@ -407,19 +470,23 @@ impl EnvInner {
         let end = {
             let _apply = self.apply_lock.lock();
             let end = self.poison_on(self.wal.append(&records))?;
-            for (tree, op) in batch.ops.iter() {
-                self.poison_on(tree.apply(op_key(op), to_msg(op)))?;
+            let ts = Ts(end.0);
+            for (tree, op) in ops {
+                self.poison_on(tree.apply(op_key(op), ts, to_msg(op)))?;
             }
+            self.snapshots.publish(ts);
+            released(ts);
             end
         };
         self.poison_on(self.wal.commit(end))?;
         EngineStats::bump(&self.stats.commits);
-        self.after_write(&batch)
+        Ok(Ts(end.0))
     }
 
-    fn after_write(&self, batch: &WriteBatch) -> Result<()> {
+    /// Wakes the flusher, waits out backpressure and evicts, after a commit to these trees.
+    pub(crate) fn after_write(&self, ops: &[(Arc<Tree>, BatchOp)]) -> Result<()> {
         let mut waited = false;
-        for (tree, _) in &batch.ops {
+        for (tree, _) in ops {
             if tree.needs_flush() {
                 self.work.1.notify_all();
             }
@@ -492,13 +559,22 @@ fn to_record(txn: TxnId, tree: u64, op: &BatchOp) -> LogRecord {
     }
 }
 
-fn op_key(op: &BatchOp) -> &[u8] {
+pub(crate) fn op_key(op: &BatchOp) -> &[u8] {
     match op {
         BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Update(k, _) => k,
     }
 }
 
-fn to_msg(op: &BatchOp) -> MsgOp {
+/// The batch operation that a message on `key` stands for.
+pub(crate) fn to_batch_op(key: &[u8], m: &MsgOp) -> BatchOp {
+    match m {
+        MsgOp::Put(v) => BatchOp::Put(key.to_vec(), v.clone()),
+        MsgOp::Delete => BatchOp::Delete(key.to_vec()),
+        MsgOp::Update(p) => BatchOp::Update(key.to_vec(), p.clone()),
+    }
+}
+
+pub(crate) fn to_msg(op: &BatchOp) -> MsgOp {
     match op {
         BatchOp::Put(_, v) => MsgOp::Put(v.clone()),
         BatchOp::Delete(_) => MsgOp::Delete,
@@ -506,7 +582,7 @@ fn to_msg(op: &BatchOp) -> MsgOp {
     }
 }
 
-fn check_sizes(op: &BatchOp) -> Result<()> {
+pub(crate) fn check_sizes(op: &BatchOp) -> Result<()> {
     let (key, value) = match op {
         BatchOp::Put(k, v) | BatchOp::Update(k, v) => (k, v.len()),
         BatchOp::Delete(k) => (k, 0),

@@ -77,6 +77,10 @@ pub enum Error {
     /// The environment has been closed.
     #[error("environment is closed")]
     Closed,
+    /// Another live transaction holds the key, or a commit newer than this transaction's
+    /// snapshot wrote it (first writer wins). Nothing waits; abort and retry.
+    #[error("write conflict on a key of tree {tree:?}: {reason}")]
+    WriteConflict { tree: String, reason: String },
 }
 
 impl Error {

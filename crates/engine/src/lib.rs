@@ -15,9 +15,12 @@ mod counters;
 mod env;
 mod error;
 mod lock;
+pub mod mvcc;
 mod options;
 mod recovery;
 mod tree;
+mod txn;
+mod txn_cursor;
 pub mod wal;
 
 pub use counters::EngineCounters;
@@ -28,3 +31,5 @@ pub use options::{
 };
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
 pub use tree::{Cursor, MergeFn, TreeShape};
+pub use txn::Txn;
+pub use txn_cursor::TxnCursor;

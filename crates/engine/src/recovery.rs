@@ -20,6 +20,7 @@ use crate::catalog::{tree_path, Catalog};
 use crate::counters::EngineStats;
 use crate::env::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
+use crate::mvcc::{LockTable, Snapshots, Ts};
 use crate::tree::{MsgOp, Tree};
 use crate::wal::{self, LogRecord, Lsn, TxnId, Wal};
 use crate::{EnvOptions, Error, Result};
@@ -43,10 +44,13 @@ pub(crate) fn open_and_recover(
     let io_stats = Arc::new(IoStats::default());
     let cache = Arc::new(Cache::new(options.cache_bytes));
     let stats = Arc::new(EngineStats::default());
+    // Redo publishes each replayed commit; nothing reads until recovery ends (M1).
+    let snapshots = Snapshots::new(Ts(0));
     let ctx = crate::tree::TreeContext {
         cache: cache.clone(),
         merge: hooks.merge.clone(),
         stats: stats.clone(),
+        snapshots: snapshots.clone(),
     };
     let mut trees = HashMap::new();
     let mut redo_from: HashMap<u64, u64> = HashMap::new();
@@ -74,7 +78,10 @@ pub(crate) fn open_and_recover(
     // With no tree, nothing needs redo: read the log only to find its end (R3).
     let oldest = wal::oldest_lsn(&wal_dir(dir))?.map_or(0, |l| l.0);
     let start = redo_from.values().copied().min().unwrap_or(oldest);
-    let (end, max_txn) = redo(dir, Lsn(start), &io_stats, &by_id, &redo_from)?;
+    let (end, max_txn) = redo(dir, Lsn(start), &io_stats, &by_id, &redo_from, &snapshots)?;
+    if snapshots.visible() < Ts(end.0) {
+        snapshots.publish(Ts(end.0));
+    }
     let wal = Wal::open(
         &wal_dir(dir),
         end,
@@ -96,6 +103,9 @@ pub(crate) fn open_and_recover(
         apply_lock: Mutex::new(()),
         checkpoint_lock: Mutex::new(()),
         next_txn: AtomicU64::new(max_txn + 1),
+        snapshots,
+        locks: LockTable::default(),
+        active_txns: AtomicU64::new(0),
         poisoned: Mutex::new(None),
         shutdown: AtomicBool::new(false),
         work: (Mutex::new(()), Condvar::new()),
@@ -113,6 +123,7 @@ fn redo(
     io_stats: &Arc<IoStats>,
     trees: &HashMap<u64, Arc<Tree>>,
     redo_from: &HashMap<u64, u64>,
+    snapshots: &Snapshots,
 ) -> Result<(Lsn, u64)> {
     let mut open: OpenTxns = HashMap::new();
     let mut max_txn = 0u64;
@@ -126,14 +137,18 @@ fn redo(
             }
             Err(other) => other,
         };
+        // M1: a commit's timestamp is the log position just past its commit record, as
+        // `Wal::append` returned it when the commit was first made.
+        let commit_ts = Ts(lsn.advance(wal::frame_len(record.encoded_len()) as u64).0);
         match record {
             LogRecord::Commit { txn } => {
+                let ts = commit_ts;
                 for (lsn, tree, key, op) in open.remove(&txn).unwrap_or_default() {
                     let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
                         continue;
                     };
                     if lsn.0 >= redo {
-                        t.apply(&key, op)?;
+                        t.apply(&key, ts, op)?;
                         applied += 1;
                         // No flusher runs yet: keep the root within its size as we go.
                         while t.needs_flush() {
@@ -141,6 +156,7 @@ fn redo(
                         }
                     }
                 }
+                snapshots.publish(ts);
             }
             LogRecord::Abort { txn } => {
                 open.remove(&txn);

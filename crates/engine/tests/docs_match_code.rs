@@ -55,6 +55,9 @@ fn every_cited_invariant_is_documented() {
         ('R', read("docs/recovery.md")),
         ('W', read("docs/format-wal.md")),
         ('B', read("docs/format-blockfile.md")),
+        ('M', read("docs/recovery.md")),
+        ('L', read("docs/transactions.md")),
+        ('E', read("docs/transactions.md")),
     ];
     for (prefix, doc) in &docs {
         let cites = cited(&code, *prefix);
@@ -80,13 +83,14 @@ fn every_cited_invariant_is_documented() {
 #[test]
 fn format_documents_name_the_magic_numbers_and_versions() {
     let node = read("docs/format-node.md");
-    assert!(node.contains("`SHND`") && node.contains("format version = 1"));
+    assert!(node.contains("`SHND`") && node.contains("format version = 2"));
     let index = read("docs/format.md");
     for doc in [
         "format-blockfile.md",
         "format-node.md",
         "format-wal.md",
         "recovery.md",
+        "transactions.md",
     ] {
         assert!(index.contains(doc), "docs/format.md does not link {doc}");
         assert!(
@@ -95,5 +99,5 @@ fn format_documents_name_the_magic_numbers_and_versions() {
         );
     }
     let code = read("crates/engine/src/tree/format.rs");
-    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 1"));
+    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 2"));
 }

@@ -1,26 +1,30 @@
 //! Ordered cursors, forward and backward, with seek. A cursor holds one leaf's merged range
 //! at a time (`LeafBatch`) and moves to the neighbouring leaf by key when it runs off either
 //! end, so it never pins nodes and stays valid while the tree splits and merges under it.
-//! Each leaf's contents are read atomically; changes between leaves are visible (snapshot
-//! isolation across the whole scan comes with MVCC).
+//! Every leaf is read as of the cursor's registered snapshot, so the whole scan sees one
+//! consistent state however long it runs: commits after the snapshot are invisible, and the
+//! versions it needs are kept while it holds the snapshot (M2).
 
 use super::read::{LeafBatch, Target};
 use super::Tree;
+use crate::mvcc::SnapshotGuard;
 use crate::Result;
 use std::sync::Arc;
 
 /// A position in a tree.
 pub struct Cursor {
     tree: Arc<Tree>,
+    snapshot: Arc<SnapshotGuard>,
     batch: LeafBatch,
     /// Index into `batch.entries`; `None` when the cursor is not on an entry.
     pos: Option<usize>,
 }
 
 impl Cursor {
-    pub(crate) fn new(tree: Arc<Tree>) -> Self {
+    pub(crate) fn new(tree: Arc<Tree>, snapshot: Arc<SnapshotGuard>) -> Self {
         Cursor {
             tree,
+            snapshot,
             batch: LeafBatch::default(),
             pos: None,
         }
@@ -97,7 +101,8 @@ impl Cursor {
     }
 
     fn fetch(&mut self, target: Target) -> Result<()> {
-        self.batch = self.tree.with_read(|t, st| t.scan_leaf(st, &target))?;
+        let ts = self.snapshot.ts();
+        self.batch = self.tree.with_read(|t, st| t.scan_leaf(st, &target, ts))?;
         Ok(())
     }
 

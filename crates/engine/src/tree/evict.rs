@@ -26,6 +26,7 @@ impl Tree {
         for_checkpoint: bool,
         cat: Category,
     ) -> Result<()> {
+        self.collect_versions(st, id);
         let node = st.nodes.get(&id).expect("write of an uncached node");
         if let Err(reason) = node.check() {
             panic!(
@@ -46,6 +47,25 @@ impl Tree {
             }
         });
         Ok(())
+    }
+
+    /// Drops the versions of a leaf that no snapshot can see before it is written (M2).
+    fn collect_versions(&self, st: &mut TreeState, id: NodeId) {
+        let horizon = self.snapshots.horizon();
+        let cache = self.cache.clone();
+        let collected = st.modify(id, &cache, |n| match &mut n.body {
+            NodeBody::Leaf(l) => l
+                .basements
+                .iter_mut()
+                .flatten()
+                .map(|b| b.collect(horizon))
+                .sum(),
+            NodeBody::Internal(_) => 0,
+        });
+        self.stats.count_versions(super::entry::Applied {
+            retained: 0,
+            collected,
+        });
     }
 
     /// Evicts from every tree of the environment until the cache is under its target.

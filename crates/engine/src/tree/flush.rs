@@ -6,39 +6,45 @@
 //! Every mutation first calls `prepare_modify`, which writes a node's checkpoint image if the
 //! running checkpoint still needs it (recovery invariant R4 in docs/recovery.md).
 
-use super::msg::{self, MsgBuffer, MsgOp, Msn};
+use super::entry::Applied;
+use super::msg::{self, Msg, MsgBuffer, MsgOp};
 use super::node::{Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::counters::EngineStats;
+use crate::mvcc::Ts;
 use crate::Category;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 impl Tree {
-    /// Adds one change at the root.
-    pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], op: &MsgOp) -> Step<()> {
+    /// Adds one change, sent by the commit with timestamp `ts`, at the root.
+    pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], ts: Ts, op: &MsgOp) -> Step<()> {
         let root = st.root;
         self.prepare_modify(st, root)?;
         let msn = Tree::next_msn(st);
         let cache = self.cache.clone();
         let merge = self.merge.clone();
-        let is_leaf = st.modify(root, &cache, |n| {
+        let horizon = self.snapshots.horizon();
+        let msg = Msg {
+            msn,
+            ts,
+            op: op.clone(),
+        };
+        let applied = st.modify(root, &cache, |n| {
             n.dirty = true;
             n.touch();
             match &mut n.body {
                 NodeBody::Internal(int) => {
                     let c = int.child_index(key);
-                    int.buf_mut(c).push(key.to_vec(), msn, op.clone());
-                    false
+                    int.buf_mut(c).push(key.to_vec(), msg);
+                    None
                 }
-                NodeBody::Leaf(l) => {
-                    apply_to_leaf(l, &*merge, key, op);
-                    true
-                }
+                NodeBody::Leaf(l) => Some(apply_to_leaf(l, &*merge, key, &msg, horizon)),
             }
         });
-        if is_leaf {
+        if let Some(applied) = applied {
+            self.stats.count_versions(applied);
             self.fix_root(st)?;
         }
         Ok(())
@@ -170,11 +176,13 @@ impl Tree {
         });
         let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
         let merge = self.merge.clone();
-        st.modify(child, &cache, |n| {
+        let horizon = self.snapshots.horizon();
+        let applied = st.modify(child, &cache, |n| {
             n.dirty = true;
             n.touch();
-            push_down(&mut n.body, &*merge, msgs)
+            push_down(&mut n.body, &*merge, msgs, horizon)
         });
+        self.stats.count_versions(applied);
         // Remember an over-full child by a key in its range: the flusher walks to it later.
         self.remember_if_overfull(st, child);
         EngineStats::bump(&self.stats.flushes);
@@ -380,41 +388,45 @@ impl Tree {
     }
 }
 
-/// Moves flushed messages into a child: into its buffers, or applied to its entries.
+/// Moves flushed messages into a child: into its buffers, or applied to its entries as new
+/// versions (collecting against `horizon`).
 fn push_down(
     body: &mut NodeBody,
     merge: &msg::MergeFn,
-    msgs: BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>>,
-) {
+    msgs: BTreeMap<Vec<u8>, Vec<Msg>>,
+    horizon: Ts,
+) -> Applied {
+    let mut applied = Applied::default();
     match body {
         NodeBody::Internal(n) => {
             for (k, list) in msgs {
                 let c = n.child_index(&k);
-                for (msn, op) in list {
-                    n.buf_mut(c).push(k.clone(), msn, op);
+                for m in list {
+                    n.buf_mut(c).push(k.clone(), m);
                 }
             }
         }
         NodeBody::Leaf(l) => {
             for (k, list) in msgs {
-                for (_, op) in list {
-                    apply_to_leaf(l, merge, &k, &op);
+                for m in list {
+                    applied.add(apply_to_leaf(l, merge, &k, &m, horizon));
                 }
             }
         }
     }
+    applied
 }
 
-/// Applies one message to a fully loaded leaf.
-fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], op: &MsgOp) {
+/// Applies one message to a fully loaded leaf: the entry gets the version it makes.
+fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizon: Ts) -> Applied {
     let b = l.basement_index(key);
     let basement = l.basements[b]
         .as_mut()
         .expect("a changed leaf is fully loaded (N3)");
-    let current = basement.get(key).cloned();
-    let new = msg::apply(merge, key, current, op);
-    basement.set(key.to_vec(), new);
+    let current = basement.get(key).and_then(|e| e.newest_value()).cloned();
+    let new = msg::apply(merge, key, current, &m.op);
     l.parts.clear();
+    basement.apply(key, m.ts, new, horizon)
 }
 
 /// Splits a leaf into pieces of about `target_bytes`; later pieces come with their pivot.
@@ -426,7 +438,7 @@ fn split_leaf(
     let entries = l.into_entries();
     let total: usize = entries
         .iter()
-        .map(|(k, v)| k.len() + v.len() + super::node::ENTRY_OVERHEAD_BYTES)
+        .map(|(k, e)| super::node::entry_bytes(k, e))
         .sum();
     let pieces_n = total.div_ceil(target_bytes.max(1)).max(2);
     let per_piece = total.div_ceil(pieces_n);
@@ -434,7 +446,7 @@ fn split_leaf(
     let mut current = BTreeMap::new();
     let mut bytes = 0;
     for (k, v) in entries {
-        let sz = k.len() + v.len() + super::node::ENTRY_OVERHEAD_BYTES;
+        let sz = super::node::entry_bytes(&k, &v);
         if bytes > 0 && bytes + sz > per_piece {
             pieces.push(NodeBody::Leaf(Leaf::from_entries(
                 std::mem::take(&mut current),

@@ -1,4 +1,4 @@
-//! The byte format of a node block (version 1; `docs/format-node.md` is the reference).
+//! The byte format of a node block (version 2; `docs/format-node.md` is the reference).
 //! A block is a header (kind, height, partition descriptors, pivots, child ids, CRC) followed
 //! by partitions — message buffers for internal nodes, basements for leaves — each compressed
 //! and checksummed on its own so that one basement can be read and checked alone.
@@ -6,23 +6,27 @@
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
 
-use super::msg::{MsgBuffer, MsgOp, Msn};
+use super::entry::{Entry, Version};
+use super::msg::{Msg, MsgBuffer, MsgOp, Msn};
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
 use crate::bytes::Reader;
 use crate::codec::{checksum, compress, decompress};
+use crate::mvcc::Ts;
 use crate::Compression;
 use std::collections::BTreeMap;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
-pub const NODE_FORMAT_VERSION: u8 = 1;
+/// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
+pub const NODE_FORMAT_VERSION: u8 = 2;
 const KIND_LEAF: u8 = 0;
 const KIND_INTERNAL: u8 = 1;
 /// Bytes before the partition descriptors.
 pub const FIXED_HEADER_BYTES: usize = 20;
 const DESC_BYTES: usize = 20;
-/// Entry kind of a plain committed value in a basement (others are reserved for MVCC).
-const ENTRY_PLAIN: u8 = 0;
+/// Version flags in a leaf entry.
+const VERSION_VALUE: u8 = 0;
+const VERSION_TOMBSTONE: u8 = 1;
 
 /// The decoded header of a node block: enough to route a lookup and to find one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -295,14 +299,24 @@ pub enum Partition {
     Buffer(MsgBuffer),
 }
 
-/// The raw (uncompressed) bytes of a basement.
+/// The raw (uncompressed) bytes of a basement: a count, then each entry's key and its
+/// versions newest first.
 pub fn encode_basement(b: &Basement) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + b.bytes());
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    for (k, v) in b.iter() {
-        out.push(ENTRY_PLAIN);
+    for (k, e) in b.iter() {
         put_bytes(&mut out, k);
-        put_bytes(&mut out, v);
+        out.extend_from_slice(&(e.version_count() as u32).to_le_bytes());
+        for v in e.versions() {
+            out.extend_from_slice(&v.ts.0.to_le_bytes());
+            match &v.value {
+                Some(value) => {
+                    out.push(VERSION_VALUE);
+                    put_bytes(&mut out, value);
+                }
+                None => out.push(VERSION_TOMBSTONE),
+            }
+        }
     }
     out
 }
@@ -313,31 +327,48 @@ pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
     let mut entries = BTreeMap::new();
     let mut last: Option<Vec<u8>> = None;
     for _ in 0..n {
-        let kind = r.u8()?;
-        if kind != ENTRY_PLAIN {
-            return Err(format!("unknown leaf entry kind {kind}"));
-        }
         let k = r.bytes()?;
-        let v = r.bytes()?;
+        let entry = decode_entry(&mut r)?;
         if last.as_ref().is_some_and(|l| *l >= k) {
             return Err("basement keys out of order".into());
         }
         last = Some(k.clone());
-        entries.insert(k, v);
+        entries.insert(k, entry);
     }
     r.finish()?;
     Ok(Basement::from_entries(entries))
+}
+
+fn decode_entry(r: &mut Reader<'_>) -> Result<Entry, String> {
+    let count = r.u32()? as usize;
+    // Each version takes at least 9 bytes: a count beyond that is corruption, not an
+    // allocation to attempt.
+    if count == 0 || count > r.remaining() / 9 {
+        return Err(format!("leaf entry with {count} versions"));
+    }
+    let mut versions = Vec::with_capacity(count);
+    for _ in 0..count {
+        let ts = Ts(r.u64()?);
+        let value = match r.u8()? {
+            VERSION_VALUE => Some(r.bytes()?),
+            VERSION_TOMBSTONE => None,
+            flag => return Err(format!("unknown version flag {flag}")),
+        };
+        versions.push(Version { ts, value });
+    }
+    Entry::from_versions(versions)
 }
 
 fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + b.bytes());
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
     for (k, list) in b.iter() {
-        for (msn, op) in list {
-            out.extend_from_slice(&msn.0.to_le_bytes());
-            out.push(op.code());
+        for m in list {
+            out.extend_from_slice(&m.msn.0.to_le_bytes());
+            out.extend_from_slice(&m.ts.0.to_le_bytes());
+            out.push(m.op.code());
             put_bytes(&mut out, k);
-            put_bytes(&mut out, op.payload());
+            put_bytes(&mut out, m.op.payload());
         }
     }
     out
@@ -347,20 +378,21 @@ fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
     let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
     let mut b = MsgBuffer::new();
-    let mut last: Option<(Vec<u8>, Msn)> = None;
+    let mut last: Option<(Vec<u8>, Msn, Ts)> = None;
     for _ in 0..n {
         let msn = Msn(r.u64()?);
+        let ts = Ts(r.u64()?);
         let code = r.u8()?;
         let k = r.bytes()?;
         let payload = r.bytes()?;
         let op = MsgOp::from_code(code, payload).ok_or_else(|| format!("bad message op {code}"))?;
-        if let Some((lk, lm)) = &last {
-            if (lk, *lm) >= (&k, msn) {
+        if let Some((lk, lm, lts)) = &last {
+            if (lk, *lm) >= (&k, msn) || (*lk == k && *lts > ts) {
                 return Err("buffer messages out of order".into());
             }
         }
-        last = Some((k.clone(), msn));
-        b.push(k, msn, op);
+        last = Some((k.clone(), msn, ts));
+        b.push(k, Msg { msn, ts, op });
     }
     r.finish()?;
     Ok(b)
@@ -390,10 +422,11 @@ mod tests {
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)
             .map(|i| {
-                (
-                    format!("key{i:05}").into_bytes(),
-                    vec![(i % 7) as u8; (i % 50) as usize],
-                )
+                let mut e = Entry::new(Ts(100), Some(vec![(i % 7) as u8; (i % 50) as usize]));
+                if i % 3 == 0 {
+                    e.push(Ts(200 + i as u64), None, Ts(0));
+                }
+                (format!("key{i:05}").into_bytes(), e)
             })
             .collect();
         NodeBody::Leaf(Leaf::from_entries(entries, 512))
@@ -401,9 +434,14 @@ mod tests {
 
     fn sample_internal() -> NodeBody {
         let mut buffers = vec![MsgBuffer::new(), MsgBuffer::new(), MsgBuffer::new()];
-        buffers[0].push(b"a".to_vec(), Msn(1), MsgOp::Put(b"x".to_vec()));
-        buffers[1].push(b"m".to_vec(), Msn(2), MsgOp::Delete);
-        buffers[2].push(b"z".to_vec(), Msn(3), MsgOp::Update(vec![1, 2]));
+        let msg = |msn, op| Msg {
+            msn: Msn(msn),
+            ts: Ts(1000 + msn),
+            op,
+        };
+        buffers[0].push(b"a".to_vec(), msg(1, MsgOp::Put(b"x".to_vec())));
+        buffers[1].push(b"m".to_vec(), msg(2, MsgOp::Delete));
+        buffers[2].push(b"z".to_vec(), msg(3, MsgOp::Update(vec![1, 2])));
         NodeBody::Internal(Internal::new(
             1,
             vec![b"k".to_vec(), b"t".to_vec()],

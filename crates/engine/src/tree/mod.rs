@@ -14,6 +14,7 @@
 //! `apply`; recovery calls the same `apply`.
 
 mod cursor;
+pub(crate) mod entry;
 mod evict;
 mod flush;
 pub(crate) mod format;
@@ -33,6 +34,7 @@ pub use verify::TreeShape;
 use crate::block::{BlockFile, NodeId};
 use crate::cache::Cache;
 use crate::counters::EngineStats;
+use crate::mvcc::{SnapshotGuard, Snapshots, Ts};
 use crate::{Compression, Error, Result, TreeOptions};
 use msg::Msn;
 use node::{Leaf, Node, NodeBody};
@@ -93,6 +95,7 @@ pub struct Tree {
     cache: Arc<Cache>,
     merge: Arc<MergeFn>,
     stats: Arc<EngineStats>,
+    snapshots: Arc<Snapshots>,
 }
 
 impl std::fmt::Debug for Tree {
@@ -110,6 +113,7 @@ pub(crate) struct TreeContext {
     pub cache: Arc<Cache>,
     pub merge: Arc<MergeFn>,
     pub stats: Arc<EngineStats>,
+    pub snapshots: Arc<Snapshots>,
 }
 
 impl Tree {
@@ -157,6 +161,7 @@ impl Tree {
             cache: ctx.cache,
             merge: ctx.merge,
             stats: ctx.stats,
+            snapshots: ctx.snapshots,
         })
     }
 
@@ -176,22 +181,31 @@ impl Tree {
         &self.file
     }
 
-    /// Applies one change (already logged by the caller). Does not evict: the caller holds
-    /// the environment's apply lock and evicts after releasing it.
-    pub(crate) fn apply(&self, key: &[u8], op: MsgOp) -> Result<()> {
-        self.with_write(|t, st| t.inject(st, key, &op))
+    /// Applies one change of the commit with timestamp `ts` (already logged by the caller).
+    /// Does not evict: the caller holds the environment's apply lock and evicts after
+    /// releasing it.
+    pub(crate) fn apply(&self, key: &[u8], ts: Ts, op: MsgOp) -> Result<()> {
+        self.with_write(|t, st| t.inject(st, key, ts, &op))
     }
 
-    /// The value of `key`, or `None`.
+    /// The newest committed value of `key`, or `None`. The snapshot is read under the tree's
+    /// lock, so no collection that ran before it can have removed what it needs (M2).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let v = self.with_read(|t, st| t.lookup(st, key))?;
+        let v = self.with_read(|t, st| t.lookup(st, key, t.snapshots.visible()))?;
         self.evict_if_needed()?;
         Ok(v)
     }
 
-    /// A cursor over the tree in key order.
-    pub fn cursor(self: &Arc<Self>) -> Cursor {
-        Cursor::new(self.clone())
+    /// The value of `key` as of a registered snapshot.
+    pub(crate) fn get_at(&self, key: &[u8], snapshot: &SnapshotGuard) -> Result<Option<Vec<u8>>> {
+        let v = self.with_read(|t, st| t.lookup(st, key, snapshot.ts()))?;
+        self.evict_if_needed()?;
+        Ok(v)
+    }
+
+    /// A cursor over the tree in key order, reading as of `snapshot`.
+    pub(crate) fn cursor(self: &Arc<Self>, snapshot: Arc<SnapshotGuard>) -> Cursor {
+        Cursor::new(self.clone(), snapshot)
     }
 
     /// One flush pass at the root; true if it moved anything.

@@ -1,7 +1,9 @@
 //! Messages: the unit of change in a B-epsilon tree. A message carries a sequence number
-//! (MSN, increasing per tree) and is applied to a leaf entry when it reaches the leaf.
-//! `MsgBuffer` holds one child's pending messages, ordered by key then MSN.
+//! (MSN, increasing per tree) and the timestamp of the commit that sent it, and is applied to
+//! a leaf entry as a new version when it reaches the leaf. `MsgBuffer` holds one child's
+//! pending messages, ordered by key then MSN.
 
+use crate::mvcc::Ts;
 use std::collections::BTreeMap;
 
 /// Message sequence number: later messages for the same key have larger MSNs.
@@ -45,6 +47,15 @@ impl MsgOp {
     }
 }
 
+/// One buffered message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    pub msn: Msn,
+    /// The commit that sent it: readers at snapshots below it skip it.
+    pub ts: Ts,
+    pub op: MsgOp,
+}
+
 /// The merge callback: given the key, the current value (if any) and an update payload,
 /// returns the new value (`None` deletes the entry).
 pub type MergeFn = dyn Fn(&[u8], Option<&[u8]>, &[u8]) -> Option<Vec<u8>> + Send + Sync;
@@ -58,13 +69,13 @@ pub fn apply(merge: &MergeFn, key: &[u8], current: Option<Vec<u8>>, op: &MsgOp) 
     }
 }
 
-/// Fixed per-message overhead counted against node sizes (MSN, op code, lengths).
-pub const MSG_OVERHEAD_BYTES: usize = 8 + 1 + 4 + 4;
+/// Fixed per-message overhead counted against node sizes (MSN, timestamp, op code, lengths).
+pub const MSG_OVERHEAD_BYTES: usize = 8 + 8 + 1 + 4 + 4;
 
 /// One child's pending messages, by key and MSN.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MsgBuffer {
-    msgs: BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>>,
+    msgs: BTreeMap<Vec<u8>, Vec<Msg>>,
     bytes: usize,
     count: usize,
 }
@@ -75,15 +86,16 @@ impl MsgBuffer {
     }
 
     /// Adds a message; MSNs for one key must arrive in increasing order.
-    pub fn push(&mut self, key: Vec<u8>, msn: Msn, op: MsgOp) {
-        self.bytes += MSG_OVERHEAD_BYTES + key.len() + op.payload().len();
+    pub fn push(&mut self, key: Vec<u8>, msg: Msg) {
+        self.bytes += MSG_OVERHEAD_BYTES + key.len() + msg.op.payload().len();
         self.count += 1;
         let list = self.msgs.entry(key).or_default();
         assert!(
-            list.last().is_none_or(|(last, _)| *last < msn),
-            "messages for one key must arrive in MSN order"
+            list.last()
+                .is_none_or(|last| last.msn < msg.msn && last.ts <= msg.ts),
+            "messages for one key must arrive in MSN and commit order"
         );
-        list.push((msn, op));
+        list.push(msg);
     }
 
     /// Serialized size of the buffer's messages (what it weighs against the node size).
@@ -100,12 +112,12 @@ impl MsgBuffer {
     }
 
     /// Pending messages for `key`, oldest first.
-    pub fn get(&self, key: &[u8]) -> &[(Msn, MsgOp)] {
+    pub fn get(&self, key: &[u8]) -> &[Msg] {
         self.msgs.get(key).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// All messages in (key, MSN) order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &[(Msn, MsgOp)])> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &[Msg])> {
         self.msgs.iter().map(|(k, v)| (k, v.as_slice()))
     }
 
@@ -114,7 +126,7 @@ impl MsgBuffer {
         &'a self,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
-    ) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a [(Msn, MsgOp)])> + 'a {
+    ) -> impl DoubleEndedIterator<Item = (&'a Vec<u8>, &'a [Msg])> + 'a {
         use std::ops::Bound;
         let lo = lo.map_or(Bound::Unbounded, |k| Bound::Included(k.to_vec()));
         let hi = hi.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
@@ -122,7 +134,7 @@ impl MsgBuffer {
     }
 
     /// Takes every message, leaving the buffer empty.
-    pub fn take_all(&mut self) -> BTreeMap<Vec<u8>, Vec<(Msn, MsgOp)>> {
+    pub fn take_all(&mut self) -> BTreeMap<Vec<u8>, Vec<Msg>> {
         self.bytes = 0;
         self.count = 0;
         std::mem::take(&mut self.msgs)
@@ -133,8 +145,8 @@ impl MsgBuffer {
         let upper = self.msgs.split_off(pivot);
         let mut other = MsgBuffer::new();
         for (k, list) in upper {
-            for (msn, op) in list {
-                other.push(k.clone(), msn, op);
+            for msg in list {
+                other.push(k.clone(), msg);
             }
         }
         self.recount();
@@ -145,8 +157,8 @@ impl MsgBuffer {
     /// out of order; used when merging siblings whose key ranges are disjoint).
     pub fn absorb(&mut self, other: MsgBuffer) {
         for (k, list) in other.msgs {
-            for (msn, op) in list {
-                self.push(k.clone(), msn, op);
+            for msg in list {
+                self.push(k.clone(), msg);
             }
         }
     }
@@ -158,7 +170,7 @@ impl MsgBuffer {
             .iter()
             .flat_map(|(k, l)| {
                 l.iter()
-                    .map(move |(_, op)| MSG_OVERHEAD_BYTES + k.len() + op.payload().len())
+                    .map(move |m| MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len())
             })
             .sum();
     }
@@ -168,11 +180,19 @@ impl MsgBuffer {
 mod tests {
     use super::*;
 
+    fn msg(msn: u64, op: MsgOp) -> Msg {
+        Msg {
+            msn: Msn(msn),
+            ts: Ts(msn),
+            op,
+        }
+    }
+
     #[test]
     fn split_and_absorb_keep_counts() {
         let mut b = MsgBuffer::new();
         for i in 0..10u8 {
-            b.push(vec![i], Msn(i as u64 + 1), MsgOp::Put(vec![i; 3]));
+            b.push(vec![i], msg(i as u64 + 1, MsgOp::Put(vec![i; 3])));
         }
         let total = b.bytes();
         let upper = b.split_off(&[5]);
@@ -185,10 +205,10 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "MSN order")]
+    #[should_panic(expected = "MSN and commit order")]
     fn out_of_order_msns_are_refused() {
         let mut b = MsgBuffer::new();
-        b.push(vec![1], Msn(5), MsgOp::Delete);
-        b.push(vec![1], Msn(4), MsgOp::Delete);
+        b.push(vec![1], msg(5, MsgOp::Delete));
+        b.push(vec![1], msg(4, MsgOp::Delete));
     }
 }

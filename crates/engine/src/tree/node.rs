@@ -10,8 +10,10 @@
 //! N3. a dirty node has every partition loaded (so it can be written whole); only a clean
 //!     node, whose descriptors describe its on-disk image, has evicted partitions.
 
+use super::entry::{Applied, Entry};
 use super::msg::MsgBuffer;
 use crate::block::NodeId;
+use crate::mvcc::Ts;
 use crate::Compression;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,11 +31,16 @@ pub struct PartDesc {
     pub codec: Compression,
 }
 
-/// A leaf partition: sorted key/value entries.
+/// A leaf partition: sorted keys, each with its committed versions (`entry.rs`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Basement {
-    entries: BTreeMap<Vec<u8>, Vec<u8>>,
+    entries: BTreeMap<Vec<u8>, Entry>,
     bytes: usize,
+}
+
+/// Bytes an entry weighs against node sizes.
+pub fn entry_bytes(key: &[u8], e: &Entry) -> usize {
+    ENTRY_OVERHEAD_BYTES + key.len() + e.bytes()
 }
 
 impl Basement {
@@ -41,22 +48,47 @@ impl Basement {
         Self::default()
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&Vec<u8>> {
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.entries.get(key)
     }
 
-    pub fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
-        let klen = key.len();
-        let old = match value {
-            Some(v) => {
-                self.bytes += ENTRY_OVERHEAD_BYTES + klen + v.len();
-                self.entries.insert(key, v)
+    /// Records the version that commit `ts` gives `key` (`None` deletes), collecting the
+    /// versions no snapshot at or after `horizon` can see (M2).
+    pub fn apply(&mut self, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
+        let Some(entry) = self.entries.get_mut(key) else {
+            if value.is_some() || ts > horizon {
+                let e = Entry::new(ts, value);
+                self.bytes += entry_bytes(key, &e);
+                self.entries.insert(key.to_vec(), e);
             }
-            None => self.entries.remove(&key),
+            return Applied::default();
         };
-        if let Some(old) = old {
-            self.bytes -= ENTRY_OVERHEAD_BYTES + klen + old.len();
+        let before = entry_bytes(key, entry);
+        let applied = entry.push(ts, value, horizon);
+        let dead = entry.is_dead(horizon);
+        let after = entry_bytes(key, entry);
+        self.bytes = self.bytes + after - before;
+        if dead {
+            self.bytes -= after;
+            self.entries.remove(key);
         }
+        applied
+    }
+
+    /// Collects every entry against `horizon` (before the basement is written).
+    pub fn collect(&mut self, horizon: Ts) -> u64 {
+        let mut collected = 0;
+        let mut bytes = 0;
+        self.entries.retain(|k, e| {
+            collected += e.collect(horizon);
+            let keep = !e.is_dead(horizon);
+            if keep {
+                bytes += entry_bytes(k, e);
+            }
+            keep
+        });
+        self.bytes = bytes;
+        collected
     }
 
     pub fn bytes(&self) -> usize {
@@ -67,19 +99,16 @@ impl Basement {
         self.entries.len()
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Vec<u8>)> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Entry)> {
         self.entries.iter()
     }
 
-    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
         self.entries
     }
 
-    pub fn from_entries(entries: BTreeMap<Vec<u8>, Vec<u8>>) -> Self {
-        let bytes = entries
-            .iter()
-            .map(|(k, v)| ENTRY_OVERHEAD_BYTES + k.len() + v.len())
-            .sum();
+    pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>) -> Self {
+        let bytes = entries.iter().map(|(k, e)| entry_bytes(k, e)).sum();
         Basement { entries, bytes }
     }
 
@@ -112,13 +141,13 @@ impl Leaf {
     }
 
     /// Builds a leaf from sorted entries, cutting basements at `basement_bytes`.
-    pub fn from_entries(entries: BTreeMap<Vec<u8>, Vec<u8>>, basement_bytes: usize) -> Self {
+    pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>, basement_bytes: usize) -> Self {
         let mut pivots = Vec::new();
         let mut basements = Vec::new();
         let mut current = BTreeMap::new();
         let mut current_bytes = 0;
         for (k, v) in entries {
-            let sz = ENTRY_OVERHEAD_BYTES + k.len() + v.len();
+            let sz = entry_bytes(&k, &v);
             if current_bytes > 0 && current_bytes + sz > basement_bytes {
                 pivots.push(k.clone());
                 basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
@@ -149,7 +178,7 @@ impl Leaf {
     }
 
     /// All entries of a fully loaded leaf, consuming it.
-    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
         let mut all = BTreeMap::new();
         for b in self.basements {
             all.append(&mut b.expect("leaf must be fully loaded").into_entries());

@@ -118,10 +118,12 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
         // background flusher cannot step in; then a flush must ask for the whole root.
         let mut st = tree.write_state();
         let root = st.root;
+        // Stamped as the newest visible commit, so that reads below see them.
+        let ts = tree.snapshots.visible();
         for i in 2000..2600 {
             let put = MsgOp::Put(b"second".to_vec());
             assert!(
-                tree.inject(&mut st, &key(i), &put).is_ok(),
+                tree.inject(&mut st, &key(i), ts, &put).is_ok(),
                 "root is cached"
             );
         }

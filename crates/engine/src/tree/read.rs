@@ -1,10 +1,16 @@
-//! Reads under the shared lock: point lookups (descend, gather the key's buffered messages,
-//! apply them to the leaf entry) and leaf-range scans for cursors (a whole leaf's entries
-//! merged with every buffered message for its key range). Nothing here changes the tree.
+//! Reads under the shared lock, as of a snapshot: point lookups (descend, gather the key's
+//! buffered messages, apply those the snapshot sees to the version of the leaf entry it sees)
+//! and leaf-range scans for cursors (a whole leaf's entries merged with every buffered message
+//! for its key range). Nothing here changes the tree.
+//!
+//! A leaf entry's versions are all older than any message buffered above it for the same key
+//! (messages move down in MSN order), so the snapshot's value is: the entry's newest version
+//! at or below the snapshot, then the buffered messages at or below it in MSN order.
 
-use super::msg::{self, MsgBuffer, MsgOp, Msn};
+use super::msg::{self, Msg, MsgBuffer};
 use super::node::NodeBody;
 use super::{Load, Stall, Step, Tree, TreeState};
+use crate::mvcc::Ts;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
@@ -28,9 +34,9 @@ pub(crate) struct LeafBatch {
 }
 
 impl Tree {
-    /// Point lookup.
-    pub(crate) fn lookup(&self, st: &TreeState, key: &[u8]) -> Step<Option<Vec<u8>>> {
-        let mut pending: Vec<(Msn, &MsgOp)> = Vec::new();
+    /// Point lookup as of `snapshot`.
+    pub(crate) fn lookup(&self, st: &TreeState, key: &[u8], snapshot: Ts) -> Step<Option<Vec<u8>>> {
+        let mut pending: Vec<&Msg> = Vec::new();
         let mut id = st.root;
         let base = loop {
             let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
@@ -41,7 +47,7 @@ impl Tree {
                     let buffer = n.buffers[c]
                         .as_ref()
                         .ok_or(Stall::Load(Load::Partition(id, c)))?;
-                    pending.extend(buffer.get(key).iter().map(|(m, op)| (*m, op)));
+                    pending.extend(buffer.get(key).iter().filter(|m| m.ts <= snapshot));
                     id = n.children[c];
                 }
                 NodeBody::Leaf(l) => {
@@ -49,19 +55,24 @@ impl Tree {
                     let basement = l.basements[b]
                         .as_ref()
                         .ok_or(Stall::Load(Load::Partition(id, b)))?;
-                    break basement.get(key).cloned();
+                    break basement
+                        .get(key)
+                        .and_then(|e| e.value_at(snapshot))
+                        .cloned();
                 }
             }
         };
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
-        pending.sort_by_key(|(m, _)| *m);
-        Ok(pending
-            .into_iter()
-            .fold(base, |cur, (_, op)| msg::apply(&*self.merge, key, cur, op)))
+        Ok(fold_messages(&*self.merge, key, base, pending))
     }
 
-    /// The merged contents of one leaf's range.
-    pub(crate) fn scan_leaf(&self, st: &TreeState, target: &Target) -> Step<LeafBatch> {
+    /// The merged contents of one leaf's range as of `snapshot`.
+    pub(crate) fn scan_leaf(
+        &self,
+        st: &TreeState,
+        target: &Target,
+        snapshot: Ts,
+    ) -> Step<LeafBatch> {
         let mut buffers: Vec<&MsgBuffer> = Vec::new();
         let (mut lo, mut hi): (Option<&Vec<u8>>, Option<&Vec<u8>>) = (None, None);
         let mut id = st.root;
@@ -94,25 +105,22 @@ impl Tree {
         };
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
         for b in leaf.basements.iter().flatten() {
-            for (k, v) in b.iter() {
-                merged.insert(k, Some(v.clone()));
+            for (k, e) in b.iter() {
+                if let Some(v) = e.value_at(snapshot) {
+                    merged.insert(k, Some(v.clone()));
+                }
             }
         }
-        let mut msgs: BTreeMap<&[u8], Vec<(Msn, &MsgOp)>> = BTreeMap::new();
+        let mut msgs: BTreeMap<&[u8], Vec<&Msg>> = BTreeMap::new();
         for buf in buffers {
             for (k, list) in buf.range(lo.map(Vec::as_slice), hi.map(Vec::as_slice)) {
-                msgs.entry(k)
-                    .or_default()
-                    .extend(list.iter().map(|(m, op)| (*m, op)));
+                let seen = list.iter().filter(|m| m.ts <= snapshot);
+                msgs.entry(k).or_default().extend(seen);
             }
         }
-        for (k, mut list) in msgs {
-            list.sort_by_key(|(m, _)| *m);
+        for (k, list) in msgs {
             let cur = merged.get(k).cloned().flatten();
-            let v = list
-                .into_iter()
-                .fold(cur, |cur, (_, op)| msg::apply(&*self.merge, k, cur, op));
-            merged.insert(k, v);
+            merged.insert(k, fold_messages(&*self.merge, k, cur, list));
         }
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
         Ok(LeafBatch {
@@ -124,4 +132,17 @@ impl Tree {
             hi: hi.cloned(),
         })
     }
+}
+
+/// Applies the messages a snapshot sees, in MSN order, to the value below them.
+fn fold_messages(
+    merge: &msg::MergeFn,
+    key: &[u8],
+    base: Option<Vec<u8>>,
+    mut pending: Vec<&Msg>,
+) -> Option<Vec<u8>> {
+    pending.sort_by_key(|m| m.msn);
+    pending
+        .into_iter()
+        .fold(base, |cur, m| msg::apply(merge, key, cur, &m.op))
 }

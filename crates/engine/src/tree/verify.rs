@@ -8,6 +8,7 @@ use super::{Stall, Tree};
 use crate::block::NodeId;
 use crate::{Category, Error, Location, Result};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// The shape of a tree as `verify_report` found it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,7 +60,7 @@ impl Tree {
             self.file.verify()?;
         }
         let mut cursor_count = 0u64;
-        let mut c = super::Cursor::new(self.clone());
+        let mut c = super::Cursor::new(self.clone(), Arc::new(self.snapshots.register()));
         c.seek_to_first()?;
         let mut last: Option<Vec<u8>> = None;
         while c.valid() {

@@ -46,7 +46,9 @@ mod reader;
 mod record;
 mod writer;
 
-pub use frame::{Lsn, FILE_HEADER_BYTES, FORMAT_VERSION, FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES};
+pub use frame::{
+    frame_len, Lsn, FILE_HEADER_BYTES, FORMAT_VERSION, FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES,
+};
 pub use reader::replay;
 
 /// The first LSN of the oldest log file in `dir`, `None` when there is no log yet.

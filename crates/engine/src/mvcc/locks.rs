@@ -1,0 +1,225 @@
+//! Key locks and write-write conflict detection (first writer wins, never waits).
+//!
+//! Each locked or recently committed key has an entry: the transaction holding it exclusively
+//! (a writer), those holding it shared (serializable readers), and the timestamp of the last
+//! commit that wrote it. A request conflicts at once — `Error::WriteConflict`, no waiting, so
+//! no deadlock — when:
+//! - L1. another live transaction holds the key exclusively, or (for an exclusive request)
+//!   shared; two shared holders never conflict;
+//! - L2. a commit newer than the requester's snapshot wrote the key (the requester would
+//!   overwrite or depend on a version it cannot see).
+//!
+//! An entry with no holder is kept while its commit timestamp is above the horizon (some live
+//! snapshot may still request the key, L2) and pruned after.
+//!
+//! It must never: block, or forget a commit timestamp that a live snapshot is older than.
+
+use super::{Ts, TxnId};
+use parking_lot::Mutex;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const SHARDS: usize = 64;
+
+/// How a key is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    Shared,
+    Exclusive,
+}
+
+/// A lock request was refused: someone else holds the key, or wrote it after the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Held(TxnId),
+    NewerCommit(Ts),
+}
+
+#[derive(Debug, Default)]
+struct LockEntry {
+    writer: Option<TxnId>,
+    readers: Vec<TxnId>,
+    last_commit: Ts,
+}
+
+impl LockEntry {
+    fn is_free(&self) -> bool {
+        self.writer.is_none() && self.readers.is_empty()
+    }
+}
+
+type LockKey = (u64, Vec<u8>);
+
+/// The lock table, sharded by key hash.
+#[derive(Debug)]
+pub struct LockTable {
+    shards: Vec<Mutex<HashMap<LockKey, LockEntry>>>,
+    entries: AtomicUsize,
+    prune_at: AtomicUsize,
+}
+
+impl Default for LockTable {
+    fn default() -> Self {
+        LockTable {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            entries: AtomicUsize::new(0),
+            prune_at: AtomicUsize::new(4096),
+        }
+    }
+}
+
+impl LockTable {
+    fn shard(&self, tree: u64, key: &[u8]) -> &Mutex<HashMap<LockKey, LockEntry>> {
+        let mut h = DefaultHasher::new();
+        tree.hash(&mut h);
+        key.hash(&mut h);
+        &self.shards[(h.finish() as usize) % SHARDS]
+    }
+
+    /// Takes `key` of `tree` for `txn` reading at `snapshot`, or says why not (L1, L2).
+    /// Taking a key already held in the same or a weaker mode by `txn` is allowed.
+    pub fn acquire(
+        &self,
+        txn: TxnId,
+        snapshot: Ts,
+        tree: u64,
+        key: &[u8],
+        mode: LockMode,
+    ) -> Result<(), Refusal> {
+        let mut shard = self.shard(tree, key).lock();
+        let entry = match shard.get_mut(&(tree, key.to_vec())) {
+            Some(e) => e,
+            None => {
+                self.entries.fetch_add(1, Ordering::Relaxed);
+                shard.entry((tree, key.to_vec())).or_default()
+            }
+        };
+        if let Some(w) = entry.writer.filter(|w| *w != txn) {
+            return Err(Refusal::Held(w));
+        }
+        if mode == LockMode::Exclusive {
+            if let Some(r) = entry.readers.iter().find(|r| **r != txn) {
+                return Err(Refusal::Held(*r));
+            }
+        }
+        if entry.last_commit > snapshot {
+            return Err(Refusal::NewerCommit(entry.last_commit));
+        }
+        match mode {
+            LockMode::Exclusive => entry.writer = Some(txn),
+            LockMode::Shared if !entry.readers.contains(&txn) && entry.writer != Some(txn) => {
+                entry.readers.push(txn)
+            }
+            LockMode::Shared => {}
+        }
+        Ok(())
+    }
+
+    /// Releases what `txn` holds on `key`; `committed` is the commit's timestamp when the
+    /// transaction wrote the key. Entries no snapshot needs any more go (at or below
+    /// `horizon`).
+    pub fn release(&self, txn: TxnId, tree: u64, key: &[u8], committed: Option<Ts>, horizon: Ts) {
+        let mut shard = self.shard(tree, key).lock();
+        let k = (tree, key.to_vec());
+        let Some(entry) = shard.get_mut(&k) else {
+            return;
+        };
+        if entry.writer == Some(txn) {
+            entry.writer = None;
+        }
+        entry.readers.retain(|r| *r != txn);
+        if let Some(ts) = committed {
+            entry.last_commit = entry.last_commit.max(ts);
+        }
+        if entry.is_free() && entry.last_commit <= horizon {
+            shard.remove(&k);
+            self.entries.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops free entries at or below `horizon` once the table has doubled since the last
+    /// prune (amortized O(1) per commit).
+    pub fn maybe_prune(&self, horizon: Ts) {
+        let n = self.entries.load(Ordering::Relaxed);
+        if n < self.prune_at.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut left = 0;
+        for shard in &self.shards {
+            let mut s = shard.lock();
+            s.retain(|_, e| !(e.is_free() && e.last_commit <= horizon));
+            left += s.len();
+        }
+        self.entries.store(left, Ordering::Relaxed);
+        self.prune_at.store((2 * left).max(4096), Ordering::Relaxed);
+    }
+
+    /// Entries in the table (held keys and recent commits a snapshot may still conflict with).
+    pub fn len(&self) -> usize {
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LockMode::*;
+
+    #[test]
+    fn writers_conflict_readers_do_not() {
+        let t = LockTable::default();
+        let (a, b, c) = (TxnId(1), TxnId(2), TxnId(3));
+        assert_eq!(t.acquire(a, Ts(10), 1, b"k", Shared), Ok(()));
+        assert_eq!(
+            t.acquire(b, Ts(10), 1, b"k", Shared),
+            Ok(()),
+            "readers share"
+        );
+        assert_eq!(
+            t.acquire(c, Ts(10), 1, b"k", Exclusive),
+            Err(Refusal::Held(a))
+        );
+        t.release(a, 1, b"k", None, Ts(10));
+        t.release(b, 1, b"k", None, Ts(10));
+        assert_eq!(t.acquire(c, Ts(10), 1, b"k", Exclusive), Ok(()));
+        assert_eq!(t.acquire(a, Ts(10), 1, b"k", Shared), Err(Refusal::Held(c)));
+        assert_eq!(t.acquire(c, Ts(10), 1, b"k", Shared), Ok(()), "own lock");
+    }
+
+    #[test]
+    fn a_commit_after_the_snapshot_refuses_the_key_until_the_horizon_passes_it() {
+        let t = LockTable::default();
+        let (a, b) = (TxnId(1), TxnId(2));
+        t.acquire(a, Ts(10), 1, b"k", Exclusive).expect("free");
+        t.release(a, 1, b"k", Some(Ts(20)), Ts(10));
+        assert_eq!(
+            t.acquire(b, Ts(15), 1, b"k", Exclusive),
+            Err(Refusal::NewerCommit(Ts(20)))
+        );
+        assert_eq!(t.acquire(b, Ts(20), 1, b"k", Exclusive), Ok(()));
+        t.release(b, 1, b"k", None, Ts(20));
+        assert!(t.is_empty(), "free and at the horizon: pruned");
+    }
+
+    #[test]
+    fn pruning_keeps_entries_a_snapshot_may_still_need() {
+        let t = LockTable::default();
+        for i in 0..5000u32 {
+            let k = i.to_le_bytes();
+            t.acquire(TxnId(1), Ts(0), 1, &k, Exclusive).expect("free");
+            t.release(TxnId(1), 1, &k, Some(Ts(100 + i as u64)), Ts(0));
+        }
+        t.maybe_prune(Ts(2099));
+        assert_eq!(t.len(), 3000);
+        assert_eq!(
+            t.acquire(TxnId(2), Ts(50), 1, &4999u32.to_le_bytes(), Exclusive),
+            Err(Refusal::NewerCommit(Ts(5099)))
+        );
+    }
+}

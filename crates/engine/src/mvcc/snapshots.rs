@@ -1,0 +1,152 @@
+//! Commit timestamps and the registry of open snapshots.
+//!
+//! A commit's timestamp (`Ts`) is the log position just past its commit record, so it grows
+//! with the log and across restarts (the log is never rewound below a durable checkpoint,
+//! M1 in docs/recovery.md). Every version in a leaf entry and every buffered message carries
+//! the timestamp of the commit that wrote it; a reader at snapshot `S` sees exactly the
+//! commits with `ts <= S`.
+//!
+//! The registry owns two numbers: `visible`, the newest commit every tree has fully applied
+//! (a new snapshot reads as of it), and the set of registered snapshots. The *horizon* is the
+//! oldest registered snapshot, or `visible` when none is registered: versions older than the
+//! newest one at or below the horizon can be seen by nobody and are collected (M2).
+//!
+//! It must never: hand out a snapshot below a horizon that collection already used (a new
+//! snapshot reads `visible`, which only grows, and the horizon never exceeds `visible`).
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A commit timestamp: the log position just past the commit record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Ts(pub u64);
+
+/// Open snapshots and the newest fully applied commit.
+#[derive(Debug)]
+pub struct Snapshots {
+    visible: AtomicU64,
+    /// Registered snapshot timestamp → (how many holders, when the oldest holder registered).
+    open: Mutex<BTreeMap<Ts, (usize, Instant)>>,
+}
+
+impl Snapshots {
+    pub fn new(visible: Ts) -> Arc<Snapshots> {
+        Arc::new(Snapshots {
+            visible: AtomicU64::new(visible.0),
+            open: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// The newest commit that every tree has fully applied.
+    pub fn visible(&self) -> Ts {
+        Ts(self.visible.load(Ordering::Acquire))
+    }
+
+    /// Publishes `ts` as applied everywhere. Commits are applied one at a time under the
+    /// environment's apply lock, so `ts` only grows.
+    pub fn publish(&self, ts: Ts) {
+        let prev = self.visible.swap(ts.0, Ordering::AcqRel);
+        assert!(
+            prev <= ts.0,
+            "commit timestamps go backwards: {prev} then {}",
+            ts.0
+        );
+    }
+
+    /// Registers a snapshot at the newest visible commit; the guard unregisters it.
+    pub fn register(self: &Arc<Self>) -> SnapshotGuard {
+        let mut open = self.open.lock();
+        // Read under the registry lock: a horizon computed before this point was at most
+        // `visible`, so nothing this snapshot needs has been collected (M2).
+        let ts = self.visible();
+        open.entry(ts).or_insert((0, Instant::now())).0 += 1;
+        SnapshotGuard {
+            registry: self.clone(),
+            ts,
+        }
+    }
+
+    /// The oldest timestamp any reader may still ask for (M2).
+    pub fn horizon(&self) -> Ts {
+        let open = self.open.lock();
+        match open.keys().next() {
+            Some(&oldest) => oldest,
+            None => self.visible(),
+        }
+    }
+
+    /// Registered snapshots (each holder counted).
+    pub fn open_count(&self) -> u64 {
+        self.open.lock().values().map(|(n, _)| *n as u64).sum()
+    }
+
+    /// Milliseconds since the oldest registered snapshot was taken (0 with none).
+    pub fn oldest_age_ms(&self) -> u64 {
+        let open = self.open.lock();
+        open.values()
+            .map(|(_, since)| since.elapsed().as_millis() as u64)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn release(&self, ts: Ts) {
+        let mut open = self.open.lock();
+        let slot = open.get_mut(&ts).expect("released snapshot was registered");
+        slot.0 -= 1;
+        if slot.0 == 0 {
+            open.remove(&ts);
+        }
+    }
+}
+
+/// A registered snapshot; versions it can see are kept until it is dropped.
+#[derive(Debug)]
+pub struct SnapshotGuard {
+    registry: Arc<Snapshots>,
+    ts: Ts,
+}
+
+impl SnapshotGuard {
+    pub fn ts(&self) -> Ts {
+        self.ts
+    }
+}
+
+impl Drop for SnapshotGuard {
+    fn drop(&mut self) {
+        self.registry.release(self.ts);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn horizon_is_the_oldest_registered_snapshot_else_visible() {
+        let s = Snapshots::new(Ts(10));
+        assert_eq!(s.horizon(), Ts(10));
+        let a = s.register();
+        s.publish(Ts(20));
+        let b = s.register();
+        assert_eq!((a.ts(), b.ts()), (Ts(10), Ts(20)));
+        assert_eq!(s.horizon(), Ts(10));
+        drop(a);
+        assert_eq!(s.horizon(), Ts(20));
+        s.publish(Ts(30));
+        assert_eq!(s.horizon(), Ts(20));
+        drop(b);
+        assert_eq!(s.horizon(), Ts(30));
+        assert_eq!(s.open_count(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "backwards")]
+    fn timestamps_never_go_backwards() {
+        let s = Snapshots::new(Ts(10));
+        s.publish(Ts(9));
+    }
+}

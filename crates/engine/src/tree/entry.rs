@@ -1,0 +1,206 @@
+//! Leaf entries: the committed versions of one key, newest first, each stamped with the
+//! timestamp of the commit that wrote it (a tombstone is a version without a value). A reader
+//! at snapshot `S` sees the newest version with `ts <= S`. Versions nobody can see any more
+//! are collected against the horizon (M2 in docs/recovery.md): when a message is applied and
+//! before a leaf is written.
+//!
+//! Uncommitted writes never reach a leaf: a transaction keeps them in its write set until
+//! commit (docs/transactions.md), so every version here is committed.
+
+use crate::mvcc::Ts;
+
+/// Bytes a version costs against node sizes besides its value (timestamp, flag, length).
+pub const VERSION_OVERHEAD_BYTES: usize = 8 + 1 + 4;
+
+/// One committed version: a value, or `None` for a delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    pub ts: Ts,
+    pub value: Option<Vec<u8>>,
+}
+
+impl Version {
+    fn bytes(&self) -> usize {
+        VERSION_OVERHEAD_BYTES + self.value.as_ref().map_or(0, Vec::len)
+    }
+}
+
+/// A key's versions. `older` is newest first and every timestamp there is below `newest.ts`
+/// (E1); most entries have no older version and so no second allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    newest: Version,
+    older: Vec<Version>,
+}
+
+/// What applying one version did, for the MVCC counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// The previous newest version was kept as an older one.
+    pub retained: u64,
+    /// Older versions dropped because no snapshot can see them.
+    pub collected: u64,
+}
+
+impl Applied {
+    pub fn add(&mut self, other: Applied) {
+        self.retained += other.retained;
+        self.collected += other.collected;
+    }
+}
+
+impl Entry {
+    pub fn new(ts: Ts, value: Option<Vec<u8>>) -> Entry {
+        Entry {
+            newest: Version { ts, value },
+            older: Vec::new(),
+        }
+    }
+
+    /// Builds an entry from versions newest first (decoding); checks E1.
+    pub fn from_versions(mut versions: Vec<Version>) -> Result<Entry, String> {
+        if versions.is_empty() {
+            return Err("leaf entry without a version".into());
+        }
+        if versions.windows(2).any(|w| w[0].ts <= w[1].ts) {
+            return Err("leaf entry versions are not newest first (E1)".into());
+        }
+        let newest = versions.remove(0);
+        Ok(Entry {
+            newest,
+            older: versions,
+        })
+    }
+
+    /// Versions newest first.
+    pub fn versions(&self) -> impl Iterator<Item = &Version> {
+        std::iter::once(&self.newest).chain(self.older.iter())
+    }
+
+    pub fn version_count(&self) -> usize {
+        1 + self.older.len()
+    }
+
+    /// The newest value (what a message applied now builds on).
+    pub fn newest_value(&self) -> Option<&Vec<u8>> {
+        self.newest.value.as_ref()
+    }
+
+    /// The value a reader at `snapshot` sees (`None`: absent or deleted at that snapshot).
+    pub fn value_at(&self, snapshot: Ts) -> Option<&Vec<u8>> {
+        self.versions()
+            .find(|v| v.ts <= snapshot)
+            .and_then(|v| v.value.as_ref())
+    }
+
+    /// Bytes of the versions against node sizes (key and entry overhead not included).
+    pub fn bytes(&self) -> usize {
+        self.versions().map(Version::bytes).sum()
+    }
+
+    /// Adds the version written by commit `ts` (not older than the newest, E1). A second
+    /// change by the same commit replaces its first. Then collects against `horizon`.
+    pub fn push(&mut self, ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
+        assert!(
+            ts >= self.newest.ts,
+            "versions must arrive in commit order (E1): {ts:?} after {:?}",
+            self.newest.ts
+        );
+        let mut applied = Applied::default();
+        let new = Version { ts, value };
+        if ts == self.newest.ts {
+            self.newest = new;
+        } else {
+            let old = std::mem::replace(&mut self.newest, new);
+            self.older.insert(0, old);
+            applied.retained = 1;
+        }
+        applied.collected = self.collect(horizon);
+        applied
+    }
+
+    /// Drops every version older than the newest one at or below `horizon` (M2); returns how
+    /// many.
+    pub fn collect(&mut self, horizon: Ts) -> u64 {
+        let keep = if self.newest.ts <= horizon {
+            0
+        } else {
+            // Keep the versions above the horizon and the first one at or below it.
+            match self.older.iter().position(|v| v.ts <= horizon) {
+                Some(i) => i + 1,
+                None => self.older.len(),
+            }
+        };
+        let dropped = self.older.len() - keep;
+        self.older.truncate(keep);
+        dropped as u64
+    }
+
+    /// A delete that every snapshot sees, with nothing older: the entry can go.
+    pub fn is_dead(&self, horizon: Ts) -> bool {
+        self.newest.value.is_none() && self.older.is_empty() && self.newest.ts <= horizon
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Option<Vec<u8>> {
+        Some(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn readers_see_the_newest_version_at_or_below_their_snapshot() {
+        let mut e = Entry::new(Ts(10), v("a"));
+        e.push(Ts(20), v("b"), Ts(5));
+        e.push(Ts(30), None, Ts(5));
+        assert_eq!(e.value_at(Ts(9)), None);
+        assert_eq!(e.value_at(Ts(10)), v("a").as_ref());
+        assert_eq!(e.value_at(Ts(25)), v("b").as_ref());
+        assert_eq!(e.value_at(Ts(30)), None);
+        assert_eq!(e.version_count(), 3);
+    }
+
+    #[test]
+    fn collection_keeps_what_the_horizon_can_see() {
+        let mut e = Entry::new(Ts(10), v("a"));
+        e.push(Ts(20), v("b"), Ts(10));
+        e.push(Ts(30), v("c"), Ts(10));
+        assert_eq!(e.version_count(), 3, "horizon 10 still sees version 10");
+        assert_eq!(e.collect(Ts(25)), 1);
+        assert_eq!(e.value_at(Ts(25)), v("b").as_ref());
+        assert_eq!(e.collect(Ts(30)), 1);
+        assert_eq!(e.version_count(), 1);
+        let applied = e.push(Ts(40), None, Ts(40));
+        assert_eq!(
+            applied,
+            Applied {
+                retained: 1,
+                collected: 1
+            }
+        );
+        assert!(e.is_dead(Ts(40)));
+    }
+
+    #[test]
+    fn one_commit_changing_a_key_twice_keeps_one_version() {
+        let mut e = Entry::new(Ts(10), v("a"));
+        let applied = e.push(Ts(10), v("b"), Ts(0));
+        assert_eq!(applied, Applied::default());
+        assert_eq!(e.version_count(), 1);
+        assert_eq!(e.newest_value(), v("b").as_ref());
+    }
+
+    #[test]
+    fn decoding_refuses_versions_out_of_order() {
+        let ver = |ts, s: &str| Version {
+            ts: Ts(ts),
+            value: v(s),
+        };
+        assert!(Entry::from_versions(vec![ver(5, "x"), ver(7, "y")]).is_err());
+        assert!(Entry::from_versions(vec![]).is_err());
+        let e = Entry::from_versions(vec![ver(7, "y"), ver(5, "x")]).expect("ordered");
+        assert_eq!(e.value_at(Ts(6)), v("x").as_ref());
+    }
+}

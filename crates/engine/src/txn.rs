@@ -1,0 +1,268 @@
+//! Transactions: snapshot reads, key locks, a private write set, and an atomic commit.
+//!
+//! A transaction reads as of the snapshot taken at `begin` plus its own writes. Each write
+//! first takes the key's exclusive lock (L1, L2 in `mvcc::locks`): a conflict fails at once
+//! with `Error::WriteConflict`. Writes stay in the transaction's write set — provisional
+//! versions live there, not in the trees — until `commit`, which logs them as one record
+//! group ending in a commit record and applies them to the trees with the commit's timestamp,
+//! all under the apply lock, then waits for group commit. `abort` (or drop) only forgets the
+//! write set and releases the locks: nothing was logged or applied. So a crash keeps a
+//! transaction whole or not at all (R1), and commit writes one message per changed key and
+//! nothing else.
+
+use crate::env::{BatchOp, EnvInner};
+use crate::mvcc::{LockMode, Refusal, SnapshotGuard, Ts, TxnId};
+use crate::tree::{msg, Tree};
+use crate::{Error, Result, TreeHandle, TxnCursor};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// One tree's pending changes: per key, the operations in the order they were made (a put or
+/// delete drops what came before it).
+pub(crate) struct TreeWrites {
+    pub tree: Arc<Tree>,
+    pub keys: BTreeMap<Vec<u8>, Vec<msg::MsgOp>>,
+}
+
+/// A key a transaction locked: tree id, key, and whether it was locked to write it.
+pub(crate) type Held = (u64, Vec<u8>, LockMode);
+
+/// A live transaction. Dropping it without `commit` aborts it.
+pub struct Txn {
+    env: Arc<EnvInner>,
+    id: TxnId,
+    snapshot: Arc<SnapshotGuard>,
+    writes: BTreeMap<u64, TreeWrites>,
+    /// Keys this transaction locked, by tree id, to release at the end.
+    held: Vec<Held>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Txn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Txn")
+            .field("id", &self.id)
+            .field("snapshot", &self.snapshot.ts())
+            .finish()
+    }
+}
+
+impl Txn {
+    pub(crate) fn begin(env: Arc<EnvInner>) -> Txn {
+        let id = TxnId(env.next_txn.fetch_add(1, Ordering::Relaxed));
+        let snapshot = Arc::new(env.snapshots.register());
+        env.active_txns.fetch_add(1, Ordering::Relaxed);
+        Txn {
+            env,
+            id,
+            snapshot,
+            writes: BTreeMap::new(),
+            held: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The commit timestamp this transaction reads as of.
+    pub fn snapshot_ts(&self) -> u64 {
+        self.snapshot.ts().0
+    }
+
+    /// The value of `key` as this transaction sees it: its snapshot plus its own writes.
+    pub fn get(&self, tree: &TreeHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.env.check_usable()?;
+        let ops = self
+            .writes
+            .get(&tree.tree.id())
+            .and_then(|w| w.keys.get(key));
+        let base = match ops.map(|o| o.first()) {
+            Some(Some(msg::MsgOp::Put(_) | msg::MsgOp::Delete)) => None,
+            _ => tree.tree.get_at(key, &self.snapshot)?,
+        };
+        Ok(fold_own(
+            &*self.env.merge,
+            key,
+            base,
+            ops.map_or(&[][..], Vec::as_slice),
+        ))
+    }
+
+    /// A serializable read: takes a shared lock on `key` first, so no other transaction can
+    /// write it until this one ends (readers never conflict with each other), and fails with
+    /// `WriteConflict` if a commit after the snapshot wrote it.
+    pub fn get_shared(&mut self, tree: &TreeHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.lock(tree, key, LockMode::Shared)?;
+        self.get(tree, key)
+    }
+
+    /// Inserts or overwrites `key`.
+    pub fn put(&mut self, tree: &TreeHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write(tree, BatchOp::Put(key.to_vec(), value.to_vec()))
+    }
+
+    /// Deletes `key` (blind: no read).
+    pub fn delete(&mut self, tree: &TreeHandle, key: &[u8]) -> Result<()> {
+        self.write(tree, BatchOp::Delete(key.to_vec()))
+    }
+
+    /// A read-free update applied by the merge callback.
+    pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) -> Result<()> {
+        self.write(tree, BatchOp::Update(key.to_vec(), payload.to_vec()))
+    }
+
+    /// An ordered cursor over `tree` as this transaction sees it (its writes so far included).
+    pub fn cursor(&self, tree: &TreeHandle) -> TxnCursor {
+        let own = self
+            .writes
+            .get(&tree.tree.id())
+            .map(|w| w.keys.clone())
+            .unwrap_or_default();
+        TxnCursor::new(
+            tree.tree.cursor(self.snapshot.clone()),
+            own,
+            self.env.merge.clone(),
+        )
+    }
+
+    /// Makes every write durable (per the fsync policy) and visible, atomically.
+    pub fn commit(mut self) -> Result<()> {
+        self.finished = true;
+        let result = self.commit_writes();
+        self.end(result.as_ref().ok().copied().flatten());
+        if result.is_ok() {
+            crate::counters::EngineStats::bump(&self.env.stats.txn_commits);
+        }
+        result.map(|_| ())
+    }
+
+    /// Forgets every write and releases the locks.
+    pub fn abort(mut self) {
+        self.finished = true;
+        self.end(None);
+        crate::counters::EngineStats::bump(&self.env.stats.txn_aborts);
+    }
+
+    fn write(&mut self, tree: &TreeHandle, op: BatchOp) -> Result<()> {
+        self.env.check_usable()?;
+        crate::env::check_sizes(&op)?;
+        let key = crate::env::op_key(&op).to_vec();
+        self.lock(tree, &key, LockMode::Exclusive)?;
+        let m = crate::env::to_msg(&op);
+        let writes = self
+            .writes
+            .entry(tree.tree.id())
+            .or_insert_with(|| TreeWrites {
+                tree: tree.tree.clone(),
+                keys: BTreeMap::new(),
+            });
+        let ops = writes.keys.entry(key).or_default();
+        if !matches!(m, msg::MsgOp::Update(_)) {
+            ops.clear();
+        }
+        ops.push(m);
+        Ok(())
+    }
+
+    fn lock(&mut self, tree: &TreeHandle, key: &[u8], mode: LockMode) -> Result<()> {
+        let id = tree.tree.id();
+        let got = self
+            .env
+            .locks
+            .acquire(self.id, self.snapshot.ts(), id, key, mode);
+        match got {
+            Ok(()) => {
+                self.held.push((id, key.to_vec(), mode));
+                Ok(())
+            }
+            Err(refusal) => Err(self.env.conflict(tree.name(), refusal)),
+        }
+    }
+
+    /// Logs and applies the write set; the commit timestamp, or `None` for a read-only
+    /// transaction.
+    fn commit_writes(&mut self) -> Result<Option<Ts>> {
+        if self.writes.is_empty() {
+            return Ok(None);
+        }
+        let mut ops = Vec::new();
+        for w in self.writes.values() {
+            for (key, list) in &w.keys {
+                for m in list {
+                    ops.push((w.tree.clone(), crate::env::to_batch_op(key, m)));
+                }
+            }
+        }
+        let held = std::mem::take(&mut self.held);
+        let env = self.env.clone();
+        let id = self.id;
+        let ts = self.env.commit_group(id, &ops, |ts| {
+            env.release_locks(id, &held, Some(ts));
+        });
+        if ts.is_err() {
+            self.env.release_locks(id, &held, None);
+        }
+        let ts = ts?;
+        self.env.after_write(&ops)?;
+        Ok(Some(ts))
+    }
+
+    /// Releases whatever locks remain and leaves the active set.
+    fn end(&mut self, committed: Option<Ts>) {
+        let held = std::mem::take(&mut self.held);
+        self.env.release_locks(self.id, &held, committed);
+        self.writes.clear();
+        self.env.active_txns.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.finished = true;
+            self.end(None);
+            crate::counters::EngineStats::bump(&self.env.stats.txn_aborts);
+        }
+    }
+}
+
+/// Applies a transaction's own operations on `key` to the value its snapshot sees.
+pub(crate) fn fold_own(
+    merge: &msg::MergeFn,
+    key: &[u8],
+    base: Option<Vec<u8>>,
+    ops: &[msg::MsgOp],
+) -> Option<Vec<u8>> {
+    ops.iter()
+        .fold(base, |cur, op| msg::apply(merge, key, cur, op))
+}
+
+impl EnvInner {
+    /// The error for a refused lock (counted).
+    pub(crate) fn conflict(&self, tree: &str, refusal: Refusal) -> Error {
+        crate::counters::EngineStats::bump(&self.stats.write_conflicts);
+        let reason = match refusal {
+            Refusal::Held(other) => format!("held by live transaction {}", other.0),
+            Refusal::NewerCommit(ts) => {
+                format!("written by a commit (ts {}) after this snapshot", ts.0)
+            }
+        };
+        Error::WriteConflict {
+            tree: tree.to_owned(),
+            reason,
+        }
+    }
+
+    /// Releases `held` keys of `txn`; `committed` marks the keys it locked to write as
+    /// written at that timestamp.
+    pub(crate) fn release_locks(&self, txn: TxnId, held: &[Held], committed: Option<Ts>) {
+        if held.is_empty() {
+            return;
+        }
+        let horizon = self.snapshots.horizon();
+        for (tree, key, mode) in held {
+            let wrote = committed.filter(|_| *mode == LockMode::Exclusive);
+            self.locks.release(txn, *tree, key, wrote, horizon);
+        }
+        self.locks.maybe_prune(horizon);
+    }
+}

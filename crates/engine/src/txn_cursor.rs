@@ -1,0 +1,181 @@
+//! A transaction's cursor: the tree as of the transaction's snapshot merged with the
+//! transaction's own writes (as they were when the cursor was made). Keys its writes deleted
+//! are skipped; keys it updated show the merge callback's result over the snapshot's value.
+
+use crate::tree::msg::{MergeFn, MsgOp};
+use crate::{Cursor, Result};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    Forward,
+    Backward,
+}
+
+/// A position in a tree as a transaction sees it.
+pub struct TxnCursor {
+    base: Cursor,
+    own: BTreeMap<Vec<u8>, Vec<MsgOp>>,
+    merge: Arc<MergeFn>,
+    current: Option<(Vec<u8>, Vec<u8>)>,
+    /// Where `base` stands relative to `current`: on the first key at or after it when going
+    /// forward, on the last at or before it going backward.
+    dir: Dir,
+}
+
+impl TxnCursor {
+    pub(crate) fn new(
+        base: Cursor,
+        own: BTreeMap<Vec<u8>, Vec<MsgOp>>,
+        merge: Arc<MergeFn>,
+    ) -> Self {
+        TxnCursor {
+            base,
+            own,
+            merge,
+            current: None,
+            dir: Dir::Forward,
+        }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// Key at the cursor. Panics if not `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.current.as_ref().expect("cursor is not positioned").0
+    }
+
+    /// Value at the cursor. Panics if not `valid()`.
+    pub fn value(&self) -> &[u8] {
+        &self.current.as_ref().expect("cursor is not positioned").1
+    }
+
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        self.current
+            .as_ref()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+    }
+
+    /// Positions at the first entry with key >= `key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.base.seek(key)?;
+        self.settle_forward(Bound::Included(key.to_vec()))
+    }
+
+    /// Positions at the last entry with key <= `key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.base.seek_for_prev(key)?;
+        self.settle_backward(Bound::Included(key.to_vec()))
+    }
+
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.base.seek_to_first()?;
+        self.settle_forward(Bound::Unbounded)
+    }
+
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.base.seek_to_last()?;
+        self.settle_backward(Bound::Unbounded)
+    }
+
+    /// Moves to the next entry (invalid past the last).
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a positioned cursor, not an iterator: next() can fail"
+    )]
+    pub fn next(&mut self) -> Result<()> {
+        let (cur, _) = self.current.take().expect("next on an unpositioned cursor");
+        if self.dir == Dir::Backward {
+            self.base.seek(&cur)?;
+        }
+        if self.base.valid() && self.base.key() == cur.as_slice() {
+            self.base.next()?;
+        }
+        self.settle_forward(Bound::Excluded(cur))
+    }
+
+    /// Moves to the previous entry (invalid before the first).
+    pub fn prev(&mut self) -> Result<()> {
+        let (cur, _) = self.current.take().expect("prev on an unpositioned cursor");
+        if self.dir == Dir::Forward {
+            self.base.seek_for_prev(&cur)?;
+        }
+        if self.base.valid() && self.base.key() == cur.as_slice() {
+            self.base.prev()?;
+        }
+        self.settle_backward(Bound::Excluded(cur))
+    }
+
+    /// With `base` on the first snapshot key within `from`, lands on the first key (of the
+    /// snapshot or the own writes) that exists for the transaction.
+    fn settle_forward(&mut self, mut from: Bound<Vec<u8>>) -> Result<()> {
+        self.dir = Dir::Forward;
+        loop {
+            let own = self
+                .own
+                .range((from.clone(), Bound::Unbounded))
+                .next()
+                .map(|(k, _)| k.clone());
+            let base = self.base.entry().map(|(k, _)| k.to_vec());
+            let Some(key) = min_key(base.as_ref(), own.as_ref(), false) else {
+                self.current = None;
+                return Ok(());
+            };
+            if let Some(v) = self.resolve(&key, base.as_ref() == Some(&key)) {
+                self.current = Some((key, v));
+                return Ok(());
+            }
+            if base.as_ref() == Some(&key) {
+                self.base.next()?;
+            }
+            from = Bound::Excluded(key);
+        }
+    }
+
+    /// The backward twin of `settle_forward`.
+    fn settle_backward(&mut self, mut upto: Bound<Vec<u8>>) -> Result<()> {
+        self.dir = Dir::Backward;
+        loop {
+            let own = self
+                .own
+                .range((Bound::Unbounded, upto.clone()))
+                .next_back()
+                .map(|(k, _)| k.clone());
+            let base = self.base.entry().map(|(k, _)| k.to_vec());
+            let Some(key) = min_key(base.as_ref(), own.as_ref(), true) else {
+                self.current = None;
+                return Ok(());
+            };
+            if let Some(v) = self.resolve(&key, base.as_ref() == Some(&key)) {
+                self.current = Some((key, v));
+                return Ok(());
+            }
+            if base.as_ref() == Some(&key) {
+                self.base.prev()?;
+            }
+            upto = Bound::Excluded(key);
+        }
+    }
+
+    /// The transaction's value of `key`; `on_base` says `base` stands on it.
+    fn resolve(&self, key: &[u8], on_base: bool) -> Option<Vec<u8>> {
+        let base = on_base.then(|| self.base.value().to_vec());
+        match self.own.get(key) {
+            Some(ops) => crate::txn::fold_own(&*self.merge, key, base, ops),
+            None => base,
+        }
+    }
+}
+
+/// The nearer of two candidate keys: the smaller going forward, the larger going backward.
+fn min_key(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>, backward: bool) -> Option<Vec<u8>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if (a < b) != backward { a } else { b }.clone()),
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (None, None) => None,
+    }
+}
