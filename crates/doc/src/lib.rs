@@ -8,6 +8,7 @@ pub mod compare_raw;
 pub mod error_code;
 pub mod keystring;
 pub mod matcher;
+pub mod projection;
 pub mod update;
 
 pub use compare::{canonical_type_order, compare_documents, compare_values};
@@ -15,4 +16,5 @@ pub use compare_raw::{compare_raw_documents, compare_raw_values};
 pub use error_code::{ErrorCode, MongoError};
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
 pub use matcher::Matcher;
+pub use projection::Projection;
 pub use update::{upsert_seed, ApplyContext, ApplyOutcome, UpdateSpec};
