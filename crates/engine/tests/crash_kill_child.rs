@@ -4,7 +4,9 @@
 //! kills land during the child's own start-up and recovery).
 //!
 //! The child (this same test binary, re-executed with `SHALE_CRASH_CHILD=<dir>`) commits one
-//! `WriteBatch` per sequence number `s` across two trees, "a" and "b":
+//! atomic group per sequence number `s` across two trees, "a" and "b" — at random either a
+//! `WriteBatch` or a transaction (`Env::begin`, reads through the transaction, commit), and
+//! between commits now and then a transaction that writes garbage and aborts:
 //! - moves an amount between key `k..` of one tree and key `k..` of the other, by read-free
 //!   merge updates or by read + put/delete, so the sum of all amounts stays 0;
 //! - puts `seq = s` in both trees, `h<s>` (a history record) in "b" and a padded filler record
@@ -14,14 +16,15 @@
 //! child's seeded RNG and the current contents, so the parent replays the same batches on a
 //! `BTreeMap` model and compares both trees with it exactly after every kill: every
 //! acknowledged commit survives (R1), at most the one in-flight unacknowledged commit is
-//! added, batches are all-or-nothing, and the amounts still sum to 0.
+//! added, batches and transactions are all-or-nothing, aborted transactions leave nothing, and
+//! the amounts still sum to 0.
 //!
 //! The seed is printed on failure; rerun one with `SHALE_SEED=<seed>`. `SHALE_CRASH_KILLS`
 //! sets the number of kills (default 60).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeHandle, TreeOptions, WriteBatch};
+use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeHandle, TreeOptions, Txn, WriteBatch};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -79,6 +82,10 @@ struct Move {
     /// Read-free merge updates (else read the values and put, or delete when 0).
     merge: bool,
     pad: usize,
+    /// Commit as a transaction (else as a write batch).
+    txn: bool,
+    /// Before committing, run a transaction that writes garbage and aborts.
+    aborted_txn_first: bool,
 }
 
 fn next_move(rng: &mut StdRng) -> Move {
@@ -93,6 +100,8 @@ fn next_move(rng: &mut StdRng) -> Move {
         } else {
             rng.gen_range(0..120)
         },
+        txn: rng.gen_bool(0.5),
+        aborted_txn_first: rng.gen_range(0..8) == 0,
     }
 }
 
@@ -196,25 +205,60 @@ fn crash_child_writer() {
     while started.elapsed() < CHILD_MAX_RUN {
         seq += 1;
         let m = next_move(&mut rng);
-        let cs = changes(seq, &m, |in_a, k| {
-            let t = if in_a { &a } else { &b };
-            t.get(k).expect("child: get")
-        });
-        let mut batch = WriteBatch::new();
-        for c in &cs {
-            match c {
-                Change::Put(in_a, k, v) => batch.put(if *in_a { &a } else { &b }, k, v),
-                Change::Delete(in_a, k) => batch.delete(if *in_a { &a } else { &b }, k),
-                Change::Add(in_a, k, d) => {
-                    batch.update(if *in_a { &a } else { &b }, k, &d.to_le_bytes())
+        if m.aborted_txn_first {
+            write_then_abort(&env, &a, &b, seq);
+        }
+        if m.txn {
+            let mut txn = env.begin();
+            let cs = changes(seq, &m, |in_a, k| {
+                txn.get(if in_a { &a } else { &b }, k)
+                    .expect("child: txn get")
+            });
+            for c in &cs {
+                match c {
+                    Change::Put(in_a, k, v) => txn.put(if *in_a { &a } else { &b }, k, v),
+                    Change::Delete(in_a, k) => txn.delete(if *in_a { &a } else { &b }, k),
+                    Change::Add(in_a, k, d) => {
+                        txn.update(if *in_a { &a } else { &b }, k, &d.to_le_bytes())
+                    }
+                }
+                .expect("child: txn write (no other writer, so no conflict)");
+            }
+            txn.commit().expect("child: commit");
+        } else {
+            let cs = changes(seq, &m, |in_a, k| {
+                let t = if in_a { &a } else { &b };
+                t.get(k).expect("child: get")
+            });
+            let mut batch = WriteBatch::new();
+            for c in &cs {
+                match c {
+                    Change::Put(in_a, k, v) => batch.put(if *in_a { &a } else { &b }, k, v),
+                    Change::Delete(in_a, k) => batch.delete(if *in_a { &a } else { &b }, k),
+                    Change::Add(in_a, k, d) => {
+                        batch.update(if *in_a { &a } else { &b }, k, &d.to_le_bytes())
+                    }
                 }
             }
+            env.write(batch).expect("child: write");
         }
-        env.write(batch).expect("child: write");
         // A failed write to stdout means the parent is gone: the panic ends the child.
         writeln!(out, "ACK {seq}").expect("stdout");
         out.flush().expect("stdout");
     }
+}
+
+/// A transaction that overwrites amounts and adds a key in both trees, then aborts: none of
+/// it may ever be seen (the parent's exact model comparison would find it).
+fn write_then_abort(env: &Env, a: &TreeHandle, b: &TreeHandle, seq: u64) {
+    let mut txn: Txn = env.begin();
+    for t in [a, b] {
+        txn.put(t, &amount_key(seq % AMOUNT_KEYS), &i64::MAX.to_le_bytes())
+            .expect("child: abort-txn put");
+        txn.put(t, format!("x{seq}").as_bytes(), b"aborted")
+            .expect("child: abort-txn put");
+    }
+    txn.abort();
 }
 
 /// Kills the child when the parent panics.

@@ -1,6 +1,11 @@
 //! Helpers shared by the engine's integration tests: the seeds a randomized test runs with,
 //! and the tiny configuration that makes every tree path (flush, split, merge, eviction) run.
 
+#![allow(
+    dead_code,
+    reason = "every test binary compiles this module and uses only part of it"
+)]
+
 use shale_engine::{EnvOptions, TreeOptions};
 
 /// `SHALE_SEED` alone when set (to replay a failure), else `default_count` random seeds.
