@@ -165,6 +165,31 @@ fn elem_match_projection() {
 }
 
 #[test]
+fn modes_of_projections_without_plain_fields() {
+    let d = doc! {"_id": 1, "a": [1, 2, 3], "b": [{"x": 1}, {"x": 2}], "c": 5};
+    assert_eq!(
+        project(doc! {"_id": 1, "a": {"$slice": 1}}, &d, None),
+        doc! {"_id": 1, "a": [1]}
+    );
+    assert_eq!(
+        project(doc! {"_id": 0, "a": {"$slice": 1}}, &d, None),
+        doc! {"a": [1], "b": [{"x": 1}, {"x": 2}], "c": 5}
+    );
+    assert_eq!(
+        project(doc! {"_id": 0, "b": {"$elemMatch": {"x": 2}}}, &d, None),
+        doc! {"b": [{"x": 2}]}
+    );
+    assert_eq!(
+        project(doc! {"b": {"$elemMatch": {"x": 2}}, "c": 0}, &d, None),
+        doc! {"_id": 1, "a": [1, 2, 3], "b": [{"x": 2}]}
+    );
+    assert_eq!(
+        project(doc! {"a.$.b": 1}, &d, Some(2)),
+        doc! {"_id": 1, "a": [3]}
+    );
+}
+
+#[test]
 fn positional_uses_the_matchers_index() {
     let d = doc! {"_id": 1, "semester": 1, "grades": [70, 87, 90]};
     let filter = raw(&doc! {"semester": 1, "grades": {"$gte": 85}});
@@ -227,15 +252,73 @@ fn invalid_specifications() {
         refused(doc! {"a.b": 1, "a": 1}),
         (31250, "Path collision at a".into())
     );
-    assert_eq!(refused(doc! {"a.b": 1, "a": {"b": 0}}).0, 31254);
+    assert_eq!(refused(doc! {"a": {"b": 1}, "a.c": 0}).0, 31254);
     assert_eq!(refused(doc! {"a.$": 1, "b.$": 1}).0, 31276);
     assert_eq!(
         refused(doc! {"a.$": 1, "b": {"$elemMatch": {"x": 1}}}).0,
+        31255
+    );
+    assert_eq!(
+        refused(doc! {"b": {"$elemMatch": {"x": 1}}, "a.$": 1}).0,
         31256
     );
+    assert_eq!(refused(doc! {"a.$": {"x": 1}}).0, 31271);
+    assert_eq!(refused(doc! {"a.$": "x"}).0, 31308);
+    assert_eq!(refused(doc! {"a.$.b.$": 1}).0, 31287);
+    assert_eq!(
+        refused(doc! {"a": {"$elemMatch": 1}}),
+        (
+            31274,
+            "elemMatch: Invalid argument, object required, but got int".into()
+        )
+    );
+    assert_eq!(refused(doc! {"a": 0, "b": {"$add": [1, 2]}}).0, 31252);
+    assert_eq!(
+        refused(doc! {"a": 0, "b": "x"}),
+        (
+            31310,
+            "Cannot use an expression b: \"x\" in an exclusion projection".into()
+        )
+    );
+    assert_eq!(
+        refused(doc! {"a": {"$foo": 1}}),
+        (31325, "Unknown expression $foo".into())
+    );
+    assert_eq!(
+        refused(doc! {"a": {"b": 1, "c": 0}}),
+        (
+            31254,
+            "Cannot do exclusion on field c in inclusion projection".into()
+        )
+    );
+    assert_eq!(
+        refused(doc! {"a": 1, "a.b.c": 1}),
+        (
+            31249,
+            "Path collision at a.b.c remaining portion b.c".into()
+        )
+    );
     assert_eq!(refused(doc! {"a.b": {"$elemMatch": {"x": 1}}}).0, 31275);
-    assert_eq!(refused(doc! {"a": {"$slice": "x"}}).0, 28667);
-    assert_eq!(refused(doc! {"a": {"$slice": [1, 0]}}).0, 28724);
+    assert_eq!(
+        refused(doc! {"a": {"$slice": "x"}}),
+        (
+            31273,
+            "$slice only supports numbers and [skip, limit] arrays".into()
+        )
+    );
+    assert_eq!(
+        refused(doc! {"a": {"$slice": [1, 0]}}),
+        (31259, "$slice limit must be positive, got 0".into())
+    );
+    assert_eq!(refused(doc! {"a": {"$slice": [1]}}).0, 31272);
+    assert_eq!(
+        refused(doc! {"a": {"$slice": ["x", 1]}}),
+        (
+            31257,
+            "$slice expects the skip argument to be a number, got string".into()
+        )
+    );
+    assert_eq!(refused(doc! {"a": {"$slice": [1, "x"]}}).0, 31258);
     assert_eq!(refused(doc! {"a": {}}).0, 51270);
     assert_eq!(refused(doc! {"a": {"$elemMatch": {"$bad": 1}}}).0, 2);
 }

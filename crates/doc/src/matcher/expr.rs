@@ -142,6 +142,11 @@ fn operator(name: &str) -> Option<Op> {
     })
 }
 
+/// Whether `name` (with its `$`) is an expression operator this evaluator knows.
+pub fn is_expression_name(name: &str) -> bool {
+    name == "$literal" || operator(name).is_some()
+}
+
 /// Exact argument count, or `None` for variadic operators.
 fn arity(op: Op) -> Option<usize> {
     match op {

@@ -147,7 +147,7 @@ pub(super) fn exclude_document(
         let value = element.value().map_err(bson_error)?;
         let projected = match tree.child(key) {
             None => Value::Ref(value),
-            Some(child) => exclude_child(child, value, ctx)?,
+            Some(child) => exclude_child(child, key, value, ctx)?,
         };
         if let Some(v) = projected.as_raw() {
             out.append_ref(key, v);
@@ -158,13 +158,16 @@ pub(super) fn exclude_document(
 
 fn exclude_child<'a>(
     child: &Child,
+    key: &str,
     value: RawBsonRef<'a>,
     ctx: &Context<'_>,
 ) -> Result<Value<'a>, MongoError> {
     match child {
         Child::Leaf(Leaf::Exclude) => Ok(Value::Missing),
-        Child::Leaf(Leaf::Slice { skip, limit }) => slice(value, *skip, *limit),
-        Child::Leaf(_) => Ok(Value::Ref(value)),
+        // `_id: 1` in an exclusion projection changes nothing.
+        Child::Leaf(Leaf::Include | Leaf::Computed(_)) => Ok(Value::Ref(value)),
+        // `$slice`, `$elemMatch` and `$` work the same in both modes.
+        Child::Leaf(_) => include_child(child, key, value, ctx),
         Child::Node(sub) => match value {
             RawBsonRef::Document(d) => Ok(owned_document(exclude_document(sub, d, false, ctx)?)),
             RawBsonRef::Array(items) => exclude_array(sub, items, ctx),
