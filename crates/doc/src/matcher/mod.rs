@@ -366,6 +366,17 @@ mod tests {
     }
 
     #[test]
+    fn malformed_documents_are_errors_not_mismatches() {
+        // {a: <string claiming 100 bytes but holding 2>}
+        let mut bytes = vec![14, 0, 0, 0, 0x02, b'a', 0, 100, 0, 0, 0, b'x', 0, 0];
+        bytes[0] = u8::try_from(bytes.len()).expect("small");
+        let doc = RawDocument::from_bytes(&bytes).expect("header is valid");
+        let m = Matcher::parse(&raw(doc! {"a": "x"})).expect("parses");
+        let e = m.matches(doc).expect_err("malformed value");
+        assert_eq!(e.code, ErrorCode::InvalidBSON);
+    }
+
+    #[test]
     fn position_reports_the_matching_element() {
         let m = Matcher::parse(&raw(doc! {"a": {"$gt": 2}})).expect("parses");
         let got = m
