@@ -233,14 +233,52 @@ fn pull_all() {
 }
 
 #[test]
-fn pull_conditions_beyond_the_simple_forms_need_the_matcher() {
+fn pull_with_elem_match_uses_the_matcher() {
+    let s1 = doc! {"_id": 1, "results": [
+        {"item": "A", "score": 5, "answers": [{"q": 1, "a": 4}, {"q": 2, "a": 6}]},
+        {"item": "B", "score": 8, "answers": [{"q": 1, "a": 8}, {"q": 2, "a": 9}]}
+    ]};
+    let s2 = doc! {"_id": 2, "results": [
+        {"item": "C", "score": 8, "answers": [{"q": 1, "a": 8}, {"q": 2, "a": 7}]},
+        {"item": "B", "score": 4, "answers": [{"q": 1, "a": 0}, {"q": 2, "a": 8}]}
+    ]};
     let update =
         doc! {"$pull": {"results": {"answers": {"$elemMatch": {"q": 2, "a": {"$gte": 8}}}}}};
-    let e = UpdateSpec::parse(&update, None).expect_err("needs the matcher");
-    assert_eq!(e.code, ErrorCode::NotImplemented);
-    let update = doc! {"$pull": {"a": {"$regex": "^x"}}};
-    assert_eq!(
-        UpdateSpec::parse(&update, None).expect_err("regex").code,
-        ErrorCode::NotImplemented
-    );
+    let after1 = doc! {"_id": 1, "results": [
+        {"item": "A", "score": 5, "answers": [{"q": 1, "a": 4}, {"q": 2, "a": 6}]}
+    ]};
+    let after2 = doc! {"_id": 2, "results": [
+        {"item": "C", "score": 8, "answers": [{"q": 1, "a": 8}, {"q": 2, "a": 7}]}
+    ]};
+    assert!(check(s1, update.clone(), after1));
+    assert!(check(s2, update, after2));
+}
+
+#[test]
+fn pull_with_regex_and_logical_conditions() {
+    let re = bson::Regex {
+        pattern: "^x".into(),
+        options: String::new(),
+    };
+    let d = doc! {"_id": 1, "a": ["xa", "b", "xc", 1]};
+    let after = doc! {"_id": 1, "a": ["b", 1]};
+    assert!(check(d, doc! {"$pull": {"a": re}}, after));
+    let d = doc! {"_id": 1, "a": [{"k": 1}, {"k": 2}, {"j": 3}]};
+    let after = doc! {"_id": 1, "a": [{"k": 2}]};
+    let update = doc! {"$pull": {"a": {"$or": [{"k": 1}, {"j": {"$exists": true}}]}}};
+    assert!(check(d, update, after));
+    let d = doc! {"_id": 1, "a": [1, "s", null]};
+    let after = doc! {"_id": 1, "a": [1]};
+    assert!(check(
+        d,
+        doc! {"$pull": {"a": {"$not": {"$type": "number"}}}},
+        after
+    ));
+}
+
+#[test]
+fn malformed_pull_conditions_report_the_matcher_error() {
+    let e = UpdateSpec::parse(&doc! {"$pull": {"a": {"$bogus": 1}}}, None).expect_err("bad op");
+    assert_eq!(e.code, ErrorCode::BadValue);
+    assert_eq!(e.message, "unknown operator: $bogus");
 }

@@ -177,9 +177,19 @@ fn array_filter_rules() {
         "Found multiple array filters with the same top-level field name i"
     );
     let e = parse_err_with(doc! {"$set": {"a.$[I]": 1}}, &[doc! {"I": 0}]);
-    assert_eq!(e.code, ErrorCode::BadValue);
-    let e = parse_err_with(doc! {"$set": {"a.$[i]": 1}}, &[doc! {"$or": [{"i": 1}]}]);
-    assert_eq!(e.code, ErrorCode::NotImplemented);
+    let msg = "Error parsing array filter :: caused by :: The top-level field name must be an \
+               alphanumeric string beginning with a lowercase letter, found 'I'";
+    assert_error(&e, ErrorCode::BadValue, 2, "BadValue", msg);
+    let e = parse_err_with(doc! {"$set": {"a.$[i]": 1}}, &[doc! {}]);
+    let msg = "Cannot use an expression without a top-level field name in arrayFilters";
+    assert_error(&e, ErrorCode::FailedToParse, 9, "FailedToParse", msg);
+    let e = parse_err_with(
+        doc! {"$set": {"a.$[i]": 1}},
+        &[doc! {"$or": [{"i": 1}, {"j": 2}]}],
+    );
+    let msg = "Error parsing array filter :: caused by :: Expected a single top-level field name, \
+               found 'i' and 'j'";
+    assert_error(&e, ErrorCode::FailedToParse, 9, "FailedToParse", msg);
 }
 
 #[test]

@@ -204,3 +204,19 @@ fn array_updates_need_an_existing_array() {
     assert_eq!(e.code, ErrorCode::PathNotViable);
     assert_eq!(e.message, "Cannot create field 'b' in element {0: 0}");
 }
+
+#[test]
+fn filters_with_logical_operators_use_the_matcher() {
+    let filters = [doc! {"$or": [{"i": 1}, {"i": {"$gte": 3}}]}];
+    let d = doc! {"_id": 1, "a": [1, 2, 3, 4]};
+    check(
+        d,
+        doc! {"$set": {"a.$[i]": 0}},
+        &filters,
+        doc! {"_id": 1, "a": [0, 2, 0, 0]},
+    );
+    let filters = [doc! {"e.tags": {"$elemMatch": {"$eq": "x"}}}];
+    let d = doc! {"_id": 1, "a": [{"tags": ["x"]}, {"tags": ["y"]}]};
+    let after = doc! {"_id": 1, "a": [{"tags": ["x"], "hit": true}, {"tags": ["y"]}]};
+    check(d, doc! {"$set": {"a.$[e].hit": true}}, &filters, after);
+}

@@ -9,8 +9,7 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::predicate::{
-    is_operator_document, needs_matcher, query_fields, ElementPredicate, EqualsValue,
-    SimplePredicate,
+    query_fields, simple_or_query, ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate,
 };
 use super::{render, Change, Site};
 use crate::compare::compare_values;
@@ -69,7 +68,7 @@ impl ArrayOp {
             ArrayOp::AddToSet(values) => add_to_set(values, current, site),
             ArrayOp::Pop { from_front } => pop(*from_front, current, site),
             ArrayOp::Pull(pred) => cull(current, |e| pred.matches(e)),
-            ArrayOp::PullAll(values) => cull(current, |e| values.iter().any(|v| same(e, v))),
+            ArrayOp::PullAll(values) => cull(current, |e| Ok(values.iter().any(|v| same(e, v)))),
         }
     }
 }
@@ -255,16 +254,43 @@ fn parse_pop(field: &str, arg: &Bson) -> Result<bool, MongoError> {
     }
 }
 
+/// `$pull`'s three forms, as the server's `PullNode`: a query over document elements, an
+/// operator condition (or regex) on the element itself, or plain equality.
 fn parse_pull(arg: &Bson) -> Result<Box<dyn ElementPredicate>, MongoError> {
     match arg {
-        Bson::Document(query) if !is_operator_document(arg) => {
-            let fields = query_fields(query)?;
-            Ok(Box::new(SimplePredicate::on_fields(&fields, true)?))
+        Bson::Document(query) if !starts_with_path_operator(query) => {
+            let simple = query_fields(query).and_then(|f| SimplePredicate::on_fields(&f, true));
+            simple_or_query(simple, || QueryPredicate::on_document(query))
         }
-        Bson::Document(_) => Ok(Box::new(SimplePredicate::on_element(arg)?)),
-        Bson::RegularExpression(_) => Err(needs_matcher("A regular expression condition")),
+        Bson::Document(_) | Bson::RegularExpression(_) => {
+            simple_or_query(SimplePredicate::on_element(arg), || {
+                QueryPredicate::on_element(arg)
+            })
+        }
         other => Ok(Box::new(EqualsValue(other.clone()))),
     }
+}
+
+/// True when the first key is a path-accepting operator (`$gt`, `$in`, `$elemMatch`...),
+/// the server's test for the operator form; top-level ones (`$or`, `$and`, `$expr`...) make
+/// the argument a query over document elements instead.
+fn starts_with_path_operator(query: &Document) -> bool {
+    const TOP_LEVEL: &[&str] = &[
+        "$and",
+        "$or",
+        "$nor",
+        "$expr",
+        "$where",
+        "$text",
+        "$comment",
+        "$jsonSchema",
+        "$alwaysTrue",
+        "$alwaysFalse",
+    ];
+    query
+        .keys()
+        .next()
+        .is_some_and(|k| k.starts_with('$') && !TOP_LEVEL.contains(&k.as_str()))
 }
 
 fn parse_pull_all(arg: &Bson) -> Result<Vec<Bson>, MongoError> {
@@ -419,11 +445,19 @@ fn pop(from_front: bool, current: Option<&Bson>, site: &Site<'_>) -> Result<Chan
 }
 
 /// `$pull` and `$pullAll`: drop the elements `remove` selects.
-fn cull(current: Option<&Bson>, remove: impl Fn(&Bson) -> bool) -> Result<Change, MongoError> {
+fn cull(
+    current: Option<&Bson>,
+    remove: impl Fn(&Bson) -> Result<bool, MongoError>,
+) -> Result<Change, MongoError> {
     match current {
         None => Ok(Change::Keep),
         Some(Bson::Array(items)) => {
-            let kept: Vec<Bson> = items.iter().filter(|e| !remove(e)).cloned().collect();
+            let mut kept = Vec::with_capacity(items.len());
+            for e in items {
+                if !remove(e)? {
+                    kept.push(e.clone());
+                }
+            }
             Ok(Change::Write(Bson::Array(kept)))
         }
         Some(_) => Err(bad_value(

@@ -7,7 +7,8 @@
 //!
 //! Files: `parse.rs` (classification, validation, conflicts, order), `path.rs` (dotted paths),
 //! `field.rs` and `array.rs` (the operators), `positional.rs` (`$`, `$[]`, `$[id]`,
-//! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters),
+//! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
+//! evaluated directly, the rest by the crate's `Matcher`),
 //! `replacement.rs`, `upsert.rs`, `render.rs` (values in messages).
 
 mod array;
@@ -25,7 +26,7 @@ use std::collections::BTreeSet;
 use bson::{Bson, DateTime, Document, Timestamp};
 
 pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
-pub use predicate::{ElementPredicate, EqualsValue, SimplePredicate};
+pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use upsert::upsert_seed;
 
 use crate::error_code::{ErrorCode, MongoError};

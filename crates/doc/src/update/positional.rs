@@ -7,7 +7,9 @@
 use bson::{Bson, Document};
 
 use super::path::{self, Component, FieldPath, Lookup};
-use super::predicate::{needs_matcher, ElementPredicate, SimplePredicate};
+use super::predicate::{
+    needs_matcher, simple_or_query, ElementPredicate, QueryPredicate, SimplePredicate,
+};
 use super::{render, ApplyContext};
 use crate::error_code::{ErrorCode, MongoError};
 
@@ -48,42 +50,73 @@ impl ArrayFilters {
 }
 
 fn parse_filter(filter: &Document) -> Result<(String, Box<dyn ElementPredicate>), MongoError> {
-    let mut id: Option<&str> = None;
+    let id = filter_identifier(filter)?;
+    check_identifier(&id)?;
+    let simple =
+        simple_fields(filter).and_then(|fields| SimplePredicate::on_fields(&fields, false));
+    let predicate = simple_or_query(simple, || QueryPredicate::named(filter, &id))?;
+    Ok((id, predicate))
+}
+
+/// The one identifier a filter's top-level field names (and those inside `$and`, `$or`,
+/// `$nor`) start with.
+fn filter_identifier(filter: &Document) -> Result<String, MongoError> {
+    let mut ids = Vec::new();
+    collect_identifiers(filter, &mut ids)?;
+    let Some(first) = ids.first() else {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            "Cannot use an expression without a top-level field name in arrayFilters",
+        ));
+    };
+    if let Some(other) = ids.iter().find(|id| *id != first) {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            format!(
+                "Error parsing array filter :: caused by :: Expected a single top-level field \
+                 name, found '{first}' and '{other}'"
+            ),
+        ));
+    }
+    Ok(first.clone())
+}
+
+fn collect_identifiers(filter: &Document, out: &mut Vec<String>) -> Result<(), MongoError> {
+    for (key, value) in filter {
+        match key.as_str() {
+            "$and" | "$or" | "$nor" => {
+                for clause in value.as_array().into_iter().flatten() {
+                    if let Bson::Document(d) = clause {
+                        collect_identifiers(d, out)?;
+                    }
+                }
+            }
+            k if k.starts_with('$') => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    format!(
+                        "Error parsing array filter :: caused by :: {k} is not allowed in an \
+                         array filter without a top-level field name"
+                    ),
+                ))
+            }
+            k => out.push(k.split('.').next().unwrap_or(k).to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// The filter's conditions as paths below the element, when it has no logical operators.
+fn simple_fields(filter: &Document) -> Result<Vec<(Vec<String>, &Bson)>, MongoError> {
     let mut fields = Vec::with_capacity(filter.len());
     for (key, condition) in filter {
         if key.starts_with('$') {
             return Err(needs_matcher(&format!("The array filter operator {key}")));
         }
-        let (top, rest) = key.split_once('.').unwrap_or((key.as_str(), ""));
-        match id {
-            Some(seen) if seen != top => {
-                return Err(MongoError::new(
-                    ErrorCode::FailedToParse,
-                    format!(
-                        "Error parsing array filter :: caused by :: Each array filter must use a \
-                         single top-level field name, found '{seen}' and '{top}'"
-                    ),
-                ))
-            }
-            _ => id = Some(top),
-        }
-        let below: Vec<String> = if rest.is_empty() {
-            Vec::new()
-        } else {
-            rest.split('.').map(str::to_string).collect()
-        };
+        let below = key.split('.').skip(1).map(str::to_string).collect();
         fields.push((below, condition));
     }
-    let Some(id) = id else {
-        return Err(MongoError::new(
-            ErrorCode::FailedToParse,
-            "Error parsing array filter :: caused by :: No top-level field name found in array \
-             filter.",
-        ));
-    };
-    check_identifier(id)?;
-    let predicate = SimplePredicate::on_fields(&fields, false)?;
-    Ok((id.to_string(), Box::new(predicate)))
+    Ok(fields)
 }
 
 /// Identifiers start with a lowercase ASCII letter and contain only ASCII letters and digits.
@@ -232,8 +265,10 @@ impl Walker<'_> {
             }
         };
         for (i, item) in items.iter().enumerate() {
-            if filter.is_some_and(|f| !f.matches(item)) {
-                continue;
+            if let Some(f) = filter {
+                if !f.matches(item)? {
+                    continue;
+                }
             }
             let mut next = prefix.clone();
             next.push(i.to_string());

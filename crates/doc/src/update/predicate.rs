@@ -1,23 +1,25 @@
 //! Conditions on single array elements, for `$pull` and `arrayFilters`: the `ElementPredicate`
-//! trait and the conditions this module evaluates itself — plain values (MongoDB's order via
-//! `compare_values`) and `$eq $ne $gt $gte $lt $lte $in $nin` on the element or on fields of
-//! document elements. Every other query form (`$and`/`$or`, `$elemMatch`, `$exists`, `$type`,
-//! `$regex` and regex values, `$size`, `$all`, `$mod`, `$not`, bit tests, `$expr`) is refused at
-//! parse time with `NotImplemented` until the crate's matcher is wired in behind this trait.
-//! It never evaluates whole documents for a query; that is the matcher's job.
+//! trait and its two implementations. `SimplePredicate` evaluates plain values (MongoDB's order
+//! via `compare_values`) and `$eq $ne $gt $gte $lt $lte $in $nin` on the element or on fields
+//! of document elements directly on owned BSON; every other query form (`$and`/`$or`,
+//! `$elemMatch`, `$exists`, `$type`, `$regex` and regex values, `$size`, `$all`, `$mod`, `$not`,
+//! bit tests) goes to `QueryPredicate`, which wraps the element in a one-field document and asks
+//! the crate's `Matcher`. It never evaluates whole stored documents for a query.
 
 use std::cmp::Ordering;
 use std::fmt;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use super::path::array_index;
 use crate::compare::{canonical_type_order, compare_values};
 use crate::error_code::{ErrorCode, MongoError};
+use crate::matcher::Matcher;
 
 /// A condition on one array element.
 pub trait ElementPredicate: fmt::Debug + Send + Sync {
-    fn matches(&self, element: &Bson) -> bool;
+    /// Whether the element satisfies the condition; errors come from evaluating `$expr`.
+    fn matches(&self, element: &Bson) -> Result<bool, MongoError>;
 }
 
 /// One comparison operator with its operand.
@@ -54,17 +56,92 @@ pub struct SimplePredicate {
 pub struct EqualsValue(pub Bson);
 
 impl ElementPredicate for EqualsValue {
-    fn matches(&self, element: &Bson) -> bool {
-        compare_values(element, &self.0) == Ordering::Equal
+    fn matches(&self, element: &Bson) -> Result<bool, MongoError> {
+        Ok(compare_values(element, &self.0) == Ordering::Equal)
     }
 }
 
 impl ElementPredicate for SimplePredicate {
-    fn matches(&self, element: &Bson) -> bool {
+    fn matches(&self, element: &Bson) -> Result<bool, MongoError> {
         if self.documents_only && !matches!(element, Bson::Document(_)) {
-            return false;
+            return Ok(false);
         }
-        self.clauses.iter().all(|c| clause_matches(c, element))
+        Ok(self.clauses.iter().all(|c| clause_matches(c, element)))
+    }
+}
+
+/// How `QueryPredicate` presents an element to the matcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Subject {
+    /// The element is a document and the query runs against it (`$pull: {arr: {f: 1}}`).
+    Document,
+    /// The element is wrapped as `{name: element}` (array filters use their identifier).
+    Named(String),
+}
+
+/// A condition evaluated by the crate's query `Matcher`.
+#[derive(Debug, Clone)]
+pub struct QueryPredicate {
+    matcher: Matcher,
+    subject: Subject,
+}
+
+/// The field name a `$pull` operator condition (`{$gte: 6}`) is wrapped under.
+const PULL_FIELD: &str = "v";
+
+impl QueryPredicate {
+    /// `$pull`'s query form: a document element matching `query`.
+    pub fn on_document(query: &Document) -> Result<QueryPredicate, MongoError> {
+        Ok(QueryPredicate {
+            matcher: Matcher::parse(&raw(query)?)?,
+            subject: Subject::Document,
+        })
+    }
+
+    /// `$pull`'s operator or regex form: the element itself satisfying `condition`.
+    pub fn on_element(condition: &Bson) -> Result<QueryPredicate, MongoError> {
+        let mut query = Document::new();
+        query.insert(PULL_FIELD, condition.clone());
+        QueryPredicate::named(&query, PULL_FIELD)
+    }
+
+    /// An array filter: `filter` over `{id: element}`.
+    pub fn named(filter: &Document, id: &str) -> Result<QueryPredicate, MongoError> {
+        Ok(QueryPredicate {
+            matcher: Matcher::parse(&raw(filter)?)?,
+            subject: Subject::Named(id.to_string()),
+        })
+    }
+}
+
+impl ElementPredicate for QueryPredicate {
+    fn matches(&self, element: &Bson) -> Result<bool, MongoError> {
+        match (&self.subject, element) {
+            (Subject::Document, Bson::Document(d)) => self.matcher.matches(&raw(d)?),
+            (Subject::Document, _) => Ok(false),
+            (Subject::Named(name), _) => {
+                let mut wrapped = Document::new();
+                wrapped.insert(name.clone(), element.clone());
+                self.matcher.matches(&raw(&wrapped)?)
+            }
+        }
+    }
+}
+
+fn raw(doc: &Document) -> Result<RawDocumentBuf, MongoError> {
+    RawDocumentBuf::from_document(doc)
+        .map_err(|e| MongoError::new(ErrorCode::BadValue, format!("invalid BSON: {e}")))
+}
+
+/// The simple predicate when it could parse the condition, else the matcher's (which also
+/// owns every error message for a malformed condition).
+pub fn simple_or_query(
+    simple: Result<SimplePredicate, MongoError>,
+    query: impl FnOnce() -> Result<QueryPredicate, MongoError>,
+) -> Result<Box<dyn ElementPredicate>, MongoError> {
+    match simple {
+        Ok(p) => Ok(Box::new(p)),
+        Err(_) => Ok(Box::new(query()?)),
     }
 }
 
@@ -108,14 +185,12 @@ pub fn is_operator_document(value: &Bson) -> bool {
     }
 }
 
-/// The refusal for a query form that needs the matcher.
+/// `SimplePredicate`'s refusal of a form only the matcher evaluates (`simple_or_query`
+/// turns it into a `QueryPredicate`).
 pub fn needs_matcher(what: &str) -> MongoError {
     MongoError::new(
         ErrorCode::NotImplemented,
-        format!(
-            "{what} is not supported in updates yet ($pull conditions and arrayFilters accept \
-             plain values and $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin)"
-        ),
+        format!("{what} is evaluated by the query matcher, not by SimplePredicate"),
     )
 }
 
@@ -181,18 +256,20 @@ fn clause_matches(clause: &Clause, element: &Bson) -> bool {
     clause.tests.iter().all(|t| test_matches(t, &values))
 }
 
-/// The values a dotted path reaches, traversing arrays of documents as queries do.
-fn collect_values<'a>(value: &'a Bson, path: &[String], out: &mut Vec<&'a Bson>) {
+/// The values a dotted path reaches, traversing arrays of documents as queries do: `None` is
+/// a missing field (it compares as null). Inside an array only document elements (or the
+/// element a numeric component names) are followed, so an array of scalars, or an empty
+/// array, reaches nothing at all.
+fn collect_values<'a>(value: &'a Bson, path: &[String], out: &mut Vec<Option<&'a Bson>>) {
     let Some((first, rest)) = path.split_first() else {
-        out.push(value);
+        out.push(Some(value));
         return;
     };
     match value {
-        Bson::Document(d) => {
-            if let Some(v) = d.get(first) {
-                collect_values(v, rest, out);
-            }
-        }
+        Bson::Document(d) => match d.get(first) {
+            Some(v) => collect_values(v, rest, out),
+            None => out.push(None),
+        },
         Bson::Array(items) => {
             if let Some(v) = array_index(first).and_then(|i| items.get(i)) {
                 collect_values(v, rest, out);
@@ -201,11 +278,11 @@ fn collect_values<'a>(value: &'a Bson, path: &[String], out: &mut Vec<&'a Bson>)
                 collect_values(item, path, out);
             }
         }
-        _ => {}
+        _ => out.push(None),
     }
 }
 
-fn test_matches(test: &Test, values: &[&Bson]) -> bool {
+fn test_matches(test: &Test, values: &[Option<&Bson>]) -> bool {
     match test {
         Test::Ne(v) => !any_value(values, |x| equal(x, v)),
         Test::Nin(vs) => !vs.iter().any(|v| any_value(values, |x| equal(x, v))),
@@ -218,18 +295,13 @@ fn test_matches(test: &Test, values: &[&Bson]) -> bool {
     }
 }
 
-/// True when `pred` holds for a reached value, one of its array members, or — when nothing
-/// was reached — for null (a missing field compares as null).
-fn any_value(values: &[&Bson], pred: impl Fn(&Bson) -> bool) -> bool {
-    if values.is_empty() {
-        return pred(&Bson::Null);
-    }
-    values.iter().any(|v| {
-        pred(v)
-            || match v {
-                Bson::Array(items) => items.iter().any(&pred),
-                _ => false,
-            }
+/// True when `pred` holds for a reached value or one of its array members; a missing field
+/// is tested as null.
+fn any_value(values: &[Option<&Bson>], pred: impl Fn(&Bson) -> bool) -> bool {
+    values.iter().any(|v| match v {
+        None => pred(&Bson::Null),
+        Some(array @ Bson::Array(items)) => pred(array) || items.iter().any(&pred),
+        Some(other) => pred(other),
     })
 }
 
@@ -264,20 +336,24 @@ mod tests {
         SimplePredicate::on_element(&cond).expect("supported condition")
     }
 
+    fn hit(p: &dyn ElementPredicate, element: Bson) -> bool {
+        p.matches(&element).expect("no $expr")
+    }
+
     #[test]
     fn comparisons_stay_in_their_type_bracket() {
         let p = on(bson!({"$gte": 6}));
-        assert!(p.matches(&bson!(6.0)));
-        assert!(!p.matches(&bson!("z")));
-        assert!(!p.matches(&bson!(5)));
+        assert!(hit(&p, bson!(6.0)));
+        assert!(!hit(&p, bson!("z")));
+        assert!(!hit(&p, bson!(5)));
     }
 
     #[test]
     fn in_nin_and_ne() {
-        assert!(on(bson!({"$in": [1, "a"]})).matches(&bson!("a")));
-        assert!(on(bson!({"$nin": [1, "a"]})).matches(&bson!(2)));
-        assert!(on(bson!({"$ne": 1})).matches(&bson!(2)));
-        assert!(!on(bson!({"$ne": 1})).matches(&bson!([1, 2])));
+        assert!(hit(&on(bson!({"$in": [1, "a"]})), bson!("a")));
+        assert!(hit(&on(bson!({"$nin": [1, "a"]})), bson!(2)));
+        assert!(hit(&on(bson!({"$ne": 1})), bson!(2)));
+        assert!(!hit(&on(bson!({"$ne": 1})), bson!([1, 2])));
     }
 
     #[test]
@@ -285,9 +361,9 @@ mod tests {
         let q = doc! {"score": {"$gt": 5}, "item": "B"};
         let fields = query_fields(&q).expect("plain fields");
         let p = SimplePredicate::on_fields(&fields, true).expect("supported");
-        assert!(p.matches(&bson!({"item": "B", "score": 8, "x": 1})));
-        assert!(!p.matches(&bson!({"item": "B", "score": 4})));
-        assert!(!p.matches(&bson!(8)));
+        assert!(hit(&p, bson!({"item": "B", "score": 8, "x": 1})));
+        assert!(!hit(&p, bson!({"item": "B", "score": 4})));
+        assert!(!hit(&p, bson!(8)));
     }
 
     #[test]
@@ -295,14 +371,32 @@ mod tests {
         let q = doc! {"a": null};
         let fields = query_fields(&q).expect("plain fields");
         let p = SimplePredicate::on_fields(&fields, false).expect("supported");
-        assert!(p.matches(&bson!({"b": 1})));
+        assert!(hit(&p, bson!({"b": 1})));
     }
 
     #[test]
-    fn unsupported_forms_are_refused() {
+    fn arrays_of_scalars_reach_no_field() {
+        let q = doc! {"x": null};
+        let fields = query_fields(&q).expect("plain fields");
+        let p = SimplePredicate::on_fields(&fields, false).expect("supported");
+        assert!(!hit(&p, bson!([])));
+        assert!(!hit(&p, bson!([1, 2])));
+        assert!(hit(&p, bson!([{"y": 1}])));
+        assert!(hit(&p, bson!(5)));
+    }
+
+    #[test]
+    fn other_forms_go_to_the_matcher() {
         let e = SimplePredicate::on_element(&bson!({"$exists": true})).expect_err("matcher");
         assert_eq!(e.code, ErrorCode::NotImplemented);
         let e = SimplePredicate::on_element(&bson!({"$bogus": 1})).expect_err("unknown");
         assert_eq!(e.code, ErrorCode::BadValue);
+        let q = QueryPredicate::on_element(&bson!({"$exists": true})).expect("matcher parses");
+        assert!(hit(&q, bson!(1)));
+        let q = QueryPredicate::on_document(&doc! {"$or": [{"a": 1}, {"b": 2}]}).expect("parses");
+        assert!(hit(&q, bson!({"b": 2})));
+        assert!(!hit(&q, bson!(2)));
+        let q = QueryPredicate::named(&doc! {"i.x": {"$elemMatch": {"$gt": 2}}}, "i").expect("ok");
+        assert!(hit(&q, bson!({"x": [1, 3]})));
     }
 }
