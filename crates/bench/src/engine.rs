@@ -3,6 +3,8 @@
 //! one tree), `fill-sequential` (ascending keys into a second tree), `read-random` (point
 //! gets of existing keys of the first tree, from `--threads` threads, with the data ten
 //! times the cache by default) and `scan` (one full cursor pass over the first tree).
+//! A fifth phase, `txn` (`engine_txn.rs`), measures two-tree transactions from 1, 2, 4 and 8
+//! threads on its own environment with the "every commit" fsync policy.
 //! Each phase reports its rate with the engine's own I/O counters next to the kernel's
 //! `/proc/self/io` figures, the bytes on disk and the process's peak RSS, which is what the
 //! DESIGN.md §6 targets (reads per point query, bytes per read, counter accuracy) need.
@@ -72,6 +74,9 @@ pub struct EngineArgs {
     /// Longest the read-random phase may run, in seconds [default: 120, or 20 with --quick]
     #[arg(long, value_name = "SECS")]
     pub read_seconds: Option<f64>,
+    /// Seconds of the txn phase per thread count [default: 10, or 2 with --quick]
+    #[arg(long, value_name = "SECS")]
+    pub txn_seconds: Option<f64>,
 }
 
 /// The settings of one run after defaults are applied.
@@ -96,6 +101,8 @@ struct Params {
     read_threads: usize,
     read_ops_limit: u64,
     read_seconds_limit: f64,
+    /// Seconds of the txn phase per thread count.
+    txn_seconds: f64,
 }
 
 impl Params {
@@ -117,6 +124,12 @@ impl Params {
         }
         if !(1..=1024).contains(&threads) {
             bail!("--threads must be in [1, 1024], got {threads}");
+        }
+        if args
+            .txn_seconds
+            .is_some_and(|s| !(0.01..=3600.0).contains(&s))
+        {
+            bail!("--txn-seconds must be in [0.01, 3600]");
         }
         let data_bytes = data_mib * MIB;
         let keys = (data_bytes / (KEY_BYTES + args.value_bytes) as u64).max(1);
@@ -145,6 +158,9 @@ impl Params {
             read_seconds_limit: args
                 .read_seconds
                 .unwrap_or(if args.quick { 20.0 } else { 120.0 }),
+            txn_seconds: args
+                .txn_seconds
+                .unwrap_or(if args.quick { 2.0 } else { 10.0 }),
         })
     }
 
@@ -268,6 +284,9 @@ struct Summary {
     read_random_reads_per_op: f64,
     read_random_bytes_per_read: Option<f64>,
     scan_ops_per_sec: f64,
+    /// Commits/s of the txn phase at its largest thread count, with fsyncs per commit there.
+    txn_commits_per_sec_max_threads: f64,
+    txn_fsyncs_per_commit_max_threads: f64,
     median_compressed_basement_bytes: Option<u64>,
     median_compressed_basement_note: &'static str,
     /// Things that look wrong in the engine's figures.
@@ -280,6 +299,8 @@ struct EngineReport {
     params: Params,
     machine: Machine,
     phases: Vec<Phase>,
+    /// The txn phase: one entry per thread count.
+    txn: Vec<crate::engine_txn::TxnRun>,
     summary: Summary,
     /// The same phases against RocksDB (feature `rocksdb`).
     #[cfg(feature = "rocksdb")]
@@ -341,15 +362,23 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     phases.push(scan(&env, &random, &params)?);
     drop((random, sequential));
     env.close().context("closing the environment")?;
+    let txn_seconds = params.txn_seconds;
+    let cache = usize::try_from(params.cache_bytes).unwrap_or(usize::MAX);
+    let txn = crate::engine_txn::run(&dir.join("txn"), cache, params.direct_io, txn_seconds)?;
     #[cfg(feature = "rocksdb")]
     let peer = peer_rocksdb::run(&params, dir, &phases)?;
 
-    let summary = summarize(&phases, &params, machine.direct_io);
+    let mut summary = summarize(&phases, &params, machine.direct_io);
+    if let Some(last) = txn.last() {
+        summary.txn_commits_per_sec_max_threads = last.commits_per_sec;
+        summary.txn_fsyncs_per_commit_max_threads = last.fsyncs_per_commit;
+    }
     Ok(EngineReport {
         workload: "engine",
         params,
         machine,
         phases,
+        txn,
         summary,
         #[cfg(feature = "rocksdb")]
         peer,
@@ -704,6 +733,8 @@ fn summarize(phases: &[Phase], params: &Params, direct_io: bool) -> Summary {
         read_random_reads_per_op: read.map_or(0.0, |p| p.reads_per_op),
         read_random_bytes_per_read: read.and_then(|p| p.bytes_per_read),
         scan_ops_per_sec: rate("scan"),
+        txn_commits_per_sec_max_threads: 0.0,
+        txn_fsyncs_per_commit_max_threads: 0.0,
         median_compressed_basement_bytes: None,
         median_compressed_basement_note: BASEMENT_NOTE,
         warnings,
@@ -812,6 +843,8 @@ fn print_report(r: &EngineReport) {
         ]);
     }
     print!("{}", t.render());
+    println!();
+    crate::engine_txn::print(&r.txn);
     #[cfg(feature = "rocksdb")]
     peer_rocksdb::print(&r.peer);
     println!();
@@ -914,6 +947,7 @@ mod tests {
             value_bytes: 100,
             threads: None,
             read_seconds: None,
+            txn_seconds: None,
         };
         let p = Params::from_args(&args).expect("params");
         assert_eq!(p.cache_bytes, 20 * MIB);

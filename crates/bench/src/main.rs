@@ -5,6 +5,7 @@
 
 mod device;
 mod engine;
+mod engine_txn;
 mod fio;
 mod keyspace;
 mod latency;

@@ -37,6 +37,8 @@ fn quick_engine_run_reports_every_phase() {
             "1",
             "--read-seconds",
             "2",
+            "--txn-seconds",
+            "0.3",
         ])
         .arg("--json")
         .arg(&json)
@@ -57,6 +59,18 @@ fn quick_engine_run_reports_every_phase() {
     assert!(report["params"].is_object(), "no params: {report}");
     assert!(report["machine"].is_object(), "no machine: {report}");
     assert!(report["summary"].is_object(), "no summary: {report}");
+    let txn = report["txn"].as_array().expect("txn is an array");
+    let threads: Vec<u64> = txn.iter().filter_map(|r| r["threads"].as_u64()).collect();
+    assert_eq!(threads, [1, 2, 4, 8], "txn thread counts");
+    for r in txn {
+        for field in ["commits_per_sec", "fsyncs_per_commit", "conflict_rate"] {
+            assert!(r[field].is_number(), "txn run lacks {field}: {r}");
+        }
+        assert!(
+            r["commits"].as_u64().expect("commits") > 0,
+            "no commits: {r}"
+        );
+    }
     let phases = report["phases"].as_array().expect("phases is an array");
     let names: Vec<&str> = phases.iter().filter_map(|p| p["name"].as_str()).collect();
     assert_eq!(names, PHASES);

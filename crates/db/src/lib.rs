@@ -65,6 +65,14 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
         "checkpoints": c.checkpoints as i64,
         "commits": c.commits as i64,
         "backpressureWaits": c.backpressure_waits as i64,
+        "transactions": { "active": c.active_txns as i64, "committed": c.txn_commits as i64,
+                          "aborted": c.txn_aborts as i64, "writeConflicts": c.write_conflicts as i64,
+                          "openSnapshots": c.open_snapshots as i64,
+                          "oldestSnapshotAgeMillis": c.oldest_snapshot_age_ms as i64,
+                          "versionsRetained": c.versions_retained as i64,
+                          "versionsRetainedTotal": c.versions_retained_total as i64,
+                          "versionsCollected": c.versions_collected as i64,
+                          "lockEntries": c.lock_entries as i64 },
     }
 }
 
@@ -72,6 +80,8 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
 pub fn engine_error(e: shale_engine::Error) -> MongoError {
     let code = if e.is_corruption() {
         ErrorCode::DataCorruptionDetected
+    } else if matches!(e, shale_engine::Error::WriteConflict { .. }) {
+        ErrorCode::WriteConflict
     } else {
         ErrorCode::InternalError
     };
@@ -81,6 +91,15 @@ pub fn engine_error(e: shale_engine::Error) -> MongoError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_conflict_is_mongodbs_write_conflict() {
+        let e = engine_error(shale_engine::Error::WriteConflict {
+            tree: "t".into(),
+            reason: "held".into(),
+        });
+        assert_eq!((e.code.code(), e.code.name()), (112, "WriteConflict"));
+    }
 
     #[test]
     fn a_directory_is_owned_by_one_database() {
