@@ -135,6 +135,15 @@ fn push_sort() {
 }
 
 #[test]
+fn push_with_sort_counts_as_modified_like_the_server() {
+    let sorted = doc! {"_id": 1, "a": [1, 2, 3]};
+    let update = doc! {"$push": {"a": {"$each": [], "$sort": 1}}};
+    assert!(check(sorted.clone(), update, sorted.clone()));
+    let update = doc! {"$push": {"a": {"$each": [], "$slice": 5}}};
+    assert!(!check(sorted.clone(), update, sorted));
+}
+
+#[test]
 fn add_to_set() {
     let d = doc! {"_id": 1, "letters": ["a", "b"]};
     let after = doc! {"_id": 1, "letters": ["a", "b", ["c", "d"]]};

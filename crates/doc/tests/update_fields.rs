@@ -285,6 +285,13 @@ fn current_date() {
 }
 
 #[test]
+fn current_date_always_counts_as_modified() {
+    let now = DateTime::from_millis(NOW_MS);
+    let d = doc! {"_id": 1, "at": now};
+    assert!(check(d.clone(), doc! {"$currentDate": {"at": true}}, d));
+}
+
+#[test]
 fn several_operators_together() {
     let update = doc! {
         "$set": {"a.b": 1}, "$inc": {"n": 1}, "$unset": {"gone": 1},

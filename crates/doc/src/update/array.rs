@@ -323,7 +323,12 @@ fn push(spec: &PushSpec, current: Option<&Bson>, site: &Site<'_>) -> Result<Chan
     if let Some(slice) = spec.slice {
         apply_slice(&mut items, slice);
     }
-    Ok(Change::Write(Bson::Array(items)))
+    // The server reports a `$push` with `$sort` as a modification even when nothing moved.
+    Ok(if spec.sort.is_some() {
+        Change::Rewrite(Bson::Array(items))
+    } else {
+        Change::Write(Bson::Array(items))
+    })
 }
 
 /// Insert `values` at `position` as the server does: past the end appends, negative counts

@@ -83,9 +83,11 @@ impl FieldOp {
             FieldOp::Mul(v) => arithmetic(Arith::Multiply, v, current, site),
             FieldOp::Min(v) => Ok(extreme(v, current, Ordering::Less)),
             FieldOp::Max(v) => Ok(extreme(v, current, Ordering::Greater)),
-            FieldOp::CurrentDate(DateKind::Date) => Ok(Change::Write(Bson::DateTime(site.ctx.now))),
+            FieldOp::CurrentDate(DateKind::Date) => {
+                Ok(Change::Rewrite(Bson::DateTime(site.ctx.now)))
+            }
             FieldOp::CurrentDate(DateKind::Timestamp) => {
-                Ok(Change::Write(Bson::Timestamp(site.ctx.now_timestamp)))
+                Ok(Change::Rewrite(Bson::Timestamp(site.ctx.now_timestamp)))
             }
         }
     }

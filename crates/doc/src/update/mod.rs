@@ -114,7 +114,11 @@ enum Action {
 #[derive(Debug, Clone, PartialEq)]
 enum Change {
     Keep,
+    /// Store the value; a byte-identical value is a no-op.
     Write(Bson),
+    /// Store the value and count the document as modified even if the bytes are the same
+    /// (the server does so for `$currentDate` and for `$push` with `$sort`).
+    Rewrite(Bson),
     Remove,
 }
 
@@ -298,7 +302,7 @@ fn apply_at(doc: &mut Document, action: &Action, site: &Site<'_>) -> Result<bool
         return Err(immutable_id(parts));
     }
     match change {
-        Change::Write(v) => path::write(doc, parts, v)?,
+        Change::Write(v) | Change::Rewrite(v) => path::write(doc, parts, v)?,
         Change::Remove => {
             path::remove(doc, parts);
         }
