@@ -114,3 +114,20 @@ fn upsert_with_positional_needs_a_match() {
         .expect_err("no match on insert");
     assert_eq!(e.code, ErrorCode::BadValue);
 }
+
+#[test]
+fn upsert_with_all_elements_uses_the_filter_array() {
+    let spec = UpdateSpec::parse(&doc! {"$set": {"myArray.$[]": 10}}, None).expect("valid");
+    let made = spec
+        .build_upsert(&doc! {"myArray": [5, 8]}, &ctx())
+        .expect("array from filter");
+    assert_eq!(bytes(&made), bytes(&doc! {"myArray": [10, 10]}));
+    let e = spec
+        .build_upsert(&doc! {}, &ctx())
+        .expect_err("no array to update");
+    assert_eq!(e.code, ErrorCode::BadValue);
+    assert_eq!(
+        e.message,
+        "The path 'myArray' must exist in the document in order to apply array updates."
+    );
+}
