@@ -67,6 +67,7 @@ pub enum BatchOp {
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
     ops: Vec<(Arc<Tree>, BatchOp)>,
+    counts: Vec<(Arc<Tree>, i64)>,
 }
 
 impl WriteBatch {
@@ -89,11 +90,15 @@ impl WriteBatch {
             BatchOp::Update(key.to_vec(), payload.to_vec()),
         ));
     }
+    /// Changes the tree's entry count by `delta` with the batch (see `TreeHandle::count`).
+    pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
+        self.counts.push((tree.tree.clone(), delta));
+    }
     pub fn len(&self) -> usize {
         self.ops.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.ops.is_empty() && self.counts.is_empty()
     }
 }
 
@@ -379,6 +384,13 @@ impl TreeHandle {
         let _no_checkpoint = self.env.checkpoint_lock.lock();
         self.tree.verify()
     }
+    /// The tree's entry count as its writers keep it (`WriteBatch::add_count`,
+    /// `Txn::add_count`), as of the newest commit: exact through commits, aborts, checkpoints
+    /// and recovery, and O(1). The engine does not know whether a blind put inserts or
+    /// overwrites, so the caller (which does) says how the count changes.
+    pub fn count(&self) -> i64 {
+        self.tree.count()
+    }
     /// Bytes of the tree's file.
     pub fn file_bytes(&self) -> u64 {
         self.tree.file().file_len()
@@ -425,7 +437,7 @@ impl EnvInner {
         }
         let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         let held = self.lock_batch(txn, &batch)?;
-        let committed = self.commit_group(txn, &batch.ops, |ts| {
+        let committed = self.commit_group(txn, &batch.ops, &batch.counts, |ts| {
             self.release_locks(txn, &held, Some(ts));
         });
         if committed.is_err() {
@@ -452,20 +464,26 @@ impl EnvInner {
         Ok(held)
     }
 
-    /// Logs `ops` as one group ending in a commit record and applies them to their trees
-    /// with the commit's timestamp, under the apply lock (R2, M1); publishes the timestamp
-    /// and calls `released` (still under the lock, so a conflicting writer sees the commit),
-    /// then waits for group commit (R1). Returns the commit's timestamp.
+    /// Logs `ops` and `counts` as one group ending in a commit record and applies them to
+    /// their trees with the commit's timestamp, under the apply lock (R2, M1); publishes the
+    /// timestamp and calls `released` (still under the lock, so a conflicting writer sees the
+    /// commit), then waits for group commit (R1). Returns the commit's timestamp.
     pub(crate) fn commit_group(
         &self,
         txn: TxnId,
         ops: &[(Arc<Tree>, BatchOp)],
+        counts: &[(Arc<Tree>, i64)],
         released: impl FnOnce(Ts),
     ) -> Result<Ts> {
         let mut records: Vec<LogRecord> = ops
             .iter()
             .map(|(t, op)| to_record(txn, t.id(), op))
             .collect();
+        records.extend(counts.iter().map(|(t, delta)| LogRecord::Count {
+            txn,
+            tree: t.id(),
+            delta: *delta,
+        }));
         records.push(LogRecord::Commit { txn });
         let end = {
             let _apply = self.apply_lock.lock();
@@ -473,6 +491,9 @@ impl EnvInner {
             let ts = Ts(end.0);
             for (tree, op) in ops {
                 self.poison_on(tree.apply(op_key(op), ts, to_msg(op)))?;
+            }
+            for (tree, delta) in counts {
+                tree.add_count(*delta);
             }
             self.snapshots.publish(ts);
             released(ts);
@@ -526,8 +547,8 @@ impl EnvInner {
         };
         // R5: the log up to the redo point is durable before any header names it.
         self.poison_on(self.wal.sync_to(redo_lsn))?;
-        for (tree, (root, next_msn)) in &marks {
-            self.poison_on(tree.checkpoint_finish(*root, *next_msn, redo_lsn.0))?;
+        for (tree, mark) in &marks {
+            self.poison_on(tree.checkpoint_finish(mark, redo_lsn.0))?;
         }
         // R6: only now may the log before the redo point go.
         self.poison_on(self.wal.remove_before(redo_lsn))?;

@@ -113,8 +113,14 @@ pub(crate) fn open_and_recover(
     })
 }
 
-/// Changes of transactions whose commit record has not been read yet: (LSN, tree, key, op).
-type OpenTxns = HashMap<TxnId, Vec<(Lsn, u64, Vec<u8>, MsgOp)>>;
+/// What a logged transaction does to one tree.
+enum Redo {
+    Change(Vec<u8>, MsgOp),
+    Count(i64),
+}
+
+/// Changes of transactions whose commit record has not been read yet: (LSN, tree, change).
+type OpenTxns = HashMap<TxnId, Vec<(Lsn, u64, Redo)>>;
 
 /// Replays the log; returns the end of the valid log and the largest transaction id seen.
 fn redo(
@@ -129,10 +135,10 @@ fn redo(
     let mut max_txn = 0u64;
     let mut applied = 0u64;
     let end = wal::replay(&wal_dir(dir), from, io_stats.clone(), |lsn, record| {
-        let record = match into_change(record) {
-            Ok((txn, tree, key, op)) => {
+        let record = match into_redo(record) {
+            Ok((txn, tree, redo)) => {
                 max_txn = max_txn.max(txn.0);
-                open.entry(txn).or_default().push((lsn, tree, key, op));
+                open.entry(txn).or_default().push((lsn, tree, redo));
                 return Ok(());
             }
             Err(other) => other,
@@ -143,11 +149,21 @@ fn redo(
         match record {
             LogRecord::Commit { txn } => {
                 let ts = commit_ts;
-                for (lsn, tree, key, op) in open.remove(&txn).unwrap_or_default() {
+                for (lsn, tree, change) in open.remove(&txn).unwrap_or_default() {
                     let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
                         continue;
                     };
-                    if lsn.0 >= redo {
+                    if lsn.0 < redo {
+                        continue;
+                    }
+                    let (key, op) = match change {
+                        Redo::Count(delta) => {
+                            t.add_count(delta);
+                            continue;
+                        }
+                        Redo::Change(key, op) => (key, op),
+                    };
+                    {
                         t.apply(&key, ts, op)?;
                         applied += 1;
                         // No flusher runs yet: keep the root within its size as we go.
@@ -177,22 +193,25 @@ fn redo(
     Ok((end, max_txn))
 }
 
-/// A record that changes a key, as (transaction, tree, key, message); any other record back.
-fn into_change(record: LogRecord) -> std::result::Result<(TxnId, u64, Vec<u8>, MsgOp), LogRecord> {
+/// A record that a transaction's commit redoes on a tree, as (transaction, tree, what); any
+/// other record back.
+fn into_redo(record: LogRecord) -> std::result::Result<(TxnId, u64, Redo), LogRecord> {
+    let change = |key, op| Redo::Change(key, op);
     match record {
         LogRecord::Put {
             txn,
             tree,
             key,
             value,
-        } => Ok((txn, tree, key, MsgOp::Put(value))),
-        LogRecord::Delete { txn, tree, key } => Ok((txn, tree, key, MsgOp::Delete)),
+        } => Ok((txn, tree, change(key, MsgOp::Put(value)))),
+        LogRecord::Delete { txn, tree, key } => Ok((txn, tree, change(key, MsgOp::Delete))),
         LogRecord::Update {
             txn,
             tree,
             key,
             payload,
-        } => Ok((txn, tree, key, MsgOp::Update(payload))),
+        } => Ok((txn, tree, change(key, MsgOp::Update(payload)))),
+        LogRecord::Count { txn, tree, delta } => Ok((txn, tree, Redo::Count(delta))),
         other => Err(other),
     }
 }

@@ -34,6 +34,8 @@ pub struct Txn {
     id: TxnId,
     snapshot: Arc<SnapshotGuard>,
     writes: BTreeMap<u64, TreeWrites>,
+    /// Entry count changes by tree id, applied at commit.
+    counts: BTreeMap<u64, (Arc<Tree>, i64)>,
     /// Keys this transaction locked, by tree id, to release at the end.
     held: Vec<Held>,
     finished: bool,
@@ -58,6 +60,7 @@ impl Txn {
             id,
             snapshot,
             writes: BTreeMap::new(),
+            counts: BTreeMap::new(),
             held: Vec::new(),
             finished: false,
         }
@@ -108,6 +111,21 @@ impl Txn {
     /// A read-free update applied by the merge callback.
     pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) -> Result<()> {
         self.write(tree, BatchOp::Update(key.to_vec(), payload.to_vec()))
+    }
+
+    /// Changes `tree`'s entry count by `delta` when this transaction commits.
+    pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
+        let slot = self
+            .counts
+            .entry(tree.tree.id())
+            .or_insert_with(|| (tree.tree.clone(), 0));
+        slot.1 += delta;
+    }
+
+    /// `tree`'s entry count as of the newest commit plus this transaction's own changes.
+    pub fn count(&self, tree: &TreeHandle) -> i64 {
+        let own = self.counts.get(&tree.tree.id()).map_or(0, |c| c.1);
+        tree.tree.count() + own
     }
 
     /// An ordered cursor over `tree` as this transaction sees it (its writes so far included).
@@ -181,7 +199,7 @@ impl Txn {
     /// Logs and applies the write set; the commit timestamp, or `None` for a read-only
     /// transaction.
     fn commit_writes(&mut self) -> Result<Option<Ts>> {
-        if self.writes.is_empty() {
+        if self.writes.is_empty() && self.counts.values().all(|c| c.1 == 0) {
             return Ok(None);
         }
         let mut ops = Vec::new();
@@ -192,10 +210,12 @@ impl Txn {
                 }
             }
         }
+        let counts: Vec<(Arc<Tree>, i64)> =
+            self.counts.values().filter(|c| c.1 != 0).cloned().collect();
         let held = std::mem::take(&mut self.held);
         let env = self.env.clone();
         let id = self.id;
-        let ts = self.env.commit_group(id, &ops, |ts| {
+        let ts = self.env.commit_group(id, &ops, &counts, |ts| {
             env.release_locks(id, &held, Some(ts));
         });
         if ts.is_err() {
@@ -211,6 +231,7 @@ impl Txn {
         let held = std::mem::take(&mut self.held);
         self.env.release_locks(self.id, &held, committed);
         self.writes.clear();
+        self.counts.clear();
         self.env.active_txns.fetch_sub(1, Ordering::Relaxed);
     }
 }

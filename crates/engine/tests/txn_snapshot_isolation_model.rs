@@ -10,6 +10,10 @@
 //! documented one (docs/transactions.md): a write fails if another live transaction wrote or
 //! share-locked the key, or a commit after the snapshot wrote it (L1, L2); a plain write fails
 //! if a live transaction holds the key.
+//!
+//! Every writer keeps the trees' entry counts the way the database layer will (it knows
+//! whether a key existed), and the engine's O(1) `count` must equal the committed model's size
+//! after every step, through commits, aborts, checkpoints and recovery.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -149,7 +153,18 @@ fn check_txn_cursor(t: &TreeHandle, x: &ModelTxn, ti: usize, rng: &mut StdRng) {
     assert_eq!(back, want_back, "txn cursor backward from {probe:?}");
 }
 
+fn check_counts(trees: &[TreeHandle], m: &Model) {
+    for (ti, t) in trees.iter().enumerate() {
+        assert_eq!(
+            t.count(),
+            m.committed[ti].len() as i64,
+            "count of tree {ti}"
+        );
+    }
+}
+
 fn check_committed(trees: &[TreeHandle], m: &Model) {
+    check_counts(trees, m);
     for (ti, t) in trees.iter().enumerate() {
         let mut c = t.cursor();
         c.seek_to_first().expect("seek");
@@ -191,7 +206,10 @@ fn step(
             let x = &mut live[i];
             match (txn_op(t, &mut x.txn, &k, &op), refused) {
                 (Ok(()), false) => {
+                    let before = x.view[ti].contains_key(&k);
                     let v = apply(&k, x.view[ti].get(&k).cloned(), &op);
+                    x.txn
+                        .add_count(t, i64::from(v.is_some()) - i64::from(before));
                     match &v {
                         Some(v) => x.view[ti].insert(k.clone(), v.clone()),
                         None => x.view[ti].remove(&k),
@@ -258,6 +276,9 @@ fn step(
                 Op::Delete => b.delete(t, &k),
                 Op::Add(d) => b.update(t, &k, &d.to_le_bytes()),
             }
+            let before = m.committed[ti].contains_key(&k);
+            let after = apply(&k, m.committed[ti].get(&k).cloned(), &op).is_some();
+            b.add_count(t, i64::from(after) - i64::from(before));
             match (env.write(b), refused) {
                 (Ok(()), false) => {
                     let v = apply(&k, m.committed[ti].get(&k).cloned(), &op);
@@ -291,6 +312,7 @@ fn run(seed: u64) {
     for round in 0..6 {
         for _ in 0..1500 {
             step(&mut rng, &env, &trees, &mut m, &mut live);
+            check_counts(&trees, &m);
             if rng.gen_range(0..400) == 0 {
                 env.checkpoint().expect("checkpoint");
             }

@@ -132,20 +132,25 @@ impl Tree {
         Ok(())
     }
 
-    /// Checkpoint step 1 (under the environment's checkpoint gate): every dirty node becomes
-    /// pending; the block file starts its checkpoint. Returns the root and MSN to record.
-    pub(crate) fn checkpoint_mark(&self) -> (NodeId, u64) {
+    /// Checkpoint step 1 (under the environment's apply lock, R3): every dirty node becomes
+    /// pending; the block file starts its checkpoint. Returns the root, MSN and entry count to
+    /// record.
+    pub(crate) fn checkpoint_mark(&self) -> CheckpointMark {
         let mut st = self.write_state();
         for n in st.nodes.values_mut() {
             n.checkpoint_pending = n.dirty;
         }
         self.file.checkpoint_begin();
-        (st.root, st.next_msn)
+        CheckpointMark {
+            root: st.root,
+            next_msn: st.next_msn,
+            count: self.count(),
+        }
     }
 
     /// Checkpoint step 2: writes every node still pending (writers may have written some
     /// already), then makes the checkpoint durable with `lsn` as its redo point.
-    pub(crate) fn checkpoint_finish(&self, root: NodeId, next_msn: u64, lsn: u64) -> Result<()> {
+    pub(crate) fn checkpoint_finish(&self, mark: &CheckpointMark, lsn: u64) -> Result<()> {
         let pending: Vec<NodeId> = {
             let st = self.read_state();
             st.nodes
@@ -160,6 +165,15 @@ impl Tree {
                 self.write_node(&mut st, id, true, Category::Checkpoint)?;
             }
         }
-        self.file.checkpoint_end(root, lsn, &self.meta(next_msn))
+        let meta = super::encode_meta(&self.options, mark.next_msn, mark.count);
+        self.file.checkpoint_end(mark.root, lsn, &meta)
     }
+}
+
+/// What a checkpoint records for a tree, as of its start.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CheckpointMark {
+    pub root: NodeId,
+    pub next_msn: u64,
+    pub count: i64,
 }

@@ -40,6 +40,7 @@ use msg::Msn;
 use node::{Leaf, Node, NodeBody};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Loads one operation may need before giving up (see `load_for_retry`).
@@ -96,6 +97,9 @@ pub struct Tree {
     merge: Arc<MergeFn>,
     stats: Arc<EngineStats>,
     snapshots: Arc<Snapshots>,
+    /// Entry count as callers keep it through `Count` log records (changed under the apply
+    /// lock, recorded by checkpoints, redone by recovery).
+    count: AtomicI64,
 }
 
 impl std::fmt::Debug for Tree {
@@ -127,7 +131,7 @@ impl Tree {
         meta: &[u8],
         ctx: TreeContext,
     ) -> Result<Tree> {
-        let (options, next_msn) = decode_meta(meta).map_err(|r| {
+        let (options, next_msn, count) = decode_meta(meta).map_err(|r| {
             Error::corruption(
                 file.path(),
                 crate::Location::Other("tree metadata".into()),
@@ -162,6 +166,7 @@ impl Tree {
             merge: ctx.merge,
             stats: ctx.stats,
             snapshots: ctx.snapshots,
+            count: AtomicI64::new(count),
         })
     }
 
@@ -338,9 +343,14 @@ impl Tree {
         self.state.write()
     }
 
-    /// Metadata recorded in the block file header at each checkpoint.
-    pub(crate) fn meta(&self, next_msn: u64) -> Vec<u8> {
-        encode_meta(&self.options, next_msn)
+    /// The entry count callers keep through commits (`Txn::add_count`).
+    pub(crate) fn count(&self) -> i64 {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Applies a committed count change (under the apply lock, or by recovery).
+    pub(crate) fn add_count(&self, delta: i64) {
+        self.count.fetch_add(delta, Ordering::AcqRel);
     }
 
     fn next_msn(st: &mut TreeState) -> Msn {
@@ -383,20 +393,24 @@ impl TreeState {
     }
 }
 
-const META_VERSION: u8 = 1;
+/// Version 2 adds the entry count (docs/format-node.md, "Tree metadata").
+const META_VERSION: u8 = 2;
+const META_BYTES: usize = 30;
 
-fn encode_meta(o: &TreeOptions, next_msn: u64) -> Vec<u8> {
+pub(crate) fn encode_meta(o: &TreeOptions, next_msn: u64, count: i64) -> Vec<u8> {
     let mut m = vec![META_VERSION];
     m.extend_from_slice(&(o.node_size_bytes as u32).to_le_bytes());
     m.extend_from_slice(&(o.basement_size_bytes as u32).to_le_bytes());
     m.extend_from_slice(&(o.fanout as u32).to_le_bytes());
     m.push(o.compression.code());
     m.extend_from_slice(&next_msn.to_le_bytes());
+    m.extend_from_slice(&count.to_le_bytes());
+    assert_eq!(m.len(), META_BYTES);
     m
 }
 
-fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64), String> {
-    if m.len() != 22 || m[0] != META_VERSION {
+fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String> {
+    if m.len() != META_BYTES || m[0] != META_VERSION {
         return Err(format!(
             "tree metadata of {} bytes, version {:?}",
             m.len(),
@@ -416,10 +430,11 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64), String> {
         return Err(format!("invalid tree options {options:?}"));
     }
     let next_msn = u64::from_le_bytes(m[14..22].try_into().expect("8 bytes"));
-    Ok((options, next_msn))
+    let count = i64::from_le_bytes(m[22..30].try_into().expect("8 bytes"));
+    Ok((options, next_msn, count))
 }
 
 /// Metadata for a new, empty tree.
 pub(crate) fn initial_meta(options: &TreeOptions) -> Vec<u8> {
-    encode_meta(options, 1)
+    encode_meta(options, 1, 0)
 }

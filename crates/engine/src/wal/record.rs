@@ -54,6 +54,12 @@ pub enum LogRecord {
         checkpoint: u64,
         begin_lsn: Lsn,
     },
+    /// The transaction changes `tree`'s entry count (kept by the caller) by `delta`.
+    Count {
+        txn: TxnId,
+        tree: u64,
+        delta: i64,
+    },
 }
 
 /// On-disk type codes (docs/format-wal.md). Never reuse a code: add new ones.
@@ -67,6 +73,7 @@ mod code {
     pub const DROP_TREE: u8 = 7;
     pub const CHECKPOINT_BEGIN: u8 = 8;
     pub const CHECKPOINT_END: u8 = 9;
+    pub const COUNT: u8 = 10;
 }
 
 fn put_u64(out: &mut Vec<u8>, v: u64) {
@@ -147,6 +154,12 @@ impl LogRecord {
                 put_u64(out, *checkpoint);
                 put_u64(out, begin_lsn.0);
             }
+            LogRecord::Count { txn, tree, delta } => {
+                out.push(code::COUNT);
+                put_u64(out, txn.0);
+                put_u64(out, *tree);
+                out.extend_from_slice(&delta.to_le_bytes());
+            }
         }
     }
 
@@ -201,6 +214,11 @@ impl LogRecord {
                 checkpoint: r.u64()?,
                 begin_lsn: Lsn(r.u64()?),
             },
+            code::COUNT => LogRecord::Count {
+                txn: TxnId(r.u64()?),
+                tree: r.u64()?,
+                delta: r.u64()? as i64,
+            },
             other => return Err(format!("unknown record type {other}")),
         })
     }
@@ -216,6 +234,7 @@ impl LogRecord {
             LogRecord::CreateTree { name, options, .. } => 8 + s(name.as_bytes()) + s(options),
             LogRecord::DropTree { .. } | LogRecord::CheckpointBegin { .. } => 8,
             LogRecord::CheckpointEnd { .. } => 16,
+            LogRecord::Count { .. } => 24,
         }
     }
 }
@@ -263,6 +282,11 @@ pub(crate) mod tests {
             LogRecord::CheckpointEnd {
                 checkpoint: 11,
                 begin_lsn: Lsn(12_345),
+            },
+            LogRecord::Count {
+                txn: TxnId(13),
+                tree: 14,
+                delta: -3,
             },
         ]
     }
