@@ -451,15 +451,15 @@ impl EnvInner {
     fn lock_batch(&self, txn: TxnId, batch: &WriteBatch) -> Result<Vec<Held>> {
         let mut held = Vec::with_capacity(batch.ops.len());
         for (tree, op) in &batch.ops {
-            let key = op_key(op);
+            let id = self.locks.id(tree.id(), op_key(op));
             let got = self
                 .locks
-                .acquire(txn, Ts(u64::MAX), tree.id(), key, LockMode::Exclusive);
+                .acquire(txn, Ts(u64::MAX), id, LockMode::Exclusive);
             if let Err(refusal) = got {
                 self.release_locks(txn, &held, None);
                 return Err(self.conflict(tree.name(), refusal));
             }
-            held.push((tree.id(), key.to_vec(), LockMode::Exclusive));
+            held.push((id, LockMode::Exclusive));
         }
         Ok(held)
     }

@@ -11,7 +11,7 @@
 //! nothing else.
 
 use crate::env::{BatchOp, EnvInner};
-use crate::mvcc::{LockMode, Refusal, SnapshotGuard, Ts, TxnId};
+use crate::mvcc::{LockId, LockMode, Refusal, SnapshotGuard, Ts, TxnId};
 use crate::tree::{msg, Tree};
 use crate::{Error, Result, TreeHandle, TxnCursor};
 use std::collections::BTreeMap;
@@ -25,8 +25,8 @@ pub(crate) struct TreeWrites {
     pub keys: BTreeMap<Vec<u8>, Vec<msg::MsgOp>>,
 }
 
-/// A key a transaction locked: tree id, key, and whether it was locked to write it.
-pub(crate) type Held = (u64, Vec<u8>, LockMode);
+/// A lock a transaction took, and whether it took it to write the key.
+pub(crate) type Held = (LockId, LockMode);
 
 /// A live transaction. Dropping it without `commit` aborts it.
 pub struct Txn {
@@ -182,14 +182,14 @@ impl Txn {
     }
 
     fn lock(&mut self, tree: &TreeHandle, key: &[u8], mode: LockMode) -> Result<()> {
-        let id = tree.tree.id();
+        let id = self.env.locks.id(tree.tree.id(), key);
         let got = self
             .env
             .locks
-            .acquire(self.id, self.snapshot.ts(), id, key, mode);
+            .acquire(self.id, self.snapshot.ts(), id, mode);
         match got {
             Ok(()) => {
-                self.held.push((id, key.to_vec(), mode));
+                self.held.push((id, mode));
                 Ok(())
             }
             Err(refusal) => Err(self.env.conflict(tree.name(), refusal)),
@@ -280,9 +280,9 @@ impl EnvInner {
             return;
         }
         let horizon = self.snapshots.horizon();
-        for (tree, key, mode) in held {
+        for (id, mode) in held {
             let wrote = committed.filter(|_| *mode == LockMode::Exclusive);
-            self.locks.release(txn, *tree, key, wrote, horizon);
+            self.locks.release(txn, *id, wrote, horizon);
         }
         self.locks.maybe_prune(horizon);
     }

@@ -12,13 +12,18 @@
 //! An entry with no holder is kept while its commit timestamp is above the horizon (some live
 //! snapshot may still request the key, L2) and pruned after.
 //!
+//! Keys are identified by a 64-bit keyed hash of (tree, key) (`LockId`), so taking and
+//! releasing a lock copies no key. Two keys whose ids collide (about one pair in 10^19, and
+//! the hash key is random per environment) share a lock: the cost is a spurious
+//! `WriteConflict`, which callers retry like any other, never a missed conflict.
+//!
 //! It must never: block, or forget a commit timestamp that a live snapshot is older than.
 
 use super::{Ts, TxnId};
 use parking_lot::Mutex;
-use std::collections::hash_map::DefaultHasher;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const SHARDS: usize = 64;
@@ -50,12 +55,15 @@ impl LockEntry {
     }
 }
 
-type LockKey = (u64, Vec<u8>);
+/// Which lock a key of a tree takes: a keyed 64-bit hash of both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockId(u64);
 
-/// The lock table, sharded by key hash.
+/// The lock table, sharded by lock id.
 #[derive(Debug)]
 pub struct LockTable {
-    shards: Vec<Mutex<HashMap<LockKey, LockEntry>>>,
+    shards: Vec<Mutex<HashMap<LockId, LockEntry>>>,
+    hasher: RandomState,
     entries: AtomicUsize,
     prune_at: AtomicUsize,
 }
@@ -64,6 +72,7 @@ impl Default for LockTable {
     fn default() -> Self {
         LockTable {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
             entries: AtomicUsize::new(0),
             prune_at: AtomicUsize::new(4096),
         }
@@ -71,31 +80,29 @@ impl Default for LockTable {
 }
 
 impl LockTable {
-    fn shard(&self, tree: u64, key: &[u8]) -> &Mutex<HashMap<LockKey, LockEntry>> {
-        let mut h = DefaultHasher::new();
-        tree.hash(&mut h);
-        key.hash(&mut h);
-        &self.shards[(h.finish() as usize) % SHARDS]
+    /// The lock of `key` in tree `tree`.
+    pub fn id(&self, tree: u64, key: &[u8]) -> LockId {
+        LockId(self.hasher.hash_one((tree, key)))
     }
 
-    /// Takes `key` of `tree` for `txn` reading at `snapshot`, or says why not (L1, L2).
-    /// Taking a key already held in the same or a weaker mode by `txn` is allowed.
+    fn shard(&self, id: LockId) -> &Mutex<HashMap<LockId, LockEntry>> {
+        &self.shards[(id.0 >> 58) as usize % SHARDS]
+    }
+
+    /// Takes lock `id` for `txn` reading at `snapshot`, or says why not (L1, L2). Taking a
+    /// lock already held in the same or a weaker mode by `txn` is allowed.
     pub fn acquire(
         &self,
         txn: TxnId,
         snapshot: Ts,
-        tree: u64,
-        key: &[u8],
+        id: LockId,
         mode: LockMode,
     ) -> Result<(), Refusal> {
-        let mut shard = self.shard(tree, key).lock();
-        let entry = match shard.get_mut(&(tree, key.to_vec())) {
-            Some(e) => e,
-            None => {
-                self.entries.fetch_add(1, Ordering::Relaxed);
-                shard.entry((tree, key.to_vec())).or_default()
-            }
-        };
+        let mut shard = self.shard(id).lock();
+        let entry = shard.entry(id).or_insert_with(|| {
+            self.entries.fetch_add(1, Ordering::Relaxed);
+            LockEntry::default()
+        });
         if let Some(w) = entry.writer.filter(|w| *w != txn) {
             return Err(Refusal::Held(w));
         }
@@ -117,13 +124,12 @@ impl LockTable {
         Ok(())
     }
 
-    /// Releases what `txn` holds on `key`; `committed` is the commit's timestamp when the
-    /// transaction wrote the key. Entries no snapshot needs any more go (at or below
+    /// Releases what `txn` holds on lock `id`; `committed` is the commit's timestamp when
+    /// the transaction wrote the key. Entries no snapshot needs any more go (at or below
     /// `horizon`).
-    pub fn release(&self, txn: TxnId, tree: u64, key: &[u8], committed: Option<Ts>, horizon: Ts) {
-        let mut shard = self.shard(tree, key).lock();
-        let k = (tree, key.to_vec());
-        let Some(entry) = shard.get_mut(&k) else {
+    pub fn release(&self, txn: TxnId, id: LockId, committed: Option<Ts>, horizon: Ts) {
+        let mut shard = self.shard(id).lock();
+        let Some(entry) = shard.get_mut(&id) else {
             return;
         };
         if entry.writer == Some(txn) {
@@ -134,7 +140,7 @@ impl LockTable {
             entry.last_commit = entry.last_commit.max(ts);
         }
         if entry.is_free() && entry.last_commit <= horizon {
-            shard.remove(&k);
+            shard.remove(&id);
             self.entries.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -174,36 +180,34 @@ mod tests {
     #[test]
     fn writers_conflict_readers_do_not() {
         let t = LockTable::default();
+        let k = t.id(1, b"k");
         let (a, b, c) = (TxnId(1), TxnId(2), TxnId(3));
-        assert_eq!(t.acquire(a, Ts(10), 1, b"k", Shared), Ok(()));
-        assert_eq!(
-            t.acquire(b, Ts(10), 1, b"k", Shared),
-            Ok(()),
-            "readers share"
-        );
-        assert_eq!(
-            t.acquire(c, Ts(10), 1, b"k", Exclusive),
-            Err(Refusal::Held(a))
-        );
-        t.release(a, 1, b"k", None, Ts(10));
-        t.release(b, 1, b"k", None, Ts(10));
-        assert_eq!(t.acquire(c, Ts(10), 1, b"k", Exclusive), Ok(()));
-        assert_eq!(t.acquire(a, Ts(10), 1, b"k", Shared), Err(Refusal::Held(c)));
-        assert_eq!(t.acquire(c, Ts(10), 1, b"k", Shared), Ok(()), "own lock");
+        assert_eq!(t.acquire(a, Ts(10), k, Shared), Ok(()));
+        assert_eq!(t.acquire(b, Ts(10), k, Shared), Ok(()), "readers share");
+        assert_eq!(t.acquire(c, Ts(10), k, Exclusive), Err(Refusal::Held(a)));
+        t.release(a, k, None, Ts(10));
+        t.release(b, k, None, Ts(10));
+        assert_eq!(t.acquire(c, Ts(10), k, Exclusive), Ok(()));
+        assert_eq!(t.acquire(a, Ts(10), k, Shared), Err(Refusal::Held(c)));
+        assert_eq!(t.acquire(c, Ts(10), k, Shared), Ok(()), "own lock");
+        let same_key_other_tree = t.id(2, b"k");
+        assert_ne!(k, same_key_other_tree);
+        assert_eq!(t.acquire(a, Ts(10), same_key_other_tree, Exclusive), Ok(()));
     }
 
     #[test]
     fn a_commit_after_the_snapshot_refuses_the_key_until_the_horizon_passes_it() {
         let t = LockTable::default();
+        let k = t.id(1, b"k");
         let (a, b) = (TxnId(1), TxnId(2));
-        t.acquire(a, Ts(10), 1, b"k", Exclusive).expect("free");
-        t.release(a, 1, b"k", Some(Ts(20)), Ts(10));
+        t.acquire(a, Ts(10), k, Exclusive).expect("free");
+        t.release(a, k, Some(Ts(20)), Ts(10));
         assert_eq!(
-            t.acquire(b, Ts(15), 1, b"k", Exclusive),
+            t.acquire(b, Ts(15), k, Exclusive),
             Err(Refusal::NewerCommit(Ts(20)))
         );
-        assert_eq!(t.acquire(b, Ts(20), 1, b"k", Exclusive), Ok(()));
-        t.release(b, 1, b"k", None, Ts(20));
+        assert_eq!(t.acquire(b, Ts(20), k, Exclusive), Ok(()));
+        t.release(b, k, None, Ts(20));
         assert!(t.is_empty(), "free and at the horizon: pruned");
     }
 
@@ -211,14 +215,15 @@ mod tests {
     fn pruning_keeps_entries_a_snapshot_may_still_need() {
         let t = LockTable::default();
         for i in 0..5000u32 {
-            let k = i.to_le_bytes();
-            t.acquire(TxnId(1), Ts(0), 1, &k, Exclusive).expect("free");
-            t.release(TxnId(1), 1, &k, Some(Ts(100 + i as u64)), Ts(0));
+            let k = t.id(1, &i.to_le_bytes());
+            t.acquire(TxnId(1), Ts(0), k, Exclusive).expect("free");
+            t.release(TxnId(1), k, Some(Ts(100 + i as u64)), Ts(0));
         }
         t.maybe_prune(Ts(2099));
         assert_eq!(t.len(), 3000);
+        let last = t.id(1, &4999u32.to_le_bytes());
         assert_eq!(
-            t.acquire(TxnId(2), Ts(50), 1, &4999u32.to_le_bytes(), Exclusive),
+            t.acquire(TxnId(2), Ts(50), last, Exclusive),
             Err(Refusal::NewerCommit(Ts(5099)))
         );
     }

@@ -7,5 +7,5 @@ mod locks;
 mod snapshots;
 
 pub use crate::wal::TxnId;
-pub use locks::{LockMode, LockTable, Refusal};
+pub use locks::{LockId, LockMode, LockTable, Refusal};
 pub use snapshots::{SnapshotGuard, Snapshots, Ts};
