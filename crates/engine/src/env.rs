@@ -587,11 +587,11 @@ pub(crate) fn op_key(op: &BatchOp) -> &[u8] {
 }
 
 /// The batch operation that a message on `key` stands for.
-pub(crate) fn to_batch_op(key: &[u8], m: &MsgOp) -> BatchOp {
+pub(crate) fn to_batch_op(key: Vec<u8>, m: MsgOp) -> BatchOp {
     match m {
-        MsgOp::Put(v) => BatchOp::Put(key.to_vec(), v.clone()),
-        MsgOp::Delete => BatchOp::Delete(key.to_vec()),
-        MsgOp::Update(p) => BatchOp::Update(key.to_vec(), p.clone()),
+        MsgOp::Put(v) => BatchOp::Put(key, v),
+        MsgOp::Delete => BatchOp::Delete(key),
+        MsgOp::Update(p) => BatchOp::Update(key, p),
     }
 }
 

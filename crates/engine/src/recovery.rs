@@ -163,13 +163,11 @@ fn redo(
                         }
                         Redo::Change(key, op) => (key, op),
                     };
-                    {
-                        t.apply(&key, ts, op)?;
-                        applied += 1;
-                        // No flusher runs yet: keep the root within its size as we go.
-                        while t.needs_flush() {
-                            t.flush_once()?;
-                        }
+                    t.apply(&key, ts, op)?;
+                    applied += 1;
+                    // No flusher runs yet: keep the root within its size as we go.
+                    while t.needs_flush() {
+                        t.flush_once()?;
                     }
                 }
                 snapshots.publish(ts);

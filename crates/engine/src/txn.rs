@@ -202,11 +202,12 @@ impl Txn {
         if self.writes.is_empty() && self.counts.values().all(|c| c.1 == 0) {
             return Ok(None);
         }
+        // The write set is consumed: its values move into the batch operations uncopied.
         let mut ops = Vec::new();
-        for w in self.writes.values() {
-            for (key, list) in &w.keys {
+        for w in std::mem::take(&mut self.writes).into_values() {
+            for (key, list) in w.keys {
                 for m in list {
-                    ops.push((w.tree.clone(), crate::env::to_batch_op(key, m)));
+                    ops.push((w.tree.clone(), crate::env::to_batch_op(key.clone(), m)));
                 }
             }
         }

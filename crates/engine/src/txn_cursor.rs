@@ -63,23 +63,23 @@ impl TxnCursor {
     /// Positions at the first entry with key >= `key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.base.seek(key)?;
-        self.settle_forward(Bound::Included(key.to_vec()))
+        self.settle(Dir::Forward, Bound::Included(key.to_vec()))
     }
 
     /// Positions at the last entry with key <= `key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
         self.base.seek_for_prev(key)?;
-        self.settle_backward(Bound::Included(key.to_vec()))
+        self.settle(Dir::Backward, Bound::Included(key.to_vec()))
     }
 
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.base.seek_to_first()?;
-        self.settle_forward(Bound::Unbounded)
+        self.settle(Dir::Forward, Bound::Unbounded)
     }
 
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.base.seek_to_last()?;
-        self.settle_backward(Bound::Unbounded)
+        self.settle(Dir::Backward, Bound::Unbounded)
     }
 
     /// Moves to the next entry (invalid past the last).
@@ -95,7 +95,7 @@ impl TxnCursor {
         if self.base.valid() && self.base.key() == cur.as_slice() {
             self.base.next()?;
         }
-        self.settle_forward(Bound::Excluded(cur))
+        self.settle(Dir::Forward, Bound::Excluded(cur))
     }
 
     /// Moves to the previous entry (invalid before the first).
@@ -107,58 +107,47 @@ impl TxnCursor {
         if self.base.valid() && self.base.key() == cur.as_slice() {
             self.base.prev()?;
         }
-        self.settle_backward(Bound::Excluded(cur))
+        self.settle(Dir::Backward, Bound::Excluded(cur))
     }
 
-    /// With `base` on the first snapshot key within `from`, lands on the first key (of the
-    /// snapshot or the own writes) that exists for the transaction.
-    fn settle_forward(&mut self, mut from: Bound<Vec<u8>>) -> Result<()> {
-        self.dir = Dir::Forward;
+    /// With `base` on the nearest snapshot key within `bound` in direction `dir` (the first
+    /// at or after it going forward, the last at or before it going backward), lands on the
+    /// nearest key — of the snapshot or of the own writes — that exists for the transaction.
+    fn settle(&mut self, dir: Dir, mut bound: Bound<Vec<u8>>) -> Result<()> {
+        self.dir = dir;
         loop {
-            let own = self
-                .own
-                .range((from.clone(), Bound::Unbounded))
-                .next()
-                .map(|(k, _)| k.clone());
+            let own = self.nearest_own(dir, &bound);
             let base = self.base.entry().map(|(k, _)| k.to_vec());
-            let Some(key) = min_key(base.as_ref(), own.as_ref(), false) else {
+            let Some(key) = nearer(base.as_ref(), own.as_ref(), dir) else {
                 self.current = None;
                 return Ok(());
             };
-            if let Some(v) = self.resolve(&key, base.as_ref() == Some(&key)) {
+            let on_base = base.as_ref() == Some(&key);
+            if let Some(v) = self.resolve(&key, on_base) {
                 self.current = Some((key, v));
                 return Ok(());
             }
-            if base.as_ref() == Some(&key) {
-                self.base.next()?;
+            if on_base {
+                match dir {
+                    Dir::Forward => self.base.next()?,
+                    Dir::Backward => self.base.prev()?,
+                }
             }
-            from = Bound::Excluded(key);
+            bound = Bound::Excluded(key);
         }
     }
 
-    /// The backward twin of `settle_forward`.
-    fn settle_backward(&mut self, mut upto: Bound<Vec<u8>>) -> Result<()> {
-        self.dir = Dir::Backward;
-        loop {
-            let own = self
-                .own
-                .range((Bound::Unbounded, upto.clone()))
-                .next_back()
-                .map(|(k, _)| k.clone());
-            let base = self.base.entry().map(|(k, _)| k.to_vec());
-            let Some(key) = min_key(base.as_ref(), own.as_ref(), true) else {
-                self.current = None;
-                return Ok(());
-            };
-            if let Some(v) = self.resolve(&key, base.as_ref() == Some(&key)) {
-                self.current = Some((key, v));
-                return Ok(());
-            }
-            if base.as_ref() == Some(&key) {
-                self.base.prev()?;
-            }
-            upto = Bound::Excluded(key);
-        }
+    /// The own write nearest to `bound` in direction `dir`.
+    fn nearest_own(&self, dir: Dir, bound: &Bound<Vec<u8>>) -> Option<Vec<u8>> {
+        let mut keys = match dir {
+            Dir::Forward => self.own.range((bound.clone(), Bound::Unbounded)),
+            Dir::Backward => self.own.range((Bound::Unbounded, bound.clone())),
+        };
+        let nearest = match dir {
+            Dir::Forward => keys.next(),
+            Dir::Backward => keys.next_back(),
+        };
+        nearest.map(|(k, _)| k.clone())
     }
 
     /// The transaction's value of `key`; `on_base` says `base` stands on it.
@@ -172,7 +161,8 @@ impl TxnCursor {
 }
 
 /// The nearer of two candidate keys: the smaller going forward, the larger going backward.
-fn min_key(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>, backward: bool) -> Option<Vec<u8>> {
+fn nearer(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>, dir: Dir) -> Option<Vec<u8>> {
+    let backward = dir == Dir::Backward;
     match (a, b) {
         (Some(a), Some(b)) => Some(if (a < b) != backward { a } else { b }.clone()),
         (Some(x), None) | (None, Some(x)) => Some(x.clone()),
