@@ -1,20 +1,11 @@
 //! Array semantics: a field matches if any element matches or the whole array does; `$all`,
 //! `$elemMatch` (both forms), `$size`, and the positional index reported for `$`.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::doc;
 use shale_doc::Matcher;
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("test document encodes")
-}
-
-fn run(cases: &[(Document, Document, bool)]) {
-    for (filter, document, expected) in cases {
-        let matcher = Matcher::parse(&raw(filter)).expect("filter parses");
-        let got = matcher.matches(&raw(document)).expect("match runs");
-        assert_eq!(got, *expected, "filter {filter} on {document}");
-    }
-}
+mod common;
+use common::{raw, run_matches as run};
 
 #[test]
 fn any_element_or_whole_array() {

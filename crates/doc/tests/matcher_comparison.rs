@@ -2,20 +2,10 @@
 //! `$eq $ne $gt $gte $lt $lte $in $nin`, type bracketing, null versus missing, nested paths
 //! and whole-document equality.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_doc::Matcher;
+use bson::{doc, Bson};
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("test document encodes")
-}
-
-fn run(cases: &[(Document, Document, bool)]) {
-    for (filter, document, expected) in cases {
-        let matcher = Matcher::parse(&raw(filter)).expect("filter parses");
-        let got = matcher.matches(&raw(document)).expect("match runs");
-        assert_eq!(got, *expected, "filter {filter} on {document}");
-    }
-}
+mod common;
+use common::run_matches as run;
 
 #[test]
 fn implicit_and_explicit_equality() {

@@ -2,13 +2,12 @@
 //! comparison, boolean, arithmetic, string and array operators, `$cond`/`$ifNull`/`$type`,
 //! and the runtime errors MongoDB raises while evaluating.
 
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{doc, Bson, Document};
 use shale_doc::matcher::expr::Expr;
 use shale_doc::Matcher;
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("test document encodes")
-}
+mod common;
+use common::raw;
 
 /// Evaluate `expression` against `document` and return the result as owned BSON.
 fn eval(expression: Bson, document: Document) -> Option<Bson> {

@@ -1,20 +1,10 @@
 //! `$exists`, `$type`, `$regex`, `$mod`, `$not`, `$and/$or/$nor` and `$comment` cases from
 //! MongoDB's documented behaviour.
 
-use bson::{doc, Binary, Bson, Document, RawDocumentBuf, Regex};
-use shale_doc::Matcher;
+use bson::{doc, Binary, Bson, Regex};
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("test document encodes")
-}
-
-fn run(cases: &[(Document, Document, bool)]) {
-    for (filter, document, expected) in cases {
-        let matcher = Matcher::parse(&raw(filter)).expect("filter parses");
-        let got = matcher.matches(&raw(document)).expect("match runs");
-        assert_eq!(got, *expected, "filter {filter} on {document}");
-    }
-}
+mod common;
+use common::run_matches as run;
 
 fn re(pattern: &str, options: &str) -> Bson {
     Bson::RegularExpression(Regex {

@@ -2,12 +2,11 @@
 //! through documents and arrays, `$slice`, `$elemMatch`, positional `$` with the matcher's
 //! index, computed fields, and the errors for invalid specifications.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{doc, Document};
 use shale_doc::{Matcher, Projection};
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("test document encodes")
-}
+mod common;
+use common::raw;
 
 fn project(spec: Document, document: &Document, index: Option<usize>) -> Document {
     let p = Projection::parse(&raw(&spec)).expect("projection parses");

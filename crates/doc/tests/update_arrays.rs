@@ -1,32 +1,11 @@
 //! Array update operators on MongoDB's documented examples: `$push` with its modifiers,
 //! `$addToSet`, `$pop`, `$pull` with values and conditions, `$pullAll`.
 
-use bson::{doc, DateTime, Document};
-use shale_doc::{ApplyContext, ErrorCode, UpdateSpec};
+use bson::doc;
+use shale_doc::{ErrorCode, UpdateSpec};
 
-fn ctx() -> ApplyContext {
-    ApplyContext::new(DateTime::from_millis(0))
-}
-
-fn bytes(d: &Document) -> Vec<u8> {
-    let mut out = Vec::new();
-    d.to_writer(&mut out).expect("in-memory BSON");
-    out
-}
-
-fn check(before: Document, update: Document, after: Document) -> bool {
-    let spec = UpdateSpec::parse(&update, None).unwrap_or_else(|e| panic!("{update}: {e}"));
-    let mut doc = before.clone();
-    let outcome = spec
-        .apply(&mut doc, &ctx())
-        .unwrap_or_else(|e| panic!("{update} on {before}: {e}"));
-    assert_eq!(
-        bytes(&doc),
-        bytes(&after),
-        "{update} on {before}: got {doc}, want {after}"
-    );
-    outcome.modified
-}
+mod common;
+use common::check_update as check;
 
 #[test]
 fn push_one_and_each() {

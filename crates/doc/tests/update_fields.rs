@@ -4,31 +4,19 @@
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 use shale_doc::{ApplyContext, UpdateSpec};
 
+mod common;
+use common::bytes;
+
 const NOW_MS: i64 = 1_700_000_000_123;
 
 fn ctx() -> ApplyContext {
     ApplyContext::new(DateTime::from_millis(NOW_MS))
 }
 
-fn bytes(d: &Document) -> Vec<u8> {
-    let mut out = Vec::new();
-    d.to_writer(&mut out).expect("in-memory BSON");
-    out
-}
-
-/// Apply `update` to `before` and compare with `after` byte for byte; return `modified`.
+/// Apply `update` to `before` at `NOW_MS` and compare with `after` byte for byte; return
+/// `modified`.
 fn check(before: Document, update: Document, after: Document) -> bool {
-    let spec = UpdateSpec::parse(&update, None).unwrap_or_else(|e| panic!("{update}: {e}"));
-    let mut doc = before.clone();
-    let outcome = spec
-        .apply(&mut doc, &ctx())
-        .unwrap_or_else(|e| panic!("{update} on {before}: {e}"));
-    assert_eq!(
-        bytes(&doc),
-        bytes(&after),
-        "{update} on {before}: got {doc}, want {after}"
-    );
-    outcome.modified
+    common::check_update_in(&ctx(), before, update, after)
 }
 
 fn product() -> Document {

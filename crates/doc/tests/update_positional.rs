@@ -1,18 +1,11 @@
 //! Positional updates on MongoDB's documented examples: `$` with the index the query matched,
 //! `$[]` on every element, `$[id]` with `arrayFilters`, and nested combinations.
 
-use bson::{doc, DateTime, Document};
+use bson::{doc, Document};
 use shale_doc::{ApplyContext, ErrorCode, MongoError, UpdateSpec};
 
-fn ctx() -> ApplyContext {
-    ApplyContext::new(DateTime::from_millis(0))
-}
-
-fn bytes(d: &Document) -> Vec<u8> {
-    let mut out = Vec::new();
-    d.to_writer(&mut out).expect("in-memory BSON");
-    out
-}
+mod common;
+use common::{bytes, ctx};
 
 fn run(
     before: &Document,

@@ -2,18 +2,11 @@
 //! has none), an unchanged replacement is not a modification, and an upsert's document is the
 //! filter's equalities with the update applied as an insert.
 
-use bson::{doc, DateTime, Document};
-use shale_doc::{upsert_seed, ApplyContext, ErrorCode, UpdateSpec};
+use bson::{doc, Document};
+use shale_doc::{upsert_seed, ErrorCode, UpdateSpec};
 
-fn ctx() -> ApplyContext {
-    ApplyContext::new(DateTime::from_millis(0))
-}
-
-fn bytes(d: &Document) -> Vec<u8> {
-    let mut out = Vec::new();
-    d.to_writer(&mut out).expect("in-memory BSON");
-    out
-}
+mod common;
+use common::{bytes, ctx};
 
 fn replace(before: Document, replacement: Document) -> (Document, bool) {
     let spec = UpdateSpec::parse(&replacement, None).expect("valid replacement");

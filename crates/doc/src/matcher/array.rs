@@ -195,17 +195,8 @@ pub(crate) fn size_matches(size: i64, value: Option<RawBsonRef<'_>>) -> Result<b
 
 #[cfg(test)]
 mod tests {
-    use crate::matcher::Matcher;
-    use bson::{doc, RawDocumentBuf};
-
-    fn raw(d: bson::Document) -> RawDocumentBuf {
-        RawDocumentBuf::from_document(&d).expect("test document encodes")
-    }
-
-    fn check(filter: bson::Document, d: bson::Document) -> bool {
-        let m = Matcher::parse(&raw(filter)).expect("filter parses");
-        m.matches(&raw(d)).expect("match runs")
-    }
+    use crate::matcher::test_support::check;
+    use bson::doc;
 
     #[test]
     fn elem_match_value_form_needs_one_element_for_all_operators() {

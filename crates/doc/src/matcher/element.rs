@@ -169,17 +169,9 @@ pub(crate) fn parse_always(name: &str, arg: RawBsonRef<'_>) -> Result<Node, Mong
 #[cfg(test)]
 mod tests {
     use crate::error_code::ErrorCode;
+    use crate::matcher::test_support::{check, raw};
     use crate::matcher::Matcher;
-    use bson::{doc, RawDocumentBuf};
-
-    fn raw(d: bson::Document) -> RawDocumentBuf {
-        RawDocumentBuf::from_document(&d).expect("test document encodes")
-    }
-
-    fn check(filter: bson::Document, d: bson::Document) -> bool {
-        let m = Matcher::parse(&raw(filter)).expect("filter parses");
-        m.matches(&raw(d)).expect("match runs")
-    }
+    use bson::doc;
 
     #[test]
     fn exists_true_and_false() {

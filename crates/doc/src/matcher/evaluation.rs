@@ -212,17 +212,9 @@ pub(crate) fn eval_expr(e: &Expr, doc: &RawDocument) -> Result<bool, MongoError>
 #[cfg(test)]
 mod tests {
     use crate::error_code::ErrorCode;
+    use crate::matcher::test_support::{check, raw};
     use crate::matcher::Matcher;
-    use bson::{doc, RawDocumentBuf, Regex};
-
-    fn raw(d: bson::Document) -> RawDocumentBuf {
-        RawDocumentBuf::from_document(&d).expect("test document encodes")
-    }
-
-    fn check(filter: bson::Document, d: bson::Document) -> bool {
-        let m = Matcher::parse(&raw(filter)).expect("filter parses");
-        m.matches(&raw(d)).expect("match runs")
-    }
+    use bson::{doc, Regex};
 
     fn re(pattern: &str, options: &str) -> Regex {
         Regex {

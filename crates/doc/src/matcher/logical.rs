@@ -99,17 +99,9 @@ pub(crate) fn eval_nor(children: &[Node], doc: &RawDocument) -> Result<bool, Mon
 #[cfg(test)]
 mod tests {
     use crate::error_code::ErrorCode;
+    use crate::matcher::test_support::{check, raw};
     use crate::matcher::Matcher;
-    use bson::{doc, RawDocumentBuf};
-
-    fn raw(d: bson::Document) -> RawDocumentBuf {
-        RawDocumentBuf::from_document(&d).expect("test document encodes")
-    }
-
-    fn check(filter: bson::Document, d: bson::Document) -> bool {
-        let m = Matcher::parse(&raw(filter)).expect("filter parses");
-        m.matches(&raw(d)).expect("match runs")
-    }
+    use bson::doc;
 
     fn error(filter: bson::Document) -> String {
         let e = Matcher::parse(&raw(filter)).expect_err("filter is refused");

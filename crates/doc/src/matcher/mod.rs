@@ -15,6 +15,8 @@ pub mod expr_arith;
 pub mod expr_ops;
 pub mod logical;
 pub mod path;
+#[cfg(test)]
+mod test_support;
 
 use bson::raw::{RawBsonRef, RawDocument};
 
@@ -325,16 +327,8 @@ fn parse_operator(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{doc, RawDocumentBuf};
-
-    fn raw(d: bson::Document) -> RawDocumentBuf {
-        RawDocumentBuf::from_document(&d).expect("test document encodes")
-    }
-
-    fn check(filter: bson::Document, d: bson::Document) -> bool {
-        let m = Matcher::parse(&raw(filter)).expect("filter parses");
-        m.matches(&raw(d)).expect("match runs")
-    }
+    use crate::matcher::test_support::{check, raw};
+    use bson::doc;
 
     #[test]
     fn empty_filter_matches_everything() {
