@@ -31,6 +31,10 @@ use std::time::{Duration, Instant};
 #[cfg(feature = "rocksdb")]
 #[path = "peer_rocksdb.rs"]
 mod peer_rocksdb;
+#[path = "engine_summary.rs"]
+mod summary;
+
+use summary::{summarize, Summary};
 
 const MIB: u64 = 1024 * 1024;
 /// Puts per `WriteBatch` in the fill phases.
@@ -39,12 +43,6 @@ const BATCH_PUTS: usize = 100;
 const FSYNC_MILLIS: u64 = 100;
 /// Seed of the insertion order, the read keys and the value bytes.
 const SEED: u64 = 0x5348_414C_4542_454E;
-/// Minimum write volume over which the engine and the kernel are compared.
-const COMPARE_MIN_BYTES: u64 = MIB;
-/// Allowed disagreement between engine counters and `/proc/self/io` (DESIGN.md §6).
-const COUNTER_TOLERANCE: f64 = 0.02;
-const BASEMENT_NOTE: &str = "not available: shale-engine's public API exposes no per-basement \
-     sizes (only aggregate I/O counters); compare bytes_per_read with the basement size option";
 
 /// `shale-bench engine`: fills, point reads and a scan through shale-engine.
 #[derive(Debug, Clone, Args)]
@@ -276,24 +274,6 @@ impl From<&IoCounters> for IoByCategory {
 }
 
 #[derive(Debug, Serialize)]
-struct Summary {
-    fill_random_ops_per_sec: f64,
-    fill_sequential_ops_per_sec: f64,
-    read_random_ops_per_sec: f64,
-    read_random_threads: usize,
-    read_random_reads_per_op: f64,
-    read_random_bytes_per_read: Option<f64>,
-    scan_ops_per_sec: f64,
-    /// Commits/s of the txn phase at its largest thread count, with fsyncs per commit there.
-    txn_commits_per_sec_max_threads: f64,
-    txn_fsyncs_per_commit_max_threads: f64,
-    median_compressed_basement_bytes: Option<u64>,
-    median_compressed_basement_note: &'static str,
-    /// Things that look wrong in the engine's figures.
-    warnings: Vec<String>,
-}
-
-#[derive(Debug, Serialize)]
 struct EngineReport {
     workload: &'static str,
     params: Params,
@@ -368,11 +348,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     #[cfg(feature = "rocksdb")]
     let peer = peer_rocksdb::run(&params, dir, &phases)?;
 
-    let mut summary = summarize(&phases, &params, machine.direct_io);
-    if let Some(last) = txn.last() {
-        summary.txn_commits_per_sec_max_threads = last.commits_per_sec;
-        summary.txn_fsyncs_per_commit_max_threads = last.fsyncs_per_commit;
-    }
+    let summary = summarize(&phases, &txn, &params, machine.direct_io);
     Ok(EngineReport {
         workload: "engine",
         params,
@@ -709,79 +685,6 @@ fn scan(env: &Env, tree: &TreeHandle, params: &Params) -> Result<Phase> {
     Ok(phase)
 }
 
-fn summarize(phases: &[Phase], params: &Params, direct_io: bool) -> Summary {
-    let by = |name: &str| phases.iter().find(|p| p.name == name);
-    let rate = |name: &str| by(name).map_or(0.0, |p| p.ops_per_sec);
-    let mut warnings = Vec::new();
-    for p in phases {
-        warnings.extend(phase_warnings(p, direct_io));
-    }
-    if let Some(s) = by("scan") {
-        if s.ops != params.keys {
-            warnings.push(format!(
-                "scan: saw {} entries, {} were inserted",
-                s.ops, params.keys
-            ));
-        }
-    }
-    let read = by("read-random");
-    Summary {
-        fill_random_ops_per_sec: rate("fill-random"),
-        fill_sequential_ops_per_sec: rate("fill-sequential"),
-        read_random_ops_per_sec: rate("read-random"),
-        read_random_threads: params.read_threads,
-        read_random_reads_per_op: read.map_or(0.0, |p| p.reads_per_op),
-        read_random_bytes_per_read: read.and_then(|p| p.bytes_per_read),
-        scan_ops_per_sec: rate("scan"),
-        txn_commits_per_sec_max_threads: 0.0,
-        txn_fsyncs_per_commit_max_threads: 0.0,
-        median_compressed_basement_bytes: None,
-        median_compressed_basement_note: BASEMENT_NOTE,
-        warnings,
-    }
-}
-
-/// What looks wrong in one phase's figures.
-fn phase_warnings(p: &Phase, direct_io: bool) -> Vec<String> {
-    let mut w = Vec::new();
-    if let Some(os) = p.os_write_bytes {
-        w.extend(counter_mismatch(
-            p.name,
-            "written",
-            p.engine_bytes_written,
-            os,
-        ));
-    }
-    if let Some(os) = p.os_read_bytes.filter(|_| direct_io) {
-        w.extend(counter_mismatch(p.name, "read", p.engine_bytes_read, os));
-    }
-    if p.name == "read-random" && p.reads_per_op > 1.0 {
-        w.push(format!(
-            "read-random: {} reads per point query (target <= 1.0)",
-            num(p.reads_per_op)
-        ));
-    }
-    if let Some(m) = p.misses.filter(|&m| m > 0) {
-        w.push(format!(
-            "{}: {m} gets returned no value or a wrong one",
-            p.name
-        ));
-    }
-    w
-}
-
-/// A warning when the engine's byte count and `/proc/self/io`'s differ by more than the
-/// tolerance (counts too small to compare give none).
-fn counter_mismatch(phase: &str, what: &str, engine: u64, os: u64) -> Option<String> {
-    let ratio = engine as f64 / os.max(1) as f64;
-    (engine.max(os) >= COMPARE_MIN_BYTES && (ratio - 1.0).abs() > COUNTER_TOLERANCE).then(|| {
-        format!(
-            "{phase}: engine counted {engine} bytes {what}, /proc/self/io {os} ({:+.1}%)",
-            (ratio - 1.0) * 100.0
-        )
-    })
-}
-
 /// A byte count in MiB with one decimal.
 fn mib(n: u64) -> String {
     format!("{:.1} MiB", n as f64 / MIB as f64)
@@ -995,6 +898,7 @@ mod tests {
             threads: None,
             misses: None,
         };
+        use super::summary::phase_warnings;
         assert!(phase_warnings(&p, true).is_empty());
         p.os_write_bytes = Some(110 * MIB);
         assert_eq!(phase_warnings(&p, true).len(), 1);
