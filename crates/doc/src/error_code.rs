@@ -24,6 +24,20 @@ pub enum ErrorCode {
     ProtocolError,
     BSONObjectTooLarge,
     DataCorruptionDetected,
+    // Catalog, index and write codes (shale-db).
+    InvalidIdField,
+    IndexOptionsConflict,
+    IndexKeySpecsConflict,
+    CannotCreateIndex,
+    IndexAlreadyExists,
+    CannotIndexParallelArrays,
+    QueryPlanKilled,
+    OperationFailed,
+    IllegalOperation,
+    InvalidIndexSpecificationOption,
+    NoQueryExecutionPlans,
+    QueryExceededMemoryLimitNoDiskUseAllowed,
+    CommandNotSupported,
     // Update operator codes (update/).
     PathNotViable,
     ConflictingUpdateOperators,
@@ -112,6 +126,19 @@ impl ErrorCode {
             ErrorCode::InvalidOptions => 72,
             ErrorCode::WriteConflict => 112,
             ErrorCode::DataCorruptionDetected => 301,
+            ErrorCode::InvalidIdField => 53,
+            ErrorCode::IndexOptionsConflict => 85,
+            ErrorCode::IndexKeySpecsConflict => 86,
+            ErrorCode::CannotCreateIndex => 67,
+            ErrorCode::IndexAlreadyExists => 68,
+            ErrorCode::CannotIndexParallelArrays => 171,
+            ErrorCode::QueryPlanKilled => 175,
+            ErrorCode::OperationFailed => 96,
+            ErrorCode::IllegalOperation => 20,
+            ErrorCode::InvalidIndexSpecificationOption => 197,
+            ErrorCode::NoQueryExecutionPlans => 291,
+            ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed => 292,
+            ErrorCode::CommandNotSupported => 115,
             ErrorCode::PathNotViable => 28,
             ErrorCode::ConflictingUpdateOperators => 40,
             ErrorCode::DollarPrefixedFieldName => 52,
@@ -201,6 +228,21 @@ impl ErrorCode {
             ErrorCode::InvalidOptions => "InvalidOptions",
             ErrorCode::WriteConflict => "WriteConflict",
             ErrorCode::DataCorruptionDetected => "DataCorruptionDetected",
+            ErrorCode::InvalidIdField => "InvalidIdField",
+            ErrorCode::IndexOptionsConflict => "IndexOptionsConflict",
+            ErrorCode::IndexKeySpecsConflict => "IndexKeySpecsConflict",
+            ErrorCode::CannotCreateIndex => "CannotCreateIndex",
+            ErrorCode::IndexAlreadyExists => "IndexAlreadyExists",
+            ErrorCode::CannotIndexParallelArrays => "CannotIndexParallelArrays",
+            ErrorCode::QueryPlanKilled => "QueryPlanKilled",
+            ErrorCode::OperationFailed => "OperationFailed",
+            ErrorCode::IllegalOperation => "IllegalOperation",
+            ErrorCode::InvalidIndexSpecificationOption => "InvalidIndexSpecificationOption",
+            ErrorCode::NoQueryExecutionPlans => "NoQueryExecutionPlans",
+            ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed => {
+                "QueryExceededMemoryLimitNoDiskUseAllowed"
+            }
+            ErrorCode::CommandNotSupported => "CommandNotSupported",
             ErrorCode::PathNotViable => "PathNotViable",
             ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",
             ErrorCode::DollarPrefixedFieldName => "DollarPrefixedFieldName",
@@ -278,6 +320,8 @@ impl ErrorCode {
 pub struct MongoError {
     pub code: ErrorCode,
     pub message: String,
+    /// Extra reply fields some errors carry (a duplicate key's `keyPattern` and `keyValue`).
+    pub info: Option<Box<bson::Document>>,
 }
 
 impl MongoError {
@@ -285,7 +329,14 @@ impl MongoError {
         MongoError {
             code,
             message: message.into(),
+            info: None,
         }
+    }
+
+    /// The error with extra reply fields.
+    pub fn with_info(mut self, info: bson::Document) -> Self {
+        self.info = Some(Box::new(info));
+        self
     }
 }
 

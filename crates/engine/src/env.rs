@@ -273,6 +273,11 @@ impl Env {
         Txn::begin(self.inner.clone())
     }
 
+    /// A read-only view of every tree as of the newest commit (no locks, not a transaction).
+    pub fn read_view(&self) -> crate::ReadView {
+        crate::ReadView::new(self.inner.clone())
+    }
+
     /// Makes every change so far part of a durable checkpoint and trims the log.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.checkpoint()

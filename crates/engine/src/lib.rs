@@ -17,6 +17,7 @@ mod error;
 mod lock;
 pub mod mvcc;
 mod options;
+mod read_view;
 mod recovery;
 mod tree;
 mod txn;
@@ -29,6 +30,7 @@ pub use error::{Error, Location, Result};
 pub use options::{
     Compression, EnvOptions, FsyncPolicy, TreeOptions, JEMALLOC_CONF, MAX_KEY_OR_VALUE_BYTES,
 };
+pub use read_view::ReadView;
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
 pub use tree::{Cursor, MergeFn, TreeShape};
 pub use txn::Txn;
