@@ -3,6 +3,7 @@
 //! matcher, projection, update operators and aggregation as they are built. It knows no storage
 //! and no wire protocol.
 
+pub mod aggregate;
 pub mod compare;
 pub mod compare_raw;
 pub mod error_code;
@@ -11,6 +12,7 @@ pub mod matcher;
 pub mod projection;
 pub mod update;
 
+pub use aggregate::{LookupResolver, Pipeline, RunOptions};
 pub use compare::{canonical_type_order, compare_documents, compare_values};
 pub use compare_raw::{compare_raw_documents, compare_raw_values};
 pub use error_code::{ErrorCode, MongoError};

@@ -1,0 +1,428 @@
+//! `$group` accumulators: `$sum $avg $min $max $first $last $push $addToSet $count`, parsed
+//! from `{<op>: <expression>}` (unary: an array argument is 40237; `$count` takes `{}`, 14) and
+//! folded one value at a time, with MongoDB 7.0's rules:
+//! - `$sum`/`$avg` ignore non-numbers; `$sum` keeps the widest input type (int32 → int64 →
+//!   double on overflow), sums integers exactly and doubles with compensation; `$avg` is a
+//!   double, null without numbers. decimal128 inputs are refused (`NotImplemented`).
+//! - `$min`/`$max` ignore missing, null and undefined and compare by MongoDB's order.
+//! - `$first`/`$last` keep a missing value as null; `$push`/`$addToSet` skip missing values;
+//!   `$addToSet` keeps the first of equal values (by MongoDB's equality) in arrival order.
+
+use std::collections::HashSet;
+
+use bson::raw::RawBsonRef;
+use bson::Bson;
+
+use super::execute::approximate_size;
+use crate::compare::compare_values;
+use crate::error_code::{ErrorCode, MongoError};
+use crate::keystring::encode_value;
+use crate::matcher::expr::Expr;
+use crate::matcher::path::bson_error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AccOp {
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    Push,
+    AddToSet,
+}
+
+/// One output field of `$group`: an operator and the expression it folds.
+#[derive(Debug, Clone)]
+pub(crate) struct Accumulator {
+    pub op: AccOp,
+    pub arg: Expr,
+}
+
+/// Accumulators MongoDB 7.0 has that `$group` does not run yet.
+const NOT_YET: &[&str] = &[
+    "$accumulator",
+    "$bottom",
+    "$bottomN",
+    "$firstN",
+    "$lastN",
+    "$maxN",
+    "$median",
+    "$mergeObjects",
+    "$minN",
+    "$percentile",
+    "$stdDevPop",
+    "$stdDevSamp",
+    "$top",
+    "$topN",
+];
+
+fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
+    MongoError::new(code, message)
+}
+
+/// Parse the value of one `$group` output field.
+pub(crate) fn parse(field: &str, spec: RawBsonRef<'_>) -> Result<Accumulator, MongoError> {
+    let RawBsonRef::Document(d) = spec else {
+        return Err(error(
+            ErrorCode::Location40234,
+            format!("The field '{field}' must be an accumulator object"),
+        ));
+    };
+    let mut fields = d.iter();
+    let (name, arg) = match (fields.next(), fields.next()) {
+        (Some(first), None) => first.map_err(bson_error)?,
+        _ => {
+            return Err(error(
+                ErrorCode::Location40238,
+                format!("The field '{field}' must specify one accumulator"),
+            ))
+        }
+    };
+    let op = match name {
+        "$sum" => AccOp::Sum,
+        "$avg" => AccOp::Avg,
+        "$min" => AccOp::Min,
+        "$max" => AccOp::Max,
+        "$first" => AccOp::First,
+        "$last" => AccOp::Last,
+        "$push" => AccOp::Push,
+        "$addToSet" => AccOp::AddToSet,
+        "$count" => return parse_count(arg),
+        other if NOT_YET.contains(&other) => {
+            return Err(error(
+                ErrorCode::NotImplemented,
+                format!("The {other} accumulator is not supported yet"),
+            ))
+        }
+        other => {
+            return Err(error(
+                ErrorCode::Location15952,
+                format!("unknown group operator '{other}'"),
+            ))
+        }
+    };
+    if matches!(arg, RawBsonRef::Array(_)) {
+        return Err(error(
+            ErrorCode::Location40237,
+            format!("The {name} accumulator is a unary operator"),
+        ));
+    }
+    Ok(Accumulator {
+        op,
+        arg: Expr::parse(arg)?,
+    })
+}
+
+/// `$count: {}` is `$sum: 1`.
+fn parse_count(arg: RawBsonRef<'_>) -> Result<Accumulator, MongoError> {
+    let empty = match arg {
+        RawBsonRef::Document(d) => d.iter().next().is_none(),
+        _ => false,
+    };
+    if !empty {
+        return Err(error(
+            ErrorCode::TypeMismatch,
+            "$count takes no arguments, i.e. $count:{}",
+        ));
+    }
+    Ok(Accumulator::sum_of_one())
+}
+
+impl Accumulator {
+    pub(crate) fn sum_of_one() -> Accumulator {
+        Accumulator {
+            op: AccOp::Sum,
+            arg: Expr::Literal(bson::RawBson::Int32(1)),
+        }
+    }
+}
+
+/// The widest numeric type a `$sum` has seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Width {
+    Int,
+    Long,
+    Double,
+}
+
+/// An exact integer total plus a compensated (Neumaier) double total.
+#[derive(Debug, Clone)]
+pub(crate) struct Sum {
+    integers: i128,
+    doubles: f64,
+    compensation: f64,
+    width: Width,
+    count: u64,
+}
+
+impl Sum {
+    fn new() -> Sum {
+        Sum {
+            integers: 0,
+            doubles: 0.0,
+            compensation: 0.0,
+            width: Width::Int,
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, value: Option<&Bson>) -> Result<(), MongoError> {
+        match value {
+            Some(Bson::Int32(i)) => self.integers += i128::from(*i),
+            Some(Bson::Int64(i)) => {
+                self.integers += i128::from(*i);
+                self.width = self.width.max(Width::Long);
+            }
+            Some(Bson::Double(d)) => {
+                self.add_double(*d);
+                self.width = Width::Double;
+            }
+            Some(Bson::Decimal128(_)) => {
+                return Err(error(
+                    ErrorCode::NotImplemented,
+                    "decimal128 values in $sum and $avg are not supported yet",
+                ))
+            }
+            _ => return Ok(()),
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    fn add_double(&mut self, x: f64) {
+        let total = self.doubles + x;
+        if total.is_finite() {
+            self.compensation += if self.doubles.abs() >= x.abs() {
+                (self.doubles - total) + x
+            } else {
+                (x - total) + self.doubles
+            };
+        }
+        self.doubles = total;
+    }
+
+    fn as_f64(&self) -> f64 {
+        let mut copy = self.clone();
+        copy.add_double(self.integers as f64);
+        if copy.doubles.is_finite() {
+            copy.doubles + copy.compensation
+        } else {
+            copy.doubles
+        }
+    }
+
+    fn total(&self) -> Bson {
+        match self.width {
+            Width::Int if i32::try_from(self.integers).is_ok() => {
+                Bson::Int32(i32::try_from(self.integers).expect("checked range"))
+            }
+            Width::Int | Width::Long if i64::try_from(self.integers).is_ok() => {
+                Bson::Int64(i64::try_from(self.integers).expect("checked range"))
+            }
+            _ => Bson::Double(self.as_f64()),
+        }
+    }
+}
+
+/// The running state of one accumulator in one group.
+#[derive(Debug, Clone)]
+pub(crate) enum State {
+    Sum(Sum),
+    Avg(Sum),
+    Min(Option<Bson>),
+    Max(Option<Bson>),
+    First(Option<Bson>),
+    Last(Option<Bson>),
+    Push(Vec<Bson>),
+    AddToSet(Vec<Bson>, HashSet<Vec<u8>>),
+}
+
+impl State {
+    pub(crate) fn new(op: AccOp) -> State {
+        match op {
+            AccOp::Sum => State::Sum(Sum::new()),
+            AccOp::Avg => State::Avg(Sum::new()),
+            AccOp::Min => State::Min(None),
+            AccOp::Max => State::Max(None),
+            AccOp::First => State::First(None),
+            AccOp::Last => State::Last(None),
+            AccOp::Push => State::Push(Vec::new()),
+            AccOp::AddToSet => State::AddToSet(Vec::new(), HashSet::new()),
+        }
+    }
+
+    /// Fold one evaluated argument (`None` = missing). Returns the bytes newly held.
+    pub(crate) fn add(&mut self, value: Option<Bson>) -> Result<usize, MongoError> {
+        let nullish = matches!(value, None | Some(Bson::Null) | Some(Bson::Undefined));
+        match self {
+            State::Sum(sum) | State::Avg(sum) => sum.add(value.as_ref()).map(|()| 0),
+            State::Min(_) | State::Max(_) if nullish => Ok(0),
+            State::Min(best) => Ok(keep_if(best, value, std::cmp::Ordering::Less)),
+            State::Max(best) => Ok(keep_if(best, value, std::cmp::Ordering::Greater)),
+            State::First(first) => Ok(match first {
+                Some(_) => 0,
+                None => {
+                    let v = value.unwrap_or(Bson::Null);
+                    let size = approximate_size(&v);
+                    *first = Some(v);
+                    size
+                }
+            }),
+            State::Last(last) => {
+                let v = value.unwrap_or(Bson::Null);
+                let size = approximate_size(&v);
+                *last = Some(v);
+                Ok(size)
+            }
+            State::Push(items) => Ok(match value {
+                Some(v) => {
+                    let size = approximate_size(&v);
+                    items.push(v);
+                    size
+                }
+                None => 0,
+            }),
+            State::AddToSet(items, seen) => Ok(match value {
+                Some(v) => {
+                    let mut key = Vec::new();
+                    encode_value(&v, &mut key);
+                    if seen.insert(key) {
+                        let size = approximate_size(&v);
+                        items.push(v);
+                        size
+                    } else {
+                        0
+                    }
+                }
+                None => 0,
+            }),
+        }
+    }
+
+    /// The accumulated value; null where nothing was accumulated (`$avg`, `$min`, ...).
+    pub(crate) fn finish(self) -> Bson {
+        match self {
+            State::Sum(sum) => sum.total(),
+            State::Avg(sum) if sum.count == 0 => Bson::Null,
+            State::Avg(sum) => Bson::Double(sum.as_f64() / sum.count as f64),
+            State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => {
+                v.unwrap_or(Bson::Null)
+            }
+            State::Push(items) | State::AddToSet(items, _) => Bson::Array(items),
+        }
+    }
+}
+
+/// Replace `best` with `value` when `value` orders `wanted` against it (or nothing is kept).
+fn keep_if(best: &mut Option<Bson>, value: Option<Bson>, wanted: std::cmp::Ordering) -> usize {
+    let Some(value) = value else { return 0 };
+    let replace = match best {
+        None => true,
+        Some(current) => compare_values(&value, current) == wanted,
+    };
+    if !replace {
+        return 0;
+    }
+    let size = approximate_size(&value);
+    *best = Some(value);
+    size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fold(op: AccOp, values: Vec<Option<Bson>>) -> Bson {
+        let mut state = State::new(op);
+        for v in values {
+            state.add(v).expect("folds");
+        }
+        state.finish()
+    }
+
+    #[test]
+    fn sum_widens_and_ignores_non_numbers() {
+        let int = |i: i32| Some(Bson::Int32(i));
+        assert_eq!(fold(AccOp::Sum, vec![int(1), int(2)]), Bson::Int32(3));
+        assert_eq!(fold(AccOp::Sum, vec![]), Bson::Int32(0));
+        assert_eq!(
+            fold(AccOp::Sum, vec![int(i32::MAX), int(1)]),
+            Bson::Int64(i64::from(i32::MAX) + 1)
+        );
+        assert_eq!(
+            fold(AccOp::Sum, vec![Some(Bson::Int64(i64::MAX)), int(1)]),
+            Bson::Double(i64::MAX as f64 + 1.0)
+        );
+        assert_eq!(
+            fold(
+                AccOp::Sum,
+                vec![
+                    int(1),
+                    Some(Bson::Double(0.5)),
+                    Some(Bson::String("x".into())),
+                    None
+                ]
+            ),
+            Bson::Double(1.5)
+        );
+        assert_eq!(
+            fold(AccOp::Sum, vec![Some(Bson::Double(0.1)); 10]),
+            Bson::Double(1.0)
+        );
+        let mut s = State::new(AccOp::Sum);
+        let e = s
+            .add(Some(Bson::Decimal128(bson::Decimal128::from_bytes(
+                [0; 16],
+            ))))
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotImplemented);
+    }
+
+    #[test]
+    fn avg_min_max_first_last() {
+        let int = |i: i32| Some(Bson::Int32(i));
+        assert_eq!(
+            fold(AccOp::Avg, vec![int(1), int(2), None]),
+            Bson::Double(1.5)
+        );
+        assert_eq!(fold(AccOp::Avg, vec![None]), Bson::Null);
+        assert_eq!(
+            fold(
+                AccOp::Min,
+                vec![
+                    Some(Bson::Null),
+                    int(3),
+                    Some(Bson::String("a".into())),
+                    int(2)
+                ]
+            ),
+            Bson::Int32(2)
+        );
+        assert_eq!(
+            fold(AccOp::Max, vec![int(3), Some(Bson::String("a".into()))]),
+            Bson::String("a".into())
+        );
+        assert_eq!(fold(AccOp::Max, vec![None, Some(Bson::Null)]), Bson::Null);
+        assert_eq!(fold(AccOp::First, vec![None, int(1)]), Bson::Null);
+        assert_eq!(fold(AccOp::Last, vec![int(1), int(2)]), Bson::Int32(2));
+    }
+
+    #[test]
+    fn push_and_add_to_set() {
+        let v = vec![
+            Some(Bson::Int32(1)),
+            None,
+            Some(Bson::Double(1.0)),
+            Some(Bson::Int32(2)),
+        ];
+        assert_eq!(
+            fold(AccOp::Push, v.clone()),
+            Bson::Array(vec![Bson::Int32(1), Bson::Double(1.0), Bson::Int32(2)])
+        );
+        assert_eq!(
+            fold(AccOp::AddToSet, v),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)])
+        );
+    }
+}
