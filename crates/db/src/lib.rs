@@ -1,10 +1,46 @@
 //! The embeddable database: a data directory opened on the engine, with the catalog of
-//! databases, collections and indexes, the planner and executor, and transactions as they are
-//! built. It knows no wire protocol; the server is one of its callers.
+//! databases, collections and indexes, the planner and executor, client cursors, and the
+//! write paths that change a document and its index entries in one engine transaction. It
+//! knows no wire protocol; the server is one of its callers.
+//!
+//! Concurrency: writes and queries hold the data lock shared for one operation (one batch of
+//! a cursor); DDL holds it exclusively, so trees never change under an operation. Inside,
+//! engine transactions give snapshot isolation and first-writer-wins conflicts, retried here.
 
+mod bounds;
+mod catalog;
+mod cursors;
+mod ddl;
+mod doc_write;
+mod exec;
+mod index_keys;
+mod index_spec;
+mod namespace;
+mod plan;
+mod query_ops;
+mod sort;
+mod stats;
+mod write_ops;
+
+pub use cursors::{Batch, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES};
+pub use ddl::CreateIndexesResult;
+pub use doc_write::MAX_DOCUMENT_BYTES;
+pub use exec::ViewQuery;
+pub use index_spec::default_name as default_index_name;
+pub use namespace::{validate_collection_name, validate_db_name, Namespace};
+pub use query_ops::FindSpec;
+pub use write_ops::{
+    prepare_for_insert, DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult,
+};
+
+use catalog::Catalog;
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::{Env, EnvOptions};
 use std::path::Path;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Results of database operations.
+pub type DbResult<T> = Result<T, MongoError>;
 
 /// Options for opening a database directory.
 #[derive(Debug, Clone, Default)]
@@ -16,18 +52,48 @@ pub struct DbOptions {
 #[derive(Debug)]
 pub struct Database {
     env: Env,
+    catalog: Catalog,
+    cursors: CursorTable,
+    /// Shared by data operations, exclusive for DDL.
+    ddl: RwLock<()>,
 }
 
 impl Database {
     /// Opens (creating if needed) the database stored in `dir`.
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Database, MongoError> {
         let env = Env::open(dir, options.engine).map_err(engine_error)?;
-        Ok(Database { env })
+        let catalog = Catalog::open(&env)?;
+        Ok(Database {
+            env,
+            catalog,
+            cursors: CursorTable::default(),
+            ddl: RwLock::new(()),
+        })
     }
 
     /// The engine environment underneath (for counters and diagnostics).
     pub fn engine(&self) -> &Env {
         &self.env
+    }
+
+    /// Client cursors.
+    pub fn cursors(&self) -> &CursorTable {
+        self.cursor_table()
+    }
+
+    /// Checkpoints and closes the engine.
+    pub fn close(self) -> Result<(), MongoError> {
+        self.cursors.kill_namespace("");
+        drop(self.catalog);
+        self.env.close().map_err(engine_error)
+    }
+
+    pub(crate) fn data_lock(&self) -> RwLockReadGuard<'_, ()> {
+        self.ddl.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn ddl_lock(&self) -> RwLockWriteGuard<'_, ()> {
+        self.ddl.write().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -1,0 +1,448 @@
+//! Index bounds: which key ranges of an index (or of the `_id`-keyed document tree) can hold
+//! documents a filter matches. Bounds are always a superset — the executor runs the full
+//! matcher on every document it fetches — so a predicate the planner does not understand
+//! only widens a scan, never changes a result.
+//!
+//! A bound on one field is a list of intervals between *cuts* in the space of that field's
+//! encoded values (docs/keystring.md): `Before(b)` lies just before every encoding that
+//! starts with bytes `b`, `After(b)` just after all of them. Comparisons are type-bracketed as
+//! in MongoDB: `{$gt: 5}` spans from just after 5 to the end of the numbers bracket (the
+//! bracket is the one-byte type tag prefix). A descending field's bytes are inverted, which
+//! turns `Before(b)` into `After(!b)` and swaps an interval's ends.
+
+use bson::{Bson, Document};
+use shale_doc::{canonical_type_order, encode_value, Direction};
+use std::cmp::Ordering;
+
+/// A position between encoded keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    Before(Vec<u8>),
+    After(Vec<u8>),
+}
+
+impl Cut {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Cut::Before(b) | Cut::After(b) => b,
+        }
+    }
+
+    /// The cut in the inverted (descending) encoding.
+    fn flipped(&self) -> Cut {
+        let inv = |b: &[u8]| b.iter().map(|x| !x).collect::<Vec<u8>>();
+        match self {
+            Cut::Before(b) => Cut::After(inv(b)),
+            Cut::After(b) => Cut::Before(inv(b)),
+        }
+    }
+}
+
+impl Ord for Cut {
+    fn cmp(&self, other: &Cut) -> Ordering {
+        let (a, b) = (self.bytes(), other.bytes());
+        let n = a.len().min(b.len());
+        match a[..n].cmp(&b[..n]) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+        // One is a prefix of the other (or they are equal).
+        let side = |c: &Cut| matches!(c, Cut::After(_));
+        match a.len().cmp(&b.len()) {
+            Ordering::Equal => side(self).cmp(&side(other)),
+            // `a` is a proper prefix of `b`: Before(a) precedes everything under b, After(a)
+            // follows it.
+            Ordering::Less => {
+                if side(self) {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            Ordering::Greater => {
+                if side(other) {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+        }
+    }
+}
+
+impl PartialOrd for Cut {
+    fn partial_cmp(&self, other: &Cut) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// An interval `[lo, hi]` between two cuts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    pub lo: Cut,
+    pub hi: Cut,
+}
+
+impl Interval {
+    pub fn point(v: &Bson) -> Interval {
+        let e = encode(v);
+        Interval {
+            lo: Cut::Before(e.clone()),
+            hi: Cut::After(e),
+        }
+    }
+
+    pub fn is_point(&self) -> bool {
+        matches!((&self.lo, &self.hi), (Cut::Before(a), Cut::After(b)) if a == b)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lo >= self.hi
+    }
+
+    fn intersect(&self, other: &Interval) -> Interval {
+        Interval {
+            lo: self.lo.clone().max(other.lo.clone()),
+            hi: self.hi.clone().min(other.hi.clone()),
+        }
+    }
+
+    fn directed(&self, dir: Direction) -> Interval {
+        match dir {
+            Direction::Ascending => self.clone(),
+            Direction::Descending => Interval {
+                lo: self.hi.flipped(),
+                hi: self.lo.flipped(),
+            },
+        }
+    }
+}
+
+/// The bound on one field: intervals in ascending key order, or everything.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldBound {
+    All,
+    Intervals(Vec<Interval>),
+}
+
+impl FieldBound {
+    /// True when the field is pinned to exactly one value.
+    pub fn is_single_point(&self) -> bool {
+        matches!(self, FieldBound::Intervals(v) if v.len() == 1 && v[0].is_point())
+    }
+
+    pub fn is_points(&self) -> bool {
+        matches!(self, FieldBound::Intervals(v) if v.iter().all(Interval::is_point))
+    }
+}
+
+fn encode(v: &Bson) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_value(v, &mut out);
+    out
+}
+
+/// Whether an equality or comparison against `v` can be answered from index keys: arrays,
+/// null, undefined and regular expressions match in ways keys do not show.
+fn usable(v: &Bson) -> bool {
+    !matches!(
+        v,
+        Bson::Array(_)
+            | Bson::Null
+            | Bson::Undefined
+            | Bson::RegularExpression(_)
+            | Bson::MinKey
+            | Bson::MaxKey
+    ) && !matches!(v, Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')))
+}
+
+/// The predicates of a filter's top-level conjunction on `path`, as one field bound.
+/// `multikey`: the index holds several keys per document on some path, so two comparisons
+/// on one field may be met by different array elements and must not be intersected.
+pub fn field_bound(filter: &Document, path: &str, multikey: bool) -> FieldBound {
+    let mut bound: Option<Vec<Interval>> = None;
+    let add = |ivs: Vec<Interval>, bound: &mut Option<Vec<Interval>>| match bound {
+        None => *bound = Some(ivs),
+        Some(_) if multikey => {}
+        Some(cur) => *cur = intersect_lists(cur, &ivs),
+    };
+    for_each_predicate(filter, path, &mut |op, v| {
+        if let Some(ivs) = predicate_intervals(op, v) {
+            add(ivs, &mut bound);
+        }
+    });
+    match bound {
+        None => FieldBound::All,
+        Some(v) => FieldBound::Intervals(v),
+    }
+}
+
+/// Calls `f(operator, value)` for every predicate on `path` in the filter's top-level
+/// conjunction (`$and` included); a literal value is `$eq`.
+fn for_each_predicate(filter: &Document, path: &str, f: &mut dyn FnMut(&str, &Bson)) {
+    for (k, v) in filter {
+        if k == "$and" {
+            if let Bson::Array(items) = v {
+                for item in items {
+                    if let Bson::Document(d) = item {
+                        for_each_predicate(d, path, f);
+                    }
+                }
+            }
+            continue;
+        }
+        if k != path {
+            continue;
+        }
+        match v {
+            Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                for (op, arg) in ops {
+                    f(op, arg);
+                }
+            }
+            literal => f("$eq", literal),
+        }
+    }
+}
+
+fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
+    match op {
+        "$eq" => usable(v).then(|| vec![Interval::point(v)]),
+        "$in" => {
+            let Bson::Array(items) = v else { return None };
+            if !items.iter().all(usable) {
+                return None;
+            }
+            let mut points: Vec<Interval> = items.iter().map(Interval::point).collect();
+            points.sort_by(|a, b| a.lo.cmp(&b.lo));
+            points.dedup();
+            Some(points)
+        }
+        "$gt" | "$gte" | "$lt" | "$lte" => {
+            if !usable(v) {
+                return None;
+            }
+            let e = encode(v);
+            let tag = vec![canonical_type_order(v)];
+            let iv = match op {
+                "$gt" => Interval {
+                    lo: Cut::After(e),
+                    hi: Cut::After(tag),
+                },
+                "$gte" => Interval {
+                    lo: Cut::Before(e),
+                    hi: Cut::After(tag),
+                },
+                "$lt" => Interval {
+                    lo: Cut::Before(tag),
+                    hi: Cut::Before(e),
+                },
+                _ => Interval {
+                    lo: Cut::Before(tag),
+                    hi: Cut::After(e),
+                },
+            };
+            Some(vec![iv])
+        }
+        _ => None,
+    }
+}
+
+fn intersect_lists(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            let i = x.intersect(y);
+            if !i.is_empty() {
+                out.push(i);
+            }
+        }
+    }
+    out.sort_by(|p, q| p.lo.cmp(&q.lo));
+    out
+}
+
+/// A range of tree keys: from `start` (inclusive) to `end` (exclusive; `None` = to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    pub start: Vec<u8>,
+    pub end: Option<Vec<u8>>,
+}
+
+/// Most ranges one compound bound expands to before the planner stops adding fields.
+const MAX_RANGES: usize = 512;
+
+/// The key ranges for an index with fields in `dirs` and per-field bounds (same order),
+/// sorted in ascending key order. Leading point-only fields are combined; the first field
+/// that is not points contributes its intervals and ends the prefix.
+pub fn key_ranges(bounds: &[FieldBound], dirs: &[Direction]) -> Vec<KeyRange> {
+    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut tail: Option<Vec<Interval>> = None;
+    for (bound, dir) in bounds.iter().zip(dirs) {
+        let FieldBound::Intervals(ivs) = bound else {
+            break;
+        };
+        let ivs: Vec<Interval> = ivs.iter().map(|i| i.directed(*dir)).collect();
+        if bound.is_points() && prefixes.len() * ivs.len() <= MAX_RANGES {
+            prefixes = prefixes
+                .iter()
+                .flat_map(|p| {
+                    ivs.iter().map(move |i| {
+                        let mut k = p.clone();
+                        k.extend_from_slice(i.lo.bytes());
+                        k
+                    })
+                })
+                .collect();
+            if ivs.is_empty() {
+                return Vec::new();
+            }
+            continue;
+        }
+        if prefixes.len() * ivs.len() <= MAX_RANGES {
+            tail = Some(ivs);
+        }
+        break;
+    }
+    let mut out = Vec::new();
+    for p in &prefixes {
+        match &tail {
+            None => out.push(KeyRange {
+                start: p.clone(),
+                end: prefix_successor(p),
+            }),
+            Some(ivs) => {
+                for iv in ivs {
+                    out.push(KeyRange {
+                        start: cut_key(p, &iv.lo),
+                        end: cut_end(p, &iv.hi),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.start.cmp(&b.start));
+    out
+}
+
+fn cut_key(prefix: &[u8], cut: &Cut) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    k.extend_from_slice(cut.bytes());
+    match cut {
+        Cut::Before(_) => k,
+        Cut::After(_) => prefix_successor(&k).unwrap_or_else(|| vec![0xFF; k.len() + 1]),
+    }
+}
+
+fn cut_end(prefix: &[u8], cut: &Cut) -> Option<Vec<u8>> {
+    let mut k = prefix.to_vec();
+    k.extend_from_slice(cut.bytes());
+    match cut {
+        Cut::Before(_) => Some(k),
+        Cut::After(_) => prefix_successor(&k),
+    }
+}
+
+/// The smallest key greater than every key that starts with `p`; `None` if there is none.
+pub fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
+    let mut k = p.to_vec();
+    while let Some(last) = k.pop() {
+        if last != 0xFF {
+            k.push(last + 1);
+            return Some(k);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+    use shale_doc::encode_key;
+
+    fn in_ranges(ranges: &[KeyRange], key: &[u8]) -> bool {
+        ranges
+            .iter()
+            .any(|r| key >= &r.start[..] && r.end.as_ref().is_none_or(|e| key < &e[..]))
+    }
+
+    fn key(vals: &[(Bson, Direction)], suffix: &[u8]) -> Vec<u8> {
+        let pairs: Vec<(&Bson, Direction)> = vals.iter().map(|(v, d)| (v, *d)).collect();
+        let mut k = encode_key(&pairs);
+        k.extend_from_slice(suffix);
+        k
+    }
+
+    #[test]
+    fn ranges_hold_exactly_the_bracketed_values() {
+        for dir in [Direction::Ascending, Direction::Descending] {
+            let f = doc! {"a": {"$gt": 5, "$lte": 9}};
+            let r = key_ranges(&[field_bound(&f, "a", false)], &[dir]);
+            for (v, inside) in [(5, false), (6, true), (9, true), (10, false)] {
+                assert_eq!(
+                    in_ranges(&r, &key(&[(Bson::Int32(v), dir)], b"\x05id")),
+                    inside,
+                    "{v} {dir:?}"
+                );
+            }
+            assert!(!in_ranges(
+                &r,
+                &key(&[(Bson::String("7".into()), dir)], b"")
+            ));
+            let f = doc! {"a": {"$lt": 3}};
+            let r = key_ranges(&[field_bound(&f, "a", false)], &[dir]);
+            assert!(in_ranges(&r, &key(&[(Bson::Double(-1e300), dir)], b"x")));
+            assert!(!in_ranges(&r, &key(&[(Bson::Null, dir)], b"x")));
+        }
+    }
+
+    #[test]
+    fn compound_points_then_range() {
+        let f = doc! {"a": {"$in": [1, 2]}, "b": {"$gte": "m"}};
+        let dirs = [Direction::Ascending, Direction::Descending];
+        let bounds = [field_bound(&f, "a", false), field_bound(&f, "b", false)];
+        let r = key_ranges(&bounds, &dirs);
+        assert_eq!(r.len(), 2);
+        let k = |a: i32, b: &str| {
+            key(
+                &[(Bson::Int32(a), dirs[0]), (Bson::String(b.into()), dirs[1])],
+                b"id",
+            )
+        };
+        assert!(in_ranges(&r, &k(1, "m")) && in_ranges(&r, &k(2, "z")));
+        assert!(!in_ranges(&r, &k(1, "a")) && !in_ranges(&r, &k(3, "z")));
+    }
+
+    #[test]
+    fn multikey_fields_keep_one_comparison() {
+        let f = doc! {"a": {"$gt": 1, "$lt": 5}};
+        let r = key_ranges(&[field_bound(&f, "a", true)], &[Direction::Ascending]);
+        assert!(in_ranges(
+            &r,
+            &key(&[(Bson::Int32(10), Direction::Ascending)], b"")
+        ));
+        let r = key_ranges(&[field_bound(&f, "a", false)], &[Direction::Ascending]);
+        assert!(!in_ranges(
+            &r,
+            &key(&[(Bson::Int32(10), Direction::Ascending)], b"")
+        ));
+    }
+
+    #[test]
+    fn unusable_predicates_leave_the_field_unbounded() {
+        for f in [
+            doc! {"a": null},
+            doc! {"a": [1]},
+            doc! {"a": {"$ne": 1}},
+            doc! {"b": 1},
+        ] {
+            assert_eq!(field_bound(&f, "a", false), FieldBound::All, "{f}");
+        }
+        let f = doc! {"$and": [{"a": 1}, {"a": 2}]};
+        assert_eq!(
+            key_ranges(&[field_bound(&f, "a", false)], &[Direction::Ascending]),
+            vec![]
+        );
+    }
+}

@@ -1,0 +1,432 @@
+//! The catalog: which collections and indexes exist, with their engine trees, kept in the
+//! engine tree `catalog` (one entry per collection, key = namespace, value = a BSON record:
+//! docs/format-collections.md) and in memory as immutable `Collection` values that DDL
+//! replaces whole. Callers serialise DDL (the database's DDL lock); readers of the map take
+//! an `Arc<Collection>` and keep using it for one operation.
+//!
+//! Engine trees are named by catalog id, not by namespace, so a rename rewrites one catalog
+//! entry and moves no data: `c<id>` holds the documents keyed by encoded `_id`, `c<id>.size`
+//! holds no entries and counts the documents' BSON bytes in its entry count, `i<id>` holds
+//! one index. Trees are created before the catalog entry that names them commits and
+//! dropped after the entry that named them is gone, so a crash can leave only unnamed
+//! trees, which `open` drops.
+
+use crate::index_keys::IndexDef;
+use crate::index_spec::parse_spec;
+use crate::namespace::Namespace;
+use crate::{engine_error, DbResult};
+use bson::{doc, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
+use shale_engine::{Compression, Env, TreeHandle, TreeOptions, WriteBatch};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+const CATALOG_TREE: &str = "catalog";
+
+/// One secondary index.
+pub struct Index {
+    pub id: u64,
+    /// The spec as `listIndexes` shows it.
+    pub spec: Document,
+    pub def: IndexDef,
+    pub tree: TreeHandle,
+    /// Set (never cleared) once a document put an array on one of its paths; set before the
+    /// write commits.
+    pub multikey: AtomicBool,
+    /// Whether the stored catalog record says multikey.
+    pub multikey_durable: AtomicBool,
+}
+
+/// One collection: its document tree, size counter and indexes.
+pub struct Collection {
+    pub ns: Namespace,
+    pub id: u64,
+    pub uuid: bson::Uuid,
+    /// The options given at `create` (listCollections shows them).
+    pub options: Document,
+    pub docs: TreeHandle,
+    pub size: TreeHandle,
+    pub indexes: Vec<Arc<Index>>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("id", &self.id)
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("ns", &self.ns)
+            .field("id", &self.id)
+            .field("indexes", &self.indexes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    /// The catalog record for this collection.
+    pub(crate) fn record(&self) -> Document {
+        let indexes: Vec<Bson> = self
+            .indexes
+            .iter()
+            .map(|i| {
+                Bson::Document(doc! {
+                    "id": i.id as i64,
+                    "spec": i.spec.clone(),
+                    "multikey": i.multikey.load(Ordering::Relaxed),
+                })
+            })
+            .collect();
+        doc! {
+            "ns": self.ns.to_string(),
+            "id": self.id as i64,
+            "uuid": self.uuid,
+            "options": self.options.clone(),
+            "indexes": indexes,
+        }
+    }
+
+    pub fn index(&self, name: &str) -> Option<&Arc<Index>> {
+        self.indexes.iter().find(|i| i.def.name == name)
+    }
+
+    /// The stored record's bytes, for a write that must change it in a transaction.
+    pub(crate) fn record_bytes(&self) -> DbResult<Vec<u8>> {
+        bson::to_vec(&self.record()).map_err(|e| internal(format!("encoding catalog record: {e}")))
+    }
+}
+
+pub fn doc_tree_name(id: u64) -> String {
+    format!("c{id}")
+}
+pub fn size_tree_name(id: u64) -> String {
+    format!("c{id}.size")
+}
+pub fn index_tree_name(id: u64) -> String {
+    format!("i{id}")
+}
+
+/// The catalog of one database directory.
+pub struct Catalog {
+    tree: TreeHandle,
+    colls: RwLock<BTreeMap<Namespace, Arc<Collection>>>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").finish_non_exhaustive()
+    }
+}
+
+impl Catalog {
+    /// Loads the catalog (creating its tree in a new directory) and drops trees no entry names.
+    pub fn open(env: &Env) -> DbResult<Catalog> {
+        let tree = match env.open_tree(CATALOG_TREE) {
+            Ok(t) => t,
+            Err(_) => env
+                .create_tree(CATALOG_TREE, Some(catalog_tree_options()))
+                .map_err(engine_error)?,
+        };
+        let mut colls = BTreeMap::new();
+        let mut max_id = 0;
+        let mut cursor = tree.cursor();
+        cursor.seek_to_first().map_err(engine_error)?;
+        while let Some((_, value)) = cursor.entry() {
+            let record: Document = bson::from_slice(value)
+                .map_err(|e| corrupt(format!("catalog record does not decode: {e}")))?;
+            let coll = load_collection(env, &record)?;
+            max_id = max_id.max(coll.id);
+            for i in &coll.indexes {
+                max_id = max_id.max(i.id);
+            }
+            colls.insert(coll.ns.clone(), Arc::new(coll));
+            cursor.next().map_err(engine_error)?;
+        }
+        drop(cursor);
+        drop_unnamed_trees(env, &colls)?;
+        Ok(Catalog {
+            tree,
+            colls: RwLock::new(colls),
+            next_id: AtomicU64::new(max_id + 1),
+        })
+    }
+
+    pub fn get(&self, ns: &Namespace) -> Option<Arc<Collection>> {
+        self.read().get(ns).cloned()
+    }
+
+    /// Every collection, or those of one database, in name order.
+    pub fn list(&self, db: Option<&str>) -> Vec<Arc<Collection>> {
+        self.read()
+            .values()
+            .filter(|c| db.is_none_or(|d| c.ns.db == d))
+            .cloned()
+            .collect()
+    }
+
+    /// The engine tree holding the catalog (transactions that mark an index multikey write it).
+    pub fn tree(&self) -> &TreeHandle {
+        &self.tree
+    }
+
+    /// Creates an empty collection. The caller holds the DDL lock and has checked it is new.
+    pub fn create(
+        &self,
+        env: &Env,
+        ns: &Namespace,
+        options: Document,
+    ) -> DbResult<Arc<Collection>> {
+        let tree_options = tree_options(env, &options)?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let docs = env
+            .create_tree(&doc_tree_name(id), Some(tree_options))
+            .map_err(engine_error)?;
+        let size = env
+            .create_tree(&size_tree_name(id), Some(catalog_tree_options()))
+            .map_err(engine_error)?;
+        let coll = Collection {
+            ns: ns.clone(),
+            id,
+            uuid: bson::Uuid::new(),
+            options,
+            docs,
+            size,
+            indexes: Vec::new(),
+        };
+        self.commit(env, coll).map(|(c, _)| c)
+    }
+
+    /// Makes a new index tree for `coll` (not yet in the catalog).
+    pub fn create_index_tree(&self, env: &Env, spec: &Document) -> DbResult<(u64, TreeHandle)> {
+        let options = match spec.get_document("storageEngine") {
+            Ok(se) => tree_options(env, &doc! { "storageEngine": se.clone() })?,
+            Err(_) => env.options().tree_defaults,
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tree = env
+            .create_tree(&index_tree_name(id), Some(options))
+            .map_err(engine_error)?;
+        Ok((id, tree))
+    }
+
+    /// Writes `coll`'s record and publishes it; returns it and the version it replaced.
+    pub fn commit(
+        &self,
+        env: &Env,
+        coll: Collection,
+    ) -> DbResult<(Arc<Collection>, Option<Arc<Collection>>)> {
+        let mut batch = WriteBatch::new();
+        batch.put(
+            &self.tree,
+            coll.ns.to_string().as_bytes(),
+            &coll.record_bytes()?,
+        );
+        env.write(batch).map_err(engine_error)?;
+        let coll = Arc::new(coll);
+        let old = self.write().insert(coll.ns.clone(), coll.clone());
+        Ok((coll, old))
+    }
+
+    /// Removes `ns` from the catalog (durably) and drops its trees.
+    pub fn remove(&self, env: &Env, ns: &Namespace) -> DbResult<Option<Arc<Collection>>> {
+        let Some(coll) = self.get(ns) else {
+            return Ok(None);
+        };
+        let mut batch = WriteBatch::new();
+        batch.delete(&self.tree, ns.to_string().as_bytes());
+        env.write(batch).map_err(engine_error)?;
+        self.write().remove(ns);
+        drop_trees(env, &coll)?;
+        Ok(Some(coll))
+    }
+
+    /// Moves `from` to `to` in one catalog write (no data moves).
+    pub fn rename(&self, env: &Env, from: &Namespace, to: &Namespace) -> DbResult<()> {
+        let Some(old) = self.get(from) else {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("Source collection {from} does not exist"),
+            ));
+        };
+        let moved = Collection {
+            ns: to.clone(),
+            id: old.id,
+            uuid: old.uuid,
+            options: old.options.clone(),
+            docs: old.docs.clone(),
+            size: old.size.clone(),
+            indexes: old.indexes.clone(),
+        };
+        let mut batch = WriteBatch::new();
+        batch.delete(&self.tree, from.to_string().as_bytes());
+        batch.put(
+            &self.tree,
+            to.to_string().as_bytes(),
+            &moved.record_bytes()?,
+        );
+        env.write(batch).map_err(engine_error)?;
+        let mut map = self.write();
+        map.remove(from);
+        map.insert(to.clone(), Arc::new(moved));
+        Ok(())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Namespace, Arc<Collection>>> {
+        self.colls.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Namespace, Arc<Collection>>> {
+        self.colls.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Drops a collection's trees (after its catalog entry is gone).
+pub fn drop_trees(env: &Env, coll: &Collection) -> DbResult<()> {
+    env.drop_tree(coll.docs.name()).map_err(engine_error)?;
+    env.drop_tree(coll.size.name()).map_err(engine_error)?;
+    for i in &coll.indexes {
+        env.drop_tree(i.tree.name()).map_err(engine_error)?;
+    }
+    Ok(())
+}
+
+fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
+    let field = |name: &str| corrupt(format!("catalog record lacks a valid '{name}': {record}"));
+    let ns = Namespace::parse(record.get_str("ns").map_err(|_| field("ns"))?)?;
+    let id = record.get_i64("id").map_err(|_| field("id"))? as u64;
+    let uuid = match record.get("uuid") {
+        Some(Bson::Binary(b)) => b.to_uuid().map_err(|_| field("uuid"))?,
+        _ => return Err(field("uuid")),
+    };
+    let options = record
+        .get_document("options")
+        .map_err(|_| field("options"))?
+        .clone();
+    let docs = env.open_tree(&doc_tree_name(id)).map_err(engine_error)?;
+    let size = env.open_tree(&size_tree_name(id)).map_err(engine_error)?;
+    let mut indexes = Vec::new();
+    for entry in record.get_array("indexes").map_err(|_| field("indexes"))? {
+        let Bson::Document(entry) = entry else {
+            return Err(field("indexes"));
+        };
+        let index_id = entry.get_i64("id").map_err(|_| field("indexes.id"))? as u64;
+        let spec = entry
+            .get_document("spec")
+            .map_err(|_| field("indexes.spec"))?
+            .clone();
+        let (_, def) = parse_spec(&spec)?;
+        let tree = env
+            .open_tree(&index_tree_name(index_id))
+            .map_err(engine_error)?;
+        indexes.push(Arc::new(Index {
+            id: index_id,
+            spec,
+            def,
+            tree,
+            multikey: AtomicBool::new(entry.get_bool("multikey").unwrap_or(true)),
+            multikey_durable: AtomicBool::new(entry.get_bool("multikey").unwrap_or(true)),
+        }));
+    }
+    Ok(Collection {
+        ns,
+        id,
+        uuid,
+        options,
+        docs,
+        size,
+        indexes,
+    })
+}
+
+fn drop_unnamed_trees(env: &Env, colls: &BTreeMap<Namespace, Arc<Collection>>) -> DbResult<()> {
+    let mut named: HashSet<String> = HashSet::new();
+    named.insert(CATALOG_TREE.to_owned());
+    for c in colls.values() {
+        named.insert(c.docs.name().to_owned());
+        named.insert(c.size.name().to_owned());
+        for i in &c.indexes {
+            named.insert(i.tree.name().to_owned());
+        }
+    }
+    for t in env.list_trees() {
+        if !named.contains(&t) {
+            tracing::warn!(tree = %t, "dropping a tree no catalog entry names (left by a crash during DDL)");
+            env.drop_tree(&t).map_err(engine_error)?;
+        }
+    }
+    Ok(())
+}
+
+/// Tree layout from a collection's `storageEngine.shale` options: `nodeSizeBytes`,
+/// `readPageSizeBytes` (the basement size), `compression` ("zstd", "lz4", "none").
+pub fn tree_options(env: &Env, options: &Document) -> DbResult<TreeOptions> {
+    let mut t = env.options().tree_defaults;
+    let Ok(se) = options.get_document("storageEngine") else {
+        return Ok(t);
+    };
+    let Ok(shale) = se.get_document("shale") else {
+        return Ok(t);
+    };
+    for (k, v) in shale {
+        let as_size = || -> DbResult<usize> {
+            match v {
+                Bson::Int32(n) if *n > 0 => Ok(*n as usize),
+                Bson::Int64(n) if *n > 0 => Ok(*n as usize),
+                Bson::Double(n) if *n > 0.0 && n.fract() == 0.0 => Ok(*n as usize),
+                _ => Err(bad_option(format!(
+                    "storageEngine.shale.{k} must be a positive integer"
+                ))),
+            }
+        };
+        match k.as_str() {
+            "nodeSizeBytes" => t.node_size_bytes = as_size()?,
+            "readPageSizeBytes" | "basementSizeBytes" => t.basement_size_bytes = as_size()?,
+            "fanout" => t.fanout = as_size()?,
+            "compression" => {
+                t.compression =
+                    match v.as_str() {
+                        Some("zstd") => Compression::Zstd,
+                        Some("lz4") => Compression::Lz4,
+                        Some("none") => Compression::None,
+                        _ => return Err(bad_option(
+                            "storageEngine.shale.compression must be \"zstd\", \"lz4\" or \"none\"",
+                        )),
+                    }
+            }
+            other => {
+                return Err(bad_option(format!(
+                    "unknown storageEngine.shale option '{other}'"
+                )))
+            }
+        }
+    }
+    Ok(t)
+}
+
+fn catalog_tree_options() -> TreeOptions {
+    TreeOptions {
+        node_size_bytes: 256 << 10,
+        basement_size_bytes: 16 << 10,
+        fanout: 16,
+        compression: Compression::Zstd,
+    }
+}
+
+fn bad_option(message: impl Into<String>) -> MongoError {
+    MongoError::new(ErrorCode::InvalidOptions, message)
+}
+
+fn corrupt(message: String) -> MongoError {
+    MongoError::new(ErrorCode::DataCorruptionDetected, message)
+}
+
+fn internal(message: String) -> MongoError {
+    MongoError::new(ErrorCode::InternalError, message)
+}

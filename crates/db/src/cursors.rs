@@ -1,0 +1,222 @@
+//! Client cursors: queries that outlive one command. A cursor owns its snapshot, so every
+//! batch of one query reads the same consistent state; it is found by id and namespace,
+//! batches are cut by document count and bytes, and a cursor idle longer than the timeout
+//! (mongod's `cursorTimeoutMillis`, 10 minutes) is closed, releasing its snapshot.
+
+use crate::exec::ViewQuery;
+use crate::DbResult;
+use bson::RawDocumentBuf;
+use shale_doc::{ErrorCode, MongoError};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Bytes of documents one batch carries at most (MongoDB leaves room under 16 MiB replies).
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
+/// Documents in a first batch when the client did not say (MongoDB's 101).
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+/// Idle time after which a cursor is closed.
+pub const CURSOR_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Something that yields documents one at a time (a find, or an aggregation's output).
+pub trait DocSource: Send {
+    fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>>;
+}
+
+impl DocSource for ViewQuery {
+    fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
+        ViewQuery::next_doc(self)
+    }
+}
+
+/// Documents already made, served in order (results computed whole).
+pub struct VecSource(pub std::vec::IntoIter<RawDocumentBuf>);
+
+impl DocSource for VecSource {
+    fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
+        Ok(self.0.next())
+    }
+}
+
+struct Entry {
+    ns: String,
+    source: Box<dyn DocSource>,
+    /// A document read but not sent because the batch was full.
+    held: Option<RawDocumentBuf>,
+    last_used: Instant,
+}
+
+/// One batch of a cursor: documents, and the cursor id to ask for more (0 when exhausted).
+#[derive(Debug)]
+pub struct Batch {
+    pub docs: Vec<RawDocumentBuf>,
+    pub cursor_id: i64,
+}
+
+/// Every open cursor of the server.
+pub struct CursorTable {
+    next_id: AtomicI64,
+    open: Mutex<HashMap<i64, Entry>>,
+}
+
+impl Default for CursorTable {
+    fn default() -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as i64);
+        CursorTable {
+            next_id: AtomicI64::new((seed & 0x0000_ffff_ffff_ffff).max(1) << 8),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for CursorTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CursorTable")
+            .field("open", &self.len())
+            .finish()
+    }
+}
+
+impl CursorTable {
+    /// The first batch of `source`; registers a cursor if documents remain.
+    pub fn first_batch(
+        &self,
+        ns: &str,
+        source: Box<dyn DocSource>,
+        batch_size: Option<usize>,
+        single_batch: bool,
+    ) -> DbResult<Batch> {
+        let mut entry = Entry {
+            ns: ns.to_owned(),
+            source,
+            held: None,
+            last_used: Instant::now(),
+        };
+        let limit = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
+        let (docs, done) = fill(&mut entry, limit)?;
+        if done || single_batch {
+            return Ok(Batch { docs, cursor_id: 0 });
+        }
+        self.reap();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, entry);
+        Ok(Batch {
+            docs,
+            cursor_id: id,
+        })
+    }
+
+    /// The next batch of cursor `id`, which must belong to `ns`.
+    pub fn get_more(&self, id: i64, ns: &str, batch_size: Option<usize>) -> DbResult<Batch> {
+        let mut entry = {
+            let mut open = self.lock();
+            match open.get(&id) {
+                None => return Err(MongoError::new(ErrorCode::CursorNotFound, format!("cursor id {id} not found"))),
+                Some(e) if e.ns != ns => {
+                    return Err(MongoError::new(
+                        ErrorCode::Unauthorized,
+                        format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}", e.ns),
+                    ))
+                }
+                Some(_) => {}
+            }
+            open.remove(&id).ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::CursorNotFound,
+                    format!("cursor id {id} not found"),
+                )
+            })?
+        };
+        let (docs, done) = fill(
+            &mut entry,
+            batch_size.filter(|n| *n > 0).unwrap_or(usize::MAX),
+        )?;
+        if done {
+            return Ok(Batch { docs, cursor_id: 0 });
+        }
+        entry.last_used = Instant::now();
+        self.lock().insert(id, entry);
+        Ok(Batch {
+            docs,
+            cursor_id: id,
+        })
+    }
+
+    /// Closes the given cursors of `ns`; returns (killed, not found).
+    pub fn kill(&self, ns: &str, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+        let mut open = self.lock();
+        let (mut killed, mut missing) = (Vec::new(), Vec::new());
+        for id in ids {
+            if open.get(id).is_some_and(|e| e.ns == ns) {
+                open.remove(id);
+                killed.push(*id);
+            } else {
+                missing.push(*id);
+            }
+        }
+        (killed, missing)
+    }
+
+    /// Closes every cursor on `ns` (its collection was dropped or renamed), or on every
+    /// collection of a database when `ns` is `db.` with an empty collection part.
+    pub fn kill_namespace(&self, ns: &str) {
+        self.lock().retain(|_, e| {
+            if ns.ends_with('.') {
+                !e.ns.starts_with(ns)
+            } else {
+                e.ns != ns
+            }
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn reap(&self) {
+        let now = Instant::now();
+        self.lock()
+            .retain(|_, e| now.duration_since(e.last_used) < CURSOR_TIMEOUT);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Reads up to `limit` documents and `MAX_BATCH_BYTES`; true when the source is exhausted.
+fn fill(entry: &mut Entry, limit: usize) -> DbResult<(Vec<RawDocumentBuf>, bool)> {
+    let mut docs = Vec::new();
+    let mut bytes = 0usize;
+    while docs.len() < limit {
+        let next = match entry.held.take() {
+            Some(d) => Some(d),
+            None => entry.source.next_doc()?,
+        };
+        let Some(d) = next else {
+            return Ok((docs, true));
+        };
+        let n = d.as_bytes().len();
+        if !docs.is_empty() && bytes + n > MAX_BATCH_BYTES {
+            entry.held = Some(d);
+            return Ok((docs, false));
+        }
+        bytes += n;
+        docs.push(d);
+    }
+    // Full by count: look one ahead so an exhausted cursor is closed now, not on a getMore.
+    match entry.source.next_doc()? {
+        None => Ok((docs, true)),
+        Some(d) => {
+            entry.held = Some(d);
+            Ok((docs, false))
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Catalog commands: create, drop, rename and list collections and databases; create, list
+//! and drop indexes (an index build scans the collection under the DDL lock and refuses a
+//! unique index the data violates). DDL holds the database's DDL lock exclusively, so no
+//! write or query runs against a collection while its trees change.
+
+use crate::catalog::{Collection, Index};
+use crate::cursors::CursorTable;
+use crate::doc_write::{duplicate, id_of};
+use crate::index_keys::id_key;
+use crate::index_spec::{id_index_spec, parse_spec};
+use crate::namespace::{validate_db_name, Namespace};
+use crate::{engine_error, Database, DbResult};
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use shale_doc::{ErrorCode, MongoError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLockReadGuard};
+
+/// Documents per transaction while building an index.
+const BUILD_CHUNK: usize = 1000;
+
+/// What `createIndexes` did.
+#[derive(Debug)]
+pub struct CreateIndexesResult {
+    pub before: usize,
+    pub after: usize,
+    pub created_collection: bool,
+    /// Set when every requested index already existed.
+    pub note: Option<&'static str>,
+}
+
+impl Collection {
+    fn with_indexes(&self, indexes: Vec<Arc<Index>>) -> Collection {
+        Collection {
+            ns: self.ns.clone(),
+            id: self.id,
+            uuid: self.uuid,
+            options: self.options.clone(),
+            docs: self.docs.clone(),
+            size: self.size.clone(),
+            indexes,
+        }
+    }
+}
+
+impl Database {
+    /// The collection, created (implicitly, as an insert does) if missing, with the data
+    /// lock held for the caller's operation.
+    pub(crate) fn collection_or_create(
+        &self,
+        ns: &Namespace,
+    ) -> DbResult<(Arc<Collection>, RwLockReadGuard<'_, ()>)> {
+        loop {
+            {
+                let guard = self.data_lock();
+                if let Some(c) = self.catalog.get(ns) {
+                    return Ok((c, guard));
+                }
+            }
+            let _ddl = self.ddl_lock();
+            if self.catalog.get(ns).is_none() {
+                self.catalog.create(self.engine(), ns, Document::new())?;
+            }
+        }
+    }
+
+    /// `create`: a new empty collection with `options` (NamespaceExists if it exists).
+    pub fn create_collection(&self, ns: &Namespace, options: Document) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
+        if self.catalog.get(ns).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!("Collection {ns} already exists."),
+            ));
+        }
+        self.catalog.create(self.engine(), ns, options)?;
+        Ok(())
+    }
+
+    /// `drop`: removes the collection and its indexes; returns how many indexes it had
+    /// (counting `_id_`), or `None` if it did not exist.
+    pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
+        let _ddl = self.ddl_lock();
+        self.cursors.kill_namespace(&ns.to_string());
+        Ok(self
+            .catalog
+            .remove(self.engine(), ns)?
+            .map(|c| c.indexes.len() + 1))
+    }
+
+    /// `dropDatabase`: drops every collection of `db`.
+    pub fn drop_database(&self, db: &str) -> DbResult<()> {
+        validate_db_name(db)?;
+        let _ddl = self.ddl_lock();
+        self.cursors.kill_namespace(&format!("{db}."));
+        for c in self.catalog.list(Some(db)) {
+            self.catalog.remove(self.engine(), &c.ns)?;
+        }
+        Ok(())
+    }
+
+    /// `listCollections` entries of `db`.
+    pub fn list_collections(&self, db: &str) -> Vec<Document> {
+        self.catalog
+            .list(Some(db))
+            .iter()
+            .map(|c| {
+                doc! {
+                    "name": c.ns.coll.clone(),
+                    "type": "collection",
+                    "options": c.options.clone(),
+                    "info": { "readOnly": false, "uuid": c.uuid },
+                    "idIndex": id_index_spec(),
+                }
+            })
+            .collect()
+    }
+
+    /// Databases with at least one collection: (name, bytes on disk).
+    pub fn list_databases(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for c in self.catalog.list(None) {
+            let bytes = collection_disk_bytes(&c);
+            match out.last_mut() {
+                Some((name, total)) if *name == c.ns.db => *total += bytes,
+                _ => out.push((c.ns.db.clone(), bytes)),
+            }
+        }
+        out
+    }
+
+    /// `renameCollection`: moves `from` to `to` (any database) without moving data.
+    pub fn rename_collection(
+        &self,
+        from: &Namespace,
+        to: &Namespace,
+        drop_target: bool,
+    ) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
+        if self.catalog.get(from).is_none() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                "source namespace does not exist",
+            ));
+        }
+        if from == to {
+            return Err(MongoError::new(
+                ErrorCode::IllegalOperation,
+                "Can't rename a collection to itself",
+            ));
+        }
+        if self.catalog.get(to).is_some() {
+            if !drop_target {
+                return Err(MongoError::new(
+                    ErrorCode::NamespaceExists,
+                    "target namespace exists",
+                ));
+            }
+            self.cursors.kill_namespace(&to.to_string());
+            self.catalog.remove(self.engine(), to)?;
+        }
+        self.cursors.kill_namespace(&from.to_string());
+        self.catalog.rename(self.engine(), from, to)
+    }
+
+    /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
+    pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
+        let coll = self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("ns does not exist: {ns}"),
+            )
+        })?;
+        let mut out = vec![id_index_spec()];
+        out.extend(coll.indexes.iter().map(|i| i.spec.clone()));
+        Ok(out)
+    }
+
+    /// `createIndexes`: builds each index not yet present.
+    pub fn create_indexes(
+        &self,
+        ns: &Namespace,
+        specs: &[Document],
+    ) -> DbResult<CreateIndexesResult> {
+        let parsed = specs.iter().map(parse_spec).collect::<DbResult<Vec<_>>>()?;
+        let _ddl = self.ddl_lock();
+        let created_collection = self.catalog.get(ns).is_none();
+        if created_collection {
+            self.catalog.create(self.engine(), ns, Document::new())?;
+        }
+        let mut coll = self
+            .catalog
+            .get(ns)
+            .ok_or_else(|| MongoError::new(ErrorCode::InternalError, "collection vanished"))?;
+        let before = coll.indexes.len() + 1;
+        let mut built = 0;
+        for (stored, def) in parsed {
+            if def.name == "_id_" || is_existing(&coll, &stored)? {
+                continue;
+            }
+            let (id, tree) = self.catalog.create_index_tree(self.engine(), &stored)?;
+            let index = Arc::new(Index {
+                id,
+                spec: stored,
+                def,
+                tree,
+                multikey: AtomicBool::new(false),
+                multikey_durable: AtomicBool::new(false),
+            });
+            if let Err(e) = self.build_index(&coll, &index) {
+                let _ = self.engine().drop_tree(index.tree.name());
+                return Err(e);
+            }
+            index
+                .multikey_durable
+                .store(index.multikey.load(Ordering::SeqCst), Ordering::SeqCst);
+            let mut indexes = coll.indexes.clone();
+            indexes.push(index);
+            coll = self
+                .catalog
+                .commit(self.engine(), coll.with_indexes(indexes))?
+                .0;
+            built += 1;
+        }
+        Ok(CreateIndexesResult {
+            before,
+            after: coll.indexes.len() + 1,
+            created_collection,
+            note: (built == 0).then_some("all indexes already exist"),
+        })
+    }
+
+    /// Fills a new index from the collection's documents.
+    fn build_index(&self, coll: &Collection, index: &Index) -> DbResult<()> {
+        let view = self.engine().read_view();
+        let mut cursor = view.cursor(&coll.docs);
+        cursor.seek_to_first().map_err(engine_error)?;
+        let total = coll.docs.count().max(0);
+        let (mut done, mut last_log) = (0i64, std::time::Instant::now());
+        tracing::info!(ns = %coll.ns, index = %index.def.name, documents = total, "index build started");
+        loop {
+            let mut txn = self.engine().begin();
+            let mut n = 0;
+            while let Some((_, value)) = cursor.entry() {
+                let doc = RawDocumentBuf::from_bytes(value.to_vec()).map_err(|e| {
+                    MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string())
+                })?;
+                let idk = id_key(&id_of(&doc)?);
+                if let Some(keys) = index.def.keys(&doc)? {
+                    if keys.multikey {
+                        index.multikey.store(true, Ordering::SeqCst);
+                    }
+                    for (tuple, values) in &keys.tuples {
+                        let k = index.def.entry_key(tuple, &idk);
+                        if index.def.unique
+                            && txn.get(&index.tree, &k).map_err(engine_error)?.is_some()
+                        {
+                            let mut kv = Document::new();
+                            for ((p, _), v) in index.def.fields.iter().zip(values) {
+                                kv.insert(p.clone(), v.clone());
+                            }
+                            return Err(duplicate(
+                                coll,
+                                &index.def.name,
+                                &index.def.key_pattern(),
+                                &kv,
+                            ));
+                        }
+                        txn.put(&index.tree, &k, &idk).map_err(engine_error)?;
+                    }
+                }
+                cursor.next().map_err(engine_error)?;
+                n += 1;
+                if n == BUILD_CHUNK {
+                    break;
+                }
+            }
+            txn.commit().map_err(engine_error)?;
+            done += n as i64;
+            if last_log.elapsed().as_secs() >= 5 {
+                tracing::info!(ns = %coll.ns, index = %index.def.name, done, total, "index build progress");
+                last_log = std::time::Instant::now();
+            }
+            if cursor.entry().is_none() {
+                break;
+            }
+        }
+        tracing::info!(ns = %coll.ns, index = %index.def.name, documents = done, "index build finished");
+        Ok(())
+    }
+
+    /// `dropIndexes`: by name, key pattern, list of names, or `"*"` (all but `_id_`).
+    /// Returns the index count before.
+    pub fn drop_indexes(&self, ns: &Namespace, which: &Bson) -> DbResult<usize> {
+        let _ddl = self.ddl_lock();
+        let coll = self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(ErrorCode::NamespaceNotFound, format!("ns not found {ns}"))
+        })?;
+        let before = coll.indexes.len() + 1;
+        let names: Vec<String> = match which {
+            Bson::String(s) if s == "*" => {
+                coll.indexes.iter().map(|i| i.def.name.clone()).collect()
+            }
+            Bson::String(s) => vec![s.clone()],
+            Bson::Array(a) => a
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        MongoError::new(
+                            ErrorCode::TypeMismatch,
+                            "dropIndexes index names must be strings",
+                        )
+                    })
+                })
+                .collect::<DbResult<_>>()?,
+            Bson::Document(pattern) => {
+                let found = coll
+                    .indexes
+                    .iter()
+                    .find(|i| i.def.key_pattern() == *pattern);
+                match found {
+                    Some(i) => vec![i.def.name.clone()],
+                    None if *pattern == doc! {"_id": 1} => vec!["_id_".to_owned()],
+                    None => {
+                        return Err(MongoError::new(
+                            ErrorCode::IndexNotFound,
+                            format!("can't find index with key: {pattern}"),
+                        ))
+                    }
+                }
+            }
+            _ => {
+                return Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    "dropIndexes 'index' must be a string, object or array",
+                ))
+            }
+        };
+        for n in &names {
+            if n == "_id_" {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidOptions,
+                    "cannot drop _id index",
+                ));
+            }
+            if coll.index(n).is_none() {
+                return Err(MongoError::new(
+                    ErrorCode::IndexNotFound,
+                    format!("index not found with name [{n}]"),
+                ));
+            }
+        }
+        let (keep, gone): (Vec<Arc<Index>>, Vec<Arc<Index>>) = coll
+            .indexes
+            .iter()
+            .cloned()
+            .partition(|i| !names.contains(&i.def.name));
+        self.cursors.kill_namespace(&ns.to_string());
+        self.catalog
+            .commit(self.engine(), coll.with_indexes(keep))?;
+        for i in gone {
+            self.engine()
+                .drop_tree(i.tree.name())
+                .map_err(engine_error)?;
+        }
+        Ok(before)
+    }
+
+    pub(crate) fn cursor_table(&self) -> &CursorTable {
+        &self.cursors
+    }
+}
+
+/// True if an index with the same name and spec exists; an error if one conflicts.
+fn is_existing(coll: &Collection, stored: &Document) -> DbResult<bool> {
+    let name = stored.get_str("name").unwrap_or_default();
+    let key = stored.get_document("key").ok();
+    for i in &coll.indexes {
+        let same_key = Some(&i.def.key_pattern()) == key.map(normalize).as_ref();
+        if i.def.name == name {
+            if i.spec == *stored {
+                return Ok(true);
+            }
+            let code = if same_key {
+                ErrorCode::IndexOptionsConflict
+            } else {
+                ErrorCode::IndexKeySpecsConflict
+            };
+            return Err(MongoError::new(code, format!(
+                "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {stored}, existing index: {}", i.spec)));
+        }
+        if same_key
+            && i.spec.get("unique") == stored.get("unique")
+            && i.spec.get("sparse") == stored.get("sparse")
+            && i.spec.get("partialFilterExpression") == stored.get("partialFilterExpression")
+        {
+            return Err(MongoError::new(
+                ErrorCode::IndexOptionsConflict,
+                format!("Index already exists with a different name: {}", i.def.name),
+            ));
+        }
+    }
+    Ok(false)
+}
+
+fn normalize(key: &Document) -> Document {
+    key.iter()
+        .map(|(k, v)| {
+            let n = match v {
+                Bson::Int32(n) => f64::from(*n),
+                Bson::Int64(n) => *n as f64,
+                Bson::Double(n) => *n,
+                _ => 1.0,
+            };
+            (k.clone(), Bson::Int32(if n < 0.0 { -1 } else { 1 }))
+        })
+        .collect()
+}
+
+/// Bytes of a collection's tree files.
+pub fn collection_disk_bytes(c: &Collection) -> u64 {
+    c.docs.file_bytes()
+        + c.size.file_bytes()
+        + c.indexes.iter().map(|i| i.tree.file_bytes()).sum::<u64>()
+}

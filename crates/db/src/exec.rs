@@ -1,0 +1,367 @@
+//! The executor: runs a plan against one consistent snapshot — a `ReadView` for queries, or a
+//! transaction for the reads inside a write — and produces matching documents, then applies
+//! an in-memory sort when the plan's order is not the requested one, skip, limit and the
+//! projection. Documents stay raw BSON from the tree to the reply; the matcher and
+//! projection read them in place.
+
+use crate::bounds::KeyRange;
+use crate::catalog::Collection;
+use crate::plan::{Access, Plan};
+use crate::sort::SortSpec;
+use crate::{engine_error, DbResult};
+use bson::{Bson, RawDocumentBuf};
+use shale_doc::{ErrorCode, Matcher, MongoError, Projection};
+use shale_engine::{Cursor, ReadView, TreeHandle, Txn, TxnCursor};
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+/// Largest total size of documents an in-memory sort holds (MongoDB's 100 MiB).
+pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
+
+/// The snapshot a scan reads.
+#[derive(Clone, Copy)]
+pub enum Snap<'a> {
+    View(&'a ReadView),
+    Txn(&'a Txn),
+}
+
+impl Snap<'_> {
+    fn get(&self, tree: &TreeHandle, key: &[u8]) -> DbResult<Option<Vec<u8>>> {
+        match self {
+            Snap::View(v) => v.get(tree, key),
+            Snap::Txn(t) => t.get(tree, key),
+        }
+        .map_err(engine_error)
+    }
+
+    fn cursor(&self, tree: &TreeHandle) -> AnyCursor {
+        match self {
+            Snap::View(v) => AnyCursor::View(v.cursor(tree)),
+            Snap::Txn(t) => AnyCursor::Txn(t.cursor(tree)),
+        }
+    }
+}
+
+enum AnyCursor {
+    View(Cursor),
+    Txn(TxnCursor),
+}
+
+macro_rules! both {
+    ($c:expr, $x:ident => $e:expr) => {
+        match $c {
+            AnyCursor::View($x) => $e,
+            AnyCursor::Txn($x) => $e,
+        }
+    };
+}
+
+impl AnyCursor {
+    fn seek(&mut self, k: &[u8]) -> DbResult<()> {
+        both!(self, c => c.seek(k)).map_err(engine_error)
+    }
+    fn seek_for_prev(&mut self, k: &[u8]) -> DbResult<()> {
+        both!(self, c => c.seek_for_prev(k)).map_err(engine_error)
+    }
+    fn seek_to_last(&mut self) -> DbResult<()> {
+        both!(self, c => c.seek_to_last()).map_err(engine_error)
+    }
+    fn step(&mut self, backward: bool) -> DbResult<()> {
+        if backward {
+            both!(self, c => c.prev()).map_err(engine_error)
+        } else {
+            both!(self, c => c.next()).map_err(engine_error)
+        }
+    }
+    fn entry(&self) -> Option<(&[u8], &[u8])> {
+        both!(self, c => c.entry())
+    }
+}
+
+/// Work counters, for `explain` and the profiler.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScanStats {
+    pub keys_examined: u64,
+    pub docs_examined: u64,
+}
+
+/// Reads the plan's ranges in order and yields documents (unfiltered).
+pub struct Scan {
+    coll: Arc<Collection>,
+    plan: Plan,
+    /// Index of the range being read (counting from the end when backward).
+    range: usize,
+    cursor: Option<AnyCursor>,
+    seen: HashSet<Vec<u8>>,
+    pub stats: ScanStats,
+}
+
+impl Scan {
+    pub fn new(coll: Arc<Collection>, plan: Plan) -> Scan {
+        Scan {
+            coll,
+            plan,
+            range: 0,
+            cursor: None,
+            seen: HashSet::new(),
+            stats: ScanStats::default(),
+        }
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    fn tree(&self) -> &TreeHandle {
+        match &self.plan.access {
+            Access::Index(i) => &i.tree,
+            _ => &self.coll.docs,
+        }
+    }
+
+    fn current_range(&self) -> Option<&KeyRange> {
+        let n = self.plan.ranges.len();
+        if self.range >= n {
+            return None;
+        }
+        let i = if self.plan.backward {
+            n - 1 - self.range
+        } else {
+            self.range
+        };
+        Some(&self.plan.ranges[i])
+    }
+
+    /// The next document the plan reaches, or `None` at the end.
+    pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        loop {
+            let Some(range) = self.current_range().cloned() else {
+                return Ok(None);
+            };
+            let backward = self.plan.backward;
+            match &mut self.cursor {
+                None => {
+                    let mut c = snap.cursor(self.tree());
+                    position(&mut c, &range, backward)?;
+                    self.cursor = Some(c);
+                }
+                Some(c) => c.step(backward)?,
+            }
+            let Some(c) = &self.cursor else { continue };
+            let in_range = match c.entry() {
+                None => false,
+                Some((k, _)) if backward => k >= &range.start[..],
+                Some((k, _)) => range.end.as_ref().is_none_or(|e| k < &e[..]),
+            };
+            if !in_range {
+                self.cursor = None;
+                self.range += 1;
+                continue;
+            }
+            let Some((_, value)) = c.entry() else {
+                continue;
+            };
+            self.stats.keys_examined += 1;
+            match &self.plan.access {
+                Access::Index(_) => {
+                    let idk = value.to_vec();
+                    if self.plan.dedupe && !self.seen.insert(idk.clone()) {
+                        continue;
+                    }
+                    self.stats.docs_examined += 1;
+                    // A document deleted by the reading transaction itself is skipped.
+                    if let Some(bytes) = snap.get(&self.coll.docs, &idk)? {
+                        return Ok(Some(raw(bytes)?));
+                    }
+                }
+                _ => {
+                    self.stats.docs_examined += 1;
+                    return Ok(Some(raw(value.to_vec())?));
+                }
+            }
+        }
+    }
+}
+
+/// Puts a fresh cursor on the first entry of `range` in the scan direction.
+fn position(c: &mut AnyCursor, range: &KeyRange, backward: bool) -> DbResult<()> {
+    if !backward {
+        return c.seek(&range.start);
+    }
+    match &range.end {
+        None => c.seek_to_last(),
+        Some(end) => {
+            c.seek_for_prev(end)?;
+            if c.entry().is_some_and(|(k, _)| k >= &end[..]) {
+                c.step(true)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn raw(bytes: Vec<u8>) -> DbResult<RawDocumentBuf> {
+    RawDocumentBuf::from_bytes(bytes).map_err(|e| {
+        MongoError::new(
+            ErrorCode::DataCorruptionDetected,
+            format!("stored document is not BSON: {e}"),
+        )
+    })
+}
+
+/// What a query asks beyond its plan.
+#[derive(Debug, Default)]
+pub struct QueryShape {
+    pub matcher: Option<Matcher>,
+    /// Sort still to do in memory (`None` when the plan's order is the requested one).
+    pub sort: Option<SortSpec>,
+    pub skip: u64,
+    pub limit: Option<u64>,
+    pub projection: Option<Projection>,
+}
+
+/// A running query: scan, filter, sort, skip, limit, project.
+pub struct Query {
+    scan: Scan,
+    shape: QueryShape,
+    sorted: Option<VecDeque<(RawDocumentBuf, Option<usize>)>>,
+    skipped: u64,
+    returned: u64,
+    pub matched: u64,
+}
+
+impl Query {
+    pub fn new(scan: Scan, shape: QueryShape) -> Query {
+        Query {
+            scan,
+            shape,
+            sorted: None,
+            skipped: 0,
+            returned: 0,
+            matched: 0,
+        }
+    }
+
+    pub fn stats(&self) -> ScanStats {
+        self.scan.stats
+    }
+
+    pub fn plan(&self) -> &Plan {
+        self.scan.plan()
+    }
+
+    /// The next matching document in order, before skip, limit and projection, with the
+    /// array position the matcher reported (for positional `$`).
+    pub fn next_match(
+        &mut self,
+        snap: Snap<'_>,
+    ) -> DbResult<Option<(RawDocumentBuf, Option<usize>)>> {
+        if self.shape.sort.is_some() {
+            if self.sorted.is_none() {
+                self.sorted = Some(self.sort_all(snap)?);
+            }
+            return Ok(self.sorted.as_mut().and_then(VecDeque::pop_front));
+        }
+        self.next_unsorted(snap)
+    }
+
+    fn next_unsorted(
+        &mut self,
+        snap: Snap<'_>,
+    ) -> DbResult<Option<(RawDocumentBuf, Option<usize>)>> {
+        while let Some(doc) = self.scan.next(snap)? {
+            let (ok, pos) = match &self.shape.matcher {
+                None => (true, None),
+                Some(m) => m.matches_with_position(&doc)?,
+            };
+            if ok {
+                self.matched += 1;
+                return Ok(Some((doc, pos)));
+            }
+        }
+        Ok(None)
+    }
+
+    fn sort_all(&mut self, snap: Snap<'_>) -> DbResult<VecDeque<(RawDocumentBuf, Option<usize>)>> {
+        let Some(spec) = self.shape.sort.clone() else {
+            return Ok(VecDeque::new());
+        };
+        let keep = self.shape.limit.map(|l| (l + self.shape.skip) as usize);
+        let mut rows: Vec<(Vec<Bson>, RawDocumentBuf, Option<usize>)> = Vec::new();
+        let mut bytes = 0usize;
+        while let Some((doc, pos)) = self.next_unsorted(snap)? {
+            bytes += doc.as_bytes().len();
+            if bytes > SORT_MEMORY_LIMIT {
+                return Err(MongoError::new(
+                    ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+                    "Sort exceeded memory limit of 104857600 bytes, but did not opt in to external sorting.",
+                ));
+            }
+            rows.push((spec.key(&doc)?, doc, pos));
+            if let Some(k) = keep {
+                if rows.len() >= 2 * k.max(64) {
+                    rows.sort_by(|a, b| spec.compare(&a.0, &b.0));
+                    rows.truncate(k);
+                    bytes = rows.iter().map(|r| r.1.as_bytes().len()).sum();
+                }
+            }
+        }
+        rows.sort_by(|a, b| spec.compare(&a.0, &b.0));
+        if let Some(k) = keep {
+            rows.truncate(k);
+        }
+        Ok(rows.into_iter().map(|(_, d, p)| (d, p)).collect())
+    }
+
+    /// The next result document: after skip and limit, projected.
+    pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        if self.shape.limit.is_some_and(|l| self.returned >= l) {
+            return Ok(None);
+        }
+        loop {
+            let Some((doc, pos)) = self.next_match(snap)? else {
+                return Ok(None);
+            };
+            if self.skipped < self.shape.skip {
+                self.skipped += 1;
+                continue;
+            }
+            self.returned += 1;
+            return match &self.shape.projection {
+                None => Ok(Some(doc)),
+                Some(p) => p.apply(&doc, pos).map(Some),
+            };
+        }
+    }
+}
+
+/// A query that owns its snapshot: what a client cursor holds between batches.
+pub struct ViewQuery {
+    view: ReadView,
+    query: Option<Query>,
+}
+
+impl ViewQuery {
+    pub fn new(view: ReadView, query: Query) -> ViewQuery {
+        ViewQuery {
+            view,
+            query: Some(query),
+        }
+    }
+
+    /// A query with no documents (its collection does not exist).
+    pub fn empty(view: ReadView) -> ViewQuery {
+        ViewQuery { view, query: None }
+    }
+
+    pub fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
+        match &mut self.query {
+            Some(q) => q.next(Snap::View(&self.view)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn query(&self) -> Option<&Query> {
+        self.query.as_ref()
+    }
+}

@@ -1,0 +1,275 @@
+//! Index specifications as `createIndexes` receives them and `listIndexes` returns them:
+//! validation with MongoDB's error codes, and the `IndexDef` the key generator uses.
+
+use crate::index_keys::IndexDef;
+use bson::{Bson, Document, RawDocumentBuf};
+use shale_doc::{Direction, ErrorCode, Matcher, MongoError};
+
+/// Options `createIndexes` accepts in an index spec (others are refused, as mongod does).
+const KNOWN_OPTIONS: &[&str] = &[
+    "key",
+    "name",
+    "unique",
+    "sparse",
+    "partialFilterExpression",
+    "v",
+    "background",
+    "ns",
+    "expireAfterSeconds",
+    "hidden",
+    "storageEngine",
+    "collation",
+    "weights",
+    "default_language",
+    "language_override",
+    "textIndexVersion",
+    "2dsphereIndexVersion",
+    "bits",
+    "min",
+    "max",
+    "wildcardProjection",
+    "dropDups",
+];
+
+/// The `_id` index every collection has (the document tree itself).
+pub fn id_index_spec() -> Document {
+    bson::doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
+}
+
+/// Validates a user's spec; returns the spec as stored (`v: 2` first) and its definition.
+pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
+    for k in spec.keys() {
+        if !KNOWN_OPTIONS.contains(&k.as_str()) {
+            return Err(MongoError::new(
+                ErrorCode::InvalidIndexSpecificationOption,
+                format!("The field '{k}' is not valid for an index specification. Specification: {spec}"),
+            ));
+        }
+    }
+    let key = match spec.get("key") {
+        Some(Bson::Document(k)) => k,
+        Some(_) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                "The field 'key' must be an object",
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "The 'key' field is a required property of an index specification",
+            ))
+        }
+    };
+    let fields = parse_key_pattern(key)?;
+    let name = match spec.get("name") {
+        Some(Bson::String(n)) if !n.is_empty() => n.clone(),
+        Some(Bson::String(_)) => return Err(bad_value("The index name cannot be empty")),
+        Some(_) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                "The field 'name' must be a string",
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "The 'name' field is a required property of an index specification",
+            ))
+        }
+    };
+    let unique = truthy(spec.get("unique"));
+    let sparse = truthy(spec.get("sparse"));
+    let partial = match spec.get("partialFilterExpression") {
+        None => None,
+        Some(Bson::Document(f)) => {
+            let raw = RawDocumentBuf::from_document(f).map_err(|e| bad_value(e.to_string()))?;
+            Some(Matcher::parse(&raw)?)
+        }
+        Some(_) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                "partialFilterExpression must be an object",
+            ))
+        }
+    };
+    if partial.is_some() && sparse {
+        return Err(bad_value(
+            "cannot mix \"partialFilterExpression\" and \"sparse\" options",
+        ));
+    }
+    let is_id = name == "_id_" || fields == [("_id".to_owned(), Direction::Ascending)];
+    if is_id && (unique || sparse || partial.is_some() || name != "_id_") {
+        {
+            return Err(bad_spec(
+                "The _id index cannot be unique, sparse or partial, or have another name",
+            ));
+        }
+    }
+    let mut stored = bson::doc! { "v": 2, "key": key.clone(), "name": name.clone() };
+    for opt in ["unique", "sparse"] {
+        if truthy(spec.get(opt)) {
+            stored.insert(opt, true);
+        }
+    }
+    for opt in [
+        "partialFilterExpression",
+        "expireAfterSeconds",
+        "hidden",
+        "storageEngine",
+    ] {
+        if let Some(v) = spec.get(opt) {
+            stored.insert(opt, v.clone());
+        }
+    }
+    Ok((
+        stored,
+        IndexDef {
+            name,
+            fields,
+            unique,
+            sparse,
+            partial,
+        },
+    ))
+}
+
+/// `{a: 1, b: -1}` → paths and directions. Special index types are refused.
+pub fn parse_key_pattern(key: &Document) -> Result<Vec<(String, Direction)>, MongoError> {
+    if key.is_empty() {
+        return Err(bad_spec("Index keys cannot be empty."));
+    }
+    let mut fields = Vec::new();
+    for (path, v) in key {
+        if path.is_empty() || path.split('.').any(str::is_empty) {
+            return Err(bad_spec(format!(
+                "Index key contains an illegal field name: '{path}'"
+            )));
+        }
+        if path.starts_with('$') && path != "$**" {
+            return Err(bad_spec(format!(
+                "Index key contains an illegal field name: field name starts with '$'. {path}"
+            )));
+        }
+        let dir = match v {
+            Bson::Int32(n) => sign(f64::from(*n)),
+            Bson::Int64(n) => sign(*n as f64),
+            Bson::Double(n) => sign(*n),
+            Bson::String(kind) => {
+                return Err(MongoError::new(
+                    ErrorCode::CannotCreateIndex,
+                    format!("index type '{kind}' is not supported by shale (only ascending and descending keys)"),
+                ))
+            }
+            other => return Err(bad_spec(format!("Values in the index key pattern can only be numbers or strings: {path}: {other}"))),
+        };
+        let Some(dir) = dir else {
+            return Err(bad_spec(format!(
+                "Values in the index key pattern cannot be 0: {path}"
+            )));
+        };
+        if fields.iter().any(|(p, _)| p == path) {
+            return Err(bad_spec(format!(
+                "Index key pattern has a duplicate field: {path}"
+            )));
+        }
+        fields.push((path.clone(), dir));
+    }
+    Ok(fields)
+}
+
+/// A generated index name, as drivers and mongod make it: `a_1_b_-1`.
+pub fn default_name(key: &Document) -> String {
+    key.iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}_{}",
+                match v {
+                    Bson::Int32(n) => n.to_string(),
+                    Bson::Int64(n) => n.to_string(),
+                    Bson::Double(n) if n.fract() == 0.0 => format!("{}", *n as i64),
+                    Bson::Double(n) => n.to_string(),
+                    Bson::String(s) => s.clone(),
+                    other => other.to_string(),
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+fn sign(n: f64) -> Option<Direction> {
+    if n > 0.0 {
+        Some(Direction::Ascending)
+    } else if n < 0.0 {
+        Some(Direction::Descending)
+    } else {
+        None
+    }
+}
+
+fn truthy(v: Option<&Bson>) -> bool {
+    match v {
+        Some(Bson::Boolean(b)) => *b,
+        Some(Bson::Int32(n)) => *n != 0,
+        Some(Bson::Int64(n)) => *n != 0,
+        Some(Bson::Double(n)) => *n != 0.0,
+        Some(Bson::Null) | None => false,
+        Some(_) => true,
+    }
+}
+
+fn bad_spec(message: impl Into<String>) -> MongoError {
+    MongoError::new(ErrorCode::CannotCreateIndex, message)
+}
+
+fn bad_value(message: impl Into<String>) -> MongoError {
+    MongoError::new(ErrorCode::BadValue, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn specs_are_validated() {
+        let (stored, def) =
+            parse_spec(&doc! {"key": {"a": 1, "b": -1}, "name": "ab", "unique": true})
+                .expect("valid");
+        assert_eq!(
+            stored,
+            doc! {"v": 2, "key": {"a": 1, "b": -1}, "name": "ab", "unique": true}
+        );
+        assert!(def.unique && def.fields[1].1 == Direction::Descending);
+        assert_eq!(
+            parse_spec(&doc! {"key": {"a": 0}, "name": "x"})
+                .expect_err("zero")
+                .code
+                .code(),
+            67
+        );
+        assert_eq!(
+            parse_spec(&doc! {"key": {"a": "text"}, "name": "x"})
+                .expect_err("text")
+                .code
+                .code(),
+            67
+        );
+        assert_eq!(
+            parse_spec(&doc! {"key": {"a": 1}})
+                .expect_err("no name")
+                .code
+                .code(),
+            9
+        );
+        assert_eq!(
+            parse_spec(&doc! {"key": {"a": 1}, "name": "x", "bogus": 1})
+                .expect_err("bogus")
+                .code
+                .code(),
+            197
+        );
+        assert_eq!(default_name(&doc! {"a": 1, "b.c": -1}), "a_1_b.c_-1");
+    }
+}

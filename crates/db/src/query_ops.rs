@@ -1,0 +1,155 @@
+//! Read commands: find (a snapshot query a client cursor can hold), count (O(1) from the
+//! engine's exact count when there is no filter), distinct, and explain.
+
+use crate::exec::{Query, QueryShape, Scan, ViewQuery};
+use crate::index_keys::present_values;
+use crate::namespace::Namespace;
+use crate::plan::plan;
+use crate::sort::SortSpec;
+use crate::write_ops::{matcher, to_raw};
+use crate::{Database, DbResult};
+use bson::{doc, Bson, Document};
+use shale_doc::{compare_values, Projection};
+use std::time::Instant;
+
+/// A find: filter, sort, projection, skip, limit, hint.
+#[derive(Debug, Default, Clone)]
+pub struct FindSpec {
+    pub filter: Document,
+    pub sort: Option<Document>,
+    pub projection: Option<Document>,
+    pub skip: u64,
+    pub limit: Option<u64>,
+    pub hint: Option<Bson>,
+}
+
+impl Database {
+    /// Plans and starts a query on one snapshot. A missing collection gives no documents.
+    pub fn find(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<ViewQuery> {
+        let _guard = self.data_lock();
+        let matcher = matcher(&spec.filter)?;
+        let sort = SortSpec::parse(spec.sort.as_ref().unwrap_or(&Document::new()))?;
+        let projection = match &spec.projection {
+            Some(p) if !p.is_empty() => Some(Projection::parse(&to_raw(p)?)?),
+            _ => None,
+        };
+        let view = self.engine().read_view();
+        let Some(coll) = self.catalog.get(ns) else {
+            return Ok(ViewQuery::empty(view));
+        };
+        let p = plan(&coll, &spec.filter, &sort, spec.hint.as_ref())?;
+        let in_memory = (!p.sort_covered && !sort.is_empty()).then_some(sort);
+        let shape = QueryShape {
+            matcher: (!spec.filter.is_empty()).then_some(matcher),
+            sort: in_memory,
+            skip: spec.skip,
+            limit: spec.limit,
+            projection,
+        };
+        Ok(ViewQuery::new(view, Query::new(Scan::new(coll, p), shape)))
+    }
+
+    /// Number of documents matching `filter`, after skip and limit. Without a filter it is
+    /// the engine's exact count (no scan).
+    pub fn count(
+        &self,
+        ns: &Namespace,
+        filter: &Document,
+        skip: u64,
+        limit: Option<u64>,
+        hint: Option<Bson>,
+    ) -> DbResult<u64> {
+        if filter.is_empty() && hint.is_none() {
+            let total = {
+                let _guard = self.data_lock();
+                self.catalog
+                    .get(ns)
+                    .map_or(0, |c| c.docs.count().max(0) as u64)
+            };
+            let n = total.saturating_sub(skip);
+            return Ok(limit.filter(|l| *l > 0).map_or(n, |l| n.min(l)));
+        }
+        let spec = FindSpec {
+            filter: filter.clone(),
+            skip,
+            limit: limit.filter(|l| *l > 0),
+            hint,
+            projection: Some(doc! {"_id": 1}),
+            ..FindSpec::default()
+        };
+        let mut q = self.find(ns, &spec)?;
+        let mut n = 0;
+        while q.next_doc()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The distinct values of `key` among documents matching `filter` (array elements count
+    /// one by one), in MongoDB's order.
+    pub fn distinct(&self, ns: &Namespace, key: &str, filter: &Document) -> DbResult<Vec<Bson>> {
+        let spec = FindSpec {
+            filter: filter.clone(),
+            ..FindSpec::default()
+        };
+        let mut q = self.find(ns, &spec)?;
+        let mut values = Vec::new();
+        while let Some(d) = q.next_doc()? {
+            values.extend(present_values(&d, key)?);
+        }
+        values.sort_by(compare_values);
+        values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+        Ok(values)
+    }
+
+    /// `explain` of a find: the plan, and with `executionStats` the work of running it.
+    pub fn explain_find(
+        &self,
+        ns: &Namespace,
+        spec: &FindSpec,
+        execute: bool,
+    ) -> DbResult<Document> {
+        let started = Instant::now();
+        let mut q = self.find(ns, spec)?;
+        let mut out = doc! {};
+        let winning = match q.query() {
+            Some(query) => {
+                let sort = if query.plan().sort_covered {
+                    None
+                } else {
+                    spec.sort.as_ref()
+                };
+                query.plan().explain(&spec.filter, sort)
+            }
+            None => doc! { "stage": "EOF" },
+        };
+        out.insert(
+            "queryPlanner",
+            doc! {
+                "namespace": ns.to_string(),
+                "parsedQuery": spec.filter.clone(),
+                "indexFilterSet": false,
+                "winningPlan": winning,
+                "rejectedPlans": [],
+            },
+        );
+        if execute {
+            let mut returned = 0i64;
+            while q.next_doc()?.is_some() {
+                returned += 1;
+            }
+            let stats = q.query().map(|x| x.stats()).unwrap_or_default();
+            out.insert(
+                "executionStats",
+                doc! {
+                    "executionSuccess": true,
+                    "nReturned": returned,
+                    "executionTimeMillis": started.elapsed().as_millis() as i64,
+                    "totalKeysExamined": stats.keys_examined as i64,
+                    "totalDocsExamined": stats.docs_examined as i64,
+                },
+            );
+        }
+        Ok(out)
+    }
+}

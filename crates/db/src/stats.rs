@@ -1,0 +1,203 @@
+//! Statistics and checks: `collStats`, `dbStats` (document count and data size are the
+//! engine's exact counters, read in O(1); sizes on disk are tree file sizes) and `validate`
+//! (every engine tree verified, and every document's index keys present with no extra
+//! entries, counted against the stored document count).
+
+use crate::catalog::Collection;
+use crate::ddl::collection_disk_bytes;
+use crate::doc_write::{id_of, MAX_DOCUMENT_BYTES};
+use crate::index_keys::id_key;
+use crate::namespace::{validate_db_name, Namespace};
+use crate::{engine_error, Database, DbResult};
+use bson::{doc, Document, RawDocumentBuf};
+use shale_doc::{ErrorCode, MongoError};
+
+fn data_size(c: &Collection) -> i64 {
+    c.size.count().max(0)
+}
+
+impl Database {
+    /// `collStats` figures divided by `scale`.
+    pub fn coll_stats(&self, ns: &Namespace, scale: i64) -> DbResult<Document> {
+        let _guard = self.data_lock();
+        let coll = self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("Collection [{ns}] not found."),
+            )
+        })?;
+        let scale = scale.max(1);
+        let count = coll.docs.count().max(0);
+        let size = data_size(&coll);
+        let mut index_sizes = Document::new();
+        index_sizes.insert("_id_", 0i64);
+        let mut total_index = 0i64;
+        for i in &coll.indexes {
+            let b = i.tree.file_bytes() as i64;
+            total_index += b;
+            index_sizes.insert(i.def.name.clone(), b / scale);
+        }
+        let storage = (coll.docs.file_bytes() + coll.size.file_bytes()) as i64;
+        Ok(doc! {
+            "ns": ns.to_string(),
+            "size": size / scale,
+            "count": count,
+            "avgObjSize": if count > 0 { size / count } else { 0 },
+            "storageSize": storage / scale,
+            "freeStorageSize": 0i64,
+            "capped": false,
+            "nindexes": (coll.indexes.len() + 1) as i32,
+            "indexBuilds": [],
+            "totalIndexSize": total_index / scale,
+            "totalSize": (storage + total_index) / scale,
+            "indexSizes": index_sizes,
+            "scaleFactor": scale,
+            "maxSize": MAX_DOCUMENT_BYTES as i64,
+        })
+    }
+
+    /// `dbStats` figures divided by `scale`.
+    pub fn db_stats(&self, db: &str, scale: i64) -> DbResult<Document> {
+        validate_db_name(db)?;
+        let _guard = self.data_lock();
+        let scale = scale.max(1);
+        let colls = self.catalog.list(Some(db));
+        let objects: i64 = colls.iter().map(|c| c.docs.count().max(0)).sum();
+        let data: i64 = colls.iter().map(|c| data_size(c)).sum();
+        let storage: i64 = colls
+            .iter()
+            .map(|c| (c.docs.file_bytes() + c.size.file_bytes()) as i64)
+            .sum();
+        let total: i64 = colls.iter().map(|c| collection_disk_bytes(c) as i64).sum();
+        let indexes: i64 = colls.iter().map(|c| c.indexes.len() as i64 + 1).sum();
+        Ok(doc! {
+            "db": db,
+            "collections": colls.len() as i64,
+            "views": 0i64,
+            "objects": objects,
+            "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
+            "dataSize": (data / scale) as f64,
+            "storageSize": (storage / scale) as f64,
+            "indexes": indexes,
+            "indexSize": ((total - storage) / scale) as f64,
+            "totalSize": (total / scale) as f64,
+            "scaleFactor": scale,
+            "fsUsedSize": 0.0,
+            "fsTotalSize": 0.0,
+        })
+    }
+
+    /// `validate`: checks the collection's trees and that documents, index entries and the
+    /// stored counters agree.
+    pub fn validate(&self, ns: &Namespace) -> DbResult<Document> {
+        let _guard = self.data_lock();
+        let coll = self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("Collection '{ns}' does not exist to validate."),
+            )
+        })?;
+        let mut errors: Vec<String> = Vec::new();
+        for tree in std::iter::once(&coll.docs).chain(coll.indexes.iter().map(|i| &i.tree)) {
+            if let Err(e) = tree.verify() {
+                errors.push(format!("tree {}: {e}", tree.name()));
+            }
+        }
+        let view = self.engine().read_view();
+        let mut expected = vec![0i64; coll.indexes.len()];
+        let (mut nrecords, mut bytes, mut invalid) = (0i64, 0i64, 0i64);
+        let mut cursor = view.cursor(&coll.docs);
+        cursor.seek_to_first().map_err(engine_error)?;
+        while let Some((key, value)) = cursor.entry() {
+            nrecords += 1;
+            bytes += value.len() as i64;
+            match RawDocumentBuf::from_bytes(value.to_vec()) {
+                Err(e) => {
+                    invalid += 1;
+                    errors.push(format!("document {nrecords} is not BSON: {e}"));
+                }
+                Ok(doc) => {
+                    self.validate_doc(&coll, &view, key, &doc, &mut expected, &mut errors)?
+                }
+            }
+            cursor.next().map_err(engine_error)?;
+        }
+        let mut keys_per_index = doc! { "_id_": nrecords };
+        for (i, want) in coll.indexes.iter().zip(&expected) {
+            let mut c = view.cursor(&i.tree);
+            c.seek_to_first().map_err(engine_error)?;
+            let mut n = 0i64;
+            while c.entry().is_some() {
+                n += 1;
+                c.next().map_err(engine_error)?;
+            }
+            if n != *want {
+                errors.push(format!(
+                    "index {} has {n} entries; the documents give {want}",
+                    i.def.name
+                ));
+            }
+            keys_per_index.insert(i.def.name.clone(), n);
+        }
+        if coll.docs.count() != nrecords {
+            errors.push(format!(
+                "stored document count {} but {nrecords} documents",
+                coll.docs.count()
+            ));
+        }
+        if data_size(&coll) != bytes {
+            errors.push(format!(
+                "stored data size {} but documents hold {bytes} bytes",
+                data_size(&coll)
+            ));
+        }
+        Ok(doc! {
+            "ns": ns.to_string(),
+            "uuid": coll.uuid,
+            "nInvalidDocuments": invalid,
+            "nNonCompliantDocuments": 0i64,
+            "nrecords": nrecords,
+            "nIndexes": (coll.indexes.len() + 1) as i32,
+            "keysPerIndex": keys_per_index,
+            "valid": errors.is_empty(),
+            "repaired": false,
+            "warnings": [],
+            "errors": errors,
+            "extraIndexEntries": [],
+            "missingIndexEntries": [],
+            "corruptRecords": [],
+        })
+    }
+
+    fn validate_doc(
+        &self,
+        coll: &Collection,
+        view: &shale_engine::ReadView,
+        key: &[u8],
+        doc: &RawDocumentBuf,
+        expected: &mut [i64],
+        errors: &mut Vec<String>,
+    ) -> DbResult<()> {
+        let idk = id_key(&id_of(doc)?);
+        if idk != key {
+            errors.push("a document is stored under a key that is not its _id".to_owned());
+        }
+        for (slot, index) in expected.iter_mut().zip(&coll.indexes) {
+            let Some(keys) = index.def.keys(doc)? else {
+                continue;
+            };
+            for (tuple, _) in &keys.tuples {
+                *slot += 1;
+                let k = index.def.entry_key(tuple, &idk);
+                match view.get(&index.tree, &k).map_err(engine_error)? {
+                    Some(v) if v == idk => {}
+                    _ => errors.push(format!(
+                        "index {} lacks an entry for a document",
+                        index.def.name
+                    )),
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,481 @@
+//! Write commands on documents: insert, update (with upsert), delete and findAndModify.
+//! Each runs in engine transactions — an insert batch commits in chunks, each update or
+//! delete statement in its own — and retries on `WriteConflict` as mongod does for writes
+//! outside a multi-document transaction. Reads inside a write see the transaction's snapshot
+//! plus its own writes; a multi-document update scans a cursor made before its first write,
+//! so a document moved ahead by its own update is not visited twice.
+
+use crate::catalog::Collection;
+use crate::doc_write::{self, id_of};
+use crate::exec::{Query, QueryShape, Scan, Snap};
+use crate::namespace::Namespace;
+use crate::plan::plan;
+use crate::sort::SortSpec;
+use crate::{engine_error, Database, DbResult};
+use bson::{oid::ObjectId, Bson, Document, RawDocument, RawDocumentBuf};
+use shale_doc::{
+    compare_values, ApplyContext, ErrorCode, Matcher, MongoError, Projection, UpdateSpec,
+};
+use shale_engine::Txn;
+use std::sync::Arc;
+
+/// Documents per insert transaction, and bytes.
+const INSERT_CHUNK_DOCS: usize = 1000;
+const INSERT_CHUNK_BYTES: usize = 8 << 20;
+/// Attempts before a write conflict is returned to the client.
+const MAX_CONFLICT_RETRIES: u32 = 10_000;
+
+/// The outcome of a write command: counts and per-statement errors (by statement index).
+#[derive(Debug, Default)]
+pub struct WriteResult {
+    pub n: i64,
+    pub n_modified: i64,
+    pub upserted: Vec<(usize, Bson)>,
+    pub errors: Vec<(usize, MongoError)>,
+}
+
+/// Where an insert transaction stopped, how many it inserted, the documents it refused.
+type ChunkOutcome = (usize, i64, Vec<(usize, MongoError)>);
+
+/// One update statement.
+#[derive(Debug)]
+pub struct UpdateOp {
+    pub filter: Document,
+    pub update: UpdateSpec,
+    pub multi: bool,
+    pub upsert: bool,
+    pub hint: Option<Bson>,
+}
+
+/// One delete statement (`limit` 1 deletes at most one document).
+#[derive(Debug)]
+pub struct DeleteOp {
+    pub filter: Document,
+    pub limit_one: bool,
+    pub hint: Option<Bson>,
+}
+
+/// A findAndModify request.
+#[derive(Debug, Default)]
+pub struct FindAndModifyOp {
+    pub filter: Document,
+    pub sort: Option<Document>,
+    pub remove: bool,
+    pub update: Option<UpdateSpec>,
+    pub return_new: bool,
+    pub fields: Option<Document>,
+    pub upsert: bool,
+    pub hint: Option<Bson>,
+}
+
+/// What findAndModify did.
+#[derive(Debug, Default)]
+pub struct FindAndModifyResult {
+    pub value: Option<RawDocumentBuf>,
+    pub n: i64,
+    pub updated_existing: bool,
+    pub upserted: Option<Bson>,
+}
+
+/// Gives `doc` an `_id` (a new ObjectId) if it has none, and puts `_id` first.
+pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
+    let id = doc
+        .get("_id")
+        .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+    if let Some(id) = id {
+        match id.element_type() {
+            bson::spec::ElementType::Array => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type array",
+                ))
+            }
+            bson::spec::ElementType::RegularExpression => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type regex",
+                ))
+            }
+            bson::spec::ElementType::Undefined => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type undefined",
+                ))
+            }
+            _ => {}
+        }
+        if doc
+            .iter()
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|(k, _)| k == "_id")
+        {
+            return Ok(doc.to_owned());
+        }
+    }
+    let mut out = RawDocumentBuf::new();
+    match id {
+        Some(v) => out.append("_id", v.to_raw_bson()),
+        None => out.append("_id", ObjectId::new()),
+    }
+    for item in doc {
+        let (k, v) = item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+        if k != "_id" {
+            out.append(k, v.to_raw_bson());
+        }
+    }
+    Ok(out)
+}
+
+impl Database {
+    /// Runs `f` in a fresh transaction until it commits without a write conflict.
+    pub(crate) fn in_txn<T>(&self, mut f: impl FnMut(&mut Txn) -> DbResult<T>) -> DbResult<T> {
+        let mut attempt = 0u32;
+        loop {
+            let mut txn = self.engine().begin();
+            let result = f(&mut txn).and_then(|v| txn.commit().map_err(engine_error).map(|_| v));
+            match result {
+                Err(e) if e.code == ErrorCode::WriteConflict && attempt < MAX_CONFLICT_RETRIES => {
+                    attempt += 1;
+                    backoff(attempt);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Inserts `docs` (already prepared: `_id` first). Ordered inserts stop at the first error.
+    pub fn insert(
+        &self,
+        ns: &Namespace,
+        docs: &[RawDocumentBuf],
+        ordered: bool,
+    ) -> DbResult<WriteResult> {
+        let (coll, _guard) = self.collection_or_create(ns)?;
+        let mut result = WriteResult::default();
+        let mut next = 0;
+        while next < docs.len() {
+            let (end, inserted, errors) = self.insert_chunk(&coll, docs, next, ordered)?;
+            result.n += inserted;
+            let stop = ordered && !errors.is_empty();
+            result.errors.extend(errors);
+            if stop {
+                break;
+            }
+            next = end;
+        }
+        Ok(result)
+    }
+
+    /// One transaction's worth of an insert: returns where it stopped, how many it inserted
+    /// and the errors of the documents it refused.
+    fn insert_chunk(
+        &self,
+        coll: &Arc<Collection>,
+        docs: &[RawDocumentBuf],
+        start: usize,
+        ordered: bool,
+    ) -> DbResult<ChunkOutcome> {
+        self.in_txn(|txn| {
+            let (mut i, mut bytes, mut n, mut errors) = (start, 0usize, 0i64, Vec::new());
+            while i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES {
+                match doc_write::insert(txn, coll, &docs[i]) {
+                    Ok(()) => n += 1,
+                    Err(e) if e.code == ErrorCode::WriteConflict => return Err(e),
+                    Err(e) => {
+                        errors.push((i, e));
+                        if ordered {
+                            i += 1;
+                            break;
+                        }
+                    }
+                }
+                bytes += docs[i].as_bytes().len();
+                i += 1;
+            }
+            let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
+            Ok((i, n, errors, marked))
+        })
+        .map(|(i, n, errors, marked)| {
+            doc_write::multikey_committed(&marked);
+            (i, n, errors)
+        })
+    }
+
+    /// Runs update statements in order; ordered updates stop at the first error.
+    pub fn update(&self, ns: &Namespace, ops: &[UpdateOp], ordered: bool) -> DbResult<WriteResult> {
+        let (coll, _guard) = if ops.iter().any(|o| o.upsert) {
+            let (c, g) = self.collection_or_create(ns)?;
+            (Some(c), g)
+        } else {
+            let g = self.data_lock();
+            (self.catalog.get(ns), g)
+        };
+        let mut result = WriteResult::default();
+        for (i, op) in ops.iter().enumerate() {
+            let Some(coll) = &coll else {
+                if let Err(e) = matcher(&op.filter) {
+                    result.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+                continue;
+            };
+            match self.update_one_statement(coll, op) {
+                Ok((matched, modified, upserted)) => {
+                    result.n += matched + i64::from(upserted.is_some());
+                    result.n_modified += modified;
+                    if let Some(id) = upserted {
+                        result.upserted.push((i, id));
+                    }
+                }
+                Err(e) => {
+                    result.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    fn update_one_statement(
+        &self,
+        coll: &Arc<Collection>,
+        op: &UpdateOp,
+    ) -> DbResult<(i64, i64, Option<Bson>)> {
+        let matcher = matcher(&op.filter)?;
+        let sort = SortSpec::parse(&Document::new())?;
+        self.in_txn(|txn| {
+            let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
+            let shape = QueryShape {
+                matcher: Some(matcher.clone()),
+                ..QueryShape::default()
+            };
+            let mut query = Query::new(Scan::new(coll.clone(), p), shape);
+            let (mut matched, mut modified) = (0i64, 0i64);
+            let now = bson::DateTime::now();
+            while let Some((doc, pos)) = query.next_match(Snap::Txn(txn))? {
+                matched += 1;
+                if apply_update(txn, coll, &op.update, &doc, pos, now)?.is_some() {
+                    modified += 1;
+                }
+                if !op.multi {
+                    break;
+                }
+            }
+            let mut upserted = None;
+            if matched == 0 && op.upsert {
+                let doc = upsert_document(&op.update, &op.filter, now)?;
+                upserted = Some(id_of(&doc)?);
+                doc_write::insert(txn, coll, &doc)?;
+            }
+            let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
+            Ok((matched, modified, upserted, marked))
+        })
+        .map(|(m, n, u, marked)| {
+            doc_write::multikey_committed(&marked);
+            (m, n, u)
+        })
+    }
+
+    /// Runs delete statements in order; ordered deletes stop at the first error.
+    pub fn delete(&self, ns: &Namespace, ops: &[DeleteOp], ordered: bool) -> DbResult<WriteResult> {
+        let _guard = self.data_lock();
+        let mut result = WriteResult::default();
+        let Some(coll) = self.catalog.get(ns) else {
+            // Still validate the filters, as mongod does.
+            for (i, op) in ops.iter().enumerate() {
+                if let Err(e) = matcher(&op.filter) {
+                    result.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+            return Ok(result);
+        };
+        for (i, op) in ops.iter().enumerate() {
+            match self.delete_statement(&coll, op) {
+                Ok(n) => result.n += n,
+                Err(e) => {
+                    result.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    fn delete_statement(&self, coll: &Arc<Collection>, op: &DeleteOp) -> DbResult<i64> {
+        let matcher = matcher(&op.filter)?;
+        let sort = SortSpec::parse(&Document::new())?;
+        self.in_txn(|txn| {
+            let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
+            let shape = QueryShape {
+                matcher: Some(matcher.clone()),
+                ..QueryShape::default()
+            };
+            let mut query = Query::new(Scan::new(coll.clone(), p), shape);
+            let mut n = 0;
+            while let Some((doc, _)) = query.next_match(Snap::Txn(txn))? {
+                doc_write::remove(txn, coll, &doc)?;
+                n += 1;
+                if op.limit_one {
+                    break;
+                }
+            }
+            Ok(n)
+        })
+    }
+
+    /// findAndModify: finds the first document by `sort`, then removes or updates it (or
+    /// upserts), returning the document before or after.
+    pub fn find_and_modify(
+        &self,
+        ns: &Namespace,
+        op: &FindAndModifyOp,
+    ) -> DbResult<FindAndModifyResult> {
+        let (coll, _guard) = if op.upsert && !op.remove {
+            self.collection_or_create(ns)?
+        } else {
+            let g = self.data_lock();
+            match self.catalog.get(ns) {
+                Some(c) => (c, g),
+                None => {
+                    matcher(&op.filter)?;
+                    return Ok(FindAndModifyResult::default());
+                }
+            }
+        };
+        let matcher = matcher(&op.filter)?;
+        let sort = SortSpec::parse(op.sort.as_ref().unwrap_or(&Document::new()))?;
+        let projection = match &op.fields {
+            Some(f) if !f.is_empty() => Some(Projection::parse(&to_raw(f)?)?),
+            _ => None,
+        };
+        let result = self.in_txn(|txn| {
+            let p = plan(&coll, &op.filter, &sort, op.hint.as_ref())?;
+            let in_memory = (!p.sort_covered).then(|| sort.clone());
+            let shape = QueryShape {
+                matcher: Some(matcher.clone()),
+                sort: in_memory,
+                limit: Some(1),
+                ..QueryShape::default()
+            };
+            let mut query = Query::new(Scan::new(coll.clone(), p), shape);
+            let found = query.next_match(Snap::Txn(txn))?;
+            let now = bson::DateTime::now();
+            let mut out = FindAndModifyResult::default();
+            match (found, &op.update) {
+                (Some((doc, _)), _) if op.remove => {
+                    doc_write::remove(txn, &coll, &doc)?;
+                    out.n = 1;
+                    out.value = Some(doc);
+                }
+                (Some((doc, pos)), Some(update)) => {
+                    let new = apply_update(txn, &coll, update, &doc, pos, now)?;
+                    out.n = 1;
+                    out.updated_existing = true;
+                    out.value = Some(if op.return_new {
+                        new.unwrap_or(doc)
+                    } else {
+                        doc
+                    });
+                }
+                (None, Some(update)) if op.upsert => {
+                    let doc = upsert_document(update, &op.filter, now)?;
+                    out.upserted = Some(id_of(&doc)?);
+                    doc_write::insert(txn, &coll, &doc)?;
+                    out.n = 1;
+                    out.value = op.return_new.then_some(doc);
+                }
+                _ => {}
+            }
+            let marked = doc_write::persist_multikey(txn, &self.catalog, &coll)?;
+            Ok((out, marked))
+        });
+        let (mut out, marked) = result?;
+        doc_write::multikey_committed(&marked);
+        if let (Some(p), Some(v)) = (&projection, &out.value) {
+            out.value = Some(p.apply(v, None)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Applies `update` to `doc`; writes and returns the new document if it changed.
+fn apply_update(
+    txn: &mut Txn,
+    coll: &Collection,
+    update: &UpdateSpec,
+    doc: &RawDocument,
+    pos: Option<usize>,
+    now: bson::DateTime,
+) -> DbResult<Option<RawDocumentBuf>> {
+    let mut d = Document::try_from(doc)
+        .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
+    let old_id = d.get("_id").cloned();
+    let mut ctx = ApplyContext::new(now);
+    if let Some(p) = pos {
+        ctx = ctx.with_matched_index(p);
+    }
+    if !update.apply(&mut d, &ctx)?.modified {
+        return Ok(None);
+    }
+    let same_id = match (&old_id, d.get("_id")) {
+        (Some(a), Some(b)) => {
+            compare_values(a, b) == std::cmp::Ordering::Equal
+                && a.element_type() == b.element_type()
+        }
+        (Some(a), None) => {
+            // A replacement without `_id` keeps the old one.
+            let mut with_id = Document::new();
+            with_id.insert("_id", a.clone());
+            with_id.extend(std::mem::take(&mut d));
+            d = with_id;
+            true
+        }
+        _ => false,
+    };
+    if !same_id {
+        return Err(MongoError::new(
+            ErrorCode::ImmutableField,
+            "Performing an update on the path '_id' would modify the immutable field '_id'",
+        ));
+    }
+    let new = prepare_for_insert(&to_raw(&d)?)?;
+    doc_write::replace(txn, coll, doc, &new)?;
+    Ok(Some(new))
+}
+
+fn upsert_document(
+    update: &UpdateSpec,
+    filter: &Document,
+    now: bson::DateTime,
+) -> DbResult<RawDocumentBuf> {
+    let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
+    prepare_for_insert(&to_raw(&seed)?)
+}
+
+pub(crate) fn matcher(filter: &Document) -> DbResult<Matcher> {
+    Matcher::parse(&to_raw(filter)?)
+}
+
+pub(crate) fn to_raw(d: &Document) -> DbResult<RawDocumentBuf> {
+    RawDocumentBuf::from_document(d)
+        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+}
+
+fn backoff(attempt: u32) {
+    if attempt < 4 {
+        std::thread::yield_now();
+    } else {
+        let micros = 50u64 << attempt.min(10);
+        std::thread::sleep(std::time::Duration::from_micros(micros.min(20_000)));
+    }
+}
