@@ -17,6 +17,7 @@ mod field_path;
 mod group;
 mod lookup;
 mod lookup_vars;
+mod project;
 mod reshape;
 mod set_fields;
 mod simple;

@@ -10,21 +10,29 @@
 use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::Bson;
 
-use super::execute::{to_document, value_to_bson};
+use super::execute::{to_document, to_raw, value_to_bson};
 use super::field_path::parse_field_path;
+use super::project::Inclusion;
 use super::simple::type_name;
 use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::projection::Projection;
 
-/// `$project` or `$unset`: a projection applied with no positional index.
+/// `$project` or `$unset`: exclusions through the find projection, inclusions through
+/// MongoDB's two-pass executor (`project`), which places computed fields as `$project` does.
 #[derive(Debug, Clone)]
-pub(crate) struct Project(Projection);
+pub(crate) enum Project {
+    Exclusion(Projection),
+    Inclusion(Inclusion),
+}
 
 impl Project {
     pub(crate) fn apply(&self, doc: &RawDocument) -> Result<RawDocumentBuf, MongoError> {
-        self.0.apply(doc, None)
+        match self {
+            Project::Exclusion(p) => p.apply(doc, None),
+            Project::Inclusion(i) => to_raw(&i.apply(doc)?),
+        }
     }
 }
 
@@ -54,9 +62,11 @@ pub(crate) fn parse_project(spec: RawBsonRef<'_>) -> Result<Project, MongoError>
         ));
     }
     refuse_find_only(d, "").map_err(|e| caused_by("$project", e))?;
-    Projection::parse(d)
-        .map(Project)
-        .map_err(|e| caused_by("$project", e))
+    let projection = Projection::parse(d).map_err(|e| caused_by("$project", e))?;
+    if projection.is_inclusion() {
+        return Ok(Project::Inclusion(Inclusion::build(d)?));
+    }
+    Ok(Project::Exclusion(projection))
 }
 
 /// Refuse the forms only `find` projections have, at any depth.
@@ -129,7 +139,7 @@ pub(crate) fn parse_unset(spec: RawBsonRef<'_>) -> Result<Project, MongoError> {
         parse_field_path(path)?;
         exclusion.append(path, 0_i32);
     }
-    Projection::parse(&exclusion).map(Project)
+    Projection::parse(&exclusion).map(Project::Exclusion)
 }
 
 /// `$replaceRoot: {newRoot: <expr>}` or `$replaceWith: <expr>`.
