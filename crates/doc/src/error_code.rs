@@ -38,6 +38,7 @@ pub enum ErrorCode {
     NoQueryExecutionPlans,
     QueryExceededMemoryLimitNoDiskUseAllowed,
     CommandNotSupported,
+    Location40415,
     // Update operator codes (update/).
     PathNotViable,
     ConflictingUpdateOperators,
@@ -200,6 +201,7 @@ impl ErrorCode {
             ErrorCode::NoQueryExecutionPlans => 291,
             ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed => 292,
             ErrorCode::CommandNotSupported => 115,
+            ErrorCode::Location40415 => 40415,
             ErrorCode::PathNotViable => 28,
             ErrorCode::ConflictingUpdateOperators => 40,
             ErrorCode::DollarPrefixedFieldName => 52,
@@ -364,6 +366,7 @@ impl ErrorCode {
                 "QueryExceededMemoryLimitNoDiskUseAllowed"
             }
             ErrorCode::CommandNotSupported => "CommandNotSupported",
+            ErrorCode::Location40415 => "Location40415",
             ErrorCode::PathNotViable => "PathNotViable",
             ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",
             ErrorCode::DollarPrefixedFieldName => "DollarPrefixedFieldName",
