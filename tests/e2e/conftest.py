@@ -7,6 +7,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 from pymongo import MongoClient
@@ -30,15 +31,24 @@ def free_port() -> int:
 class Server:
     """One running `shale serve` process."""
 
-    def __init__(self, dbpath: Path, port: int | None = None):
+    def __init__(
+        self,
+        dbpath: Path,
+        port: int | None = None,
+        args: Sequence[str] = (),
+        defaults: bool = True,
+    ):
+        """Starts `shale serve`. `args` are extra flags; with `defaults=False` the
+        `--dbpath`/`--port` flags are left out (a configuration file in `args` gives them,
+        and `port` must say which port to wait for)."""
         self.dbpath = dbpath
         self.port = port or free_port()
         self.log = open(dbpath.parent / f"shale-{self.port}.log", "wb")
-        self.proc = subprocess.Popen(
-            [shale_binary(), "serve", "--dbpath", str(dbpath), "--port", str(self.port)],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
+        command = [shale_binary(), "serve"]
+        if defaults:
+            command += ["--dbpath", str(dbpath), "--port", str(self.port)]
+        command += list(args)
+        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
     @property

@@ -1,13 +1,22 @@
 //! The `shale` binary. `shale serve` opens the data directory on the built-in engine and
-//! serves the MongoDB wire protocol, with mongod's flag names and defaults. SIGINT or SIGTERM
-//! stops accepting connections and closes the database cleanly before exiting.
+//! serves the MongoDB wire protocol, with mongod's flag names, configuration-file keys and
+//! defaults (`settings`) and structured logs (`logging`). SIGINT or SIGTERM stops accepting
+//! connections and closes the database cleanly before exiting.
+
+mod logging;
+mod settings;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
+use settings::{Flags, Settings};
 use shale_db::{Database, DbOptions};
-use std::net::{IpAddr, SocketAddr};
+use shale_server::ram_log::STARTUP_WARNING_TARGET;
+use shale_server::ServerConfig;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::TcpListener;
 
 /// jemalloc: glibc malloc's per-thread arenas fragment under the engine's mix of small entries
 /// and multi-megabyte node images (the quick engine benchmark's peak RSS fell from 150-250 MiB
@@ -34,23 +43,62 @@ enum Command {
     Serve(ServeArgs),
 }
 
+/// mongod's flags; each overrides the configuration file's key named in its help.
 #[derive(Args)]
 struct ServeArgs {
-    /// Data directory (created if missing).
-    #[arg(long = "dbpath", default_value = "./data")]
-    dbpath: PathBuf,
-    /// TCP port to listen on (0 picks a free one and logs it).
-    #[arg(long, default_value_t = 27017)]
-    port: u16,
-    /// Address to listen on.
-    #[arg(long = "bind_ip", default_value = "127.0.0.1")]
-    bind_ip: IpAddr,
-    /// Engine cache budget in GiB (fractions allowed).
-    #[arg(long = "cacheSizeGB")]
+    /// YAML configuration file with mongod's keys (storage.dbPath, net.port, net.bindIp,
+    /// storage.wiredTiger.engineConfig.cacheSizeGB or storage.shale.cacheSizeGB,
+    /// systemLog.path, systemLog.verbosity, systemLog.quiet).
+    #[arg(short = 'f', long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory, created if missing [storage.dbPath; default ./data].
+    #[arg(long = "dbpath")]
+    dbpath: Option<PathBuf>,
+    /// TCP port to listen on; 0 picks a free one and logs it [net.port; default 27017].
+    #[arg(long)]
+    port: Option<u16>,
+    /// Comma-separated addresses or host names to listen on [net.bindIp; default 127.0.0.1].
+    #[arg(long = "bind_ip")]
+    bind_ip: Option<String>,
+    /// Listen on every IPv4 address [net.bindIpAll].
+    #[arg(long = "bind_ip_all")]
+    bind_ip_all: bool,
+    /// Engine cache budget in GiB, fractions allowed [storage.shale.cacheSizeGB].
+    #[arg(long = "cacheSizeGB", alias = "wiredTigerCacheSizeGB")]
     cache_size_gb: Option<f64>,
-    /// Log format: "text" or "json".
-    #[arg(long = "logFormat", default_value = "text")]
-    log_format: String,
+    /// Log format: "text" or "json" [systemLog.logFormat; default text].
+    #[arg(long = "logFormat")]
+    log_format: Option<String>,
+    /// Write the log to this file instead of stderr [systemLog.path].
+    #[arg(long = "logpath")]
+    log_path: Option<PathBuf>,
+    /// Append to the log file instead of truncating it [systemLog.logAppend].
+    #[arg(long = "logappend")]
+    log_append: bool,
+    /// More verbose logs: -v debug, -vv trace [systemLog.verbosity].
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    verbose: u8,
+    /// Quieter logs: no per-connection or per-command lines [systemLog.quiet].
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl ServeArgs {
+    fn flags(&self) -> Flags {
+        Flags {
+            config: self.config.clone(),
+            dbpath: self.dbpath.clone(),
+            port: self.port,
+            bind_ip: self.bind_ip.clone(),
+            bind_ip_all: self.bind_ip_all,
+            cache_size_gb: self.cache_size_gb,
+            log_format: self.log_format.clone(),
+            log_path: self.log_path.clone(),
+            log_append: self.log_append,
+            verbosity: self.verbose,
+            quiet: self.quiet,
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,54 +109,133 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(&args.log_format);
+    let started = Instant::now();
+    let settings = settings::resolve(&args.flags())?;
+    logging::init(&settings)?;
+    log_startup(&settings);
     let mut options = DbOptions::default();
-    if let Some(gb) = args.cache_size_gb {
-        anyhow::ensure!(gb > 0.0, "--cacheSizeGB must be positive");
+    if let Some(gb) = settings.cache_size_gb {
         options.engine.cache_bytes = (gb * (1u64 << 30) as f64) as usize;
     }
-    let db = Database::open(&args.dbpath, options)
-        .with_context(|| format!("opening data directory {}", args.dbpath.display()))?;
+    let db = Database::open(&settings.dbpath, options)
+        .with_context(|| format!("opening data directory {}", settings.dbpath.display()))?;
     let db = Arc::new(db);
+    let config = ServerConfig {
+        argv: std::env::args().collect(),
+        parsed: settings.parsed.clone(),
+        log_verbosity: settings.verbosity,
+        quiet: settings.quiet,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let addr = SocketAddr::new(args.bind_ip, args.port);
-        let listener = shale_server::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        let local = listener.local_addr()?;
-        tracing::info!(address = %local, dbpath = %args.dbpath.display(), "waiting for connections");
-        shale_server::serve(listener, db.clone(), shutdown_signal()).await?;
+        let listeners = bind_all(&settings).await?;
+        let addresses: Vec<String> = listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .map(|a| a.to_string())
+            .collect();
+        tracing::info!(
+            addresses = ?addresses,
+            port = listeners[0].local_addr()?.port(),
+            dbpath = %settings.dbpath.display(),
+            cache_bytes = db.engine().options().cache_bytes,
+            "waiting for connections"
+        );
+        let signal = shale_server::serve(listeners, db.clone(), config, shutdown_signal()).await;
         tracing::info!("shutting down");
-        anyhow::Ok(())
+        signal.map_err(anyhow::Error::from)
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     drop(db);
-    tracing::info!("shutdown complete");
+    tracing::info!(
+        uptime_secs = started.elapsed().as_secs_f64(),
+        "shutdown complete"
+    );
     Ok(())
 }
 
-fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SHALE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
+/// The first log lines: what is starting with which options, and mongod's startup warnings.
+fn log_startup(settings: &Settings) {
+    let options = bson::Bson::Document(settings.parsed.clone())
+        .into_relaxed_extjson()
+        .to_string();
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        compatible_version = shale_server::commands::COMPATIBLE_VERSION,
+        pid = std::process::id(),
+        options = %options,
+        "ShaleDB starting"
+    );
+    for key in &settings.ignored_keys {
+        tracing::warn!(key = %key, "configuration file key not supported; ignored");
     }
+    tracing::warn!(
+        target: STARTUP_WARNING_TARGET,
+        "Access control is not enabled for the database. Read and write access to data and \
+         configuration is unrestricted"
+    );
+    let localhost_only = settings
+        .bind_ips
+        .iter()
+        .all(|h| h == "localhost" || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()));
+    if localhost_only {
+        tracing::warn!(
+            target: STARTUP_WARNING_TARGET,
+            "This server is bound to localhost. Remote systems will be unable to connect to this \
+             server. Start the server with --bind_ip <address> to specify which IP addresses it \
+             should serve responses from, or with --bind_ip_all to bind to all interfaces"
+        );
+    }
+}
+
+/// Binds every `bindIp` entry. With port 0, the first listener's port is used for the rest.
+async fn bind_all(settings: &Settings) -> anyhow::Result<Vec<TcpListener>> {
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    let mut bound: Vec<SocketAddr> = Vec::new();
+    for host in &settings.bind_ips {
+        let port = match listeners.first() {
+            Some(l) if settings.port == 0 => l.local_addr()?.port(),
+            _ => settings.port,
+        };
+        let addr = resolve(host, port).await?;
+        if bound.contains(&addr) {
+            continue;
+        }
+        let listener = shale_server::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        bound.push(addr);
+        listeners.push(listener);
+    }
+    anyhow::ensure!(!listeners.is_empty(), "no address to listen on");
+    Ok(listeners)
+}
+
+/// An address literal, `localhost` (127.0.0.1, as mongod binds it), or a host name's first
+/// address.
+async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    if host == "localhost" {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    tokio::net::lookup_host((host, port))
+        .await
+        .with_context(|| format!("resolving bind address {host:?}"))?
+        .next()
+        .with_context(|| format!("bind address {host:?} has no address"))
 }
 
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    let name = tokio::select! {
+        _ = tokio::signal::ctrl_c() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    };
+    tracing::info!(signal = name, "signal received");
 }

@@ -1,13 +1,18 @@
-//! One client connection: read a message, decode it, dispatch the command, write the reply,
-//! until the client hangs up or sends something we cannot frame. A malformed body gets an
-//! error reply and the connection goes on; an unframeable message closes it.
+//! One client connection: read a message, run it on the blocking pool, write the reply,
+//! until the client hangs up or sends something we cannot frame. Commands run through
+//! `spawn_blocking` because the engine reads and fsyncs synchronously: the async workers
+//! stay free to read other connections, so many clients can wait in one group commit.
+//! A malformed body gets an error reply and the connection goes on; an unframeable message
+//! (length outside [16, 48,000,000]) closes it. A compressed request gets a reply compressed
+//! the same way, except for the handshake and authentication commands.
 
 use crate::commands::{dispatch, error_reply};
 use crate::wire::{
-    encode_op_msg, encode_op_reply, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
-    MSG_FLAG_MORE_TO_COME,
+    decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
+    original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
+    MAX_BSON_INTERNAL_BYTES, MSG_FLAG_MORE_TO_COME,
 };
-use crate::ConnectionCtx;
+use crate::{net_stats, ConnectionCtx};
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -16,32 +21,55 @@ use tokio::net::TcpStream;
 
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
 
+/// Commands whose replies are never compressed, nor should their requests be (the wire
+/// compression spec's list: the handshake and authentication).
+const UNCOMPRESSIBLE_COMMANDS: &[&str] = &[
+    "hello",
+    "isMaster",
+    "ismaster",
+    "saslStart",
+    "saslContinue",
+    "getnonce",
+    "authenticate",
+    "createUser",
+    "updateUser",
+    "copydbSaslStart",
+    "copydbgetnonce",
+    "copydb",
+];
+
 /// Serves `stream` until the client disconnects.
 pub async fn serve_connection(mut stream: TcpStream, ctx: ConnectionCtx) {
     let _ = stream.set_nodelay(true);
+    net_stats::connection_opened();
     loop {
-        let message = match read_message(&mut stream).await {
+        let (header, message) = match read_message(&mut stream).await {
             Ok(Some(m)) => m,
-            Ok(None) => return,
+            Ok(None) => break,
             Err(e) => {
-                tracing::warn!(conn = ctx.connection_id, error = %e, "closing connection");
-                return;
+                tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
+                    "closing connection: message cannot be framed");
+                break;
             }
         };
-        let Some(reply) = handle(&ctx, &message) else {
+        net_stats::request(message.len());
+        let Some(reply) = run_blocking(&ctx, header, message).await else {
             continue;
         };
+        net_stats::reply(reply.len());
         if let Err(e) = stream.write_all(&reply).await {
             tracing::debug!(conn = ctx.connection_id, error = %e, "write failed");
-            return;
+            break;
         }
     }
+    net_stats::connection_closed();
+    tracing::info!(conn = ctx.connection_id, peer = %ctx.peer, "connection ended");
 }
 
 /// Reads one whole message. `Ok(None)` on a clean end of stream.
 async fn read_message(
     stream: &mut TcpStream,
-) -> Result<Option<Vec<u8>>, Box<dyn std::error::Error>> {
+) -> Result<Option<(MsgHeader, Vec<u8>)>, Box<dyn std::error::Error + Send + Sync>> {
     let mut head = [0u8; HEADER_LEN];
     match stream.read_exact(&mut head).await {
         Ok(_) => {}
@@ -52,49 +80,111 @@ async fn read_message(
     let mut whole = vec![0u8; header.message_length];
     whole[..HEADER_LEN].copy_from_slice(&head);
     stream.read_exact(&mut whole[HEADER_LEN..]).await?;
-    Ok(Some(whole))
+    Ok(Some((header, whole)))
+}
+
+/// Runs one message on the blocking pool. A handler that panics costs its request an
+/// `InternalError` reply, not the connection or the server.
+async fn run_blocking(ctx: &ConnectionCtx, header: MsgHeader, message: Vec<u8>) -> Option<Vec<u8>> {
+    let task_ctx = ctx.clone();
+    match tokio::task::spawn_blocking(move || handle(&task_ctx, header, &message)).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            tracing::error!(conn = ctx.connection_id, error = %e, "command failed with a panic");
+            let reply = error_reply(&MongoError::new(
+                ErrorCode::InternalError,
+                "the command failed with an internal error; see the server log",
+            ));
+            let op = match header.op_code {
+                OpCode::Compressed => OpCode::Msg,
+                op => op,
+            };
+            Some(encode_reply(op, header.request_id, &reply))
+        }
+    }
 }
 
 /// Decodes and runs one message; returns the encoded reply, or `None` when none is due.
-fn handle(ctx: &ConnectionCtx, whole: &[u8]) -> Option<Vec<u8>> {
-    let mut head = [0u8; HEADER_LEN];
-    head.copy_from_slice(&whole[..HEADER_LEN]);
-    let header = MsgHeader::decode(&head).ok()?;
-    let reply_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
-    match header.op_code {
-        OpCode::Msg => {
-            let (reply, more_to_come) = match OpMsg::decode(whole) {
-                Ok(msg) => (
-                    run_command(ctx, &msg.body),
-                    msg.flags & MSG_FLAG_MORE_TO_COME != 0,
-                ),
-                Err(e) => (protocol_error(&e), false),
-            };
-            (!more_to_come).then(|| encode_op_msg(reply_id, header.request_id, &reply))
+fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8>> {
+    if header.op_code != OpCode::Compressed {
+        return handle_plain(ctx, header, whole).map(|r| r.bytes);
+    }
+    match decode_op_compressed(whole) {
+        Ok(d) => {
+            net_stats::decompressed(d.compressor, whole.len(), d.message.len());
+            let inner_head: &[u8; HEADER_LEN] = d.message[..HEADER_LEN]
+                .try_into()
+                .expect("a decompressed message starts with a rebuilt header");
+            let inner = MsgHeader::decode(inner_head).expect("the rebuilt header is in bounds");
+            let reply = handle_plain(ctx, inner, &d.message)?;
+            Some(if reply.compressible {
+                let packed = encode_op_compressed(&reply.bytes, d.compressor);
+                net_stats::compressed(d.compressor, reply.bytes.len(), packed.len());
+                packed
+            } else {
+                reply.bytes
+            })
         }
-        OpCode::Query => {
-            let reply = match OpQuery::decode(whole) {
-                Ok(q) => match q.command_db() {
-                    Some(db) => run_command_in(ctx, db, &q.command()),
+        Err(e) => {
+            tracing::warn!(conn = ctx.connection_id, error = %e, "bad OP_COMPRESSED");
+            // Answer in the reply format of the opcode it claims to wrap, uncompressed.
+            let op = match original_op_code(whole) {
+                Some(OpCode::Query) => OpCode::Query,
+                _ => OpCode::Msg,
+            };
+            Some(encode_reply(op, header.request_id, &wire_error_reply(&e)))
+        }
+    }
+}
+
+/// An encoded reply and whether it may go back compressed.
+struct Reply {
+    bytes: Vec<u8>,
+    compressible: bool,
+}
+
+/// Decodes and runs an OP_MSG or OP_QUERY (anything else gets an error reply).
+fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Reply> {
+    let (reply, command, reply_op) = match header.op_code {
+        OpCode::Msg => match OpMsg::decode(whole) {
+            Ok(msg) => {
+                let reply = run_command(ctx, &msg.body);
+                if msg.flags & MSG_FLAG_MORE_TO_COME != 0 {
+                    return None;
+                }
+                (reply, first_key(&msg.body), OpCode::Msg)
+            }
+            Err(e) => (wire_error_reply(&e), None, OpCode::Msg),
+        },
+        OpCode::Query => match OpQuery::decode(whole) {
+            Ok(q) => {
+                let command = q.command();
+                let reply = match q.command_db() {
+                    Some(db) => run_command_in(ctx, db, &command),
                     None => error_reply(&MongoError::new(
                         ErrorCode::ProtocolError,
                         "OP_QUERY is only supported for commands on <db>.$cmd; use OP_MSG",
                     )),
-                },
-                Err(e) => protocol_error(&e),
-            };
-            Some(encode_op_reply(reply_id, header.request_id, &reply))
-        }
+                };
+                (reply, first_key(&command), OpCode::Query)
+            }
+            Err(e) => (wire_error_reply(&e), None, OpCode::Query),
+        },
         other => {
             tracing::warn!(conn = ctx.connection_id, op = ?other, "unsupported opcode");
             let e = WireError::UnsupportedOpCode(other.as_i32());
-            Some(encode_op_msg(
-                reply_id,
-                header.request_id,
-                &protocol_error(&e),
-            ))
+            (wire_error_reply(&e), None, OpCode::Msg)
         }
-    }
+    };
+    let compressible = command.is_none_or(|c| !UNCOMPRESSIBLE_COMMANDS.contains(&c.as_str()));
+    Some(Reply {
+        bytes: encode_reply(reply_op, header.request_id, &reply),
+        compressible,
+    })
+}
+
+fn first_key(body: &Document) -> Option<String> {
+    body.keys().next().cloned()
 }
 
 fn run_command(ctx: &ConnectionCtx, body: &Document) -> Document {
@@ -113,6 +203,189 @@ fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
     dispatch(ctx, db, body)
 }
 
-fn protocol_error(e: &WireError) -> Document {
-    error_reply(&MongoError::new(ErrorCode::ProtocolError, e.to_string()))
+/// The error reply for a message that could not be decoded, with mongod's code for it.
+fn wire_error_reply(e: &WireError) -> Document {
+    let code = match e {
+        WireError::ObjectTooLarge { .. } => ErrorCode::BSONObjectTooLarge,
+        WireError::InvalidBson(_) => ErrorCode::InvalidBSON,
+        _ => ErrorCode::ProtocolError,
+    };
+    error_reply(&MongoError::new(code, e.to_string()))
+}
+
+/// Encodes `reply` as the reply to a request of opcode `request_op` (OP_REPLY for OP_QUERY,
+/// OP_MSG otherwise). A reply document over the BSON limit becomes a `BSONObjectTooLarge`
+/// error instead, so an oversized result never leaves as an unreadable message.
+fn encode_reply(request_op: OpCode, response_to: i32, reply: &Document) -> Vec<u8> {
+    let reply_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
+    let mut body = bson::to_vec(reply).expect("serialising an in-memory document cannot fail");
+    if body.len() > MAX_BSON_INTERNAL_BYTES {
+        tracing::warn!(
+            bytes = body.len(),
+            "reply too large; sending an error instead"
+        );
+        let e = MongoError::new(
+            ErrorCode::BSONObjectTooLarge,
+            format!(
+                "reply of {} bytes exceeds the {MAX_BSON_INTERNAL_BYTES}-byte BSON limit",
+                body.len()
+            ),
+        );
+        body = bson::to_vec(&error_reply(&e)).expect("serialising an error reply cannot fail");
+    }
+    match request_op {
+        OpCode::Query => encode_op_reply_raw(reply_id, response_to, &body),
+        _ => encode_op_msg_raw(reply_id, response_to, &body),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{encode_op_msg, Compressor, MsgHeader};
+    use bson::doc;
+    use shale_db::{Database, DbOptions};
+    use std::sync::Arc;
+
+    fn ctx() -> (tempfile::TempDir, ConnectionCtx) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(dir.path(), DbOptions::default()).expect("open");
+        (dir, ConnectionCtx::detached(Arc::new(db)))
+    }
+
+    fn run(ctx: &ConnectionCtx, message: &[u8]) -> Option<Vec<u8>> {
+        let head: [u8; HEADER_LEN] = message[..HEADER_LEN].try_into().expect("header");
+        handle(ctx, MsgHeader::decode(&head).expect("header"), message)
+    }
+
+    /// The reply's opcode, compressor (if compressed) and body document.
+    fn open_reply(reply: &[u8]) -> (OpCode, Option<Compressor>, Document) {
+        let head: [u8; HEADER_LEN] = reply[..HEADER_LEN].try_into().expect("header");
+        let header = MsgHeader::decode(&head).expect("reply header");
+        assert_eq!(header.message_length, reply.len());
+        let (compressor, plain) = match header.op_code {
+            OpCode::Compressed => {
+                let d = decode_op_compressed(reply).expect("decompress reply");
+                (Some(d.compressor), d.message)
+            }
+            _ => (None, reply.to_vec()),
+        };
+        let op = OpCode::from_i32(i32::from_le_bytes(plain[12..16].try_into().expect("4")));
+        let body = match op {
+            OpCode::Msg => OpMsg::decode(&plain).expect("reply OP_MSG").body,
+            OpCode::Reply => Document::from_reader(&plain[HEADER_LEN + 20..]).expect("doc"),
+            other => panic!("unexpected reply opcode {other:?}"),
+        };
+        (op, compressor, body)
+    }
+
+    fn msg(body: Document) -> Vec<u8> {
+        encode_op_msg(5, 0, &body)
+    }
+
+    #[test]
+    fn a_compressed_request_gets_a_reply_compressed_the_same_way() {
+        let (_dir, ctx) = ctx();
+        for c in [
+            Compressor::Snappy,
+            Compressor::Zlib,
+            Compressor::Zstd,
+            Compressor::Noop,
+        ] {
+            let request = encode_op_compressed(&msg(doc! {"ping": 1, "$db": "admin"}), c);
+            let (op, used, body) = open_reply(&run(&ctx, &request).expect("reply"));
+            assert_eq!((op, used), (OpCode::Msg, Some(c)));
+            assert_eq!(body.get_f64("ok"), Ok(1.0));
+        }
+    }
+
+    #[test]
+    fn handshake_replies_are_never_compressed_and_negotiate() {
+        let (_dir, ctx) = ctx();
+        let hello = doc! {"hello": 1, "compression": ["zlib", "lz4", "zstd"], "$db": "admin"};
+        let request = encode_op_compressed(&msg(hello), Compressor::Zstd);
+        let (_, used, body) = open_reply(&run(&ctx, &request).expect("reply"));
+        assert_eq!(used, None);
+        let agreed: Vec<&str> = body
+            .get_array("compression")
+            .expect("compression")
+            .iter()
+            .filter_map(|b| b.as_str())
+            .collect();
+        assert_eq!(agreed, ["zlib", "zstd"]);
+        // A later hello without the field repeats the agreement; an empty offer clears it.
+        let (_, _, again) = open_reply(&run(&ctx, &msg(doc! {"hello": 1, "$db": "a"})).expect("r"));
+        assert_eq!(again.get_array("compression").map(Vec::len), Ok(2));
+        let clear = doc! {"isMaster": 1, "compression": [], "$db": "a"};
+        let (_, _, cleared) = open_reply(&run(&ctx, &msg(clear)).expect("reply"));
+        assert!(!cleared.contains_key("compression"));
+    }
+
+    #[test]
+    fn a_bad_compressed_message_gets_an_error_and_the_connection_goes_on() {
+        let (_dir, ctx) = ctx();
+        let mut request =
+            encode_op_compressed(&msg(doc! {"ping": 1, "$db": "a"}), Compressor::Zlib);
+        let n = request.len();
+        request[n - 3] ^= 0xff; // corrupt the stream (its checksum)
+        let (op, used, body) = open_reply(&run(&ctx, &request).expect("reply"));
+        assert_eq!((op, used), (OpCode::Msg, None));
+        assert_eq!(body.get_i32("code"), Ok(ErrorCode::ProtocolError.code()));
+        let (_, _, ok) = open_reply(&run(&ctx, &msg(doc! {"ping": 1, "$db": "a"})).expect("r"));
+        assert_eq!(ok.get_f64("ok"), Ok(1.0));
+    }
+
+    #[test]
+    fn decode_errors_carry_mongods_codes() {
+        let (_dir, ctx) = ctx();
+        // A body over 16 MiB + 16 KiB: BSONObjectTooLarge.
+        let big = doc! {"ping": 1, "$db": "a", "p": "x".repeat(MAX_BSON_INTERNAL_BYTES)};
+        let (_, _, body) = open_reply(&run(&ctx, &msg(big)).expect("reply"));
+        assert_eq!(
+            body.get_i32("code"),
+            Ok(ErrorCode::BSONObjectTooLarge.code())
+        );
+        // A well-framed body with an unknown element type: InvalidBSON.
+        let mut bad = msg(doc! {"ping": 1, "$db": "a"});
+        bad[HEADER_LEN + 5 + 4] = 0x7f; // the first element's type byte
+        let (_, _, body) = open_reply(&run(&ctx, &bad).expect("reply"));
+        assert_eq!(body.get_i32("code"), Ok(ErrorCode::InvalidBSON.code()));
+        // An opcode we do not serve: ProtocolError in an OP_MSG.
+        let mut other = msg(doc! {"ping": 1});
+        other[12..16].copy_from_slice(&2002i32.to_le_bytes());
+        let (op, _, body) = open_reply(&run(&ctx, &other).expect("reply"));
+        assert_eq!(op, OpCode::Msg);
+        assert_eq!(body.get_i32("code"), Ok(ErrorCode::ProtocolError.code()));
+    }
+
+    #[test]
+    fn more_to_come_gets_no_reply() {
+        let (_dir, ctx) = ctx();
+        let mut m = msg(doc! {"ping": 1, "$db": "a"});
+        m[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&MSG_FLAG_MORE_TO_COME.to_le_bytes());
+        assert!(run(&ctx, &m).is_none());
+    }
+
+    #[test]
+    fn a_compressed_op_query_gets_a_compressed_op_reply() {
+        let (_dir, ctx) = ctx();
+        let mut payload = 0u32.to_le_bytes().to_vec();
+        payload.extend_from_slice(b"admin.$cmd\0");
+        payload.extend_from_slice(&0i32.to_le_bytes());
+        payload.extend_from_slice(&(-1i32).to_le_bytes());
+        doc! {"ping": 1}.to_writer(&mut payload).expect("encode");
+        let mut m = Vec::new();
+        MsgHeader {
+            message_length: HEADER_LEN + payload.len(),
+            request_id: 3,
+            response_to: 0,
+            op_code: OpCode::Query,
+        }
+        .encode(&mut m);
+        m.extend_from_slice(&payload);
+        let request = encode_op_compressed(&m, Compressor::Snappy);
+        let (op, used, body) = open_reply(&run(&ctx, &request).expect("reply"));
+        assert_eq!((op, used), (OpCode::Reply, Some(Compressor::Snappy)));
+        assert_eq!(body.get_f64("ok"), Ok(1.0));
+    }
 }

@@ -1,11 +1,15 @@
 //! `hello` and its legacy spelling `isMaster`/`ismaster`: the handshake every driver sends
 //! first. We are a standalone server: no `topologyVersion` until streaming hello exists, and
-//! `helloOk` only when the client asked for it.
+//! `helloOk` only when the client asked for it. A `compression` array negotiates wire
+//! compression for the connection (mongod's rules: the client's order, unknown names
+//! skipped, no field in the reply when nothing is shared, the last agreement repeated when
+//! a later hello has no `compression` field).
 
 use super::CommandResult;
-use crate::wire::{MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES};
+use crate::wire::{negotiate, MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES};
 use crate::ConnectionCtx;
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
 
 /// Largest number of statements in one write command.
 pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
@@ -14,17 +18,54 @@ pub const MAX_WIRE_VERSION: i32 = 21;
 
 pub fn hello(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
     let mut reply = doc! { "isWritablePrimary": true };
-    reply.extend(common_fields(ctx, body));
+    reply.extend(common_fields(ctx, body)?);
     Ok(reply)
 }
 
 pub fn is_master(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
     let mut reply = doc! { "ismaster": true };
-    reply.extend(common_fields(ctx, body));
+    reply.extend(common_fields(ctx, body)?);
     Ok(reply)
 }
 
-fn common_fields(ctx: &ConnectionCtx, body: &Document) -> Document {
+/// Negotiates compression for this connection and returns the names to report, if any.
+fn compression(ctx: &ConnectionCtx, body: &Document) -> Result<Vec<&'static str>, MongoError> {
+    let mut agreed = ctx.compressors.lock().unwrap_or_else(|p| p.into_inner());
+    match body.get("compression") {
+        None => {}
+        Some(Bson::Array(offered)) => {
+            let mut names = Vec::with_capacity(offered.len());
+            for v in offered {
+                match v {
+                    Bson::String(s) => names.push(s.as_str()),
+                    other => {
+                        return Err(MongoError::new(
+                            ErrorCode::TypeMismatch,
+                            format!(
+                                "compression: expected a string, found {:?}",
+                                other.element_type()
+                            ),
+                        ))
+                    }
+                }
+            }
+            *agreed = negotiate(names);
+        }
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'compression' is the wrong type '{:?}', expected type 'array'",
+                    other.element_type()
+                ),
+            ))
+        }
+    }
+    Ok(agreed.iter().map(|c| c.name()).collect())
+}
+
+fn common_fields(ctx: &ConnectionCtx, body: &Document) -> CommandResult {
+    let compressors = compression(ctx, body)?;
     let mut d = doc! {
         "maxBsonObjectSize": MAX_BSON_OBJECT_BYTES as i32,
         "maxMessageSizeBytes": MAX_MESSAGE_BYTES as i32,
@@ -36,8 +77,11 @@ fn common_fields(ctx: &ConnectionCtx, body: &Document) -> Document {
         "maxWireVersion": MAX_WIRE_VERSION,
         "readOnly": false,
     };
+    if !compressors.is_empty() {
+        d.insert("compression", compressors);
+    }
     if body.get_bool("helloOk").unwrap_or(false) {
         d.insert("helloOk", true);
     }
-    d
+    Ok(d)
 }

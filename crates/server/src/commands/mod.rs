@@ -2,9 +2,17 @@
 //! result into a reply document (`ok: 1` or `ok: 0` with `errmsg`, `code`, `codeName`).
 //! One file per command family; handlers never see the wire format.
 
+mod connection_info;
 mod diagnostics;
+mod get_log;
 mod hello;
+mod host_info;
+mod list_commands;
+mod parameters;
 pub mod server_status;
+mod sessions;
+
+pub use diagnostics::COMPATIBLE_VERSION;
 
 use crate::ConnectionCtx;
 use bson::{doc, Document};
@@ -13,7 +21,7 @@ use shale_doc::{ErrorCode, MongoError};
 /// A command's outcome: the reply fields without `ok`, or an error.
 pub type CommandResult = Result<Document, MongoError>;
 
-type Handler = fn(&ConnectionCtx, &str, &Document) -> CommandResult;
+pub(crate) type Handler = fn(&ConnectionCtx, &str, &Document) -> CommandResult;
 
 /// Every command the server knows, by the names clients send (aliases included).
 const COMMANDS: &[(&str, Handler)] = &[
@@ -24,6 +32,19 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("buildInfo", diagnostics::build_info),
     ("buildinfo", diagnostics::build_info),
     ("serverStatus", server_status::server_status),
+    ("hostInfo", host_info::host_info),
+    ("getParameter", parameters::get_parameter),
+    ("getCmdLineOpts", parameters::get_cmd_line_opts),
+    ("getLog", get_log::get_log),
+    ("listCommands", list_commands::list_commands),
+    ("whatsmyuri", connection_info::whatsmyuri),
+    ("connectionStatus", connection_info::connection_status),
+    ("logout", connection_info::logout),
+    ("startSession", sessions::start_session),
+    ("endSessions", sessions::end_sessions),
+    ("refreshSessions", sessions::refresh_sessions),
+    ("killSessions", sessions::kill_sessions),
+    ("killAllSessions", sessions::kill_all_sessions),
 ];
 
 /// Runs the command in `body` against database `db` and returns the reply document.
@@ -42,6 +63,9 @@ pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
         )),
     };
     match result {
+        // A handler may set `ok` itself: mongod's errmsg-style failures are `{ok: 0, errmsg}`
+        // with no code.
+        Ok(reply) if reply.contains_key("ok") => reply,
         Ok(mut reply) => {
             reply.insert("ok", 1.0);
             reply
@@ -58,6 +82,17 @@ pub fn error_reply(e: &MongoError) -> Document {
         "code": e.code.code(),
         "codeName": e.code.name(),
     }
+}
+
+/// Refuses a command that mongod runs only against the `admin` database.
+pub(crate) fn require_admin(db: &str, command: &str) -> Result<(), MongoError> {
+    if db == "admin" {
+        return Ok(());
+    }
+    Err(MongoError::new(
+        ErrorCode::Unauthorized,
+        format!("{command} may only be run against the admin database."),
+    ))
 }
 
 /// Names of all commands, for `listCommands` and tests.

@@ -1,5 +1,7 @@
-//! `serverStatus`: process facts plus the storage engine's counters under `shale.engine`,
-//! the figures that benchmarks compare with what the operating system reports.
+//! `serverStatus`: process facts, connection and network counters (mongod's `connections`
+//! and `network`, with wire-compression bytes per compressor), plus the storage engine's
+//! counters under `shale.engine`, the figures that benchmarks compare with what the
+//! operating system reports.
 
 use super::CommandResult;
 use crate::ConnectionCtx;
@@ -25,12 +27,14 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "uptime": uptime.as_secs_f64().floor(),
         "uptimeMillis": uptime.as_millis() as i64,
         "localTime": bson::DateTime::now(),
+        "connections": crate::net_stats::connections_document(),
+        "network": crate::net_stats::network_document(),
         "storageEngine": { "name": "shale", "supportsCommittedReads": true, "persistent": true },
         "shale": { "engine": engine_counters_document(&ctx.db.engine().counters()) },
     })
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "localhost".into())

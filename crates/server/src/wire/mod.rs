@@ -1,17 +1,27 @@
-//! The MongoDB wire protocol codec: message headers, OP_MSG, and legacy OP_QUERY/OP_REPLY.
-//! Pure byte handling: no sockets, no commands. Every length and offset read from the
-//! network is checked; nothing here panics on bad input.
+//! The MongoDB wire protocol codec: message headers, OP_MSG, legacy OP_QUERY/OP_REPLY, and
+//! OP_COMPRESSED around either. Pure byte handling: no sockets, no commands. Every length
+//! and offset read from the network is checked; nothing here panics on bad input.
 
+mod compressed;
 mod header;
 mod op_msg;
 mod op_query;
 
+pub use compressed::{
+    decode_op_compressed, encode_op_compressed, negotiate, original_op_code, Compressor,
+    Decompressed, NEGOTIABLE_COMPRESSORS,
+};
 pub use header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_BYTES};
-pub use op_msg::{encode_op_msg, OpMsg, MSG_FLAG_CHECKSUM, MSG_FLAG_MORE_TO_COME};
-pub use op_query::{encode_op_reply, OpQuery};
+pub use op_msg::{
+    encode_op_msg, encode_op_msg_raw, OpMsg, MSG_FLAG_CHECKSUM, MSG_FLAG_MORE_TO_COME,
+};
+pub use op_query::{encode_op_reply, encode_op_reply_raw, OpQuery};
 
-/// Largest BSON document a client may send or receive (16 MiB).
+/// Largest BSON document a client may store (16 MiB), as `hello` reports it.
 pub const MAX_BSON_OBJECT_BYTES: usize = 16 * 1024 * 1024;
+/// Largest BSON document on the wire: 16 KiB of slack over the user limit for a command's
+/// own fields around a maximal document (mongod's `BSONObjMaxInternalSize`).
+pub const MAX_BSON_INTERNAL_BYTES: usize = MAX_BSON_OBJECT_BYTES + 16 * 1024;
 
 /// Why a message could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,6 +34,15 @@ pub enum WireError {
     UnsupportedOpCode(i32),
     #[error("OP_MSG checksum mismatch")]
     ChecksumMismatch,
+    /// A document's bytes are not valid BSON.
+    #[error("{0}")]
+    InvalidBson(String),
+    /// A document longer than [`MAX_BSON_INTERNAL_BYTES`].
+    #[error(
+        "BSONObj size: {len} (0x{len:X}) is invalid. Size must be between 0 and \
+         {MAX_BSON_INTERNAL_BYTES}(16MB) ({what})"
+    )]
+    ObjectTooLarge { what: &'static str, len: usize },
 }
 
 /// A little-endian reader over untrusted bytes.
@@ -82,6 +101,12 @@ impl<'a> Reader<'a> {
             return Err(WireError::Truncated(what));
         }
         let len = i32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        if len > 0 && len as usize > MAX_BSON_INTERNAL_BYTES {
+            return Err(WireError::ObjectTooLarge {
+                what,
+                len: len as usize,
+            });
+        }
         if len < 5 || len as usize > rest.len() {
             return Err(WireError::Invalid(format!(
                 "{what}: BSON length {len} does not fit in {} remaining bytes",
@@ -90,6 +115,6 @@ impl<'a> Reader<'a> {
         }
         let bytes = self.take(len as usize, what)?;
         bson::Document::from_reader(bytes)
-            .map_err(|e| WireError::Invalid(format!("{what}: invalid BSON: {e}")))
+            .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
     }
 }

@@ -102,7 +102,12 @@ pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<
     let mut doc = Vec::new();
     body.to_writer(&mut doc)
         .expect("serialising an in-memory document cannot fail");
-    let len = HEADER_LEN + 4 + 1 + doc.len();
+    encode_op_msg_raw(request_id, response_to, &doc)
+}
+
+/// Encodes a reply OP_MSG around an already serialised body document.
+pub fn encode_op_msg_raw(request_id: i32, response_to: i32, body: &[u8]) -> Vec<u8> {
+    let len = HEADER_LEN + 4 + 1 + body.len();
     assert!(
         len <= MAX_MESSAGE_BYTES,
         "reply of {len} bytes exceeds the message limit"
@@ -117,7 +122,7 @@ pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<
     .encode(&mut out);
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(0);
-    out.extend_from_slice(&doc);
+    out.extend_from_slice(body);
     out
 }
 
@@ -182,6 +187,31 @@ mod tests {
         assert!(OpMsg::decode(&message(1 << 5, &sections, false)).is_err());
         // Optional bits (16 and up) are ignored.
         assert!(OpMsg::decode(&message(1 << 20, &sections, false)).is_ok());
+    }
+
+    #[test]
+    fn oversized_and_invalid_documents_have_their_own_errors() {
+        use crate::wire::MAX_BSON_INTERNAL_BYTES;
+        // A body at the internal limit is accepted; one byte more is too large.
+        let pad = "x".repeat(MAX_BSON_INTERNAL_BYTES - 23);
+        let at_limit = doc! {"ping": 1, "p": pad};
+        assert_eq!(
+            bson::to_vec(&at_limit).expect("encode").len(),
+            MAX_BSON_INTERNAL_BYTES
+        );
+        assert!(OpMsg::decode(&message(0, &body_section(&at_limit), false)).is_ok());
+        let over = doc! {"ping": 1, "p": "x".repeat(MAX_BSON_INTERNAL_BYTES - 22)};
+        assert!(matches!(
+            OpMsg::decode(&message(0, &body_section(&over), false)),
+            Err(WireError::ObjectTooLarge { .. })
+        ));
+        // Well framed, but an element of unknown type 0x7f.
+        let mut bad = vec![0u8];
+        bad.extend_from_slice(&[12, 0, 0, 0, 0x7f, b'a', 0, 1, 0, 0, 0, 0]);
+        assert!(matches!(
+            OpMsg::decode(&message(0, &bad, false)),
+            Err(WireError::InvalidBson(_))
+        ));
     }
 
     #[test]

@@ -52,6 +52,11 @@ pub fn encode_op_reply(request_id: i32, response_to: i32, doc: &Document) -> Vec
     let mut body = Vec::new();
     doc.to_writer(&mut body)
         .expect("serialising an in-memory document cannot fail");
+    encode_op_reply_raw(request_id, response_to, &body)
+}
+
+/// Encodes an OP_REPLY around one already serialised document.
+pub fn encode_op_reply_raw(request_id: i32, response_to: i32, body: &[u8]) -> Vec<u8> {
     let len = HEADER_LEN + 4 + 8 + 4 + 4 + body.len();
     let mut out = Vec::with_capacity(len);
     MsgHeader {
@@ -66,7 +71,7 @@ pub fn encode_op_reply(request_id: i32, response_to: i32, doc: &Document) -> Vec
     out.extend_from_slice(&0i64.to_le_bytes()); // cursorID
     out.extend_from_slice(&0i32.to_le_bytes()); // startingFrom
     out.extend_from_slice(&1i32.to_le_bytes()); // numberReturned
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     out
 }
 

@@ -1,0 +1,266 @@
+//! `getParameter` and `getCmdLineOpts`: how the server is configured. Parameters are a fixed
+//! table in name order (mongod's output order), each read from the running configuration
+//! or the engine where we have one, else mongod 7.0's default for a behaviour we share.
+//! `setParameter` is not served: nothing here can change at run time yet.
+
+use super::{require_admin, CommandResult};
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
+
+/// One server parameter: its name, whether mongod lets it change at run time and at
+/// startup, and how to read its value.
+struct Parameter {
+    name: &'static str,
+    settable_at_runtime: bool,
+    settable_at_startup: bool,
+    value: fn(&ConnectionCtx) -> Bson,
+}
+
+/// Every parameter we report, sorted by name.
+const PARAMETERS: &[Parameter] = &[
+    Parameter {
+        name: "cursorTimeoutMillis",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |_| Bson::Int64(600_000),
+    },
+    Parameter {
+        name: "diagnosticDataCollectionEnabled",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |_| Bson::Boolean(false),
+    },
+    Parameter {
+        name: "enableTestCommands",
+        settable_at_runtime: false,
+        settable_at_startup: true,
+        value: |_| Bson::Boolean(false),
+    },
+    Parameter {
+        name: "featureCompatibilityVersion",
+        settable_at_runtime: false,
+        settable_at_startup: false,
+        value: |_| Bson::Document(doc! { "version": "7.0" }),
+    },
+    Parameter {
+        name: "internalQueryMaxBlockingSortMemoryUsageBytes",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |_| Bson::Int64(100 * 1024 * 1024),
+    },
+    Parameter {
+        name: "localLogicalSessionTimeoutMinutes",
+        settable_at_runtime: false,
+        settable_at_startup: true,
+        value: |_| Bson::Int32(30),
+    },
+    Parameter {
+        name: "logComponentVerbosity",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Document(doc! { "verbosity": ctx.server.log_verbosity }),
+    },
+    Parameter {
+        name: "logLevel",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Int32(ctx.server.log_verbosity),
+    },
+    Parameter {
+        name: "notablescan",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |_| Bson::Boolean(false),
+    },
+    Parameter {
+        name: "quiet",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Boolean(ctx.server.quiet),
+    },
+    Parameter {
+        name: "requireApiVersion",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |_| Bson::Boolean(false),
+    },
+    Parameter {
+        // Seconds between checkpoints: the engine's checkpoint interval (0 when off).
+        name: "syncdelay",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| {
+            let interval = ctx.db.engine().options().checkpoint_interval;
+            Bson::Double(interval.map_or(0.0, |d| d.as_secs_f64()))
+        },
+    },
+];
+
+/// Which parameters a `getParameter` asks for, and how to show them.
+struct Request {
+    all: bool,
+    show_details: bool,
+    set_at: Option<SetAt>,
+    /// Only incremental-feature-rollout flags, of which we have none.
+    only_feature_rollouts: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SetAt {
+    Runtime,
+    Startup,
+}
+
+pub fn get_parameter(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    require_admin(db, "getParameter")?;
+    let first = body.iter().next().map(|(_, v)| v);
+    let request = parse_request(first)?;
+    let mut reply = Document::new();
+    for p in PARAMETERS {
+        let wanted = if request.all {
+            true
+        } else {
+            body.contains_key(p.name)
+        };
+        let settable = match request.set_at {
+            None => true,
+            Some(SetAt::Runtime) => p.settable_at_runtime,
+            Some(SetAt::Startup) => p.settable_at_startup,
+        };
+        if !wanted || !settable || request.only_feature_rollouts {
+            continue;
+        }
+        let value = (p.value)(ctx);
+        if request.show_details {
+            reply.insert(
+                p.name,
+                doc! {
+                    "value": value,
+                    "settableAtRuntime": p.settable_at_runtime,
+                    "settableAtStartup": p.settable_at_startup,
+                },
+            );
+        } else {
+            reply.insert(p.name, value);
+        }
+    }
+    if reply.is_empty() {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "no option found to get",
+        ));
+    }
+    Ok(reply)
+}
+
+/// `getParameter: '*'`, `getParameter: {allParameters, showDetails, setAt}`, or any other
+/// value (named parameters follow as fields).
+fn parse_request(value: Option<&Bson>) -> Result<Request, MongoError> {
+    let mut request = Request {
+        all: false,
+        show_details: false,
+        set_at: None,
+        only_feature_rollouts: false,
+    };
+    match value {
+        Some(Bson::String(s)) if s == "*" => request.all = true,
+        Some(Bson::Document(options)) => {
+            for (k, v) in options {
+                match k.as_str() {
+                    "allParameters" => request.all = truthy(k, v)?,
+                    "showDetails" => request.show_details = truthy(k, v)?,
+                    "forIncrementalFeatureRollout" => request.only_feature_rollouts = truthy(k, v)?,
+                    "setAt" => {
+                        request.set_at = Some(match v {
+                            Bson::String(s) if s == "runtime" => SetAt::Runtime,
+                            Bson::String(s) if s == "startup" => SetAt::Startup,
+                            _ => {
+                                return Err(MongoError::new(
+                                    ErrorCode::BadValue,
+                                    format!(
+                                        "Enumeration value '{}' for field 'getParameter.setAt' \
+                                         is not a valid value.",
+                                        display(v)
+                                    ),
+                                ))
+                            }
+                        })
+                    }
+                    other => {
+                        return Err(MongoError::new(
+                            ErrorCode::FailedToParse,
+                            format!("BSON field 'getParameter.{other}' is an unknown field."),
+                        ))
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(request)
+}
+
+fn truthy(field: &str, v: &Bson) -> Result<bool, MongoError> {
+    match v {
+        Bson::Boolean(b) => Ok(*b),
+        Bson::Int32(n) => Ok(*n != 0),
+        Bson::Int64(n) => Ok(*n != 0),
+        Bson::Double(n) => Ok(*n != 0.0),
+        other => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!(
+                "BSON field 'getParameter.{field}' is the wrong type '{:?}', expected types \
+                 '[bool, long, int, decimal, double]'",
+                other.element_type()
+            ),
+        )),
+    }
+}
+
+fn display(v: &Bson) -> String {
+    match v {
+        Bson::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub fn get_cmd_line_opts(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+    require_admin(db, "getCmdLineOpts")?;
+    Ok(doc! {
+        "argv": ctx.server.argv.clone(),
+        "parsed": ctx.server.parsed.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_sorted_and_unique() {
+        for pair in PARAMETERS.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} then {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+    }
+
+    #[test]
+    fn requests_parse_like_mongod() {
+        let r = parse_request(Some(&Bson::String("*".into()))).expect("star");
+        assert!(r.all && !r.show_details);
+        let r = parse_request(Some(&Bson::Int32(1))).expect("one");
+        assert!(!r.all);
+        let r = parse_request(Some(&Bson::Document(
+            doc! {"allParameters": true, "showDetails": 1, "setAt": "runtime"},
+        )))
+        .expect("options");
+        assert!(r.all && r.show_details && r.set_at == Some(SetAt::Runtime));
+        assert!(parse_request(Some(&Bson::Document(doc! {"setAt": "never"}))).is_err());
+        assert!(parse_request(Some(&Bson::Document(doc! {"bogus": 1}))).is_err());
+    }
+}

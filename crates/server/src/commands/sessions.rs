@@ -1,0 +1,137 @@
+//! Logical-session commands: `startSession`, `endSessions`, `refreshSessions`,
+//! `killSessions`, `killAllSessions`. Drivers call them around every session they use. No
+//! session state is kept yet (multi-statement transactions will add a session table), so
+//! these check their arguments as mongod does and succeed.
+
+use super::CommandResult;
+use crate::ConnectionCtx;
+use bson::{doc, spec::BinarySubtype, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
+
+/// Minutes an idle session lives (mongod's `localLogicalSessionTimeoutMinutes`).
+pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
+
+pub fn start_session(_ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
+    Ok(doc! {
+        "id": { "id": bson::Uuid::new() },
+        "timeoutMinutes": SESSION_TIMEOUT_MINUTES,
+    })
+}
+
+pub fn end_sessions(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    session_ids(body, "endSessions")?;
+    Ok(Document::new())
+}
+
+pub fn refresh_sessions(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    session_ids(body, "refreshSessions")?;
+    Ok(Document::new())
+}
+
+pub fn kill_sessions(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    session_ids(body, "killSessions")?;
+    Ok(Document::new())
+}
+
+/// `killAllSessions: [{user, db}, ...]` (an empty array means every user's sessions).
+pub fn kill_all_sessions(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    let users = array_arg(body, "killAllSessions")?;
+    for u in users {
+        if !matches!(u, Bson::Document(_)) {
+            return Err(wrong_type("killAllSessions.killAllSessions", u, "object"));
+        }
+    }
+    Ok(Document::new())
+}
+
+/// Checks `{<command>: [{id: UUID}, ...]}` and returns how many ids it names.
+fn session_ids(body: &Document, command: &str) -> Result<usize, MongoError> {
+    let ids = array_arg(body, command)?;
+    for entry in ids {
+        let Bson::Document(d) = entry else {
+            return Err(wrong_type(&format!("{command}.{command}"), entry, "object"));
+        };
+        match d.get("id") {
+            Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid && b.bytes.len() == 16 => {}
+            Some(other) => {
+                return Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "BSON field '{command}.{command}.id' is the wrong type '{}', expected \
+                         a UUID",
+                        type_name(other)
+                    ),
+                ))
+            }
+            None => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    format!("BSON field '{command}.{command}.id' is missing but a required field"),
+                ))
+            }
+        }
+    }
+    Ok(ids.len())
+}
+
+fn array_arg<'a>(body: &'a Document, command: &str) -> Result<&'a [Bson], MongoError> {
+    match body.get(command) {
+        Some(Bson::Array(a)) => Ok(a),
+        Some(other) => Err(wrong_type(&format!("{command}.{command}"), other, "array")),
+        None => Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            format!("missing '{command}'"),
+        )),
+    }
+}
+
+fn wrong_type(field: &str, v: &Bson, expected: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::TypeMismatch,
+        format!(
+            "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
+            type_name(v)
+        ),
+    )
+}
+
+/// mongod's short type names, for error messages.
+fn type_name(v: &Bson) -> &'static str {
+    match v {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::Int32(_) => "int",
+        Bson::Int64(_) => "long",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Decimal128(_) => "decimal",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_lists_are_checked() {
+        let id = bson::Uuid::new();
+        assert_eq!(
+            session_ids(
+                &doc! {"endSessions": [{"id": id}, {"id": id}]},
+                "endSessions"
+            ),
+            Ok(2)
+        );
+        assert!(session_ids(&doc! {"endSessions": 1}, "endSessions").is_err());
+        assert!(session_ids(&doc! {"endSessions": [1]}, "endSessions").is_err());
+        assert!(session_ids(&doc! {"endSessions": [{}]}, "endSessions").is_err());
+        assert!(session_ids(&doc! {"endSessions": [{"id": "x"}]}, "endSessions").is_err());
+    }
+}
