@@ -83,6 +83,16 @@ fn blocking_stages_respect_the_memory_limit() {
     )
     .expect("fits");
     assert_eq!(ids(top), vec![9, 19, 29]);
+    let page = run(
+        &[
+            doc! {"$sort": {"k": -1, "_id": 1}},
+            doc! {"$skip": 2},
+            doc! {"$limit": 2},
+        ],
+        2000,
+    )
+    .expect("fits");
+    assert_eq!(ids(page), vec![29, 39]);
     // The same stages under the default 100 MB limit.
     let all = Pipeline::parse(&[doc! {"$sort": {"k": -1}}, doc! {"$count": "n"}])
         .expect("parses")

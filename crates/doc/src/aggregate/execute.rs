@@ -71,8 +71,9 @@ impl Iterator for Documents<'_> {
     }
 }
 
-/// Compose `stages` over `input`. A `$sort` directly followed by a `$limit` keeps only the
-/// top documents it needs (MongoDB's sort/limit coalescence), which bounds its memory.
+/// Compose `stages` over `input`. A `$sort` followed by a `$limit` (or `$skip` then `$limit`)
+/// keeps only the top documents it needs (MongoDB's sort/limit coalescence), which bounds its
+/// memory.
 pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>) -> DocStream<'a> {
     let mut stream = input;
     for (i, stage) in stages.iter().enumerate() {
@@ -87,8 +88,11 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::Count(field) => simple::count(stream, field),
             Stage::Group(spec) => group::run(spec, stream, ctx),
             Stage::Sort(spec) => {
-                let limit = match stages.get(i + 1) {
-                    Some(Stage::Limit(n)) => Some(*n),
+                let limit = match (stages.get(i + 1), stages.get(i + 2)) {
+                    (Some(Stage::Limit(n)), _) => Some(*n),
+                    (Some(Stage::Skip(skip)), Some(Stage::Limit(n))) => {
+                        Some(skip.saturating_add(*n))
+                    }
                     _ => None,
                 };
                 sort::run(spec, stream, limit, ctx)
