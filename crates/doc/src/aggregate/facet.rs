@@ -135,4 +135,28 @@ mod tests {
         );
         assert_eq!(code(bson::bson!({"a": [{"$limit": 0}]})), 15958);
     }
+
+    #[test]
+    fn every_facet_reads_the_whole_input_and_errors_end_the_run() {
+        use crate::aggregate::NoCollections;
+        let pipeline = Pipeline::parse(&[doc! {"$facet": {
+            "first": [{"$limit": 1}],
+            "rest": [{"$skip": 1}, {"$project": {"_id": 1}}],
+        }}])
+        .expect("parses");
+        let input = [doc! {"_id": 1, "a": 1}, doc! {"_id": 2, "a": 2}];
+        let out = pipeline
+            .run_documents(&input, &NoCollections)
+            .expect("runs");
+        assert_eq!(
+            out,
+            vec![doc! {"first": [{"_id": 1, "a": 1}], "rest": [{"_id": 2}]}]
+        );
+        let failing = vec![Err(MongoError::new(ErrorCode::InternalError, "x"))];
+        let e = pipeline
+            .run(failing, &NoCollections)
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::InternalError);
+    }
 }

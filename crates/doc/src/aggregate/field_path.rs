@@ -139,6 +139,12 @@ mod tests {
             d,
             doc! {"a": {"b": 1, "c": 2}, "x": [{"b": 2}], "s": {"t": 3}, "n": {"m": 4}}
         );
+        // An array on the way is replaced, as MongoDB's setNestedField does.
+        set_path(&mut d, &parts("x.y"), Bson::Int32(5));
+        assert_eq!(
+            get_path(&d, &parts("x")),
+            Some(&Bson::Document(doc! {"y": 5}))
+        );
         remove_path(&mut d, &parts("a.b"));
         remove_path(&mut d, &parts("zz.top"));
         assert_eq!(

@@ -346,5 +346,8 @@ mod tests {
         assert_eq!(e.code, ErrorCode::BadValue);
         assert!(key(doc! {"a.x": 1, "a.y": 1}, doc! {"a": [{"x": 1, "y": 2}]}).is_ok());
         assert!(key(doc! {"a": 1, "b": 1}, doc! {"a": [1], "b": 2}).is_ok());
+        // Arrays nested in one shared array are not parallel; sibling arrays are.
+        assert!(key(doc! {"a.b": 1, "a.c": 1}, doc! {"a": [{"b": [1], "c": 1}]}).is_ok());
+        assert!(key(doc! {"a.b": 1, "a.c": 1}, doc! {"a": {"b": [1], "c": [2]}}).is_err());
     }
 }
