@@ -14,7 +14,7 @@ use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
 
 use super::execute::{raw_to_bson, value_to_bson};
-use crate::error_code::MongoError;
+use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::element::true_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
@@ -51,8 +51,9 @@ impl Tree {
         })
     }
 
-    /// The subtree at `key`, created when absent.
-    fn subtree(&mut self, key: &str) -> &mut Tree {
+    /// The subtree at `key`, created when absent; `None` when `key` already names a leaf
+    /// (which `Projection::parse` refuses first, as a path collision).
+    fn subtree(&mut self, key: &str) -> Option<&mut Tree> {
         let position = match self.children.iter().position(|(n, _)| n == key) {
             Some(p) => p,
             None => {
@@ -62,8 +63,8 @@ impl Tree {
             }
         };
         match &mut self.children[position].1 {
-            Node::Tree(t) => t,
-            _ => unreachable!("Projection::parse refuses overlapping paths"),
+            Node::Tree(t) => Some(t),
+            _ => None,
         }
     }
 }
@@ -125,7 +126,12 @@ fn add_level(
         let (last, parents) = path.split_last().expect("split yields a part");
         let mut tree = &mut inclusion.tree;
         for part in parents {
-            tree = tree.subtree(part);
+            tree = tree.subtree(part).ok_or_else(|| {
+                MongoError::new(
+                    ErrorCode::Location31249,
+                    format!("Path collision at {}", path.join(".")),
+                )
+            })?;
         }
         tree.children.push(((*last).to_owned(), node));
     }
