@@ -116,9 +116,14 @@ def test_get_log_names_and_rings(client):
     glob = client.admin.command("getLog", "global")
     assert glob["totalLinesWritten"] >= len(glob["log"]) > 0
     lines = [json.loads(line) for line in glob["log"]]
-    assert any(l["fields"]["message"] == "waiting for connections" for l in lines)
+    ready = next(l for l in lines if l["msg"] == "waiting for connections")
+    # mongod's logv2 shape, which tools such as mongosh parse.
+    assert list(ready) == ["t", "s", "c", "id", "ctx", "msg", "attr"]
+    assert ready["t"]["$date"].endswith("+00:00") and ready["s"] == "I"
     warnings = client.admin.command("getLog", "startupWarnings")
-    assert any("Access control is not enabled" in line for line in warnings["log"])
+    entries = [json.loads(line) for line in warnings["log"]]
+    assert any(e["msg"].startswith("Access control is not enabled") for e in entries)
+    assert all(e["s"] == "W" and e["c"] == "CONTROL" for e in entries)
 
 
 def test_get_log_unknown_name_fails_like_mongod(client):

@@ -1,5 +1,6 @@
 """`shale serve --config FILE` with mongod's YAML keys, flags overriding the file, and the
-structured logs (`--logFormat json`, `systemLog.path`, verbosity, `--quiet`)."""
+structured logs (`--logFormat json` in mongod's logv2 shape, `systemLog.path`, verbosity,
+`--quiet`)."""
 
 import json
 
@@ -107,16 +108,18 @@ def test_json_logs_have_fields_from_start_to_shutdown(tmp_path):
     c.close()
     assert srv.stop() == 0
     lines = [json.loads(l) for l in srv.read_log().splitlines() if l.strip()]
-    messages = [l["fields"]["message"] for l in lines]
+    messages = [l["msg"] for l in lines]
     for expected in ("ShaleDB starting", "waiting for connections", "shutting down",
                      "shutdown complete"):
         assert expected in messages, messages
-    ready = next(l for l in lines if l["fields"]["message"] == "waiting for connections")
-    assert ready["fields"]["port"] == srv.port
-    assert ready["fields"]["dbpath"] == str(tmp_path / "data")
-    assert ready["level"] == "INFO"
-    signal = next(l for l in lines if l["fields"]["message"] == "signal received")
-    assert signal["fields"]["signal"] == "SIGTERM"
+    ready = next(l for l in lines if l["msg"] == "waiting for connections")
+    assert ready["attr"]["port"] == srv.port
+    assert ready["attr"]["dbpath"] == str(tmp_path / "data")
+    assert (ready["s"], ready["c"]) == ("I", "CONTROL")
+    accepted = next(l for l in lines if l["msg"] == "connection accepted")
+    assert accepted["ctx"].startswith("conn") and accepted["c"] == "NETWORK"
+    signal = next(l for l in lines if l["msg"] == "signal received")
+    assert signal["attr"]["signal"] == "SIGTERM"
 
 
 def test_log_path_writes_the_log_to_a_file(tmp_path):

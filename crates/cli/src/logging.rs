@@ -1,9 +1,10 @@
-//! Logging setup: one subscriber writing text or JSON lines to stderr or the log file, plus
-//! two JSON copies into the server's in-memory rings (`getLog: 'global'` and
-//! `getLog: 'startupWarnings'`). Verbosity follows mongod's: 0 informational, 1 debug,
+//! Logging setup: one subscriber writing text or mongod-style JSON lines (`log_format`) to
+//! stderr or the log file, plus two JSON copies into the server's in-memory rings
+//! (`getLog: 'global'` and `getLog: 'startupWarnings'`). Verbosity follows mongod's: 0 informational, 1 debug,
 //! 2 and up trace; `quiet` silences per-connection and per-command lines. `SHALE_LOG`
 //! (an env-filter directive) overrides both.
 
+use crate::log_format::MongoJson;
 use crate::settings::{LogFormat, Settings};
 use anyhow::Context;
 use shale_server::ram_log::{RamLog, STARTUP_WARNING_TARGET};
@@ -52,7 +53,7 @@ pub fn init(settings: &Settings) -> anyhow::Result<()> {
     };
     let console = match settings.log_format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
+            .event_format(MongoJson)
             .with_writer(writer)
             .boxed(),
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -61,12 +62,10 @@ pub fn init(settings: &Settings) -> anyhow::Result<()> {
             .boxed(),
     };
     let global_ring = tracing_subscriber::fmt::layer()
-        .json()
-        .with_ansi(false)
+        .event_format(MongoJson)
         .with_writer(|| RamLog::global().writer());
     let warnings_ring = tracing_subscriber::fmt::layer()
-        .json()
-        .with_ansi(false)
+        .event_format(MongoJson)
         .with_writer(|| RamLog::startup_warnings().writer())
         .with_filter(filter_fn(|meta| meta.target() == STARTUP_WARNING_TARGET));
     tracing_subscriber::registry()

@@ -3,6 +3,7 @@
 //! defaults (`settings`) and structured logs (`logging`). SIGINT or SIGTERM stops accepting
 //! connections and closes the database cleanly before exiting.
 
+mod log_format;
 mod logging;
 mod settings;
 
