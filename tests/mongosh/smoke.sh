@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# mongosh smoke test against the real `shale` binary: installs mongosh from the npm registry
+# into tests/mongosh/.prefix if it is missing (or SHALE_MONGOSH_PREFIX), starts the server on
+# a free loopback port with a temporary data directory, and runs one `mongosh --eval` per
+# step, printing PASS or FAIL for each. Exits non-zero when any selected step fails.
+#
+#   bash tests/mongosh/smoke.sh                 # every step
+#   bash tests/mongosh/smoke.sh connect show_dbs   # only these steps
+#
+# SHALE_BIN picks the binary (default target/debug/shale, as scripts/test.sh builds it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+MONGOSH_VERSION=2.12.0
+PREFIX=${SHALE_MONGOSH_PREFIX:-$PWD/tests/mongosh/.prefix}
+SHALE_BIN=${SHALE_BIN:-$PWD/target/debug/shale}
+MONGOSH=$PREFIX/node_modules/.bin/mongosh
+
+ALL_STEPS=(connect show_dbs insert find count)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=("${ALL_STEPS[@]}")
+
+# The JavaScript of each step; it throws (so mongosh exits non-zero) unless the step worked.
+step_js() {
+    case "$1" in
+    connect) echo 'const r = db.runCommand({ping: 1});
+        if (r.ok !== 1) throw new Error("ping: " + tojson(r));
+        const h = db.hello();
+        if (!h.isWritablePrimary || h.maxWireVersion !== 21) throw new Error(tojson(h));
+        print("connected to " + db.version());' ;;
+    show_dbs) echo 'show dbs' ;;
+    insert) echo 'const r = db.items.insertOne({_id: 1, name: "shale", n: 42});
+        if (!r.acknowledged || r.insertedId !== 1) throw new Error(tojson(r));
+        print("inserted " + r.insertedId);' ;;
+    find) echo 'const docs = db.items.find({n: 42}).toArray();
+        if (docs.length !== 1 || docs[0].name !== "shale") throw new Error(tojson(docs));
+        print("found " + tojson(docs[0]));' ;;
+    count) echo 'const n = db.items.countDocuments({});
+        if (n !== 1) throw new Error("countDocuments: " + n);
+        print("counted " + n);' ;;
+    *) echo "unknown step: $1" >&2; return 1 ;;
+    esac
+}
+
+for s in "${steps[@]}"; do step_js "$s" >/dev/null; done
+
+[ -x "$SHALE_BIN" ] || { echo "shale binary not found at $SHALE_BIN; build it or set SHALE_BIN" >&2; exit 1; }
+if ! [ -x "$MONGOSH" ] || [ "$("$MONGOSH" --version 2>/dev/null)" != "$MONGOSH_VERSION" ]; then
+    echo "installing mongosh $MONGOSH_VERSION into $PREFIX"
+    npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error "mongosh@$MONGOSH_VERSION"
+fi
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+tmp=$(mktemp -d)
+"$SHALE_BIN" serve --dbpath "$tmp/data" --port "$port" >"$tmp/shale.log" 2>&1 &
+pid=$!
+cleanup() {
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/shale.log" >&2; echo "shale exited" >&2; exit 1; }
+    sleep 0.1
+done
+
+uri="mongodb://127.0.0.1:$port/smoke?directConnection=true&serverSelectionTimeoutMS=5000"
+failed=0
+for s in "${steps[@]}"; do
+    if out=$(DO_NOT_TRACK=1 "$MONGOSH" --quiet --norc "$uri" --eval "$(step_js "$s")" 2>&1); then
+        echo "PASS $s: $(echo "$out" | tail -1)"
+    else
+        echo "FAIL $s: $(echo "$out" | grep -v '^\s*$' | tail -1)"
+        failed=$((failed + 1))
+    fi
+done
+passed=$(( ${#steps[@]} - failed ))
+echo "mongosh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
