@@ -7,6 +7,7 @@
 //! a cursor); DDL holds it exclusively, so trees never change under an operation. Inside,
 //! engine transactions give snapshot isolation and first-writer-wins conflicts, retried here.
 
+mod aggregate_ops;
 mod bounds;
 mod catalog;
 mod cursors;

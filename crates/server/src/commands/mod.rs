@@ -2,13 +2,18 @@
 //! result into a reply document (`ok: 1` or `ok: 0` with `errmsg`, `code`, `codeName`).
 //! One file per command family; handlers never see the wire format.
 
+mod aggregate;
 mod connection_info;
+mod crud;
+mod data;
+mod ddl;
 mod diagnostics;
 mod get_log;
 mod hello;
 mod host_info;
 mod list_commands;
 mod parameters;
+mod query;
 pub mod server_status;
 mod sessions;
 
@@ -55,7 +60,11 @@ pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
             "empty command document",
         ));
     };
-    let result = match COMMANDS.iter().find(|(n, _)| *n == name) {
+    let result = match COMMANDS
+        .iter()
+        .chain(data::COMMANDS)
+        .find(|(n, _)| *n == name)
+    {
         Some((_, handler)) => handler(ctx, db, body),
         None => Err(MongoError::new(
             ErrorCode::CommandNotFound,
@@ -97,5 +106,5 @@ pub(crate) fn require_admin(db: &str, command: &str) -> Result<(), MongoError> {
 
 /// Names of all commands, for `listCommands` and tests.
 pub fn command_names() -> impl Iterator<Item = &'static str> {
-    COMMANDS.iter().map(|(n, _)| *n)
+    COMMANDS.iter().chain(data::COMMANDS).map(|(n, _)| *n)
 }

@@ -1,0 +1,79 @@
+//! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
+//! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
+//! shows how the pipeline's leading stages are planned.
+
+use super::data::{cursor_reply, namespace, opt_bool, opt_doc, opt_i64, raw_to_bson, type_name};
+use super::CommandResult;
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document};
+use shale_db::VecSource;
+use shale_doc::{ErrorCode, MongoError};
+
+pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    if matches!(
+        body.get("aggregate"),
+        Some(Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
+    ) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "database-level aggregation ({aggregate: 1}) is not supported by shale",
+        ));
+    }
+    let ns = namespace(db, body, "aggregate")?;
+    let stages: Vec<Document> =
+        match body.get("pipeline") {
+            Some(Bson::Array(a)) => a
+                .iter()
+                .map(|s| match s {
+                    Bson::Document(d) => Ok(d.clone()),
+                    other => Err(MongoError::new(
+                        ErrorCode::TypeMismatch,
+                        format!(
+                            "Each element of the 'pipeline' array must be an object, not {}",
+                            type_name(other)
+                        ),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'aggregate.pipeline' is the wrong type '{}', expected type 'array'",
+                    type_name(other)
+                ),
+            )),
+            None => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    "BSON field 'aggregate.pipeline' is missing but a required field",
+                ))
+            }
+        };
+    if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
+        return ctx.db.explain_aggregate(&ns, &stages);
+    }
+    let cursor = opt_doc(body, "aggregate", "cursor")?;
+    let results = ctx.db.aggregate(&ns, &stages)?;
+    let Some(cursor) = cursor else {
+        let docs = results
+            .iter()
+            .map(raw_to_bson)
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(doc! { "result": docs });
+    };
+    let batch_size = match opt_i64(cursor, "aggregate.cursor", "batchSize")? {
+        Some(n) if n < 0 => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("BSON field 'batchSize' value must be >= 0, actual value '{n}'"),
+            ))
+        }
+        n => n.map(|n| n as usize),
+    };
+    let source = Box::new(VecSource(results.into_iter()));
+    let batch = ctx
+        .db
+        .cursors()
+        .first_batch(&ns.to_string(), source, batch_size, false)?;
+    cursor_reply(&ns.to_string(), batch, "firstBatch")
+}

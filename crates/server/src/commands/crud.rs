@@ -1,0 +1,314 @@
+//! Write commands: `insert`, `update`, `delete` and `findAndModify`, with MongoDB's reply
+//! fields (`n`, `nModified`, `upserted`, `writeErrors[].index/code/errmsg`). A statement's
+//! parse error is a write error at its index, as mongod reports it; an ordered batch stops
+//! at the first error.
+
+use super::data::{doc_array, namespace, opt_bool, opt_doc, raw_to_bson, to_raw};
+use super::CommandResult;
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document};
+use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
+use shale_doc::{ErrorCode, MongoError, UpdateSpec};
+
+/// Most statements in one write command (`maxWriteBatchSize`).
+const MAX_BATCH: usize = 100_000;
+
+pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "insert")?;
+    let docs = doc_array(body, "insert", "documents")?;
+    check_batch_len(docs.len())?;
+    let ordered = opt_bool(body, "insert", "ordered")?.unwrap_or(true);
+    let mut prepared = Vec::with_capacity(docs.len());
+    let mut early_errors = Vec::new();
+    let mut positions = Vec::with_capacity(docs.len());
+    for (i, d) in docs.iter().enumerate() {
+        match to_raw(d).and_then(|r| prepare_for_insert(&r)) {
+            Ok(r) => {
+                prepared.push(r);
+                positions.push(i);
+            }
+            Err(e) => {
+                early_errors.push((i, e));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut result = ctx.db.insert(&ns, &prepared, ordered)?;
+    // Errors refer to positions in the prepared list; map them back to the request.
+    for e in &mut result.errors {
+        e.0 = positions[e.0];
+    }
+    if ordered {
+        if let Some((first_bad, _)) = early_errors.first() {
+            // The documents after an ordered early error were never sent to the database,
+            // but those before it were; a later database error cannot exist then.
+            result.errors.retain(|(i, _)| i < first_bad);
+        }
+    }
+    result.errors.extend(early_errors);
+    result.errors.sort_by_key(|(i, _)| *i);
+    if ordered {
+        result.errors.truncate(1);
+    }
+    Ok(write_reply(result, false))
+}
+
+pub fn update(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "update")?;
+    let statements = doc_array(body, "update", "updates")?;
+    check_batch_len(statements.len())?;
+    let ordered = opt_bool(body, "update", "ordered")?.unwrap_or(true);
+    let mut ops = Vec::new();
+    let mut result = WriteResult::default();
+    let mut offset = Vec::new();
+    for (i, s) in statements.iter().enumerate() {
+        match parse_update(s) {
+            Ok(op) => {
+                ops.push(op);
+                offset.push(i);
+            }
+            Err(e) => {
+                // Run what came before, then report this statement.
+                run_updates(ctx, &ns, &mut ops, &mut offset, ordered, &mut result)?;
+                result.errors.push((i, e));
+                if ordered {
+                    return Ok(write_reply(result, true));
+                }
+            }
+        }
+    }
+    run_updates(ctx, &ns, &mut ops, &mut offset, ordered, &mut result)?;
+    result.errors.sort_by_key(|(i, _)| *i);
+    Ok(write_reply(result, true))
+}
+
+fn run_updates(
+    ctx: &ConnectionCtx,
+    ns: &shale_db::Namespace,
+    ops: &mut Vec<UpdateOp>,
+    offset: &mut Vec<usize>,
+    ordered: bool,
+    into: &mut WriteResult,
+) -> Result<(), MongoError> {
+    if ops.is_empty() || (ordered && !into.errors.is_empty()) {
+        ops.clear();
+        offset.clear();
+        return Ok(());
+    }
+    let r = ctx.db.update(ns, ops, ordered)?;
+    into.n += r.n;
+    into.n_modified += r.n_modified;
+    into.upserted
+        .extend(r.upserted.into_iter().map(|(i, id)| (offset[i], id)));
+    into.errors
+        .extend(r.errors.into_iter().map(|(i, e)| (offset[i], e)));
+    ops.clear();
+    offset.clear();
+    Ok(())
+}
+
+fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
+    let filter = opt_doc(s, "update.updates", "q")?.cloned().ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::FailedToParse,
+            "BSON field 'update.updates.q' is missing but a required field",
+        )
+    })?;
+    let u = s.get("u").ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::FailedToParse,
+            "BSON field 'update.updates.u' is missing but a required field",
+        )
+    })?;
+    let filters = array_filters(s)?;
+    let update = UpdateSpec::parse_value(u, filters.as_deref())?;
+    let multi = opt_bool(s, "update.updates", "multi")?.unwrap_or(false);
+    if multi && update.is_replacement() {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            "multi update is not supported for replacement-style update",
+        ));
+    }
+    Ok(UpdateOp {
+        filter,
+        update,
+        multi,
+        upsert: opt_bool(s, "update.updates", "upsert")?.unwrap_or(false),
+        hint: hint(s),
+    })
+}
+
+fn array_filters(s: &Document) -> Result<Option<Vec<Document>>, MongoError> {
+    match s.get("arrayFilters") {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Bson::Document(d) => Ok(d.clone()),
+                _ => Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    "arrayFilters entries must be objects",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            "arrayFilters must be an array",
+        )),
+    }
+}
+
+fn hint(s: &Document) -> Option<Bson> {
+    match s.get("hint") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::String(x)) if x.is_empty() => None,
+        Some(Bson::Document(d)) if d.is_empty() => None,
+        Some(h) => Some(h.clone()),
+    }
+}
+
+pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "delete")?;
+    let statements = doc_array(body, "delete", "deletes")?;
+    check_batch_len(statements.len())?;
+    let ordered = opt_bool(body, "delete", "ordered")?.unwrap_or(true);
+    let mut ops = Vec::new();
+    for s in &statements {
+        let filter = opt_doc(s, "delete.deletes", "q")?.cloned().ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'delete.deletes.q' is missing but a required field",
+            )
+        })?;
+        let limit = match s.get("limit") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            Some(Bson::Double(n)) => *n as i64,
+            Some(_) => {
+                return Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    "delete limit must be a number",
+                ))
+            }
+            None => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    "BSON field 'delete.deletes.limit' is missing but a required field",
+                ))
+            }
+        };
+        if limit != 0 && limit != 1 {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                format!("The limit field in delete objects must be 0 or 1. Got {limit}"),
+            ));
+        }
+        ops.push(DeleteOp {
+            filter,
+            limit_one: limit == 1,
+            hint: hint(s),
+        });
+    }
+    let result = ctx.db.delete(&ns, &ops, ordered)?;
+    Ok(write_reply(result, false))
+}
+
+pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let name = body
+        .keys()
+        .next()
+        .map(String::as_str)
+        .unwrap_or("findAndModify")
+        .to_owned();
+    let ns = namespace(db, body, &name)?;
+    let c = name.as_str();
+    let remove = opt_bool(body, c, "remove")?.unwrap_or(false);
+    let return_new = opt_bool(body, c, "new")?.unwrap_or(false);
+    let upsert = opt_bool(body, c, "upsert")?.unwrap_or(false);
+    let update = match body.get("update") {
+        None | Some(Bson::Null) => None,
+        Some(u) => Some(UpdateSpec::parse_value(u, array_filters(body)?.as_deref())?),
+    };
+    let fail = |m: &str| Err(MongoError::new(ErrorCode::FailedToParse, m.to_owned()));
+    match (&update, remove) {
+        (Some(_), true) => return fail("Cannot specify both an update and remove=true"),
+        (None, false) => return fail("Either an update or remove=true must be specified"),
+        _ => {}
+    }
+    if remove && return_new {
+        return fail("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+    }
+    if remove && upsert {
+        return fail("Cannot specify both upsert=true and remove=true");
+    }
+    let op = FindAndModifyOp {
+        filter: opt_doc(body, c, "query")?.cloned().unwrap_or_default(),
+        sort: opt_doc(body, c, "sort")?.cloned(),
+        remove,
+        update,
+        return_new,
+        fields: opt_doc(body, c, "fields")?.cloned(),
+        upsert,
+        hint: hint(body),
+    };
+    let r = ctx.db.find_and_modify(&ns, &op)?;
+    let mut last = doc! { "n": r.n as i32 };
+    if !remove {
+        last.insert("updatedExisting", r.updated_existing);
+    }
+    if let Some(id) = r.upserted {
+        last.insert("upserted", id);
+    }
+    let value = match &r.value {
+        Some(v) => raw_to_bson(v)?,
+        None => Bson::Null,
+    };
+    Ok(doc! { "lastErrorObject": last, "value": value })
+}
+
+fn check_batch_len(n: usize) -> Result<(), MongoError> {
+    if n == 0 || n > MAX_BATCH {
+        return Err(MongoError::new(
+            ErrorCode::InvalidLength,
+            format!("Write batch sizes must be between 1 and {MAX_BATCH}. Got {n} operations."),
+        ));
+    }
+    Ok(())
+}
+
+/// `{n, nModified?, upserted?, writeErrors?}`.
+fn write_reply(r: WriteResult, is_update: bool) -> Document {
+    let mut reply = doc! { "n": r.n as i32 };
+    if is_update {
+        reply.insert("nModified", r.n_modified as i32);
+        if !r.upserted.is_empty() {
+            let ups: Vec<Bson> = r
+                .upserted
+                .into_iter()
+                .map(|(i, id)| Bson::Document(doc! {"index": i as i32, "_id": id}))
+                .collect();
+            reply.insert("upserted", ups);
+        }
+    }
+    if !r.errors.is_empty() {
+        let errs: Vec<Bson> = r
+            .errors
+            .into_iter()
+            .map(|(i, e)| Bson::Document(write_error(i, &e)))
+            .collect();
+        reply.insert("writeErrors", errs);
+    }
+    reply
+}
+
+fn write_error(index: usize, e: &MongoError) -> Document {
+    let mut d = doc! { "index": index as i32, "code": e.code.code() };
+    if let Some(info) = &e.info {
+        d.extend(info.as_ref().clone());
+    }
+    d.insert("errmsg", e.message.clone());
+    d
+}

@@ -1,0 +1,199 @@
+//! The commands that read and change data and the catalog, and the argument helpers they
+//! share: typed field access with MongoDB's `TypeMismatch` messages, namespaces, and the
+//! cursor reply shape (`cursor: {firstBatch|nextBatch, id, ns}`).
+
+use super::{aggregate, crud, ddl, query, Handler};
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use shale_db::{Batch, Namespace};
+use shale_doc::{ErrorCode, MongoError};
+
+/// Data and catalog commands, by the names clients send.
+pub const COMMANDS: &[(&str, Handler)] = &[
+    ("insert", crud::insert),
+    ("update", crud::update),
+    ("delete", crud::delete),
+    ("findAndModify", crud::find_and_modify),
+    ("findandmodify", crud::find_and_modify),
+    ("find", query::find),
+    ("getMore", query::get_more),
+    ("killCursors", query::kill_cursors),
+    ("count", query::count),
+    ("distinct", query::distinct),
+    ("explain", query::explain),
+    ("aggregate", aggregate::aggregate),
+    ("create", ddl::create),
+    ("drop", ddl::drop),
+    ("dropDatabase", ddl::drop_database),
+    ("listCollections", ddl::list_collections),
+    ("listDatabases", ddl::list_databases),
+    ("renameCollection", ddl::rename_collection),
+    ("createIndexes", ddl::create_indexes),
+    ("listIndexes", ddl::list_indexes),
+    ("dropIndexes", ddl::drop_indexes),
+    ("deleteIndexes", ddl::drop_indexes),
+    ("collStats", ddl::coll_stats),
+    ("dbStats", ddl::db_stats),
+    ("validate", ddl::validate),
+];
+
+/// The collection a command names in its first field.
+pub fn namespace(db: &str, body: &Document, command: &str) -> Result<Namespace, MongoError> {
+    match body.get(command) {
+        Some(Bson::String(coll)) => Namespace::new(db, coll),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!("collection name has invalid type {}", type_name(other)),
+        )),
+        None => Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            "no collection name",
+        )),
+    }
+}
+
+/// MongoDB's name for a value's type, as error messages spell it.
+pub fn type_name(v: &Bson) -> &'static str {
+    match v {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::Undefined => "undefined",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "regex",
+        Bson::JavaScriptCode(_) => "javascript",
+        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+        Bson::Int32(_) => "int",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Int64(_) => "long",
+        Bson::Decimal128(_) => "decimal",
+        Bson::MinKey => "minKey",
+        Bson::MaxKey => "maxKey",
+        Bson::DbPointer(_) => "dbPointer",
+        Bson::Symbol(_) => "symbol",
+    }
+}
+
+fn wrong_type(command: &str, field: &str, v: &Bson, expected: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::TypeMismatch,
+        format!(
+            "BSON field '{command}.{field}' is the wrong type '{}', expected type '{expected}'",
+            type_name(v)
+        ),
+    )
+}
+
+/// An optional document field (null counts as absent).
+pub fn opt_doc<'a>(
+    body: &'a Document,
+    command: &str,
+    field: &str,
+) -> Result<Option<&'a Document>, MongoError> {
+    match body.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(d)) => Ok(Some(d)),
+        Some(v) => Err(wrong_type(command, field, v, "object")),
+    }
+}
+
+/// An optional boolean field (numbers count as booleans, as mongod's IDL allows).
+pub fn opt_bool(body: &Document, command: &str, field: &str) -> Result<Option<bool>, MongoError> {
+    match body.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Boolean(b)) => Ok(Some(*b)),
+        Some(Bson::Int32(n)) => Ok(Some(*n != 0)),
+        Some(Bson::Int64(n)) => Ok(Some(*n != 0)),
+        Some(Bson::Double(n)) => Ok(Some(*n != 0.0)),
+        Some(v) => Err(wrong_type(command, field, v, "bool")),
+    }
+}
+
+/// An optional integer field (any whole number type).
+pub fn opt_i64(body: &Document, command: &str, field: &str) -> Result<Option<i64>, MongoError> {
+    match body.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Int32(n)) => Ok(Some(i64::from(*n))),
+        Some(Bson::Int64(n)) => Ok(Some(*n)),
+        Some(Bson::Double(n)) if n.fract() == 0.0 => Ok(Some(*n as i64)),
+        Some(Bson::Decimal128(_)) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!("'{field}' must be a number"),
+        )),
+        Some(v) => Err(wrong_type(
+            command,
+            field,
+            v,
+            "[long, int, decimal, double]",
+        )),
+    }
+}
+
+/// A non-negative count field (`skip`, `limit`, `batchSize`).
+pub fn opt_count(body: &Document, command: &str, field: &str) -> Result<Option<u64>, MongoError> {
+    match opt_i64(body, command, field)? {
+        Some(n) if n < 0 => Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("BSON field '{field}' value must be >= 0, actual value '{n}'"),
+        )),
+        n => Ok(n.map(|n| n as u64)),
+    }
+}
+
+/// A required array of documents.
+pub fn doc_array<'a>(
+    body: &'a Document,
+    command: &str,
+    field: &str,
+) -> Result<Vec<&'a Document>, MongoError> {
+    match body.get(field) {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Bson::Document(d) => Ok(d),
+                other => Err(wrong_type(command, field, other, "object")),
+            })
+            .collect(),
+        Some(v) => Err(wrong_type(command, field, v, "array")),
+        None => Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            format!("BSON field '{command}.{field}' is missing but a required field"),
+        )),
+    }
+}
+
+/// `{cursor: {<batch_field>: [...], id, ns}}`.
+pub fn cursor_reply(ns: &str, batch: Batch, batch_field: &str) -> Result<Document, MongoError> {
+    let docs = batch
+        .docs
+        .iter()
+        .map(raw_to_bson)
+        .collect::<Result<Vec<Bson>, MongoError>>()?;
+    let mut cursor = Document::new();
+    cursor.insert(batch_field, docs);
+    cursor.insert("id", batch.cursor_id);
+    cursor.insert("ns", ns);
+    Ok(doc! { "cursor": cursor })
+}
+
+/// A stored or computed raw document as a reply value.
+pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
+    Document::try_from(d.as_ref())
+        .map(Bson::Document)
+        .map_err(|e| {
+            MongoError::new(
+                ErrorCode::InvalidBSON,
+                format!("document does not decode: {e}"),
+            )
+        })
+}
+
+/// A document received in a command, as raw BSON.
+pub fn to_raw(d: &Document) -> Result<RawDocumentBuf, MongoError> {
+    RawDocumentBuf::from_document(d)
+        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+}

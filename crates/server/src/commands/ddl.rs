@@ -1,0 +1,297 @@
+//! Catalog commands: `create`, `drop`, `dropDatabase`, `listCollections`, `listDatabases`,
+//! `renameCollection`, `createIndexes`, `listIndexes`, `dropIndexes`, `collStats`, `dbStats`,
+//! `validate`.
+
+use super::data::{
+    cursor_reply, doc_array, namespace, opt_bool, opt_doc, opt_i64, to_raw, type_name,
+};
+use super::{require_admin, CommandResult};
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use shale_db::{default_index_name, Batch, Namespace, VecSource};
+use shale_doc::{ErrorCode, Matcher, MongoError};
+
+/// `create` options we accept; others are refused rather than silently ignored.
+const CREATE_OPTIONS: &[&str] = &[
+    "storageEngine",
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "comment",
+    "collation",
+    "writeConcern",
+];
+
+pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "create")?;
+    let mut options = Document::new();
+    for (k, v) in body.iter().skip(1) {
+        if k.starts_with('$')
+            || [
+                "lsid",
+                "txnNumber",
+                "$clusterTime",
+                "apiVersion",
+                "apiStrict",
+                "apiDeprecationErrors",
+            ]
+            .contains(&k.as_str())
+        {
+            continue;
+        }
+        match k.as_str() {
+            "capped" if v == &Bson::Boolean(false) => {}
+            "capped"
+            | "viewOn"
+            | "pipeline"
+            | "timeseries"
+            | "clusteredIndex"
+            | "changeStreamPreAndPostImages"
+            | "size"
+            | "max" => {
+                return Err(MongoError::new(
+                    ErrorCode::CommandNotSupported,
+                    format!("create option '{k}' is not supported by shale"),
+                ));
+            }
+            _ if CREATE_OPTIONS.contains(&k.as_str()) => {
+                if k != "writeConcern" && k != "comment" {
+                    options.insert(k.clone(), v.clone());
+                }
+            }
+            _ => {
+                return Err(MongoError::new(
+                    ErrorCode::Location40415,
+                    format!("BSON field 'create.{k}' is an unknown field."),
+                ));
+            }
+        }
+    }
+    ctx.db.create_collection(&ns, options)?;
+    Ok(Document::new())
+}
+
+pub fn drop(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "drop")?;
+    Ok(match ctx.db.drop_collection(&ns)? {
+        Some(n) => doc! { "nIndexesWas": n as i32, "ns": ns.to_string() },
+        None => Document::new(),
+    })
+}
+
+pub fn drop_database(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+    ctx.db.drop_database(db)?;
+    Ok(doc! { "dropped": db })
+}
+
+pub fn list_collections(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    shale_db::validate_db_name(db)?;
+    let filter = opt_doc(body, "listCollections", "filter")?;
+    let matcher = filter
+        .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
+        .transpose()?;
+    let name_only = opt_bool(body, "listCollections", "nameOnly")?.unwrap_or(false);
+    let mut out = Vec::new();
+    for entry in ctx.db.list_collections(db) {
+        let raw = to_raw(&entry)?;
+        if let Some(m) = &matcher {
+            if !m.matches(&raw)? {
+                continue;
+            }
+        }
+        out.push(if name_only { to_raw(&doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"})? } else { raw });
+    }
+    cursor_of(
+        ctx,
+        &format!("{db}.$cmd.listCollections"),
+        out,
+        body,
+        "listCollections",
+    )
+}
+
+/// A cursor over documents computed whole (listCollections, listIndexes).
+fn cursor_of(
+    ctx: &ConnectionCtx,
+    ns: &str,
+    docs: Vec<RawDocumentBuf>,
+    body: &Document,
+    c: &str,
+) -> CommandResult {
+    let batch_size = match opt_doc(body, c, "cursor")? {
+        Some(cur) => opt_i64(cur, c, "batchSize")?.map(|b| b.max(0) as usize),
+        None => None,
+    };
+    let batch = match batch_size {
+        None => Batch { docs, cursor_id: 0 },
+        Some(n) => ctx.db.cursors().first_batch(
+            ns,
+            Box::new(VecSource(docs.into_iter())),
+            Some(n),
+            false,
+        )?,
+    };
+    cursor_reply(ns, batch, "firstBatch")
+}
+
+pub fn list_databases(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    require_admin(db, "listDatabases")?;
+    let filter = opt_doc(body, "listDatabases", "filter")?;
+    let matcher = filter
+        .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
+        .transpose()?;
+    let name_only = opt_bool(body, "listDatabases", "nameOnly")?.unwrap_or(false);
+    let mut dbs = Vec::new();
+    let mut total = 0i64;
+    for (name, bytes) in ctx.db.list_databases() {
+        let entry = if name_only {
+            doc! { "name": name }
+        } else {
+            doc! { "name": name, "sizeOnDisk": bytes as i64, "empty": false }
+        };
+        if let Some(m) = &matcher {
+            if !m.matches(&to_raw(&entry)?)? {
+                continue;
+            }
+        }
+        total += bytes as i64;
+        dbs.push(Bson::Document(entry));
+    }
+    if name_only {
+        return Ok(doc! { "databases": dbs });
+    }
+    Ok(doc! { "databases": dbs, "totalSize": total, "totalSizeMb": total >> 20 })
+}
+
+pub fn rename_collection(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    require_admin(db, "renameCollection")?;
+    let from = match body.get("renameCollection") {
+        Some(Bson::String(s)) => Namespace::parse(s)?,
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "renameCollection must be a string, not {}",
+                    type_name(other)
+                ),
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "renameCollection needs a source",
+            ))
+        }
+    };
+    let to = match body.get("to") {
+        Some(Bson::String(s)) => Namespace::parse(s)?,
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!("'to' must be a string, not {}", type_name(other)),
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'renameCollection.to' is missing but a required field",
+            ))
+        }
+    };
+    let drop_target = opt_bool(body, "renameCollection", "dropTarget")?.unwrap_or(false);
+    ctx.db.rename_collection(&from, &to, drop_target)?;
+    Ok(Document::new())
+}
+
+pub fn create_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "createIndexes")?;
+    let specs = doc_array(body, "createIndexes", "indexes")?;
+    if specs.is_empty() {
+        return Err(MongoError::new(
+            ErrorCode::BadValue,
+            "Must specify at least one index to create",
+        ));
+    }
+    let specs: Vec<Document> = specs
+        .into_iter()
+        .map(|s| {
+            let mut s = s.clone();
+            if !s.contains_key("name") {
+                if let Ok(key) = s.get_document("key") {
+                    let name = default_index_name(key);
+                    s.insert("name", name);
+                }
+            }
+            s
+        })
+        .collect();
+    let r = ctx.db.create_indexes(&ns, &specs)?;
+    let mut reply = doc! {
+        "numIndexesBefore": r.before as i32,
+        "numIndexesAfter": r.after as i32,
+        "createdCollectionAutomatically": r.created_collection,
+    };
+    if let Some(note) = r.note {
+        reply.insert("note", note);
+    }
+    Ok(reply)
+}
+
+pub fn list_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "listIndexes")?;
+    let specs = ctx
+        .db
+        .list_indexes(&ns)?
+        .iter()
+        .map(to_raw)
+        .collect::<Result<Vec<_>, _>>()?;
+    cursor_of(
+        ctx,
+        &format!("{db}.$cmd.listIndexes.{}", ns.coll),
+        specs,
+        body,
+        "listIndexes",
+    )
+}
+
+pub fn drop_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let name = body
+        .keys()
+        .next()
+        .map(String::as_str)
+        .unwrap_or("dropIndexes")
+        .to_owned();
+    let ns = namespace(db, body, &name)?;
+    let which = body.get("index").ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::FailedToParse,
+            format!("BSON field '{name}.index' is missing but a required field"),
+        )
+    })?;
+    let before = ctx.db.drop_indexes(&ns, which)?;
+    Ok(doc! { "nIndexesWas": before as i32 })
+}
+
+fn scale(body: &Document, c: &str) -> Result<i64, MongoError> {
+    match opt_i64(body, c, "scale")? {
+        Some(s) if s < 1 => Err(MongoError::new(
+            ErrorCode::BadValue,
+            "Scale factor must be greater than zero",
+        )),
+        s => Ok(s.unwrap_or(1)),
+    }
+}
+
+pub fn coll_stats(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "collStats")?;
+    ctx.db.coll_stats(&ns, scale(body, "collStats")?)
+}
+
+pub fn db_stats(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    ctx.db.db_stats(db, scale(body, "dbStats")?)
+}
+
+pub fn validate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "validate")?;
+    ctx.db.validate(&ns)
+}

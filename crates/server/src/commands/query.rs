@@ -1,0 +1,281 @@
+//! Read commands: `find`, `getMore`, `killCursors`, `count`, `distinct` and `explain`.
+//! A find's cursor holds its snapshot between batches; the first batch defaults to 101
+//! documents and every batch stops before 16 MiB.
+
+use super::data::{cursor_reply, namespace, opt_bool, opt_count, opt_doc, opt_i64, type_name};
+use super::CommandResult;
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document};
+use shale_db::{FindSpec, Namespace};
+use shale_doc::{ErrorCode, MongoError};
+
+/// Parses a find command's query fields.
+fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), MongoError> {
+    let limit = match opt_i64(body, c, "limit")? {
+        Some(n) if n < 0 => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("BSON field 'limit' value must be >= 0, actual value '{n}'"),
+            ))
+        }
+        Some(0) | None => None,
+        Some(n) => Some(n as u64),
+    };
+    let spec = FindSpec {
+        filter: opt_doc(body, c, "filter")?.cloned().unwrap_or_default(),
+        sort: opt_doc(body, c, "sort")?.cloned().filter(|s| !s.is_empty()),
+        projection: opt_doc(body, c, "projection")?.cloned(),
+        skip: opt_count(body, c, "skip")?.unwrap_or(0),
+        limit,
+        hint: match body.get("hint") {
+            None | Some(Bson::Null) => None,
+            Some(Bson::Document(d)) if d.is_empty() => None,
+            Some(h @ (Bson::String(_) | Bson::Document(_))) => Some(h.clone()),
+            Some(other) => {
+                return Err(MongoError::new(
+                    ErrorCode::FailedToParse,
+                    format!(
+                        "hint must be a string or an object, not {}",
+                        type_name(other)
+                    ),
+                ))
+            }
+        },
+    };
+    let batch_size = opt_count(body, c, "batchSize")?;
+    let single = opt_bool(body, c, "singleBatch")?.unwrap_or(false);
+    Ok((spec, batch_size, single))
+}
+
+pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "find")?;
+    let (spec, batch_size, single) = find_spec(body, "find")?;
+    let batch_size = batch_size.map(|b| b as usize);
+    let query = ctx.db.find(&ns, &spec)?;
+    let batch =
+        ctx.db
+            .cursors()
+            .first_batch(&ns.to_string(), Box::new(query), batch_size, single)?;
+    cursor_reply(&ns.to_string(), batch, "firstBatch")
+}
+
+pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let id = match body.get("getMore") {
+        Some(Bson::Int64(id)) => *id,
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                    type_name(other)
+                ),
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "getMore needs a cursor id",
+            ))
+        }
+    };
+    let coll = match body.get("collection") {
+        Some(Bson::String(c)) => c.clone(),
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                "BSON field 'getMore.collection' is the wrong type '{}', expected type 'string'",
+                type_name(other)
+            ),
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'getMore.collection' is missing but a required field",
+            ))
+        }
+    };
+    let ns = Namespace::new(db, &coll)?;
+    let batch_size = opt_count(body, "getMore", "batchSize")?.map(|b| b as usize);
+    let batch = ctx.db.cursors().get_more(id, &ns.to_string(), batch_size)?;
+    cursor_reply(&ns.to_string(), batch, "nextBatch")
+}
+
+pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "killCursors")?;
+    let ids: Vec<i64> = match body.get("cursors") {
+        Some(Bson::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Bson::Int64(i) => Ok(*i),
+                other => Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    format!("cursor ids must be longs, not {}", type_name(other)),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'killCursors.cursors' is missing but a required field",
+            ))
+        }
+    };
+    let (killed, missing) = ctx.db.cursors().kill(&ns.to_string(), &ids);
+    Ok(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": missing,
+        "cursorsAlive": [],
+        "cursorsUnknown": [],
+    })
+}
+
+pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "count")?;
+    let filter = opt_doc(body, "count", "query")?
+        .cloned()
+        .unwrap_or_default();
+    let skip = opt_count(body, "count", "skip")?.unwrap_or(0);
+    // A negative limit means the same as its absolute value for count.
+    let limit = opt_i64(body, "count", "limit")?
+        .map(|l| l.unsigned_abs())
+        .filter(|l| *l > 0);
+    let hint = match body.get("hint") {
+        Some(h @ (Bson::String(_) | Bson::Document(_)))
+            if h != &Bson::Document(Document::new()) =>
+        {
+            Some(h.clone())
+        }
+        _ => None,
+    };
+    let n = ctx.db.count(&ns, &filter, skip, limit, hint)?;
+    Ok(doc! { "n": n as i64 })
+}
+
+pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "distinct")?;
+    let key = match body.get("key") {
+        Some(Bson::String(k)) => k.clone(),
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
+                    type_name(other)
+                ),
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'distinct.key' is missing but a required field",
+            ))
+        }
+    };
+    let filter = opt_doc(body, "distinct", "query")?
+        .cloned()
+        .unwrap_or_default();
+    let values = ctx.db.distinct(&ns, &key, &filter)?;
+    Ok(doc! { "values": values })
+}
+
+pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let inner = match body.get("explain") {
+        Some(Bson::Document(d)) => d,
+        _ => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "explain command requires a nested object",
+            ))
+        }
+    };
+    let verbosity = match body.get("verbosity") {
+        None => "allPlansExecution",
+        Some(Bson::String(v)) if ["queryPlanner", "executionStats", "allPlansExecution"].contains(&v.as_str()) => v.as_str(),
+        Some(other) => return Err(MongoError::new(ErrorCode::BadValue, format!("verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, not {other}"))),
+    };
+    let name = inner.keys().next().map(String::as_str).unwrap_or("");
+    let (ns, spec) = match name {
+        "find" => {
+            let ns = namespace(db, inner, "find")?;
+            (ns, find_spec(inner, "find")?.0)
+        }
+        "count" => {
+            let ns = namespace(db, inner, "count")?;
+            (
+                ns,
+                FindSpec {
+                    filter: opt_doc(inner, "count", "query")?
+                        .cloned()
+                        .unwrap_or_default(),
+                    ..FindSpec::default()
+                },
+            )
+        }
+        "distinct" => {
+            let ns = namespace(db, inner, "distinct")?;
+            (
+                ns,
+                FindSpec {
+                    filter: opt_doc(inner, "distinct", "query")?
+                        .cloned()
+                        .unwrap_or_default(),
+                    ..FindSpec::default()
+                },
+            )
+        }
+        "delete" | "update" => {
+            let ns = namespace(db, inner, name)?;
+            let list = if name == "delete" {
+                "deletes"
+            } else {
+                "updates"
+            };
+            let first = inner
+                .get_array(list)
+                .ok()
+                .and_then(|a| a.first())
+                .and_then(Bson::as_document);
+            let filter = first
+                .and_then(|s| s.get_document("q").ok())
+                .cloned()
+                .unwrap_or_default();
+            (
+                ns,
+                FindSpec {
+                    filter,
+                    ..FindSpec::default()
+                },
+            )
+        }
+        "findAndModify" | "findandmodify" => {
+            let ns = namespace(db, inner, name)?;
+            let filter = opt_doc(inner, name, "query")?.cloned().unwrap_or_default();
+            let sort = opt_doc(inner, name, "sort")?.cloned();
+            (
+                ns,
+                FindSpec {
+                    filter,
+                    sort,
+                    ..FindSpec::default()
+                },
+            )
+        }
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::CommandNotFound,
+                format!("Explain failed due to unknown command: {other}"),
+            ))
+        }
+    };
+    // Explaining a write shows its plan but must not run it.
+    let execute = verbosity != "queryPlanner" && matches!(name, "find" | "count" | "distinct");
+    let mut reply = ctx.db.explain_find(&ns, &spec, execute)?;
+    reply.insert("command", inner.clone());
+    reply.insert(
+        "serverInfo",
+        doc! { "host": "localhost", "port": 27017, "version": super::COMPATIBLE_VERSION, "gitVersion": "unknown" },
+    );
+    Ok(reply)
+}
