@@ -225,6 +225,11 @@ fn computed_fields() {
         project(doc! {"n.m": "$a", "_id": 0}, &d, None),
         doc! {"n": {"m": 2}}
     );
+    // A computed sub-path over a scalar replaces the scalar with the computed document.
+    assert_eq!(
+        project(doc! {"a": {"n": "$b.c"}, "_id": 0}, &d, None),
+        doc! {"a": {"n": 3}}
+    );
 }
 
 #[test]

@@ -118,8 +118,11 @@ fn append_computed(
                     out.append_ref(name, v);
                 }
             }
+            // Built here when the inclusion pass produced nothing for the field: it is
+            // missing from the input, or holds a scalar the sub-paths cannot descend into
+            // (MongoDB replaces such a scalar with the computed document).
             Child::Node(sub)
-                if sub.has_computed() && doc.get(name).map_err(bson_error)?.is_none() =>
+                if sub.has_computed() && out.get(name).map_err(bson_error)?.is_none() =>
             {
                 let built = include_document(sub, &RawDocumentBuf::new(), false, ctx)?;
                 out.append(name, RawBson::Document(built));
