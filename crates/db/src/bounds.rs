@@ -76,20 +76,38 @@ impl PartialOrd for Cut {
     }
 }
 
-/// An interval `[lo, hi]` between two cuts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An interval `[lo, hi]` between two cuts, with how `explain` shows each end (in value
+/// order, whatever the index direction: `[3, 7)`, `(5, inf.0]`).
+#[derive(Debug, Clone)]
 pub struct Interval {
     pub lo: Cut,
     pub hi: Cut,
+    lo_text: String,
+    hi_text: String,
+}
+
+impl PartialEq for Interval {
+    /// Intervals are equal when their cuts are (5 and 5.0 are one point).
+    fn eq(&self, other: &Interval) -> bool {
+        self.lo == other.lo && self.hi == other.hi
+    }
 }
 
 impl Interval {
     pub fn point(v: &Bson) -> Interval {
         let e = encode(v);
+        let t = shown(v);
         Interval {
             lo: Cut::Before(e.clone()),
             hi: Cut::After(e),
+            lo_text: format!("[{t}"),
+            hi_text: format!("{t}]"),
         }
+    }
+
+    /// `explain`'s text for the interval.
+    pub fn text(&self) -> String {
+        format!("{}, {}", self.lo_text, self.hi_text)
     }
 
     pub fn is_point(&self) -> bool {
@@ -101,9 +119,13 @@ impl Interval {
     }
 
     fn intersect(&self, other: &Interval) -> Interval {
+        let lo = if self.lo >= other.lo { self } else { other };
+        let hi = if self.hi <= other.hi { self } else { other };
         Interval {
-            lo: self.lo.clone().max(other.lo.clone()),
-            hi: self.hi.clone().min(other.hi.clone()),
+            lo: lo.lo.clone(),
+            hi: hi.hi.clone(),
+            lo_text: lo.lo_text.clone(),
+            hi_text: hi.hi_text.clone(),
         }
     }
 
@@ -113,6 +135,8 @@ impl Interval {
             Direction::Descending => Interval {
                 lo: self.hi.flipped(),
                 hi: self.lo.flipped(),
+                lo_text: self.lo_text.clone(),
+                hi_text: self.hi_text.clone(),
             },
         }
     }
@@ -215,7 +239,7 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
             }
             let mut points: Vec<Interval> = items.iter().map(Interval::point).collect();
             points.sort_by(|a, b| a.lo.cmp(&b.lo));
-            points.dedup();
+            points.dedup_by(|a, b| a == b);
             Some(points)
         }
         "$gt" | "$gte" | "$lt" | "$lte" => {
@@ -224,27 +248,45 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
             }
             let e = encode(v);
             let tag = vec![canonical_type_order(v)];
-            let iv = match op {
-                "$gt" => Interval {
-                    lo: Cut::After(e),
-                    hi: Cut::After(tag),
-                },
-                "$gte" => Interval {
-                    lo: Cut::Before(e),
-                    hi: Cut::After(tag),
-                },
-                "$lt" => Interval {
-                    lo: Cut::Before(tag),
-                    hi: Cut::Before(e),
-                },
-                _ => Interval {
-                    lo: Cut::Before(tag),
-                    hi: Cut::After(e),
-                },
+            let t = shown(v);
+            let (low, high) = bracket_ends(v);
+            let (lo, hi, lo_text, hi_text) = match op {
+                "$gt" => (Cut::After(e), Cut::After(tag), format!("({t}"), high),
+                "$gte" => (Cut::Before(e), Cut::After(tag), format!("[{t}"), high),
+                "$lt" => (Cut::Before(tag), Cut::Before(e), low, format!("{t})")),
+                _ => (Cut::Before(tag), Cut::After(e), low, format!("{t}]")),
             };
-            Some(vec![iv])
+            Some(vec![Interval {
+                lo,
+                hi,
+                lo_text,
+                hi_text,
+            }])
         }
         _ => None,
+    }
+}
+
+/// A value as `explain` shows it in bounds.
+fn shown(v: &Bson) -> String {
+    match v {
+        Bson::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// How `explain` shows the ends of a value's type bracket.
+fn bracket_ends(v: &Bson) -> (String, String) {
+    match v {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
+            ("[-inf.0".into(), "inf.0]".into())
+        }
+        Bson::String(_) | Bson::Symbol(_) => ("[\"\"".into(), "{})".into()),
+        Bson::DateTime(_) => (
+            "[new Date(-9223372036854775808)".into(),
+            "new Date(9223372036854775807)]".into(),
+        ),
+        _ => ("[MinKey".into(), "MaxKey]".into()),
     }
 }
 
@@ -427,6 +469,17 @@ mod tests {
             &r,
             &key(&[(Bson::Int32(10), Direction::Ascending)], b"")
         ));
+    }
+
+    #[test]
+    fn explain_text_and_equal_numbers_are_one_point() {
+        let texts = |f: Document| match field_bound(&f, "a", false) {
+            FieldBound::Intervals(v) => v.iter().map(Interval::text).collect::<Vec<_>>(),
+            FieldBound::All => vec![],
+        };
+        assert_eq!(texts(doc! {"a": {"$gt": 5, "$lt": 9}}), vec!["(5, 9)"]);
+        assert_eq!(texts(doc! {"a": {"$lte": "m"}}), vec!["[\"\", \"m\"]"]);
+        assert_eq!(texts(doc! {"a": {"$in": [5, 5.0, 2]}}).len(), 2);
     }
 
     #[test]
