@@ -43,7 +43,7 @@ pub(super) fn include_document(
         }
     }
     if tree.has_computed() {
-        append_computed(tree, doc, &mut out, ctx)?;
+        append_computed(tree, &mut out, ctx)?;
     }
     Ok(out)
 }
@@ -107,7 +107,6 @@ fn include_array<'a>(
 /// Computed fields (and nested levels holding them) the document did not already supply.
 fn append_computed(
     tree: &Tree,
-    doc: &RawDocument,
     out: &mut RawDocumentBuf,
     ctx: &Context<'_>,
 ) -> Result<(), MongoError> {
