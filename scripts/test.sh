@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ShaleDB check: formatting, lints, Rust unit and integration tests, and the
 # end-to-end suite with the real pymongo driver against the real `shale` binary.
-# Needs only the Rust toolchain (rust-toolchain.toml), Python 3 and git.
+# Needs the Rust toolchain (rust-toolchain.toml), Python 3, git, and Node.js with npm (for
+# the mongosh smoke test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,10 @@ cargo test --workspace --locked
 
 step "build the shale binary for the end-to-end suite"
 cargo build --locked -p shale-cli
+export SHALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/shale"
+
+step "mongosh smoke test (installs mongosh from npm into tests/mongosh/.prefix on first use)"
+bash tests/mongosh/smoke.sh
 
 step "python virtualenv for the end-to-end suite (.venv)"
 if [ ! -x .venv/bin/python ]; then
@@ -25,8 +30,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 
-step "end-to-end tests (pymongo against target/debug/shale)"
-export SHALE_BIN="$PWD/target/debug/shale"
+step "end-to-end tests (pymongo against $SHALE_BIN)"
 report=$(mktemp)
 set +e
 (cd tests/e2e && ../../.venv/bin/python -m pytest -q -p no:cacheprovider --junitxml="$report")
