@@ -1,0 +1,276 @@
+"""Runs pymongo's CRUD unified spec tests against a fresh `shale serve` and checks the pass
+count against the floor. Called by run_crud_unified.sh, which prepares the venv and the
+unpacked pymongo source package (--src).
+
+The harness skips every test when it cannot reach the server and errors every test when its
+setup commands fail, so success is judged on the number of passed tests, never on pytest's
+exit status alone."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOOR_FILE = ROOT / "tests" / "spec" / "crud_unified_floor.txt"
+TEST_FILE = "test/test_crud_unified.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_floor() -> int:
+    for line in FLOOR_FILE.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            return int(line)
+    raise SystemExit(f"no number in {FLOOR_FILE}")
+
+
+def write_floor(value: int) -> None:
+    lines = FLOOR_FILE.read_text().splitlines()
+    out = []
+    done = False
+    for line in lines:
+        if not done and line.split("#", 1)[0].strip():
+            out.append(str(value))
+            done = True
+        else:
+            out.append(line)
+    FLOOR_FILE.write_text("\n".join(out) + "\n")
+
+
+def tail(path: Path, n: int = 40) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as e:
+        return f"(cannot read {path}: {e})"
+    return "\n".join(lines[-n:])
+
+
+class Shale:
+    def __init__(self, binary: str, dbpath: Path, log: Path):
+        self.port = free_port()
+        self.log_path = log
+        self.log = open(log, "wb")
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--dbpath", str(dbpath), "--port", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"shale exited at startup with {self.proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("shale did not start listening within 30 s") from None
+                time.sleep(0.05)
+
+    def responsive(self) -> str | None:
+        """None if the server answers a ping within 10 s, else why not."""
+        from pymongo import MongoClient
+
+        client = MongoClient(
+            "127.0.0.1",
+            self.port,
+            directConnection=True,
+            serverSelectionTimeoutMS=10000,
+            socketTimeoutMS=10000,
+        )
+        try:
+            client.admin.command("ping")
+            return None
+        except Exception as e:  # noqa: BLE001 - any failure means not responsive
+            return f"{type(e).__name__}: {e}"
+        finally:
+            client.close()
+
+    def stop(self) -> tuple[int | None, bool]:
+        """SIGTERM and wait; returns (exit code, whether it had to be killed)."""
+        killed = False
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                killed = True
+        self.log.close()
+        return self.proc.returncode, killed
+
+
+def parse_junit(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """Outcome -> [(test id, first line of the message)]."""
+    results: dict[str, list[tuple[str, str]]] = {
+        "passed": [],
+        "failed": [],
+        "errored": [],
+        "skipped": [],
+    }
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome, message = "passed", ""
+        for kind, key in (("failure", "failed"), ("error", "errored"), ("skipped", "skipped")):
+            el = case.find(kind)
+            if el is not None:
+                outcome = key
+                message = (el.get("message") or el.text or "").strip().splitlines()
+                message = message[0] if message else ""
+                break
+        results[outcome].append((name, message))
+    return results
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--src", required=True, type=Path, help="unpacked pymongo sdist")
+    ap.add_argument("--out", required=True, type=Path, help="directory for this run's logs")
+    ap.add_argument(
+        "--update-floor",
+        action="store_true",
+        help="raise the floor file to the pass count when it is higher",
+    )
+    ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    args = ap.parse_args()
+
+    binary = os.environ.get("SHALE_BIN", str(ROOT / "target" / "release" / "shale"))
+    if not Path(binary).is_file():
+        print(f"shale binary not found at {binary}; build it or set SHALE_BIN", file=sys.stderr)
+        return 1
+    test_timeout = int(os.environ.get("SPEC_TEST_TIMEOUT", "60"))
+    run_timeout = int(os.environ.get("SPEC_RUN_TIMEOUT", "600"))
+    floor = read_floor()
+
+    out = args.out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    junit = out / "junit.xml"
+    pytest_log = out / "pytest.log"
+    server_log = out / "shale.log"
+    summary = out / "not-passed.txt"
+
+    started = time.monotonic()
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="shale-spec-") as tmp:
+        server = Shale(binary, Path(tmp) / "data", server_log)
+        env = dict(os.environ)
+        env.update(DB_IP="127.0.0.1", DB_PORT=str(server.port), PYTHONDONTWRITEBYTECODE="1")
+        # The sdist's pymongo/ and bson/ (pure Python) come first on sys.path: pytest runs
+        # from the unpacked tree with its own pyproject.toml configuration.
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            TEST_FILE,
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={junit}",
+            f"--timeout={test_timeout}",
+            "-q",
+            *args.pytest_args,
+        ]
+        print(f"shale {binary} on port {server.port}; pytest {TEST_FILE} in {args.src}")
+        with open(pytest_log, "wb") as log:
+            pytest = subprocess.Popen(
+                command,
+                cwd=args.src,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                status = pytest.wait(timeout=run_timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(pytest.pid, signal.SIGKILL)
+                status = pytest.wait()
+                problems.append(f"the pytest run took longer than {run_timeout} s and was killed")
+
+        if server.proc.poll() is not None:
+            problems.append(f"the server died during the run (exit code {server.proc.returncode})")
+        else:
+            why = server.responsive()
+            if why is not None:
+                problems.append(f"the server stopped answering after the run: {why}")
+        code, killed = server.stop()
+        if killed:
+            problems.append("the server did not shut down within 30 s of SIGTERM (killed)")
+        elif code != 0 and not any("died" in p for p in problems):
+            problems.append(f"the server exited with code {code} on SIGTERM")
+    elapsed = time.monotonic() - started
+
+    if not junit.exists():
+        problems.append(f"pytest wrote no junit report (exit {status})")
+        results = {"passed": [], "failed": [], "errored": [], "skipped": []}
+    else:
+        results = parse_junit(junit)
+    counts = {k: len(v) for k, v in results.items()}
+    total = sum(counts.values())
+
+    with open(summary, "w") as f:
+        for outcome in ("failed", "errored", "skipped"):
+            for name, message in results[outcome]:
+                f.write(f"{outcome}\t{name}\t{message}\n")
+
+    panics = [
+        line
+        for line in server_log.read_text(errors="replace").splitlines()
+        if "panicked" in line
+    ]
+    if panics:
+        print(f"warning: {len(panics)} handler panic(s) in the server log, first: {panics[0]}")
+
+    if total == 0:
+        problems.append(f"no test ran (pytest exit {status})")
+    if counts["passed"] < floor:
+        problems.append(f"{counts['passed']} passed is below the floor of {floor} ({FLOOR_FILE.name})")
+
+    print(
+        f"crud unified spec tests (pymongo 4.20.0): passed {counts['passed']}, "
+        f"failed {counts['failed']}, errored {counts['errored']}, skipped {counts['skipped']} "
+        f"of {total}; floor {floor}; {elapsed:.0f} s"
+    )
+    print(f"details: {summary} (one line per test not passed), {pytest_log}")
+
+    if counts["passed"] > floor and not problems:
+        if args.update_floor:
+            write_floor(counts["passed"])
+            print(f"floor raised to {counts['passed']} in {FLOOR_FILE}")
+        else:
+            print(
+                f"more tests pass than the floor: raise it to {counts['passed']} "
+                f"(bash tests/spec/run_crud_unified.sh --update-floor)"
+            )
+
+    if problems:
+        for p in problems:
+            print(f"FAIL: {p}", file=sys.stderr)
+        print(f"--- last lines of the server log ({server_log}) ---", file=sys.stderr)
+        print(tail(server_log), file=sys.stderr)
+        print(f"--- last lines of the pytest output ({pytest_log}) ---", file=sys.stderr)
+        print(tail(pytest_log, 25), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs the drivers' CRUD unified spec tests, as shipped in pymongo 4.20.0's source package
+# (test/test_crud_unified.py and test/crud/unified/*.json), against the real `shale` binary,
+# prints the passed/failed/errored/skipped counts and fails if fewer tests pass than the
+# floor in tests/spec/crud_unified_floor.txt or if the server crashed or hung.
+#
+#   bash tests/spec/run_crud_unified.sh [--update-floor] [-- extra pytest args, e.g. -k insertOne]
+#
+# Environment: SHALE_BIN (default target/release/shale), SPEC_CACHE (default
+# target/spec-cache: the unpacked source package and the last run's logs live there),
+# SPEC_TEST_TIMEOUT (seconds per test, default 60), SPEC_RUN_TIMEOUT (seconds for the whole
+# pytest run, default 600).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PYMONGO_VERSION=4.20.0
+# sha256 of pymongo-4.20.0.tar.gz as PyPI serves it.
+SDIST_SHA256=f773b0aec28687587cdeda490463a82debc4566a4a3620dcc8dada9d2c0a1acd
+
+CACHE="${SPEC_CACHE:-$PWD/target/spec-cache}"
+SRC="$CACHE/pymongo-$PYMONGO_VERSION"
+mkdir -p "$CACHE"
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/spec/requirements.txt
+
+if [ ! -f "$SRC/test/test_crud_unified.py" ]; then
+    echo "fetching the pymongo $PYMONGO_VERSION source package into $CACHE (about a minute)"
+    tmp=$(mktemp -d "$CACHE/download.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    # --no-binary for pymongo only: the wheel has no tests, and building pymongo's build
+    # dependencies from source too (--no-binary :all:) takes minutes longer for the same file.
+    ok=0
+    for attempt in 1 2 3; do
+        if .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps \
+            --no-binary pymongo "pymongo==$PYMONGO_VERSION" -d "$tmp"; then
+            ok=1
+            break
+        fi
+        echo "pip download failed (attempt $attempt)" >&2
+        sleep 5
+    done
+    [ "$ok" -eq 1 ] || { echo "could not download the pymongo $PYMONGO_VERSION sdist" >&2; exit 1; }
+    tarball="$tmp/pymongo-$PYMONGO_VERSION.tar.gz"
+    echo "$SDIST_SHA256  $tarball" | sha256sum --check --quiet -
+    tar -xzf "$tarball" -C "$tmp"
+    rm -rf "$SRC"
+    mv "$tmp/pymongo-$PYMONGO_VERSION" "$SRC"
+    rm -rf "$tmp"
+    trap - EXIT
+fi
+
+exec .venv/bin/python tests/spec/run_crud_unified.py --src "$SRC" --out "$CACHE/last-run" "$@"
