@@ -150,12 +150,41 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         signal.map_err(anyhow::Error::from)
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    drop(db);
+    close_database(db);
     tracing::info!(
         uptime_secs = started.elapsed().as_secs_f64(),
         "shutdown complete"
     );
     Ok(())
+}
+
+/// Checkpoints and closes the database, so the next start has no log to replay. Connection
+/// tasks still finishing a command hold the database for a moment after the runtime stops
+/// taking work; wait for them briefly, and if one never lets go, leave the data as a crash
+/// would (everything acknowledged is in the log) rather than hang.
+fn close_database(mut db: Arc<Database>) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Arc::try_unwrap(db) {
+            Ok(db) => {
+                match db.close() {
+                    Ok(()) => tracing::info!("database closed after a final checkpoint"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "closing the database failed; the log will be replayed at the next start")
+                    }
+                }
+                return;
+            }
+            Err(shared) if Instant::now() < deadline => {
+                db = shared;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(_) => {
+                tracing::warn!("a connection still holds the database; exiting without a final checkpoint (the log will be replayed)");
+                return;
+            }
+        }
+    }
 }
 
 /// The first log lines: what is starting with which options, and mongod's startup warnings.

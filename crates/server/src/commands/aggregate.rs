@@ -20,35 +20,36 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         ));
     }
     let ns = namespace(db, body, "aggregate")?;
-    let stages: Vec<Document> =
-        match body.get("pipeline") {
-            Some(Bson::Array(a)) => a
-                .iter()
-                .map(|s| match s {
-                    Bson::Document(d) => Ok(d.clone()),
-                    other => Err(MongoError::new(
-                        ErrorCode::TypeMismatch,
-                        format!(
-                            "Each element of the 'pipeline' array must be an object, not {}",
-                            type_name(other)
-                        ),
-                    )),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(other) => return Err(MongoError::new(
+    let stages: Vec<Document> = match body.get("pipeline") {
+        Some(Bson::Array(a)) => a
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "Each element of the 'pipeline' array must be an object, not {}",
+                        type_name(other)
+                    ),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(MongoError::new(
                 ErrorCode::TypeMismatch,
                 format!(
                     "BSON field 'aggregate.pipeline' is the wrong type '{}', expected type 'array'",
                     type_name(other)
                 ),
-            )),
-            None => {
-                return Err(MongoError::new(
-                    ErrorCode::FailedToParse,
-                    "BSON field 'aggregate.pipeline' is missing but a required field",
-                ))
-            }
-        };
+            ))
+        }
+        None => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                "BSON field 'aggregate.pipeline' is missing but a required field",
+            ))
+        }
+    };
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         return ctx.db.explain_aggregate(&ns, &stages);
     }
