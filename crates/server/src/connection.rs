@@ -104,6 +104,25 @@ async fn run_blocking(ctx: &ConnectionCtx, header: MsgHeader, message: Vec<u8>) 
     }
 }
 
+/// Runs one whole message (header included) as a connection would, compression and all, and
+/// returns the encoded reply (`None` when none is due). `Err` when the message cannot be
+/// framed: a connection would close. For fuzzing and embedding; no network involved.
+pub fn handle_message(ctx: &ConnectionCtx, whole: &[u8]) -> Result<Option<Vec<u8>>, WireError> {
+    let head: &[u8; HEADER_LEN] = whole
+        .get(..HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(WireError::Truncated("message header"))?;
+    let header = MsgHeader::decode(head)?;
+    if header.message_length != whole.len() {
+        return Err(WireError::Invalid(format!(
+            "message length {} but {} bytes given",
+            header.message_length,
+            whole.len()
+        )));
+    }
+    Ok(handle(ctx, header, whole))
+}
+
 /// Decodes and runs one message; returns the encoded reply, or `None` when none is due.
 fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8>> {
     if header.op_code != OpCode::Compressed {
@@ -281,6 +300,25 @@ mod tests {
 
     fn msg(body: Document) -> Vec<u8> {
         encode_op_msg(5, 0, &body)
+    }
+
+    #[test]
+    fn handle_message_frames_then_answers() {
+        let (_dir, ctx) = ctx();
+        let ping = msg(doc! {"ping": 1, "$db": "admin"});
+        let (_, _, body) =
+            open_reply(&handle_message(&ctx, &ping).expect("framed").expect("reply"));
+        assert_eq!(body.get_f64("ok"), Ok(1.0));
+        assert!(handle_message(&ctx, &ping[..10]).is_err());
+        assert!(handle_message(&ctx, &ping[..ping.len() - 1]).is_err());
+        // A framed message with a garbage body gets an error reply, not a panic.
+        let mut junk = ping.clone();
+        for b in &mut junk[HEADER_LEN + 5..] {
+            *b = 0xAB;
+        }
+        let (_, _, body) =
+            open_reply(&handle_message(&ctx, &junk).expect("framed").expect("reply"));
+        assert_eq!(body.get_f64("ok"), Ok(0.0));
     }
 
     #[test]

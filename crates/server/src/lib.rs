@@ -8,6 +8,8 @@ pub mod net_stats;
 pub mod ram_log;
 pub mod wire;
 
+pub use connection::handle_message;
+
 use bson::Document;
 use shale_db::Database;
 use std::future::Future;
