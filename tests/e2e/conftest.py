@@ -1,7 +1,9 @@
 """Fixtures that run the real `shale` binary on a free loopback port with a fresh data
 directory, and hand tests a pymongo client connected to it."""
 
+import hashlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -95,3 +97,35 @@ def client(server):
     c = server.client()
     yield c
     c.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One server for a whole test module (the CRUD suites), so hundreds of small tests do
+    not each pay for a server start; tests keep apart by using their own database (`db`)."""
+    srv = Server(tmp_path_factory.mktemp("shared") / "data")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_client(shared_server):
+    c = shared_server.client()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def db(shared_client, request):
+    """A database of the module's shared server that no other test uses: `t_` + the test's
+    name (characters a database name may not hold replaced) + a short hash of the full id,
+    within MongoDB's 63-byte database name limit."""
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:40]
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
+    return shared_client[f"t_{stem}_{digest}"]
+
+
+@pytest.fixture
+def coll(db):
+    """A collection no other test uses (it does not exist until a test writes to it)."""
+    return db["c"]
