@@ -1,4 +1,4 @@
-//! Ordered cursors, forward and backward, with seek. A cursor holds one leaf's merged range
+//! Ordered cursors, forward and backward, with seek. A cursor holds one basement's merged range
 //! at a time (`LeafBatch`) and moves to the neighbouring leaf by key when it runs off either
 //! end, so it never pins nodes and stays valid while the tree splits and merges under it.
 //! Every leaf is read as of the cursor's registered snapshot, so the whole scan sees one

@@ -25,7 +25,7 @@ pub(crate) enum Target {
     Last,
 }
 
-/// The entries of one leaf's key range `[lo, hi)` as of the scan.
+/// The entries of one basement's key range `[lo, hi)` as of the scan.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeafBatch {
     pub entries: Vec<(Vec<u8>, Vec<u8>)>,
@@ -66,7 +66,8 @@ impl Tree {
         Ok(fold_messages(&*self.merge, key, base, pending))
     }
 
-    /// The merged contents of one leaf's range as of `snapshot`.
+    /// The merged contents of one basement's range as of `snapshot` (the basement of the
+    /// leaf `target` leads to), with the range's bounds.
     pub(crate) fn scan_leaf(
         &self,
         st: &TreeState,
@@ -99,16 +100,30 @@ impl Tree {
                     buffers.push(buffer);
                     id = n.children[c];
                 }
-                NodeBody::Leaf(l) if !l.all_loaded() => return Err(Stall::Load(Load::Node(id))),
                 NodeBody::Leaf(l) => break l,
             }
         };
+        // One basement, not the whole leaf: a short range scan reads (and copies) one read
+        // unit, as a point lookup does; the cursor moves to the next basement by key.
+        let b = match target {
+            Target::Containing(k) => leaf.basement_index(k),
+            Target::Before(k) => leaf.pivots.partition_point(|p| p < k),
+            Target::First => 0,
+            Target::Last => leaf.basements.len() - 1,
+        };
+        let basement = leaf.basements[b]
+            .as_ref()
+            .ok_or(Stall::Load(Load::Partition(id, b)))?;
+        if b > 0 {
+            lo = Some(&leaf.pivots[b - 1]);
+        }
+        if b < leaf.pivots.len() {
+            hi = Some(&leaf.pivots[b]);
+        }
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
-        for b in leaf.basements.iter().flatten() {
-            for (k, e) in b.iter() {
-                if let Some(v) = e.value_at(snapshot) {
-                    merged.insert(k, Some(v.clone()));
-                }
+        for (k, e) in basement.iter() {
+            if let Some(v) = e.value_at(snapshot) {
+                merged.insert(k, Some(v.clone()));
             }
         }
         let mut msgs: BTreeMap<&[u8], Vec<&Msg>> = BTreeMap::new();
