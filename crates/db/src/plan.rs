@@ -291,10 +291,7 @@ impl Plan {
         for (path, b) in &self.bounds {
             let shown: Vec<Bson> = match b {
                 FieldBound::All => vec![Bson::String("[MinKey, MaxKey]".into())],
-                FieldBound::Intervals(v) => v
-                    .iter()
-                    .map(|i| Bson::String(format!("{:?}", i).chars().take(200).collect()))
-                    .collect(),
+                FieldBound::Intervals(v) => v.iter().map(|i| Bson::String(i.text())).collect(),
             };
             bounds.insert(path.clone(), shown);
         }
