@@ -26,6 +26,7 @@ impl Tree {
         let cache = self.cache.clone();
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
+        let basement_bytes = self.options.basement_size_bytes;
         let msg = Msg {
             msn,
             ts,
@@ -40,7 +41,11 @@ impl Tree {
                     int.buf_mut(c).push(key.to_vec(), msg);
                     None
                 }
-                NodeBody::Leaf(l) => Some(apply_to_leaf(l, &*merge, key, &msg, horizon)),
+                NodeBody::Leaf(l) => {
+                    let applied = apply_to_leaf(l, &*merge, key, &msg, horizon);
+                    l.recut_oversized(basement_bytes);
+                    Some(applied)
+                }
             }
         });
         if let Some(applied) = applied {
@@ -177,10 +182,11 @@ impl Tree {
         let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
+        let basement_bytes = self.options.basement_size_bytes;
         let applied = st.modify(child, &cache, |n| {
             n.dirty = true;
             n.touch();
-            push_down(&mut n.body, &*merge, msgs, horizon)
+            push_down(&mut n.body, &*merge, msgs, horizon, basement_bytes)
         });
         self.stats.count_versions(applied);
         // Remember an over-full child by a key in its range: the flusher walks to it later.
@@ -395,6 +401,7 @@ fn push_down(
     merge: &msg::MergeFn,
     msgs: BTreeMap<Vec<u8>, Vec<Msg>>,
     horizon: Ts,
+    basement_bytes: usize,
 ) -> Applied {
     let mut applied = Applied::default();
     match body {
@@ -412,6 +419,7 @@ fn push_down(
                     applied.add(apply_to_leaf(l, merge, &k, &m, horizon));
                 }
             }
+            l.recut_oversized(basement_bytes);
         }
     }
     applied

@@ -164,6 +164,29 @@ impl Leaf {
         }
     }
 
+    /// Re-cuts every basement that applied messages grew past twice `basement_bytes` into
+    /// basements of about `basement_bytes`, so the read unit stays the configured size
+    /// between splits (a leaf filled by messages would otherwise keep one basement the size
+    /// of the node, and a point read of it would read the whole node). The leaf is fully
+    /// loaded (it is being changed: N3); its pivots stay sorted and bound each basement.
+    pub fn recut_oversized(&mut self, basement_bytes: usize) {
+        for b in (0..self.basements.len()).rev() {
+            let oversized = self.basements[b]
+                .as_ref()
+                .is_some_and(|bm| bm.bytes() > 2 * basement_bytes && bm.len() > 1);
+            if !oversized {
+                continue;
+            }
+            let Some(basement) = self.basements[b].take() else {
+                continue;
+            };
+            let cut = Leaf::from_entries(basement.into_entries(), basement_bytes);
+            self.basements.splice(b..=b, cut.basements);
+            self.pivots.splice(b..b, cut.pivots);
+            self.parts.clear();
+        }
+    }
+
     pub fn basement_index(&self, key: &[u8]) -> usize {
         self.pivots.partition_point(|p| p.as_slice() <= key)
     }
@@ -442,4 +465,40 @@ fn check_range(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_basement_grown_by_messages_is_recut_to_the_read_unit() {
+        let mut leaf = Leaf::empty();
+        let basement = leaf.basements[0].as_mut().expect("loaded");
+        for i in 0..2_000u32 {
+            let key = format!("k{i:06}").into_bytes();
+            basement.apply(&key, Ts(1), Some(vec![7; 40]), Ts(0));
+        }
+        let total = leaf.loaded_bytes();
+        leaf.recut_oversized(4096);
+        assert!(
+            leaf.basements.len() >= total / 4096,
+            "{} basements",
+            leaf.basements.len()
+        );
+        assert_eq!(leaf.pivots.len() + 1, leaf.basements.len());
+        assert!(leaf.pivots.windows(2).all(|w| w[0] < w[1]));
+        for (b, bm) in leaf.basements.iter().enumerate() {
+            let bm = bm.as_ref().expect("loaded");
+            assert!(
+                bm.bytes() <= 4096 + 200,
+                "basement {b} has {} bytes",
+                bm.bytes()
+            );
+            for (k, _) in bm.iter() {
+                assert_eq!(leaf.basement_index(k), b);
+            }
+        }
+        assert_eq!(leaf.loaded_bytes(), total);
+    }
 }
