@@ -83,8 +83,9 @@ class Shale:
                     raise RuntimeError("shale did not start listening within 30 s") from None
                 time.sleep(0.05)
 
-    def responsive(self) -> str | None:
+    def responsive(self, src: Path) -> str | None:
         """None if the server answers a ping within 10 s, else why not."""
+        sys.path.insert(0, str(src))  # the sdist's pymongo: the venv has no other
         from pymongo import MongoClient
 
         client = MongoClient(
@@ -115,6 +116,46 @@ class Shale:
                 killed = True
         self.log.close()
         return self.proc.returncode, killed
+
+
+def current_test(pytest_log: Path) -> str:
+    """The test pytest -v was running: its last output line, which has no result yet."""
+    lines = pytest_log.read_text(errors="replace").splitlines()
+    return lines[-1].strip() if lines else "(before the first test)"
+
+
+def interrupt(proc: subprocess.Popen) -> int:
+    """SIGINT, so pytest stops after the current test and still writes its junit report;
+    SIGKILL to its process group if it has not finished within 30 s."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
+def watch(
+    proc: subprocess.Popen, server: Shale, pytest_log: Path, run_timeout: int, problems: list[str]
+) -> tuple[int, str | None]:
+    """Waits for pytest. A dead server would make every later test wait out its server
+    selection timeout, so the run is cut short then; also after run_timeout seconds.
+    Returns pytest's exit status and, if the server died, the test pytest was running."""
+    deadline = time.monotonic() + run_timeout
+    while True:
+        try:
+            return proc.wait(timeout=1), None
+        except subprocess.TimeoutExpired:
+            pass
+        if server.proc.poll() is not None:
+            at = current_test(pytest_log)
+            return interrupt(proc), at
+        if time.monotonic() > deadline:
+            problems.append(
+                f"the pytest run took longer than {run_timeout} s and was interrupted at: "
+                f"{current_test(pytest_log)}"
+            )
+            return interrupt(proc), None
 
 
 def parse_junit(path: Path) -> dict[str, list[tuple[str, str]]]:
@@ -184,7 +225,7 @@ def main() -> int:
             "no:cacheprovider",
             f"--junitxml={junit}",
             f"--timeout={test_timeout}",
-            "-q",
+            "-v",
             *args.pytest_args,
         ]
         print(f"shale {binary} on port {server.port}; pytest {TEST_FILE} in {args.src}")
@@ -198,23 +239,24 @@ def main() -> int:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-            try:
-                status = pytest.wait(timeout=run_timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(pytest.pid, signal.SIGKILL)
-                status = pytest.wait()
-                problems.append(f"the pytest run took longer than {run_timeout} s and was killed")
+            status, died_during = watch(pytest, server, pytest_log, run_timeout, problems)
 
-        if server.proc.poll() is not None:
-            problems.append(f"the server died during the run (exit code {server.proc.returncode})")
+        if died_during is not None:
+            problems.append(
+                f"the server died (exit code {server.proc.returncode}) while pytest was at: "
+                f"{died_during}"
+            )
+        elif server.proc.poll() is not None:
+            problems.append(f"the server died at the end of the run (exit code {server.proc.returncode})")
         else:
-            why = server.responsive()
+            why = server.responsive(args.src)
             if why is not None:
                 problems.append(f"the server stopped answering after the run: {why}")
+        server_alive_after_run = died_during is None and server.proc.poll() is None
         code, killed = server.stop()
         if killed:
             problems.append("the server did not shut down within 30 s of SIGTERM (killed)")
-        elif code != 0 and not any("died" in p for p in problems):
+        elif code != 0 and server_alive_after_run:
             problems.append(f"the server exited with code {code} on SIGTERM")
     elapsed = time.monotonic() - started
 

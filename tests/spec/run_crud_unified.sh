@@ -21,10 +21,14 @@ CACHE="${SPEC_CACHE:-$PWD/target/spec-cache}"
 SRC="$CACHE/pymongo-$PYMONGO_VERSION"
 mkdir -p "$CACHE"
 
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
+# Its own virtualenv, not the repo's .venv: pymongo's test suite needs pytest-asyncio (its
+# pyproject.toml configures it under --strict-config), and that plugin in .venv would warn on
+# every run of the end-to-end suite, whose environment stays exactly tests/e2e/requirements.txt.
+VENV="$CACHE/venv"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/spec/requirements.txt
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/spec/requirements.txt
 
 if [ ! -f "$SRC/test/test_crud_unified.py" ]; then
     echo "fetching the pymongo $PYMONGO_VERSION source package into $CACHE (about a minute)"
@@ -34,7 +38,7 @@ if [ ! -f "$SRC/test/test_crud_unified.py" ]; then
     # dependencies from source too (--no-binary :all:) takes minutes longer for the same file.
     ok=0
     for attempt in 1 2 3; do
-        if .venv/bin/python -m pip download --quiet --disable-pip-version-check --no-deps \
+        if "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
             --no-binary pymongo "pymongo==$PYMONGO_VERSION" -d "$tmp"; then
             ok=1
             break
@@ -52,4 +56,4 @@ if [ ! -f "$SRC/test/test_crud_unified.py" ]; then
     trap - EXIT
 fi
 
-exec .venv/bin/python tests/spec/run_crud_unified.py --src "$SRC" --out "$CACHE/last-run" "$@"
+exec "$VENV/bin/python" tests/spec/run_crud_unified.py --src "$SRC" --out "$CACHE/last-run" "$@"
