@@ -259,8 +259,6 @@ def test_hint(sales):
     assert sorted(d["_id"] for d in got) == [3, 4]
 
 
-@pytest.mark.xfail(reason="shale's aggregate ignores the hint; mongod fails an unknown one with 2",
-                   strict=True)
 def test_unknown_hint_is_bad_value(sales):
     with pytest.raises(OperationFailure) as err:
         run(sales, [{"$match": {"item": "xyz"}}], hint="no_such_index")

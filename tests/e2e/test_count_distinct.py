@@ -110,8 +110,6 @@ def test_count_with_an_unknown_hint_is_bad_value(things):
     assert err.value.code == 2
 
 
-@pytest.mark.xfail(reason="count_documents runs an aggregate, and shale's aggregate ignores the "
-                   "hint; mongod fails an unknown one with 2", strict=True)
 def test_count_documents_with_an_unknown_hint_is_bad_value(things):
     with pytest.raises(OperationFailure) as err:
         things.count_documents({}, hint="no_such_index")

@@ -153,8 +153,6 @@ def test_duplicate_key(coll):
     assert coll.find_one({"_id": 2}) == {"_id": 2, "u": 2}
 
 
-@pytest.mark.xfail(reason="shale's findAndModify DuplicateKey error reply lacks keyPattern and "
-                   "keyValue (mongod puts them in every duplicate key error)", strict=True)
 def test_duplicate_key_names_the_key(coll):
     error = duplicate_key_error(coll)
     assert error.details["keyPattern"] == {"u": 1}

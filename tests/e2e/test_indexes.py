@@ -210,8 +210,6 @@ def test_explain_names_the_index(indexed, query):
     assert not any(s["stage"] == "COLLSCAN" for s in stages(explain["queryPlanner"]["winningPlan"]))
 
 
-@pytest.mark.xfail(reason="shale's explain writes index bounds as Rust debug text "
-                   "('Interval { lo: Before([20, 4, ...]) ...}') instead of '[7, 7]'", strict=True)
 @pytest.mark.parametrize(("query", "bounds"), [
     ({"a": 7}, ["[7, 7]"]),
     ({"a": {"$gte": 10, "$lt": 12}}, ["[10, 12)"]),

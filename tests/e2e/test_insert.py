@@ -178,8 +178,6 @@ def test_array_id_in_a_batch_is_a_write_error_at_its_index(coll):
     assert sorted(d["_id"] for d in coll.find()) == [1, 3]
 
 
-@pytest.mark.xfail(reason="shale stores an _id sub-document with a $-prefixed field; mongod "
-                   "refuses it with 52 (DollarPrefixedFieldName)", strict=True)
 def test_id_document_with_a_dollar_field_is_refused(coll):
     with pytest.raises(WriteError) as err:
         coll.insert_one({"_id": {"$bad": 1}})
@@ -193,8 +191,6 @@ def test_dollar_and_dotted_field_names_are_stored(coll):
     assert coll.find_one({"_id": 1}) == {"_id": 1, "$price": 5, "a.b": 2, "n": {"$x": 1}}
 
 
-@pytest.mark.xfail(reason="shale stores a top-level Timestamp(0, 0) as is; mongod replaces it "
-                   "with the current time", strict=True)
 def test_top_level_empty_timestamp_is_filled_in(coll):
     coll.insert_one({"_id": 1, "ts": Timestamp(0, 0), "n": {"ts": Timestamp(0, 0)}})
     doc = coll.find_one({"_id": 1})
@@ -225,8 +221,6 @@ def test_document_over_16_mib_is_refused(db):
     assert [d["_id"] for d in db.c.find()] == [2]
 
 
-@pytest.mark.xfail(reason="shale gives the write error code 10334 (BSONObjectTooLarge); "
-                   "mongod 7.0 gives 2 (BadValue) 'object to insert too large'", strict=True)
 def test_document_over_16_mib_is_bad_value(db):
     [error] = insert_over_16_mib(db)["writeErrors"]
     assert error["code"] == 2
@@ -246,8 +240,6 @@ def test_missing_documents_field_is_refused(db):
     assert "BSON field 'insert.documents' is missing but a required field" in str(err.value)
 
 
-@pytest.mark.xfail(reason="shale answers a missing required field with 9 (FailedToParse); "
-                   "mongod's IDL parser gives 40414 (IDLFailedToParse)", strict=True)
 def test_missing_documents_field_is_idl_failed_to_parse(db):
     with pytest.raises(OperationFailure) as err:
         db.command("insert", "c")

@@ -37,7 +37,12 @@ fn to_doc(d: &RawDocument) -> DbResult<Document> {
 
 impl Database {
     /// Runs `stages` over collection `ns` and returns every result document.
-    pub fn aggregate(&self, ns: &Namespace, stages: &[Document]) -> DbResult<Vec<RawDocumentBuf>> {
+    pub fn aggregate(
+        &self,
+        ns: &Namespace,
+        stages: &[Document],
+        hint: Option<bson::Bson>,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
         let pipeline = Pipeline::parse(stages)?;
         let prefix = pipeline.prefix();
         let spec = FindSpec {
@@ -45,6 +50,7 @@ impl Database {
             sort: prefix.sort.map(to_doc).transpose()?,
             skip: prefix.skip,
             limit: prefix.limit,
+            hint,
             ..FindSpec::default()
         };
         let mut query = self.find(ns, &spec)?;

@@ -129,7 +129,7 @@ fn check_size(doc: &RawDocument) -> DbResult<()> {
     let n = doc.as_bytes().len();
     if n > MAX_DOCUMENT_BYTES {
         return Err(MongoError::new(
-            ErrorCode::BSONObjectTooLarge,
+            ErrorCode::BadValue,
             format!(
                 "object to insert too large. size in bytes: {n}, max size: {MAX_DOCUMENT_BYTES}"
             ),

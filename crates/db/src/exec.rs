@@ -134,6 +134,9 @@ impl Scan {
 
     /// The next document the plan reaches, or `None` at the end.
     pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        if matches!(self.plan.access, Access::IdRanges { point: true }) {
+            return self.next_point(snap);
+        }
         loop {
             let Some(range) = self.current_range().cloned() else {
                 return Ok(None);
@@ -179,6 +182,25 @@ impl Scan {
                     return Ok(Some(raw(value.to_vec())?));
                 }
             }
+        }
+    }
+}
+
+impl Scan {
+    /// One `_id`: a point read of the document tree (the range's start is the document's
+    /// key), no cursor.
+    fn next_point(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        let Some(range) = self.current_range().cloned() else {
+            return Ok(None);
+        };
+        self.range += 1;
+        self.stats.keys_examined += 1;
+        match snap.get(&self.coll.docs, &range.start)? {
+            Some(bytes) => {
+                self.stats.docs_examined += 1;
+                Ok(Some(raw(bytes)?))
+            }
+            None => Ok(None),
         }
     }
 }

@@ -102,14 +102,15 @@ pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
                     "The '_id' value cannot be of type undefined",
                 ))
             }
+            bson::spec::ElementType::EmbeddedDocument => check_id_document(id)?,
             _ => {}
         }
-        if doc
+        let id_first = doc
             .iter()
             .next()
             .and_then(Result::ok)
-            .is_some_and(|(k, _)| k == "_id")
-        {
+            .is_some_and(|(k, _)| k == "_id");
+        if id_first && !has_zero_timestamp(doc) {
             return Ok(doc.to_owned());
         }
     }
@@ -120,11 +121,49 @@ pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
     }
     for item in doc {
         let (k, v) = item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
-        if k != "_id" {
-            out.append(k, v.to_raw_bson());
+        match v {
+            _ if k == "_id" => {}
+            // A top-level zero timestamp is replaced by the current time, as mongod does.
+            bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0 => {
+                out.append(k, now_timestamp())
+            }
+            v => out.append(k, v.to_raw_bson()),
         }
     }
     Ok(out)
+}
+
+/// `_id` documents may not hold `$`-prefixed fields (they could not be queried).
+fn check_id_document(id: bson::RawBsonRef<'_>) -> DbResult<()> {
+    if let bson::RawBsonRef::Document(d) = id {
+        for item in d {
+            let (k, _) =
+                item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+            if k.starts_with('$') {
+                return Err(MongoError::new(
+                    ErrorCode::DollarPrefixedFieldName,
+                    format!("_id fields may not contain '$'-prefixed fields: {k} is not valid for storage."),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn has_zero_timestamp(doc: &RawDocument) -> bool {
+    doc.iter().filter_map(Result::ok).any(
+        |(_, v)| matches!(v, bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0),
+    )
+}
+
+/// A fresh timestamp: the current second, and an increment unique within this process.
+fn now_timestamp() -> bson::Timestamp {
+    static INCREMENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32);
+    let increment = INCREMENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    bson::Timestamp { time, increment }
 }
 
 impl Database {

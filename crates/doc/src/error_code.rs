@@ -38,6 +38,7 @@ pub enum ErrorCode {
     NoQueryExecutionPlans,
     QueryExceededMemoryLimitNoDiskUseAllowed,
     CommandNotSupported,
+    Location40414,
     Location40415,
     // Update operator codes (update/).
     PathNotViable,
@@ -201,6 +202,7 @@ impl ErrorCode {
             ErrorCode::NoQueryExecutionPlans => 291,
             ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed => 292,
             ErrorCode::CommandNotSupported => 115,
+            ErrorCode::Location40414 => 40414,
             ErrorCode::Location40415 => 40415,
             ErrorCode::PathNotViable => 28,
             ErrorCode::ConflictingUpdateOperators => 40,
@@ -366,6 +368,7 @@ impl ErrorCode {
                 "QueryExceededMemoryLimitNoDiskUseAllowed"
             }
             ErrorCode::CommandNotSupported => "CommandNotSupported",
+            ErrorCode::Location40414 => "Location40414",
             ErrorCode::Location40415 => "Location40415",
             ErrorCode::PathNotViable => "PathNotViable",
             ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",

@@ -36,9 +36,12 @@ fn unknown_and_malformed_modifiers() {
     assert_error(&e, ErrorCode::FailedToParse, 9, "FailedToParse", msg);
     let e = parse_err(doc! {"$set": {"a": 1}, "b": 2});
     assert!(e.message.starts_with("Unknown modifier: b."), "{e}");
-    let e = parse_err(doc! {"$set": {}});
-    let msg = "'$set' is empty. You must specify a field like so: {$set: {<field>: ...}}";
-    assert_error(&e, ErrorCode::FailedToParse, 9, "FailedToParse", msg);
+    // An empty operand is a no-op since MongoDB 5.0.
+    let mut d = doc! {"a": 1};
+    let spec = UpdateSpec::parse(&doc! {"$set": {}, "$unset": {}}, None).expect("no-op");
+    let now = ApplyContext::new(bson::DateTime::from_millis(0));
+    assert!(!spec.apply(&mut d, &now).expect("applies").modified);
+    assert_eq!(d, doc! {"a": 1});
     let e = parse_err(doc! {"$inc": "x"});
     assert!(e
         .message

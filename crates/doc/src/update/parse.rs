@@ -118,14 +118,7 @@ fn parse_operator(
             ),
         ));
     };
-    if fields.is_empty() {
-        return Err(MongoError::new(
-            ErrorCode::FailedToParse,
-            format!(
-                "'{op}' is empty. You must specify a field like so: {{{op}: {{<field>: ...}}}}"
-            ),
-        ));
-    }
+    // An empty operand (`{$set: {}}`) is a no-op since MongoDB 5.0, not an error.
     if op == "$bit" {
         return Err(MongoError::new(
             ErrorCode::NotImplemented,
@@ -259,11 +252,7 @@ mod tests {
         let e = parse_err(doc! {"$foo": {"a": 1}});
         assert_eq!(e.code, ErrorCode::FailedToParse);
         assert!(e.message.starts_with("Unknown modifier: $foo. Expected"));
-        let e = parse_err(doc! {"$set": {}});
-        assert_eq!(
-            e.message,
-            "'$set' is empty. You must specify a field like so: {$set: {<field>: ...}}"
-        );
+        assert!(parse(&doc! {"$set": {}}, None).is_ok());
         let e = parse_err(doc! {"$set": 5});
         assert_eq!(
             e.message,

@@ -45,7 +45,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         }
         None => {
             return Err(MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'aggregate.pipeline' is missing but a required field",
             ))
         }
@@ -54,7 +54,21 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         return ctx.db.explain_aggregate(&ns, &stages);
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
-    let results = ctx.db.aggregate(&ns, &stages)?;
+    let hint = match body.get("hint") {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Document(d)) if d.is_empty() => None,
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Some(h.clone()),
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::FailedToParse,
+                format!(
+                    "hint must be a string or an object, not {}",
+                    type_name(other)
+                ),
+            ))
+        }
+    };
+    let results = ctx.db.aggregate(&ns, &stages, hint)?;
     let Some(cursor) = cursor else {
         let docs = results
             .iter()

@@ -112,13 +112,13 @@ fn run_updates(
 fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
     let filter = opt_doc(s, "update.updates", "q")?.cloned().ok_or_else(|| {
         MongoError::new(
-            ErrorCode::FailedToParse,
+            ErrorCode::Location40414,
             "BSON field 'update.updates.q' is missing but a required field",
         )
     })?;
     let u = s.get("u").ok_or_else(|| {
         MongoError::new(
-            ErrorCode::FailedToParse,
+            ErrorCode::Location40414,
             "BSON field 'update.updates.u' is missing but a required field",
         )
     })?;
@@ -179,7 +179,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     for s in &statements {
         let filter = opt_doc(s, "delete.deletes", "q")?.cloned().ok_or_else(|| {
             MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'delete.deletes.q' is missing but a required field",
             )
         })?;
@@ -195,7 +195,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             }
             None => {
                 return Err(MongoError::new(
-                    ErrorCode::FailedToParse,
+                    ErrorCode::Location40414,
                     "BSON field 'delete.deletes.limit' is missing but a required field",
                 ))
             }

@@ -160,7 +160,7 @@ pub fn doc_array<'a>(
             .collect(),
         Some(v) => Err(wrong_type(command, field, v, "array")),
         None => Err(MongoError::new(
-            ErrorCode::FailedToParse,
+            ErrorCode::Location40414,
             format!("BSON field '{command}.{field}' is missing but a required field"),
         )),
     }

@@ -193,7 +193,7 @@ pub fn rename_collection(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comm
         }
         None => {
             return Err(MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'renameCollection.to' is missing but a required field",
             ))
         }
@@ -264,7 +264,7 @@ pub fn drop_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
     let ns = namespace(db, body, &name)?;
     let which = body.get("index").ok_or_else(|| {
         MongoError::new(
-            ErrorCode::FailedToParse,
+            ErrorCode::Location40414,
             format!("BSON field '{name}.index' is missing but a required field"),
         )
     })?;

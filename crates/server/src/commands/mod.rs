@@ -85,12 +85,17 @@ pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
 
 /// The reply document for a failed command.
 pub fn error_reply(e: &MongoError) -> Document {
-    doc! {
+    let mut reply = doc! {
         "ok": 0.0,
         "errmsg": e.message.clone(),
         "code": e.code.code(),
         "codeName": e.code.name(),
+    };
+    // A duplicate key error names the index's key pattern and the duplicate value.
+    if let Some(info) = &e.info {
+        reply.extend(info.as_ref().clone());
     }
+    reply
 }
 
 /// Refuses a command that mongod runs only against the `admin` database.

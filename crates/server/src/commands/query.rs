@@ -91,7 +91,7 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
         }
         None => {
             return Err(MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'getMore.collection' is missing but a required field",
             ))
         }
@@ -117,7 +117,7 @@ pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
             .collect::<Result<_, _>>()?,
         _ => {
             return Err(MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'killCursors.cursors' is missing but a required field",
             ))
         }
@@ -168,7 +168,7 @@ pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
         }
         None => {
             return Err(MongoError::new(
-                ErrorCode::FailedToParse,
+                ErrorCode::Location40414,
                 "BSON field 'distinct.key' is missing but a required field",
             ))
         }

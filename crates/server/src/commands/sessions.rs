@@ -65,7 +65,7 @@ fn session_ids(body: &Document, command: &str) -> Result<usize, MongoError> {
             }
             None => {
                 return Err(MongoError::new(
-                    ErrorCode::FailedToParse,
+                    ErrorCode::Location40414,
                     format!("BSON field '{command}.{command}.id' is missing but a required field"),
                 ))
             }
