@@ -274,9 +274,13 @@ fn replacement_and_pipeline_refusals() {
         msg,
     );
     let pipeline = Bson::Array(vec![Bson::Document(doc! {"$set": {"a": 1}})]);
-    let e = UpdateSpec::parse_value(&pipeline, None).expect_err("pipelines are not built yet");
-    assert_eq!(e.code, ErrorCode::NotImplemented);
-    assert_eq!(e.code.code(), 238);
+    // Update pipelines take only the reshaping stages, and no arrayFilters.
+    assert!(UpdateSpec::parse_value(&pipeline, None).is_ok());
+    let group = Bson::Array(vec![Bson::Document(doc! {"$group": {"_id": 1}})]);
+    let e = UpdateSpec::parse_value(&group, None).expect_err("$group");
+    assert_eq!(e.code.code(), 72);
+    let e = UpdateSpec::parse_value(&pipeline, Some(&[doc! {"x": 1}])).expect_err("filters");
+    assert_eq!(e.code.code(), 9);
     let e = parse_err(doc! {"$bit": {"a": {"and": 1}}});
     assert_eq!(e.code, ErrorCode::NotImplemented);
 }

@@ -15,6 +15,7 @@ mod array;
 mod field;
 mod parse;
 mod path;
+mod pipeline;
 mod positional;
 mod predicate;
 mod render;
@@ -93,6 +94,7 @@ pub struct UpdateSpec {
 enum Form {
     Replacement(Document),
     Operators(Vec<Operation>),
+    Pipeline(crate::aggregate::Pipeline),
 }
 
 /// One operator on one path, in application order.
@@ -154,14 +156,18 @@ impl UpdateSpec {
         })
     }
 
-    /// Parse an update given as any BSON value: documents as `parse`, pipelines (arrays) are
-    /// refused with `NotImplemented`, anything else with `TypeMismatch`.
+    /// Parse an update given as any BSON value: documents as `parse`, arrays as update
+    /// pipelines, anything else is `TypeMismatch`.
     pub fn parse_value(
         update: &Bson,
         array_filters: Option<&[Document]>,
     ) -> Result<UpdateSpec, MongoError> {
         match update {
             Bson::Document(d) => UpdateSpec::parse(d, array_filters),
+            Bson::Array(stages) => Ok(UpdateSpec {
+                form: Form::Pipeline(pipeline::parse(stages, array_filters.is_some())?),
+                array_filters: ArrayFilters::default(),
+            }),
             other => Err(parse::refuse_non_document(other)),
         }
     }
@@ -181,6 +187,7 @@ impl UpdateSpec {
         let modified = match &self.form {
             Form::Replacement(r) => replacement::apply(r, doc)?,
             Form::Operators(ops) => apply_operators(ops, &self.array_filters, doc, ctx)?,
+            Form::Pipeline(p) => pipeline::apply(p, doc)?,
         };
         Ok(ApplyOutcome { modified })
     }

@@ -1,0 +1,110 @@
+//! Pipeline-style updates (MongoDB 4.2+): `u` is an array of aggregation stages, limited to
+//! the ones that reshape one document — `$addFields`/`$set`, `$project`, `$unset`,
+//! `$replaceRoot`/`$replaceWith` — run over the matched document (or an upsert's seed) by
+//! the aggregation executor. `arrayFilters` do not apply to them.
+
+use crate::aggregate::{NoCollections, Pipeline};
+use crate::error_code::{ErrorCode, MongoError};
+use bson::{Bson, Document};
+
+/// Stages an update pipeline may use.
+const ALLOWED: &[&str] = &[
+    "$addFields",
+    "$set",
+    "$project",
+    "$unset",
+    "$replaceRoot",
+    "$replaceWith",
+];
+
+/// Parses and checks an update pipeline.
+pub fn parse(stages: &[Bson], has_array_filters: bool) -> Result<Pipeline, MongoError> {
+    if has_array_filters {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            "arrayFilters may not be specified for pipeline-style updates",
+        ));
+    }
+    let mut docs = Vec::with_capacity(stages.len());
+    for s in stages {
+        let Bson::Document(d) = s else {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                "Each element of the 'pipeline' array must be an object",
+            ));
+        };
+        if let Some(name) = d.keys().next() {
+            if d.len() == 1 && !ALLOWED.contains(&name.as_str()) {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidOptions,
+                    format!("{name} is not allowed to be used within an update"),
+                ));
+            }
+        }
+        docs.push(d.clone());
+    }
+    Pipeline::parse(&docs)
+}
+
+/// Runs the pipeline over `doc`, replacing it; true if it changed.
+pub fn apply(pipeline: &Pipeline, doc: &mut Document) -> Result<bool, MongoError> {
+    let mut out = pipeline.run_documents(std::slice::from_ref(doc), &NoCollections)?;
+    let new = match (out.pop(), out.is_empty()) {
+        (Some(d), true) => d,
+        _ => {
+            return Err(MongoError::new(
+                ErrorCode::InternalError,
+                "an update pipeline must produce exactly one document",
+            ))
+        }
+    };
+    if let Some(old_id) = doc.get("_id") {
+        if new.get("_id") != Some(old_id) {
+            return Err(MongoError::new(
+                ErrorCode::ImmutableField,
+                "Performing an update on the path '_id' would modify the immutable field '_id'",
+            ));
+        }
+    }
+    let modified = new != *doc;
+    *doc = new;
+    Ok(modified)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{bson, doc};
+
+    #[test]
+    fn reshaping_stages_run_and_others_are_refused() {
+        let p = parse(
+            bson!([{"$set": {"b": {"$add": ["$a", 1]}}}, {"$unset": "c"}])
+                .as_array()
+                .expect("array"),
+            false,
+        )
+        .expect("pipeline");
+        let mut d = doc! {"_id": 1, "a": 2, "c": 3};
+        assert!(apply(&p, &mut d).expect("applies"));
+        assert_eq!(d, doc! {"_id": 1, "a": 2, "b": 3});
+        assert!(!apply(&p, &mut d).expect("applies again"));
+        let e = parse(
+            bson!([{"$match": {"a": 1}}]).as_array().expect("array"),
+            false,
+        )
+        .expect_err("$match");
+        assert_eq!(e.code.code(), 72);
+        let e = parse(bson!([{"$set": {"a": 1}}]).as_array().expect("array"), true)
+            .expect_err("filters");
+        assert_eq!(e.code.code(), 9);
+        let p = parse(
+            bson!([{"$replaceWith": {"x": 1}}])
+                .as_array()
+                .expect("array"),
+            false,
+        )
+        .expect("p");
+        assert_eq!(apply(&p, &mut d).expect_err("drops _id").code.code(), 66);
+    }
+}
