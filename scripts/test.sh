@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every ShaleDB check: formatting, lints, Rust unit and integration tests, and the
-# end-to-end suite with the real pymongo driver against the real `shale` binary.
+# end-to-end suite with the real pymongo driver against the real `shale` binary, and the
+# drivers' CRUD spec tests (from the pymongo source package) with a pass-count floor.
 # Needs the Rust toolchain (rust-toolchain.toml), Python 3, git, and Node.js with npm (for
 # the mongosh smoke test).
 set -euo pipefail
@@ -47,3 +48,6 @@ if [ "${ran:-0}" -eq 0 ]; then
     exit 1
 fi
 echo "end-to-end tests run: $ran"
+
+step "driver spec tests: pymongo 4.20.0's CRUD unified tests against $SHALE_BIN (tests/spec)"
+bash tests/spec/run_crud_unified.sh
