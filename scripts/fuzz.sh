@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Short fuzzing runs of every cargo-fuzz target (fuzz/): the wire decoder with command
+# dispatch on a real database, and the BSON readers (matcher, projection, update, pipeline,
+# key encoding). `SECONDS_PER_TARGET` (default 30) bounds each run; a crash fails the script
+# and leaves the input under fuzz/artifacts/<target>/. Runs on the pinned stable toolchain
+# (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its coverage flags; no sanitizer, `-s none`), so
+# nothing but cargo-fuzz itself is downloaded. Seeds: fuzz/seeds/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${SECONDS_PER_TARGET:-30}"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --version 0.13.2 --locked
+fi
+for target in wire_message bson_readers; do
+    echo "== fuzz $target for ${secs}s"
+    corpus="${CARGO_TARGET_DIR:-target}/fuzz-corpus/$target"
+    mkdir -p "$corpus"
+    RUSTC_BOOTSTRAP=1 cargo fuzz run -s none "$target" "$corpus" "fuzz/seeds/$target" -- \
+        -max_total_time="$secs" -rss_limit_mb=4096 >"$corpus.log" 2>&1 || {
+        tail -n 40 "$corpus.log"
+        echo "fuzz target $target failed; the input is under fuzz/artifacts/$target/" >&2
+        exit 1
+    }
+    grep -E '^Done' "$corpus.log" || tail -n 3 "$corpus.log"
+done
