@@ -100,6 +100,9 @@ pub struct Tree {
     /// Entry count as callers keep it through `Count` log records (changed under the apply
     /// lock, recorded by checkpoints, redone by recovery).
     count: AtomicI64,
+    /// Verifications running: background flushes wait, so the nodes below the root keep
+    /// the ranges their parents give them while `verify` walks them one at a time.
+    pub(crate) verifying: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Tree {
@@ -167,6 +170,7 @@ impl Tree {
             stats: ctx.stats,
             snapshots: ctx.snapshots,
             count: AtomicI64::new(count),
+            verifying: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -215,7 +219,12 @@ impl Tree {
 
     /// One flush pass at the root; true if it moved anything.
     pub(crate) fn flush_once(&self) -> Result<bool> {
-        let worked = self.with_write(|t, st| t.flush_root_step(st))?;
+        let worked = self.with_write(|t, st| {
+            if t.verifying.load(Ordering::SeqCst) > 0 {
+                return Ok(false);
+            }
+            t.flush_root_step(st)
+        })?;
         self.evict_if_needed()?;
         Ok(worked)
     }

@@ -34,6 +34,12 @@ impl Tree {
     /// Checks the whole tree; returns its shape, with the number of entries it holds (after
     /// applying buffered messages).
     pub fn verify(self: &std::sync::Arc<Self>) -> Result<TreeShape> {
+        // Hold off background flushes (which split and merge below the root) for the walk,
+        // and wait out a flush step already running: the walk reads a parent, then its
+        // children, each at its own moment. Writers still add to the root, which is read in
+        // one piece.
+        let _quiet = Quiet::new(&self.verifying);
+        self.with_write(|_, _| Ok(()))?;
         let root = self.read_state().root;
         let mut seen = HashSet::new();
         let mut leaf_depth = None;
@@ -153,6 +159,22 @@ impl Tree {
             self.verify_node(*child, clo, chi, Some(height - 1), depth + 1, w)?;
         }
         Ok(())
+    }
+}
+
+/// Counts a running verification for as long as it lives.
+struct Quiet<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Quiet<'a> {
+    fn new(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Quiet(counter)
+    }
+}
+
+impl Drop for Quiet<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
