@@ -93,17 +93,27 @@ pub struct Scan {
     range: usize,
     cursor: Option<AnyCursor>,
     seen: HashSet<Vec<u8>>,
+    /// For an `$or` plan: the clauses' scans, run in turn.
+    clauses: Vec<Scan>,
     pub stats: ScanStats,
 }
 
 impl Scan {
     pub fn new(coll: Arc<Collection>, plan: Plan) -> Scan {
+        let clauses = match &plan.access {
+            Access::Or(plans) => plans
+                .iter()
+                .map(|p| Scan::new(coll.clone(), p.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
         Scan {
             coll,
             plan,
             range: 0,
             cursor: None,
             seen: HashSet::new(),
+            clauses,
             stats: ScanStats::default(),
         }
     }
@@ -136,6 +146,9 @@ impl Scan {
     pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
         if matches!(self.plan.access, Access::IdRanges { point: true }) {
             return self.next_point(snap);
+        }
+        if matches!(self.plan.access, Access::Or(_)) {
+            return self.next_of_clauses(snap);
         }
         loop {
             let Some(range) = self.current_range().cloned() else {
@@ -187,6 +200,28 @@ impl Scan {
 }
 
 impl Scan {
+    /// The next document of the `$or` clauses' scans not returned before.
+    fn next_of_clauses(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        while self.range < self.clauses.len() {
+            let clause = &mut self.clauses[self.range];
+            let before = clause.stats;
+            let next = clause.next(snap)?;
+            let after = clause.stats;
+            self.stats.keys_examined += after.keys_examined - before.keys_examined;
+            self.stats.docs_examined += after.docs_examined - before.docs_examined;
+            match next {
+                None => self.range += 1,
+                Some(doc) => {
+                    let idk = crate::index_keys::id_key(&crate::doc_write::id_of(&doc)?);
+                    if self.seen.insert(idk) {
+                        return Ok(Some(doc));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// One `_id`: a point read of the document tree (the range's start is the document's
     /// key), no cursor.
     fn next_point(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {

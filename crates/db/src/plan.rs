@@ -29,6 +29,9 @@ pub enum Access {
     IdRanges { point: bool },
     /// Ranges of a secondary index, each entry fetched from the document tree.
     Index(Arc<Index>),
+    /// A top-level `$or` whose every clause has a bounded plan: the clauses' plans run one
+    /// after another and a document found by several is returned once.
+    Or(Vec<Plan>),
 }
 
 /// A chosen plan.
@@ -107,6 +110,9 @@ pub fn plan(
     if let Some((_, p)) = best {
         return Ok(p);
     }
+    if let Some(p) = or_plan(coll, filter, sort)? {
+        return Ok(p);
+    }
     if !sort.is_empty() {
         for c in candidates
             .iter()
@@ -123,6 +129,37 @@ pub fn plan(
         }
     }
     Ok(collscan(false, sort.is_empty()))
+}
+
+/// A union plan for a filter that is (or has at its top level) an `$or` whose every clause
+/// can use an index on its own; `None` when some clause would need a collection scan.
+fn or_plan(coll: &Collection, filter: &Document, sort: &SortSpec) -> DbResult<Option<Plan>> {
+    let Some(Bson::Array(clauses)) = filter.get("$or") else {
+        return Ok(None);
+    };
+    let unsorted = SortSpec {
+        fields: Vec::new(),
+        natural: None,
+    };
+    let mut plans = Vec::with_capacity(clauses.len());
+    for clause in clauses {
+        let Bson::Document(clause) = clause else {
+            return Ok(None);
+        };
+        let p = plan(coll, clause, &unsorted, None)?;
+        if matches!(p.access, Access::CollScan) {
+            return Ok(None);
+        }
+        plans.push(p);
+    }
+    Ok(Some(Plan {
+        access: Access::Or(plans),
+        ranges: Vec::new(),
+        backward: false,
+        sort_covered: sort.is_empty(),
+        dedupe: true,
+        bounds: Vec::new(),
+    }))
 }
 
 fn usable(index: &Index) -> bool {
@@ -259,7 +296,7 @@ impl Plan {
     /// Name of the index read, if any (`_id_` for `_id` ranges).
     pub fn index_name(&self) -> Option<String> {
         match &self.access {
-            Access::CollScan => None,
+            Access::CollScan | Access::Or(_) => None,
             Access::IdRanges { .. } => Some("_id_".to_owned()),
             Access::Index(i) => Some(i.def.name.clone()),
         }
@@ -278,6 +315,13 @@ impl Plan {
             }
             Access::Index(i) => {
                 doc! { "stage": "FETCH", "filter": filter.clone(), "inputStage": self.ixscan(&i.spec, direction) }
+            }
+            Access::Or(plans) => {
+                let inputs: Vec<Bson> = plans
+                    .iter()
+                    .map(|p| Bson::Document(p.explain(&Document::new(), None)))
+                    .collect();
+                doc! { "stage": "SUBPLAN", "inputStage": { "stage": "OR", "filter": filter.clone(), "inputStages": inputs } }
             }
         };
         if let Some(sort) = in_memory_sort {

@@ -81,7 +81,7 @@ fn random_doc(r: &mut Rng, id: i64) -> Document {
 fn random_filter(r: &mut Rng) -> Document {
     let x = r.below(10) as i32;
     let y = x + r.below(6) as i32;
-    match r.below(11) {
+    match r.below(14) {
         0 => doc! {"a": x},
         1 => doc! {"a": {"$gt": x, "$lte": y}},
         2 => doc! {"a": {"$in": [x, y, "s1"]}},
@@ -92,6 +92,9 @@ fn random_filter(r: &mut Rng) -> Document {
         7 => doc! {"_id": x * 2},
         8 => doc! {"$and": [{"a": {"$gte": 2}}, {"b": {"$in": [1, 3]}}]},
         9 => doc! {"a": "s2"},
+        11 => doc! {"$or": [{"a": x}, {"b": (x % 6)}, {"_id": {"$lt": y}}]},
+        12 => doc! {"$or": [{"c.d": (x % 5)}, {"a": {"$gte": y}}], "b": {"$gte": 1}},
+        13 => doc! {"$or": [{"a": x}, {"zz": 1}]},
         _ => doc! {},
     }
 }

@@ -109,7 +109,35 @@ fn run_updates(
     Ok(())
 }
 
+/// Fields an update statement may carry in MongoDB 7.0 (`sort` arrived in 8.0).
+const UPDATE_FIELDS: &[&str] = &[
+    "q",
+    "u",
+    "multi",
+    "upsert",
+    "arrayFilters",
+    "hint",
+    "collation",
+    "c",
+    "upsertSupplied",
+    "sampleId",
+];
+/// Fields a delete statement may carry.
+const DELETE_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
+
+/// Refuses a statement field mongod 7.0's parser does not know (`Location40415`).
+fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), MongoError> {
+    match s.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(MongoError::new(
+            ErrorCode::Location40415,
+            format!("BSON field '{context}.{k}' is an unknown field."),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
+    known_fields(s, "update.updates", UPDATE_FIELDS)?;
     let filter = opt_doc(s, "update.updates", "q")?.cloned().ok_or_else(|| {
         MongoError::new(
             ErrorCode::Location40414,
@@ -177,6 +205,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ordered = opt_bool(body, "delete", "ordered")?.unwrap_or(true);
     let mut ops = Vec::new();
     for s in &statements {
+        known_fields(s, "delete.deletes", DELETE_FIELDS)?;
         let filter = opt_doc(s, "delete.deletes", "q")?.cloned().ok_or_else(|| {
             MongoError::new(
                 ErrorCode::Location40414,
