@@ -321,6 +321,34 @@ fn measure(args: &DeviceArgs, plan: &Plan, dir: &Path) -> Result<DeviceReport> {
     })
 }
 
+/// Random-read IOPS of the device under `parent` at every block size and queue depth of this
+/// workload, `dur` per point, on a `file_mib` test file that is removed afterwards: the
+/// limits the wire workloads report their query rates against. (block bytes, depth, IOPS).
+pub(crate) fn random_read_limits(
+    parent: &Path,
+    file_mib: u64,
+    dur: Duration,
+) -> Result<Vec<(usize, usize, f64)>> {
+    let work = WorkDir::create(Some(parent), "shale-bench-device-")?;
+    let measured = (|| {
+        let stats = Arc::new(IoStats::default());
+        let path = work.path().join("random-read.dat");
+        let file = DataFile::open(&path, OpenMode::CreateNew, true, stats.clone(), None)?;
+        let file_bytes = file_mib * MIB as u64;
+        fill_random(&file, file_bytes)?;
+        let mut out = Vec::new();
+        for &bs in &BLOCK_SIZES {
+            for &qd in &QUEUE_DEPTHS {
+                let r = random_read(&file, &stats, file_bytes, bs, qd, dur)?;
+                out.push((bs, qd, r.iops));
+            }
+        }
+        Ok(out)
+    })();
+    work.remove();
+    measured
+}
+
 /// Writes `len` bytes of fresh random (incompressible) data in 1 MiB O_DIRECT writes and
 /// makes them durable.
 fn fill_random(file: &DataFile, len: u64) -> Result<()> {

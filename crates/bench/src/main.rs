@@ -11,6 +11,7 @@ mod keyspace;
 mod latency;
 mod machine;
 mod report;
+mod wire;
 
 use clap::{Parser, Subcommand};
 
@@ -37,11 +38,28 @@ enum Command {
     /// the data ten times the cache, and a full scan, with the engine's I/O counters checked
     /// against /proc.
     Engine(engine::EngineArgs),
+    /// Wire protocol: find({_id, y}) with N attributes before y (N = 1..1000), one client
+    NthAttribute(wire::WireArgs),
+    /// Wire protocol: 309-byte inserts with j:true at 1, 8, 32 clients; log bytes and fsyncs
+    /// against what the OS and the device saw
+    LogWriteAmp(wire::WireArgs),
+    /// Wire protocol: the AOL SummaryModel load, size per document and owner sync scans
+    Bakeoff(wire::WireArgs),
+    /// Wire protocol: IO-bound point lookups by _id by read page size and clients, against
+    /// the device's random-read limit
+    PkLookup(wire::WireArgs),
+    /// Wire protocol: inserts with 3 secondary indexes and concurrent range queries
+    Iibench(wire::WireArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Device(args) => device::run(&args),
         Command::Engine(args) => engine::run(&args),
+        Command::NthAttribute(args) => wire::run::<wire::NthAttribute>(&args),
+        Command::LogWriteAmp(args) => wire::run::<wire::LogWriteAmp>(&args),
+        Command::Bakeoff(args) => wire::run::<wire::Bakeoff>(&args),
+        Command::PkLookup(args) => wire::run::<wire::PkLookup>(&args),
+        Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
     }
 }
