@@ -237,8 +237,6 @@ def test_explain_of_a_sort_uses_the_index_order(indexed):
     assert got == sorted(got, reverse=True) and len(got) == 9 * 40
 
 
-@pytest.mark.xfail(reason="shale plans an $or whose every clause has an index as a collection "
-                   "scan; mongod scans each clause's index", strict=True)
 def test_explain_of_an_or_scans_each_clause_index(indexed):
     indexed.create_index("b")
     query = {"$or": [{"a": 3}, {"b": 4}]}
