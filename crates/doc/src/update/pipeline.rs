@@ -58,6 +58,14 @@ pub fn apply(pipeline: &Pipeline, doc: &mut Document) -> Result<bool, MongoError
             ))
         }
     };
+    let mut new = new;
+    if let (Some(old_id), None) = (doc.get("_id"), new.get("_id")) {
+        // A result without `_id` keeps the document's (mongod does the same).
+        let mut with_id = Document::new();
+        with_id.insert("_id", old_id.clone());
+        with_id.extend(new);
+        new = with_id;
+    }
     if let Some(old_id) = doc.get("_id") {
         if new.get("_id") != Some(old_id) {
             return Err(MongoError::new(
@@ -105,6 +113,14 @@ mod tests {
             false,
         )
         .expect("p");
-        assert_eq!(apply(&p, &mut d).expect_err("drops _id").code.code(), 66);
+        // A result without `_id` keeps the old one; a different `_id` is refused.
+        assert!(apply(&p, &mut d).expect("keeps _id"));
+        assert_eq!(d, doc! {"_id": 1, "x": 1});
+        let p = parse(
+            bson!([{"$set": {"_id": 2}}]).as_array().expect("array"),
+            false,
+        )
+        .expect("p");
+        assert_eq!(apply(&p, &mut d).expect_err("changes _id").code.code(), 66);
     }
 }
