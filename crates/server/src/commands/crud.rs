@@ -60,6 +60,10 @@ pub fn update(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let statements = doc_array(body, "update", "updates")?;
     check_batch_len(statements.len())?;
     let ordered = opt_bool(body, "update", "ordered")?.unwrap_or(true);
+    // An unknown statement field fails the whole command, as mongod's parser does.
+    for s in &statements {
+        known_fields(s, "update.updates", UPDATE_FIELDS)?;
+    }
     let mut ops = Vec::new();
     let mut result = WriteResult::default();
     let mut offset = Vec::new();
@@ -137,7 +141,6 @@ fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), Mongo
 }
 
 fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
-    known_fields(s, "update.updates", UPDATE_FIELDS)?;
     let filter = opt_doc(s, "update.updates", "q")?.cloned().ok_or_else(|| {
         MongoError::new(
             ErrorCode::Location40414,
