@@ -366,7 +366,7 @@ fn print_tables<W: Workload>(rows: &[Row]) {
     }
     for phase in phases {
         let of: Vec<&Row> = rows.iter().filter(|r| r.phase == phase).collect();
-        if of.len() > 40 {
+        if of.len() > 64 {
             println!("{phase}: {} rows (in the JSON)", of.len());
             continue;
         }
