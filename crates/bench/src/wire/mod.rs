@@ -229,19 +229,34 @@ pub fn run<W: Workload>(args: &WireArgs) -> Result<()> {
 
 async fn run_async<W: Workload>(args: &WireArgs) -> Result<()> {
     let params = W::params(args)?;
-    let cache_bytes = W::cache_bytes(&params);
     let parent = args
         .dir
         .clone()
         .unwrap_or_else(|| PathBuf::from("data-bench"));
+    let created_parent = !parent.exists();
     std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
-    let machine = Machine::describe(&parent);
+    let outcome = run_targets::<W>(args, &params, &parent).await;
+    if created_parent {
+        // Only if empty: each server's own directory inside it is already gone.
+        let _ = std::fs::remove_dir(&parent);
+    }
+    outcome
+}
+
+/// Runs the workload against each target in turn, then prints and writes the results.
+async fn run_targets<W: Workload>(
+    args: &WireArgs,
+    params: &W::Params,
+    parent: &Path,
+) -> Result<()> {
+    let cache_bytes = W::cache_bytes(params);
+    let machine = Machine::describe(parent);
     let disk = Some(machine.partition.clone().unwrap_or(machine.device.clone()));
     let mut ctx = Ctx {
         device_iops: Vec::new(),
     };
     if W::NEEDS_DEVICE {
-        ctx.device_iops = measure_device(&parent, args.quick, args.seconds).await?;
+        ctx.device_iops = measure_device(parent, args.quick, args.seconds).await?;
     }
 
     let mut targets = Vec::new();
@@ -263,7 +278,7 @@ async fn run_async<W: Workload>(args: &WireArgs) -> Result<()> {
                 bin.display(),
                 cache_bytes / MIB
             );
-            Some(ShaleServer::start(&bin, Some(&parent), cache_bytes).await?)
+            Some(ShaleServer::start(&bin, Some(parent), cache_bytes).await?)
         } else {
             None
         };
@@ -275,7 +290,7 @@ async fn run_async<W: Workload>(args: &WireArgs) -> Result<()> {
             target.version,
             if target.is_shale { ", ShaleDB" } else { "" }
         );
-        let outcome = W::run(&params, &mut target, &ctx).await;
+        let outcome = W::run(params, &mut target, &ctx).await;
         let stopped = target.stop_server().await;
         let mut outcome = outcome.with_context(|| format!("{} against {name}", W::NAME))?;
         stopped?;
@@ -287,7 +302,7 @@ async fn run_async<W: Workload>(args: &WireArgs) -> Result<()> {
         runs.push((outcome, info));
     }
 
-    let report = assemble::<W>(&params, &machine, &runs)?;
+    let report = assemble::<W>(params, &machine, &runs)?;
     print_tables::<W>(&report.rows);
     print_summary(&runs);
     if let Some(path) = &args.json {

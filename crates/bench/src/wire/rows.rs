@@ -108,12 +108,17 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Phases ending so are time series (`load-interval`): their points fall at different
+/// moments for each target, so they are not divided point by point.
+const SERIES_SUFFIX: &str = "-interval";
+
 /// For every row of `shale` with a row of the same phase and labels in `peer`, a row with
 /// target "shale/peer" holding shale's figure divided by the peer's, for every figure both
-/// have.
+/// have. Time-series phases are left out.
 pub fn ratio_rows(shale: &[Row], peer: &[Row]) -> Vec<Row> {
     shale
         .iter()
+        .filter(|s| !s.phase.ends_with(SERIES_SUFFIX))
         .filter_map(|s| {
             let p = peer.iter().find(|p| p.key() == s.key())?;
             let mut r = Row {
@@ -163,7 +168,13 @@ mod tests {
                 .fig("only", 1.0),
             Row::new("q").label("n", 10).fig("qps", 50.0),
         ];
+        let s = [
+            s,
+            vec![Row::new("load-interval").label("i", 0).fig("docs", 1.0)],
+        ]
+        .concat();
         let p = vec![
+            Row::new("load-interval").label("i", 0).fig("docs", 2.0),
             Row::new("q").label("n", 10).fig("qps", 25.0),
             Row::new("q")
                 .label("n", 1)
