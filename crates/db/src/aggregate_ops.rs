@@ -35,6 +35,21 @@ fn to_doc(d: &RawDocument) -> DbResult<Document> {
     Document::try_from(d).map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
 }
 
+/// The find that runs a pipeline's leading `$match`/`$sort`/`$skip`/`$limit`.
+fn prefix_spec(
+    prefix: &shale_doc::aggregate::Prefix<'_>,
+    hint: Option<bson::Bson>,
+) -> DbResult<FindSpec> {
+    Ok(FindSpec {
+        filter: prefix.filter.map(to_doc).transpose()?.unwrap_or_default(),
+        sort: prefix.sort.map(to_doc).transpose()?,
+        skip: prefix.skip,
+        limit: prefix.limit,
+        hint,
+        ..FindSpec::default()
+    })
+}
+
 impl Database {
     /// Runs `stages` over collection `ns` and returns every result document.
     pub fn aggregate(
@@ -45,14 +60,7 @@ impl Database {
     ) -> DbResult<Vec<RawDocumentBuf>> {
         let pipeline = Pipeline::parse(stages)?;
         let prefix = pipeline.prefix();
-        let spec = FindSpec {
-            filter: prefix.filter.map(to_doc).transpose()?.unwrap_or_default(),
-            sort: prefix.sort.map(to_doc).transpose()?,
-            skip: prefix.skip,
-            limit: prefix.limit,
-            hint,
-            ..FindSpec::default()
-        };
+        let spec = prefix_spec(&prefix, hint)?;
         let mut query = self.find(ns, &spec)?;
         let input = std::iter::from_fn(move || query.next_doc().transpose());
         let resolver = Foreign {
@@ -79,13 +87,7 @@ impl Database {
     pub fn explain_aggregate(&self, ns: &Namespace, stages: &[Document]) -> DbResult<Document> {
         let pipeline = Pipeline::parse(stages)?;
         let prefix = pipeline.prefix();
-        let spec = FindSpec {
-            filter: prefix.filter.map(to_doc).transpose()?.unwrap_or_default(),
-            sort: prefix.sort.map(to_doc).transpose()?,
-            skip: prefix.skip,
-            limit: prefix.limit,
-            ..FindSpec::default()
-        };
+        let spec = prefix_spec(&prefix, None)?;
         let mut out = self.explain_find(ns, &spec, false)?;
         let names: Vec<&str> = pipeline
             .stage_names()

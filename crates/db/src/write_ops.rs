@@ -183,6 +183,22 @@ impl Database {
         }
     }
 
+    /// `in_txn` for writes to `coll`: before each commit the catalog record is rewritten in
+    /// the same transaction if a write made an index multikey, and marked durable after.
+    fn in_write_txn<T>(
+        &self,
+        coll: &Collection,
+        mut f: impl FnMut(&mut Txn) -> DbResult<T>,
+    ) -> DbResult<T> {
+        let (value, marked) = self.in_txn(|txn| {
+            let value = f(txn)?;
+            let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
+            Ok((value, marked))
+        })?;
+        doc_write::multikey_committed(&marked);
+        Ok(value)
+    }
+
     /// Inserts `docs` (already prepared: `_id` first). Ordered inserts stop at the first error.
     pub fn insert(
         &self,
@@ -215,7 +231,7 @@ impl Database {
         start: usize,
         ordered: bool,
     ) -> DbResult<ChunkOutcome> {
-        self.in_txn(|txn| {
+        self.in_write_txn(coll, |txn| {
             let (mut i, mut bytes, mut n, mut errors) = (start, 0usize, 0i64, Vec::new());
             while i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES {
                 match doc_write::insert(txn, coll, &docs[i]) {
@@ -232,12 +248,7 @@ impl Database {
                 bytes += docs[i].as_bytes().len();
                 i += 1;
             }
-            let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
-            Ok((i, n, errors, marked))
-        })
-        .map(|(i, n, errors, marked)| {
-            doc_write::multikey_committed(&marked);
-            (i, n, errors)
+            Ok((i, n, errors))
         })
     }
 
@@ -287,7 +298,7 @@ impl Database {
     ) -> DbResult<(i64, i64, Option<Bson>)> {
         let matcher = matcher(&op.filter)?;
         let sort = SortSpec::parse(&Document::new())?;
-        self.in_txn(|txn| {
+        self.in_write_txn(coll, |txn| {
             let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
@@ -311,12 +322,7 @@ impl Database {
                 upserted = Some(id_of(&doc)?);
                 doc_write::insert(txn, coll, &doc)?;
             }
-            let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
-            Ok((matched, modified, upserted, marked))
-        })
-        .map(|(m, n, u, marked)| {
-            doc_write::multikey_committed(&marked);
-            (m, n, u)
+            Ok((matched, modified, upserted))
         })
     }
 
@@ -397,7 +403,7 @@ impl Database {
             Some(f) if !f.is_empty() => Some(Projection::parse(&to_raw(f)?)?),
             _ => None,
         };
-        let result = self.in_txn(|txn| {
+        let mut out = self.in_write_txn(&coll, |txn| {
             let p = plan(&coll, &op.filter, &sort, op.hint.as_ref())?;
             let in_memory = (!p.sort_covered).then(|| sort.clone());
             let shape = QueryShape {
@@ -435,11 +441,8 @@ impl Database {
                 }
                 _ => {}
             }
-            let marked = doc_write::persist_multikey(txn, &self.catalog, &coll)?;
-            Ok((out, marked))
-        });
-        let (mut out, marked) = result?;
-        doc_write::multikey_committed(&marked);
+            Ok(out)
+        })?;
         if let (Some(p), Some(v)) = (&projection, &out.value) {
             out.value = Some(p.apply(v, None)?);
         }

@@ -2,7 +2,9 @@
 //! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
 //! shows how the pipeline's leading stages are planned.
 
-use super::data::{cursor_reply, namespace, opt_bool, opt_doc, opt_i64, raw_to_bson, type_name};
+use super::data::{
+    cursor_reply, namespace, opt_bool, opt_doc, opt_hint, opt_i64, raw_to_bson, type_name,
+};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
@@ -54,20 +56,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         return ctx.db.explain_aggregate(&ns, &stages);
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
-    let hint = match body.get("hint") {
-        None | Some(Bson::Null) => None,
-        Some(Bson::Document(d)) if d.is_empty() => None,
-        Some(h @ (Bson::String(_) | Bson::Document(_))) => Some(h.clone()),
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::FailedToParse,
-                format!(
-                    "hint must be a string or an object, not {}",
-                    type_name(other)
-                ),
-            ))
-        }
-    };
+    let hint = opt_hint(body)?;
     let results = ctx.db.aggregate(&ns, &stages, hint)?;
     let Some(cursor) = cursor else {
         let docs = results

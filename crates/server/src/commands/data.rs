@@ -133,6 +133,22 @@ pub fn opt_i64(body: &Document, command: &str, field: &str) -> Result<Option<i64
     }
 }
 
+/// An optional `hint`: an index name or key pattern (null and `{}` mean none).
+pub fn opt_hint(body: &Document) -> Result<Option<Bson>, MongoError> {
+    match body.get("hint") {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Document(d)) if d.is_empty() => Ok(None),
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            format!(
+                "hint must be a string or an object, not {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
 /// A non-negative count field (`skip`, `limit`, `batchSize`).
 pub fn opt_count(body: &Document, command: &str, field: &str) -> Result<Option<u64>, MongoError> {
     match opt_i64(body, command, field)? {

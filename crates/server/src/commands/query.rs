@@ -2,7 +2,9 @@
 //! A find's cursor holds its snapshot between batches; the first batch defaults to 101
 //! documents and every batch stops before 16 MiB.
 
-use super::data::{cursor_reply, namespace, opt_bool, opt_count, opt_doc, opt_i64, type_name};
+use super::data::{
+    cursor_reply, namespace, opt_bool, opt_count, opt_doc, opt_hint, opt_i64, type_name,
+};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
@@ -27,20 +29,7 @@ fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), 
         projection: opt_doc(body, c, "projection")?.cloned(),
         skip: opt_count(body, c, "skip")?.unwrap_or(0),
         limit,
-        hint: match body.get("hint") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::Document(d)) if d.is_empty() => None,
-            Some(h @ (Bson::String(_) | Bson::Document(_))) => Some(h.clone()),
-            Some(other) => {
-                return Err(MongoError::new(
-                    ErrorCode::FailedToParse,
-                    format!(
-                        "hint must be a string or an object, not {}",
-                        type_name(other)
-                    ),
-                ))
-            }
-        },
+        hint: opt_hint(body)?,
     };
     let batch_size = opt_count(body, c, "batchSize")?;
     let single = opt_bool(body, c, "singleBatch")?.unwrap_or(false);
