@@ -4,7 +4,6 @@
 //! write or query runs against a collection while its trees change.
 
 use crate::catalog::{Collection, Index};
-use crate::cursors::CursorTable;
 use crate::doc_write::{duplicate, id_of};
 use crate::index_keys::id_key;
 use crate::index_spec::{id_index_spec, parse_spec};
@@ -363,10 +362,6 @@ impl Database {
                 .map_err(engine_error)?;
         }
         Ok(before)
-    }
-
-    pub(crate) fn cursor_table(&self) -> &CursorTable {
-        &self.cursors
     }
 }
 

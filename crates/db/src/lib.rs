@@ -79,7 +79,7 @@ impl Database {
 
     /// Client cursors.
     pub fn cursors(&self) -> &CursorTable {
-        self.cursor_table()
+        &self.cursors
     }
 
     /// Checkpoints and closes the engine.

@@ -19,4 +19,5 @@ pub use error_code::{ErrorCode, MongoError};
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
 pub use matcher::Matcher;
 pub use projection::Projection;
+pub use update::render::type_name;
 pub use update::{upsert_seed, ApplyContext, ApplyOutcome, UpdateSpec};

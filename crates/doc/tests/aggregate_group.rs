@@ -4,24 +4,10 @@
 //! supported yet). Groups come out in first-seen order; the tests state that order.
 
 use bson::{doc, DateTime, Document};
-use shale_doc::aggregate::NoCollections;
-use shale_doc::Pipeline;
 
 mod common;
-use common::bytes;
 
-/// Run `pipeline` over `input` and compare with `want` byte for byte (types and field order).
-fn check(input: &[Document], pipeline: &[Document], want: &[Document]) {
-    let parsed = Pipeline::parse(pipeline).unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
-    let got = parsed
-        .run_documents(input, &NoCollections)
-        .unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
-    let shown: Vec<String> = got.iter().map(Document::to_string).collect();
-    assert_eq!(got.len(), want.len(), "{pipeline:?}: got {shown:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert_eq!(bytes(g), bytes(w), "{pipeline:?}: got {g}, want {w}");
-    }
-}
+use common::check_pipeline as check;
 
 fn date(iso: &str) -> DateTime {
     DateTime::parse_rfc3339_str(iso).expect("valid date")

@@ -3,23 +3,10 @@
 //! of decimal128) and the rules the page states for non-array values and nested paths.
 
 use bson::{doc, Document};
-use shale_doc::aggregate::NoCollections;
-use shale_doc::Pipeline;
 
 mod common;
-use common::bytes;
 
-fn check(input: &[Document], pipeline: &[Document], want: &[Document]) {
-    let parsed = Pipeline::parse(pipeline).unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
-    let got = parsed
-        .run_documents(input, &NoCollections)
-        .unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
-    let shown: Vec<String> = got.iter().map(Document::to_string).collect();
-    assert_eq!(got.len(), want.len(), "{pipeline:?}: got {shown:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert_eq!(bytes(g), bytes(w), "{pipeline:?}: got {g}, want {w}");
-    }
-}
+use common::check_pipeline as check;
 
 fn inventory() -> Vec<Document> {
     vec![

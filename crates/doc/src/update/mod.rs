@@ -18,7 +18,7 @@ mod path;
 mod pipeline;
 mod positional;
 mod predicate;
-mod render;
+pub(crate) mod render;
 mod replacement;
 mod upsert;
 

@@ -36,19 +36,13 @@ const KNOWN_OPERATORS: &[&str] = &[
 
 /// Refuse an update given as anything but a document.
 pub fn refuse_non_document(update: &Bson) -> MongoError {
-    match update {
-        Bson::Array(_) => MongoError::new(
-            ErrorCode::NotImplemented,
-            "Pipeline-style updates (an array of aggregation stages) are not supported yet",
+    MongoError::new(
+        ErrorCode::TypeMismatch,
+        format!(
+            "Update argument must be either an object or an array, not {}",
+            render::type_name(update)
         ),
-        other => MongoError::new(
-            ErrorCode::TypeMismatch,
-            format!(
-                "Update argument must be either an object or an array, not {}",
-                render::type_name(other)
-            ),
-        ),
-    }
+    )
 }
 
 /// Parse an update document with its optional `arrayFilters`.
@@ -243,8 +237,8 @@ mod tests {
             parse(&doc! {"$set": {"a": 1}}, None),
             Ok((Form::Operators(_), _))
         ));
-        let e = refuse_non_document(&bson!([{"$set": {"a": 1}}]));
-        assert_eq!(e.code, ErrorCode::NotImplemented);
+        let e = refuse_non_document(&bson!(5));
+        assert_eq!(e.code, ErrorCode::TypeMismatch);
     }
 
     #[test]

@@ -59,3 +59,18 @@ pub fn check_update_in(
 pub fn check_update(before: Document, update: Document, after: Document) -> bool {
     check_update_in(&ctx(), before, update, after)
 }
+
+/// Runs `pipeline` over `input` and compares with `want` byte for byte (types and field
+/// order), for the aggregation tests.
+pub fn check_pipeline(input: &[Document], pipeline: &[Document], want: &[Document]) {
+    use shale_doc::aggregate::{NoCollections, Pipeline};
+    let parsed = Pipeline::parse(pipeline).unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
+    let got = parsed
+        .run_documents(input, &NoCollections)
+        .unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
+    let shown: Vec<String> = got.iter().map(Document::to_string).collect();
+    assert_eq!(got.len(), want.len(), "{pipeline:?}: got {shown:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(bytes(g), bytes(w), "{pipeline:?}: got {g}, want {w}");
+    }
+}

@@ -51,32 +51,7 @@ pub fn namespace(db: &str, body: &Document, command: &str) -> Result<Namespace, 
     }
 }
 
-/// MongoDB's name for a value's type, as error messages spell it.
-pub fn type_name(v: &Bson) -> &'static str {
-    match v {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::Symbol(_) => "symbol",
-    }
-}
+pub use shale_doc::type_name;
 
 fn wrong_type(command: &str, field: &str, v: &Bson, expected: &str) -> MongoError {
     MongoError::new(

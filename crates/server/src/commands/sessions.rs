@@ -6,7 +6,7 @@
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document};
-use shale_doc::{ErrorCode, MongoError};
+use shale_doc::{type_name, ErrorCode, MongoError};
 
 /// Minutes an idle session lives (mongod's `localLogicalSessionTimeoutMinutes`).
 pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
@@ -93,26 +93,6 @@ fn wrong_type(field: &str, v: &Bson, expected: &str) -> MongoError {
             type_name(v)
         ),
     )
-}
-
-/// mongod's short type names, for error messages.
-fn type_name(v: &Bson) -> &'static str {
-    match v {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::Int32(_) => "int",
-        Bson::Int64(_) => "long",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Decimal128(_) => "decimal",
-        _ => "other",
-    }
 }
 
 #[cfg(test)]
