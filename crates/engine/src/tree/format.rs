@@ -247,6 +247,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
             children: h.children,
             buffers,
             parts: h.parts,
+            filters: Vec::new(),
         }))
     }
 }
@@ -279,6 +280,7 @@ pub fn skeleton(h: Header) -> NodeBody {
             pivots: h.pivots,
             children: h.children,
             parts: h.parts,
+            filters: Vec::new(),
         })
     }
 }

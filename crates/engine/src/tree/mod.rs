@@ -16,6 +16,7 @@
 mod cursor;
 pub(crate) mod entry;
 mod evict;
+mod filter;
 mod flush;
 pub(crate) mod format;
 mod load;

@@ -111,6 +111,11 @@ impl MsgBuffer {
         self.count == 0
     }
 
+    /// Distinct keys with messages.
+    pub fn key_count(&self) -> usize {
+        self.msgs.len()
+    }
+
     /// Pending messages for `key`, oldest first.
     pub fn get(&self, key: &[u8]) -> &[Msg] {
         self.msgs.get(key).map(Vec::as_slice).unwrap_or(&[])

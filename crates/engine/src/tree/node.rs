@@ -9,8 +9,11 @@
 //! N2. every key in child/basement `i` lies in `[pivots[i-1], pivots[i])`.
 //! N3. a dirty node has every partition loaded (so it can be written whole); only a clean
 //!     node, whose descriptors describe its on-disk image, has evicted partitions.
+//! N4. an internal node's key filter `filters[c]` exists only while buffer `c` is evicted,
+//!     and was built from that buffer's keys (so a lookup may trust a negative answer).
 
 use super::entry::{Applied, Entry};
+use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use crate::block::NodeId;
 use crate::mvcc::Ts;
@@ -221,6 +224,9 @@ pub struct Internal {
     pub buffers: Vec<Option<MsgBuffer>>,
     /// Descriptors of the on-disk image; empty for a node never written.
     pub parts: Vec<PartDesc>,
+    /// Key filters of evicted buffers (`filters[c]` only while `buffers[c]` is `None`; a
+    /// shorter vector or `None` = no filter, the buffer must be read). See `filter.rs`.
+    pub filters: Vec<Option<KeyFilter>>,
 }
 
 impl Internal {
@@ -237,6 +243,7 @@ impl Internal {
             children,
             buffers: buffers.into_iter().map(Some).collect(),
             parts: Vec::new(),
+            filters: Vec::new(),
         }
     }
 
@@ -246,6 +253,19 @@ impl Internal {
 
     pub fn all_loaded(&self) -> bool {
         self.buffers.iter().all(Option::is_some)
+    }
+
+    /// Whether buffer `c` may hold messages for `key`: `Some(false)` when the buffer is
+    /// evicted and its filter rules the key out, `Some(true)` when loaded or possibly there,
+    /// `None` when it is evicted with no filter (the buffer must be read to know).
+    pub fn may_hold(&self, c: usize, key: &[u8]) -> Option<bool> {
+        if self.buffers[c].is_some() {
+            return Some(true);
+        }
+        self.filters
+            .get(c)
+            .and_then(Option::as_ref)
+            .map(|f| f.may_contain(key))
     }
 
     /// Buffer `c` of a node being changed, which is fully loaded (N3).
@@ -320,11 +340,15 @@ impl NodeBody {
                 .iter_mut()
                 .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
                 .for_each(|b| *b = None),
-            NodeBody::Internal(n) => n
-                .buffers
-                .iter_mut()
-                .filter(|b| b.as_ref().is_some_and(|b| !b.is_empty()))
-                .for_each(|b| *b = None),
+            NodeBody::Internal(n) => {
+                n.filters.resize(n.buffers.len(), None);
+                for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
+                    if let Some(buf) = b.take_if(|b| !b.is_empty()) {
+                        let keys = buf.iter().map(|(k, _)| k.as_slice());
+                        *f = Some(KeyFilter::build(buf.key_count(), keys));
+                    }
+                }
+            }
         }
     }
 }
@@ -379,6 +403,11 @@ impl Node {
                             .flatten()
                             .map(|b| b.bytes() + b.len() * 64)
                             .sum::<usize>()
+                        + n.filters
+                            .iter()
+                            .flatten()
+                            .map(KeyFilter::bytes)
+                            .sum::<usize>()
                 }
             }
     }
@@ -426,6 +455,12 @@ impl Node {
                 }
                 if !n.all_loaded() && n.parts.len() != n.buffers.len() {
                     return Err("evicted buffer without a descriptor".into());
+                }
+                let filtered = |c: usize| n.filters.get(c).is_some_and(Option::is_some);
+                if n.filters.len() > n.buffers.len()
+                    || (0..n.buffers.len()).any(|c| filtered(c) && n.buffers[c].is_some())
+                {
+                    return Err("key filter beside a loaded buffer".into());
                 }
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };

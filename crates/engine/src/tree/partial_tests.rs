@@ -147,3 +147,66 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
     t.verify().expect("verify");
     env.close().expect("close");
 }
+
+#[test]
+fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
+    use super::msg::MsgOp;
+    use super::{Load, Stall};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (env, t) = open(dir.path());
+    for i in 0..2000 {
+        t.put(&key(i), b"first").expect("put");
+    }
+    let tree = &t.tree;
+    // Under one lock, so that no flush loads the root back: buffer messages in the root,
+    // write it, evict its buffers (which builds their filters), then look keys up.
+    let mut st = tree.write_state();
+    let root = st.root;
+    let ts = tree.snapshots.visible();
+    for i in (0..2000).step_by(10) {
+        let put = MsgOp::Put(b"second".to_vec());
+        assert!(tree.inject(&mut st, &key(i), ts, &put).is_ok());
+    }
+    tree.write_node(&mut st, root, false, crate::Category::Eviction)
+        .expect("write root");
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        panic!("the root is a leaf: nothing to test")
+    };
+    let buffered: std::collections::BTreeSet<Vec<u8>> = n
+        .buffers
+        .iter()
+        .flatten()
+        .flat_map(|b| b.iter().map(|(k, _)| k.clone()))
+        .collect();
+    let cache = tree.cache.clone();
+    st.modify(root, &cache, |n| n.body.evict_partitions());
+    let stalls_on_root = |st: &super::TreeState, k: &[u8]| {
+        matches!(
+            tree.lookup(st, k, ts),
+            Err(Stall::Load(Load::Partition(id, _))) if id == root
+        )
+    };
+    // A buffered key is never ruled out (no false negatives)...
+    for k in &buffered {
+        assert!(stalls_on_root(&st, k), "buffered key {k:?} skipped");
+    }
+    // ...and nearly every other key goes past the evicted buffers without reading them.
+    let others: Vec<Vec<u8>> = (0..2000)
+        .map(key)
+        .filter(|k| !buffered.contains(k))
+        .collect();
+    let misses = others.iter().filter(|k| stalls_on_root(&st, k)).count();
+    assert!(others.len() > 1000, "only {} unbuffered keys", others.len());
+    assert!(
+        misses * 20 < others.len(),
+        "{misses} of {} keys read a buffer needlessly",
+        others.len()
+    );
+    drop(st);
+    for i in (0..2000).step_by(7) {
+        let want: &[u8] = if i % 10 == 0 { b"second" } else { b"first" };
+        assert_eq!(t.get(&key(i)).expect("get").as_deref(), Some(want));
+    }
+    t.verify().expect("verify");
+    env.close().expect("close");
+}

@@ -44,10 +44,13 @@ impl Tree {
             match &node.body {
                 NodeBody::Internal(n) => {
                     let c = n.child_index(key);
-                    let buffer = n.buffers[c]
-                        .as_ref()
-                        .ok_or(Stall::Load(Load::Partition(id, c)))?;
-                    pending.extend(buffer.get(key).iter().filter(|m| m.ts <= snapshot));
+                    match (n.may_hold(c, key), &n.buffers[c]) {
+                        (Some(false), _) => {} // evicted, and its filter rules the key out
+                        (_, Some(buffer)) => {
+                            pending.extend(buffer.get(key).iter().filter(|m| m.ts <= snapshot))
+                        }
+                        (_, None) => return Err(Stall::Load(Load::Partition(id, c))),
+                    }
                     id = n.children[c];
                 }
                 NodeBody::Leaf(l) => {
