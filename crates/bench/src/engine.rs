@@ -197,6 +197,10 @@ struct Phase {
     db_bytes_on_disk: u64,
     /// `VmHWM` of `/proc/self/status`.
     rss_peak_bytes: Option<u64>,
+    /// `rss_peak_bytes` less the process's resident set before the environment was opened
+    /// (the binary, the allocator, the workload's own data): what the engine added, to
+    /// hold against the cache + 64 MiB bound.
+    rss_peak_over_baseline_bytes: Option<u64>,
     /// The cache budget.
     cache_bytes: u64,
     /// Sum of `read_bytes` over every category of the engine's counters.
@@ -222,7 +226,12 @@ struct Phase {
     leaf_splits: u64,
     nodes_read: u64,
     basements_read: u64,
+    /// Device bytes of the basement reads (page-aligned extents).
+    basement_read_bytes: u64,
+    /// `basement_read_bytes / basements_read`; null without basement reads.
+    bytes_per_basement_read: Option<f64>,
     buffers_read: u64,
+    buffer_read_bytes: u64,
     headers_read: u64,
     /// Seconds of the closing checkpoint, included in `seconds` (fills only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -319,6 +328,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         eprintln!("warning: O_DIRECT is not available here; reads may hit the page cache");
     }
     let db = dir.join("db");
+    RSS_BASELINE.get_or_init(rss_now_bytes);
     let env = Env::open(&db, params.env_options()).context("opening the environment")?;
     let pool = ValuePool::new(params.value_bytes, SEED);
     let random = env.create_tree("random", None)?;
@@ -340,6 +350,9 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     env.checkpoint().context("checkpoint before reads")?;
     phases.push(read_random(&env, &random, &params, &pool)?);
     phases.push(scan(&env, &random, &params)?);
+    // After the timed phases: the tree must verify, and its shape gives the compressed
+    // basement size that read-random's bytes per read are held against.
+    let shape = random.verify().context("verifying the random tree")?;
     drop((random, sequential));
     env.close().context("closing the environment")?;
     let txn_seconds = params.txn_seconds;
@@ -348,7 +361,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     #[cfg(feature = "rocksdb")]
     let peer = peer_rocksdb::run(&params, dir, &phases)?;
 
-    let summary = summarize(&phases, &txn, &params, machine.direct_io);
+    let summary = summarize(&phases, &txn, &params, &shape, machine.direct_io);
     Ok(EngineReport {
         workload: "engine",
         params,
@@ -366,7 +379,12 @@ struct Start {
     at: Instant,
     engine: EngineCounters,
     os: Option<ProcIo>,
+    /// Resident set before the environment was opened.
+    rss_baseline: Option<u64>,
 }
+
+/// `VmRSS` before the environment was opened, set once by `measure`.
+static RSS_BASELINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
 
 impl Start {
     fn now(env: &Env) -> Start {
@@ -374,6 +392,7 @@ impl Start {
             os: proc_io::read_self(),
             engine: env.counters(),
             at: Instant::now(),
+            rss_baseline: RSS_BASELINE.get().copied().flatten(),
         }
     }
 }
@@ -426,6 +445,9 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
         db_bytes_on_disk: env.disk_bytes(),
         rss_peak_bytes: rss_peak_bytes(),
+        rss_peak_over_baseline_bytes: rss_peak_bytes()
+            .zip(start.rss_baseline)
+            .map(|(peak, base)| peak.saturating_sub(base)),
         cache_bytes: end.cache_bytes,
         engine_bytes_read,
         os_read_bytes: os.map(|o| o.read_bytes),
@@ -443,7 +465,11 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
         basements_read: d(|c| c.basements_read),
+        basement_read_bytes: d(|c| c.basement_read_bytes),
+        bytes_per_basement_read: (d(|c| c.basements_read) > 0)
+            .then(|| d(|c| c.basement_read_bytes) as f64 / d(|c| c.basements_read) as f64),
         buffers_read: d(|c| c.buffers_read),
+        buffer_read_bytes: d(|c| c.buffer_read_bytes),
         headers_read: d(|c| c.headers_read),
         checkpoint_seconds: None,
         threads: None,
@@ -481,12 +507,19 @@ fn allocator_stat(read: fn() -> tikv_jemalloc_ctl::Result<usize>) -> Option<u64>
 
 fn rss_peak_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    parse_vm_hwm(&status)
+    parse_status_kib(&status, "VmHWM:")
 }
 
-fn parse_vm_hwm(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line["VmHWM:".len()..]
+/// `VmRSS` (current resident set) of this process, in bytes.
+fn rss_now_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_status_kib(&status, "VmRSS:")
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`field` includes the colon), in bytes.
+fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line[field.len()..]
         .trim()
         .trim_end_matches("kB")
         .trim()
@@ -728,6 +761,7 @@ fn print_report(r: &EngineReport) {
         "logical",
         "on disk",
         "rss peak",
+        "rss-base",
     ]);
     for ph in &r.phases {
         t.row([
@@ -743,6 +777,7 @@ fn print_report(r: &EngineReport) {
             mib(ph.logical_bytes),
             mib(ph.db_bytes_on_disk),
             opt(ph.rss_peak_bytes, mib),
+            opt(ph.rss_peak_over_baseline_bytes, mib),
         ]);
     }
     print!("{}", t.render());
@@ -751,13 +786,20 @@ fn print_report(r: &EngineReport) {
     #[cfg(feature = "rocksdb")]
     peer_rocksdb::print(&r.peer);
     println!();
-    match r.summary.median_compressed_basement_bytes {
-        Some(b) => println!("median compressed basement: {b} B"),
-        None => println!(
-            "median compressed basement: {}",
-            r.summary.median_compressed_basement_note
-        ),
-    }
+    let s = &r.summary;
+    println!(
+        "median basement: {} B raw, {} B compressed ({} B rounded up to 4 KiB); \
+         read-random: {} B per basement read ({} of the rounded size), \
+         {} basement + {} buffer + {} header reads per get",
+        s.median_raw_basement_bytes,
+        s.median_compressed_basement_bytes,
+        s.median_compressed_basement_rounded_bytes,
+        opt(s.read_random_bytes_per_basement_read, num),
+        opt(s.basement_read_to_rounded_basement, |v| format!("{v:.3}")),
+        num(s.read_random_basement_reads_per_op),
+        num(s.read_random_buffer_reads_per_op),
+        num(s.read_random_header_reads_per_op),
+    );
     if r.summary.warnings.is_empty() {
         println!("warnings: none");
     } else {
@@ -830,8 +872,9 @@ mod tests {
     #[test]
     fn parses_vm_hwm() {
         let status = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1000 kB\n";
-        assert_eq!(parse_vm_hwm(status), Some(2 << 20));
-        assert_eq!(parse_vm_hwm("Name: x\n"), None);
+        assert_eq!(parse_status_kib(status, "VmHWM:"), Some(2 << 20));
+        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(1000 << 10));
+        assert_eq!(parse_status_kib("Name: x\n", "VmHWM:"), None);
     }
 
     #[test]
@@ -875,6 +918,7 @@ mod tests {
             bytes_per_read: None,
             db_bytes_on_disk: 0,
             rss_peak_bytes: None,
+            rss_peak_over_baseline_bytes: None,
             cache_bytes: 0,
             engine_bytes_read: 0,
             os_read_bytes: None,
@@ -892,7 +936,10 @@ mod tests {
             leaf_splits: 0,
             nodes_read: 0,
             basements_read: 0,
+            basement_read_bytes: 0,
+            bytes_per_basement_read: None,
             buffers_read: 0,
+            buffer_read_bytes: 0,
             headers_read: 0,
             checkpoint_seconds: None,
             threads: None,

@@ -1,6 +1,7 @@
 //! The `engine` workload's summary: the headline figures of a run, and warnings where its
-//! figures look wrong (engine counters disagreeing with `/proc/self/io`, more than one read
-//! per point query, wrong values read back).
+//! figures miss a target or look wrong (engine counters disagreeing with `/proc/self/io`,
+//! more than one read per point query or reads larger than a basement, peak RSS over the
+//! cache + 64 MiB bound, wrong values read back).
 
 use super::{Params, Phase, MIB};
 use crate::engine_txn::TxnRun;
@@ -11,8 +12,12 @@ use serde::Serialize;
 const COMPARE_MIN_BYTES: u64 = MIB;
 /// Allowed disagreement between engine counters and `/proc/self/io` (DESIGN.md §6).
 const COUNTER_TOLERANCE: f64 = 0.02;
-const BASEMENT_NOTE: &str = "not available: shale-engine's public API exposes no per-basement \
-     sizes (only aggregate I/O counters); compare bytes_per_read with the basement size option";
+/// Device I/O alignment the compressed basement size is rounded up to.
+const IO_ALIGN: u64 = 4096;
+/// How far a basement read may exceed the rounded basement size (issue 3: within 10%).
+const BASEMENT_READ_TOLERANCE: f64 = 0.10;
+/// Resident memory the engine may hold beyond its cache budget (issue 3).
+const RSS_SLACK_BYTES: u64 = 64 * MIB;
 
 #[derive(Debug, Serialize)]
 pub(super) struct Summary {
@@ -26,8 +31,19 @@ pub(super) struct Summary {
     /// Commits/s of the txn phase at its largest thread count, with fsyncs per commit there.
     pub(super) txn_commits_per_sec_max_threads: f64,
     pub(super) txn_fsyncs_per_commit_max_threads: f64,
-    pub(super) median_compressed_basement_bytes: Option<u64>,
-    pub(super) median_compressed_basement_note: &'static str,
+    /// From `verify` of the random tree after the timed phases.
+    pub(super) median_raw_basement_bytes: u64,
+    pub(super) median_compressed_basement_bytes: u64,
+    pub(super) median_compressed_basement_rounded_bytes: u64,
+    /// read-random's device bytes per basement read, and that over the rounded median.
+    pub(super) read_random_bytes_per_basement_read: Option<f64>,
+    pub(super) basement_read_to_rounded_basement: Option<f64>,
+    /// read-random's reads per get by kind (they sum to `read_random_reads_per_op`).
+    pub(super) read_random_basement_reads_per_op: f64,
+    pub(super) read_random_buffer_reads_per_op: f64,
+    pub(super) read_random_header_reads_per_op: f64,
+    /// Largest `rss_peak_over_baseline_bytes` of any phase.
+    pub(super) rss_peak_over_baseline_bytes: Option<u64>,
     /// Things that look wrong in the engine's figures.
     pub(super) warnings: Vec<String>,
 }
@@ -37,6 +53,7 @@ pub(super) fn summarize(
     phases: &[Phase],
     txn: &[TxnRun],
     params: &Params,
+    shape: &shale_engine::TreeShape,
     direct_io: bool,
 ) -> Summary {
     let by = |name: &str| phases.iter().find(|p| p.name == name);
@@ -54,6 +71,30 @@ pub(super) fn summarize(
         }
     }
     let read = by("read-random");
+    let rounded = shape.median_stored_basement_bytes.div_ceil(IO_ALIGN) * IO_ALIGN;
+    let per_basement_read = read.and_then(|p| p.bytes_per_basement_read);
+    let basement_ratio = per_basement_read
+        .filter(|_| rounded > 0)
+        .map(|b| b / rounded as f64);
+    if let Some(r) = basement_ratio.filter(|&r| r > 1.0 + BASEMENT_READ_TOLERANCE) {
+        warnings.push(format!(
+            "read-random: a basement read is {r:.2}x the compressed basement rounded to 4 KiB \
+             (target <= {:.2})",
+            1.0 + BASEMENT_READ_TOLERANCE
+        ));
+    }
+    let rss_over = phases
+        .iter()
+        .filter_map(|p| p.rss_peak_over_baseline_bytes)
+        .max();
+    if let Some(r) = rss_over.filter(|&r| r > params.cache_bytes + RSS_SLACK_BYTES) {
+        warnings.push(format!(
+            "peak RSS over the pre-open baseline is {:.1} MiB (target <= cache + 64 MiB = {:.1} MiB)",
+            r as f64 / MIB as f64,
+            (params.cache_bytes + RSS_SLACK_BYTES) as f64 / MIB as f64
+        ));
+    }
+    let per_get = |f: fn(&Phase) -> u64| read.map_or(0.0, |p| f(p) as f64 / p.ops.max(1) as f64);
     Summary {
         fill_random_ops_per_sec: rate("fill-random"),
         fill_sequential_ops_per_sec: rate("fill-sequential"),
@@ -64,8 +105,15 @@ pub(super) fn summarize(
         scan_ops_per_sec: rate("scan"),
         txn_commits_per_sec_max_threads: txn.last().map_or(0.0, |r| r.commits_per_sec),
         txn_fsyncs_per_commit_max_threads: txn.last().map_or(0.0, |r| r.fsyncs_per_commit),
-        median_compressed_basement_bytes: None,
-        median_compressed_basement_note: BASEMENT_NOTE,
+        median_raw_basement_bytes: shape.median_basement_bytes,
+        median_compressed_basement_bytes: shape.median_stored_basement_bytes,
+        median_compressed_basement_rounded_bytes: rounded,
+        read_random_bytes_per_basement_read: per_basement_read,
+        basement_read_to_rounded_basement: basement_ratio,
+        read_random_basement_reads_per_op: per_get(|p| p.basements_read),
+        read_random_buffer_reads_per_op: per_get(|p| p.buffers_read),
+        read_random_header_reads_per_op: per_get(|p| p.headers_read),
+        rss_peak_over_baseline_bytes: rss_over,
         warnings,
     }
 }

@@ -16,7 +16,9 @@ pub struct EngineStats {
     pub(crate) nodes_written: AtomicU64,
     pub(crate) nodes_read: AtomicU64,
     pub(crate) basements_read: AtomicU64,
+    pub(crate) basement_read_bytes: AtomicU64,
     pub(crate) buffers_read: AtomicU64,
+    pub(crate) buffer_read_bytes: AtomicU64,
     pub(crate) headers_read: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
     pub(crate) commits: AtomicU64,
@@ -67,8 +69,12 @@ pub struct EngineCounters {
     pub nodes_read: u64,
     /// Leaf basements read alone (partial loads).
     pub basements_read: u64,
+    /// Device bytes of those basement reads (page-aligned extents).
+    pub basement_read_bytes: u64,
     /// Internal-node message buffers read alone (partial loads).
     pub buffers_read: u64,
+    /// Device bytes of those buffer reads.
+    pub buffer_read_bytes: u64,
     /// Node headers read alone (a node known by its pivots and descriptors only).
     pub headers_read: u64,
     pub checkpoints: u64,
@@ -132,7 +138,9 @@ impl EngineCounters {
             nodes_written: g(&s.nodes_written),
             nodes_read: g(&s.nodes_read),
             basements_read: g(&s.basements_read),
+            basement_read_bytes: g(&s.basement_read_bytes),
             buffers_read: g(&s.buffers_read),
+            buffer_read_bytes: g(&s.buffer_read_bytes),
             headers_read: g(&s.headers_read),
             checkpoints: g(&s.checkpoints),
             commits: g(&s.commits),

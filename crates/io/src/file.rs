@@ -39,6 +39,14 @@ pub struct ReadBuf {
     len: usize,
 }
 
+impl ReadBuf {
+    /// Bytes the read transferred from the device: the page-aligned extent around the
+    /// requested range (what the read counters count).
+    pub fn device_bytes(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 impl std::ops::Deref for ReadBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {

@@ -162,11 +162,13 @@ impl Tree {
         let part = format::decode_partition_raw(&desc, &stored)
             .and_then(|raw| format::decode_partition(leaf, &raw))
             .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
-        EngineStats::bump(if leaf {
-            &self.stats.basements_read
+        let (reads, bytes) = if leaf {
+            (&self.stats.basements_read, &self.stats.basement_read_bytes)
         } else {
-            &self.stats.buffers_read
-        });
+            (&self.stats.buffers_read, &self.stats.buffer_read_bytes)
+        };
+        EngineStats::bump(reads);
+        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
         let mut st = self.write_state();
         if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) || st.node(id).is_none() {
             return Ok(());
@@ -182,6 +184,13 @@ impl Tree {
                 if x.parts.get(i) == Some(&desc) && x.buffers[i].is_none() =>
             {
                 x.buffers[i] = Some(b);
+                // N4: a loaded buffer has no filter; a whole node, none at all.
+                if let Some(f) = x.filters.get_mut(i) {
+                    *f = None;
+                }
+                if x.all_loaded() {
+                    x.filters = Vec::new();
+                }
             }
             _ => {}
         });

@@ -456,11 +456,12 @@ impl Node {
                 if !n.all_loaded() && n.parts.len() != n.buffers.len() {
                     return Err("evicted buffer without a descriptor".into());
                 }
-                let filtered = |c: usize| n.filters.get(c).is_some_and(Option::is_some);
-                if n.filters.len() > n.buffers.len()
-                    || (0..n.buffers.len()).any(|c| filtered(c) && n.buffers[c].is_some())
-                {
-                    return Err("key filter beside a loaded buffer".into());
+                // (A changed node keeps a vector of `None`s, which may outlive merged children.)
+                let stray = |(c, f): (usize, &Option<KeyFilter>)| {
+                    f.is_some() && n.buffers.get(c).is_none_or(Option::is_some)
+                };
+                if n.filters.iter().enumerate().any(stray) {
+                    return Err("key filter beside a loaded or missing buffer (N4)".into());
                 }
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };

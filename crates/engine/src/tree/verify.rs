@@ -28,6 +28,9 @@ pub struct TreeShape {
     pub max_leaf_bytes: u64,
     /// Median raw size of a basement, in bytes.
     pub median_basement_bytes: u64,
+    /// Median on-disk (compressed, checksummed) size of a basement of a written leaf: what a
+    /// point lookup that misses the cache reads, before rounding to the I/O alignment.
+    pub median_stored_basement_bytes: u64,
 }
 
 impl Tree {
@@ -45,18 +48,17 @@ impl Tree {
         let mut leaf_depth = None;
         let mut shape = TreeShape::default();
         let mut basement_sizes = Vec::new();
+        let mut stored_sizes = Vec::new();
         let mut walk = Walk {
             seen: &mut seen,
             leaf_depth: &mut leaf_depth,
             shape: &mut shape,
             basement_sizes: &mut basement_sizes,
+            stored_sizes: &mut stored_sizes,
         };
         self.verify_node(root, None, None, None, 0, &mut walk)?;
-        basement_sizes.sort_unstable();
-        shape.median_basement_bytes = basement_sizes
-            .get(basement_sizes.len() / 2)
-            .copied()
-            .unwrap_or(0);
+        shape.median_basement_bytes = median(&mut basement_sizes);
+        shape.median_stored_basement_bytes = median(&mut stored_sizes);
         shape.height = leaf_depth.unwrap_or(0) as u32;
         {
             // Every block write and free happens under the tree's write lock: holding the read
@@ -184,6 +186,12 @@ struct Walk<'a> {
     leaf_depth: &'a mut Option<usize>,
     shape: &'a mut TreeShape,
     basement_sizes: &'a mut Vec<u64>,
+    stored_sizes: &'a mut Vec<u64>,
+}
+
+fn median(sizes: &mut [u64]) -> u64 {
+    sizes.sort_unstable();
+    sizes.get(sizes.len() / 2).copied().unwrap_or(0)
 }
 
 impl Walk<'_> {
@@ -195,6 +203,8 @@ impl Walk<'_> {
                 self.shape.max_leaf_bytes = self.shape.max_leaf_bytes.max(l.loaded_bytes() as u64);
                 self.basement_sizes
                     .extend(l.basements.iter().flatten().map(|b| b.bytes() as u64));
+                self.stored_sizes
+                    .extend(l.parts.iter().map(|d| u64::from(d.stored_len)));
             }
             NodeBody::Internal(n) => {
                 self.shape.internal_nodes += 1;
