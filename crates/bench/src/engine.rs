@@ -790,7 +790,7 @@ fn print_report(r: &EngineReport) {
     println!(
         "median basement: {} B raw, {} B compressed ({} B rounded up to 4 KiB); \
          read-random: {} B per basement read ({} of the rounded size), \
-         {} basement + {} buffer + {} header reads per get",
+         {} basement + {} buffer + {} header reads per get; {} buffered messages per entry",
         s.median_raw_basement_bytes,
         s.median_compressed_basement_bytes,
         s.median_compressed_basement_rounded_bytes,
@@ -799,6 +799,7 @@ fn print_report(r: &EngineReport) {
         num(s.read_random_basement_reads_per_op),
         num(s.read_random_buffer_reads_per_op),
         num(s.read_random_header_reads_per_op),
+        num(s.buffered_messages_per_entry),
     );
     if r.summary.warnings.is_empty() {
         println!("warnings: none");

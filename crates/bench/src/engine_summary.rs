@@ -42,6 +42,9 @@ pub(super) struct Summary {
     pub(super) read_random_basement_reads_per_op: f64,
     pub(super) read_random_buffer_reads_per_op: f64,
     pub(super) read_random_header_reads_per_op: f64,
+    /// Messages buffered in internal nodes per entry of the random tree after the phases
+    /// (a point lookup of a key with a pending message must see its buffer).
+    pub(super) buffered_messages_per_entry: f64,
     /// Largest `rss_peak_over_baseline_bytes` of any phase.
     pub(super) rss_peak_over_baseline_bytes: Option<u64>,
     /// Things that look wrong in the engine's figures.
@@ -113,6 +116,7 @@ pub(super) fn summarize(
         read_random_basement_reads_per_op: per_get(|p| p.basements_read),
         read_random_buffer_reads_per_op: per_get(|p| p.buffers_read),
         read_random_header_reads_per_op: per_get(|p| p.headers_read),
+        buffered_messages_per_entry: shape.buffered_messages as f64 / shape.entries.max(1) as f64,
         rss_peak_over_baseline_bytes: rss_over,
         warnings,
     }

@@ -1,7 +1,8 @@
 //! The node cache's budget: one byte counter shared by every tree of an environment and a
-//! hard limit. Trees charge the memory of the nodes they hold; when the total passes the
-//! budget, the thread that pushed it over evicts (clock order, clean basements first) before
-//! it returns — backpressure, not a soft overshoot.
+//! hard limit. Trees charge the memory of the nodes they hold; a load makes room for what it
+//! read before installing it, and a writer whose change pushed the total over the budget
+//! evicts (clock order, clean partitions first) before it returns — backpressure, not a soft
+//! overshoot. Only nodes pinned by operations in flight can hold the total over the budget.
 
 use crate::tree::Tree;
 use parking_lot::Mutex;
@@ -79,11 +80,6 @@ impl Cache {
             .chain(&trees[..start])
             .cloned()
             .collect()
-    }
-
-    /// True when eviction must run before the caller goes on.
-    pub fn over_budget(&self) -> bool {
-        self.used_bytes() > self.budget_bytes
     }
 
     /// Where eviction stops: a little under the budget so it does not run on every call.

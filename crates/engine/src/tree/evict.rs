@@ -70,14 +70,23 @@ impl Tree {
 
     /// Evicts from every tree of the environment until the cache is under its target.
     pub(crate) fn evict_if_needed(&self) -> Result<()> {
-        if !self.cache.over_budget() {
+        self.make_room(0)
+    }
+
+    /// Makes room for `incoming` more bytes before they are charged: when they would take
+    /// the cache over its budget, evicts (every tree, clock order) until they fit under the
+    /// eviction target. Loads call it between decoding and installing, so that a node read
+    /// does not push the charge over the budget first and evict after. Only nodes pinned
+    /// by operations in flight can keep the charge above the budget.
+    pub(crate) fn make_room(&self, incoming: usize) -> Result<()> {
+        if self.cache.used_bytes() + incoming <= self.cache.budget_bytes() {
             return Ok(());
         }
         for tree in self.cache.victims() {
-            if self.cache.used_bytes() <= self.cache.eviction_target() {
+            if self.cache.used_bytes() + incoming <= self.cache.eviction_target() {
                 break;
             }
-            tree.evict_some()?;
+            tree.evict_some(incoming)?;
         }
         Ok(())
     }
@@ -89,11 +98,14 @@ impl Tree {
     /// reads one partition and no header. Skeletons are small; they are removed only in the
     /// second sweep and only while the cache is still over its budget (partial eviction alone
     /// bringing it under the budget, if not yet to the target, spares them).
-    fn evict_some(&self) -> Result<()> {
+    fn evict_some(&self, incoming: usize) -> Result<()> {
         let mut st = self.write_state();
         let ring = st.clock.len();
+        let over_budget = || self.cache.used_bytes() + incoming > self.cache.budget_bytes();
         for step in 0..ring * CLOCK_SWEEPS {
-            if self.cache.used_bytes() <= self.cache.eviction_target() || st.clock.is_empty() {
+            if self.cache.used_bytes() + incoming <= self.cache.eviction_target()
+                || st.clock.is_empty()
+            {
                 break;
             }
             let hand = st.clock_hand % st.clock.len();
@@ -111,7 +123,7 @@ impl Tree {
                 continue;
             }
             let skeleton = !node.dirty && !node.body.all_loaded();
-            if skeleton && (step < ring || !self.cache.over_budget()) {
+            if skeleton && (step < ring || !over_budget()) {
                 st.clock_hand = hand + 1;
                 continue;
             }

@@ -4,7 +4,7 @@
 //! concurrent rewrite is never overwritten by a stale image.
 
 use super::format;
-use super::node::{Node, NodeBody, PartDesc};
+use super::node::{self, Node, NodeBody, PartDesc};
 use super::{Load, Tree};
 use crate::block::{Extent, NodeId};
 use crate::counters::EngineStats;
@@ -84,6 +84,8 @@ impl Tree {
 
     fn load_node(&self, id: NodeId) -> Result<()> {
         let (extent, body) = self.read_node_image(id, Category::UserRead)?;
+        let node = Node::new(body, false);
+        self.make_room(node.mem_bytes())?;
         let mut st = self.write_state();
         if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) {
             return Ok(()); // rewritten meanwhile: the caller retries and decides again
@@ -94,7 +96,7 @@ impl Tree {
         };
         if replace {
             st.remove_node(id, &self.cache);
-            st.insert_node(id, Node::new(body, false), &self.cache);
+            st.insert_node(id, node, &self.cache);
         }
         Ok(())
     }
@@ -126,6 +128,7 @@ impl Tree {
         EngineStats::bump(&self.stats.headers_read);
         let node = Node::new(format::skeleton(header), false);
         node.check().map_err(|r| self.corrupt(id, &extent, r))?;
+        self.make_room(node.mem_bytes())?;
         let mut st = self.write_state();
         if st.node(id).is_none() && self.file.extent(id).map(|e| e.offset) == Some(extent.offset) {
             st.insert_node(id, node, &self.cache);
@@ -169,6 +172,10 @@ impl Tree {
         };
         EngineStats::bump(reads);
         bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
+        self.make_room(match &part {
+            format::Partition::Basement(b) => node::basement_mem(b),
+            format::Partition::Buffer(b) => node::buffer_mem(b),
+        })?;
         let mut st = self.write_state();
         if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) || st.node(id).is_none() {
             return Ok(());

@@ -391,18 +391,14 @@ impl Node {
                         + l.basements
                             .iter()
                             .flatten()
-                            .map(|b| b.bytes() + b.len() * 48)
+                            .map(basement_mem)
                             .sum::<usize>()
                 }
                 NodeBody::Internal(n) => {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + n.children.len() * 8
                         + n.parts.len() * 24
-                        + n.buffers
-                            .iter()
-                            .flatten()
-                            .map(|b| b.bytes() + b.len() * 64)
-                            .sum::<usize>()
+                        + n.buffers.iter().flatten().map(buffer_mem).sum::<usize>()
                         + n.filters
                             .iter()
                             .flatten()
@@ -473,6 +469,16 @@ impl Node {
             }
         }
     }
+}
+
+/// What a loaded basement is charged: its bytes and a per-entry allowance for the map.
+pub fn basement_mem(b: &Basement) -> usize {
+    b.bytes() + b.len() * 48
+}
+
+/// What a loaded message buffer is charged.
+pub fn buffer_mem(b: &MsgBuffer) -> usize {
+    b.bytes() + b.len() * 64
 }
 
 fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {
