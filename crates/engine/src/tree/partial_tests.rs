@@ -103,15 +103,21 @@ fn shed_nodes_serve_reads_and_load_whole_before_changing() {
     env.close().expect("close");
 }
 
-#[test]
-fn a_flush_of_a_shed_root_loads_it_whole_first() {
-    use super::msg::MsgOp;
-    use super::{Load, Stall};
+/// A tree holding keys 0..2000 with the value `first`.
+fn filled_with_first() -> (tempfile::TempDir, Env, TreeHandle) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (env, t) = open(dir.path());
     for i in 0..2000 {
         t.put(&key(i), b"first").expect("put");
     }
+    (dir, env, t)
+}
+
+#[test]
+fn a_flush_of_a_shed_root_loads_it_whole_first() {
+    use super::msg::MsgOp;
+    use super::{Load, Stall};
+    let (_dir, env, t) = filled_with_first();
     let tree = &t.tree;
     {
         // Over-fill the root, write it (clean) and shed it, all under one lock so that the
@@ -152,11 +158,7 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
 fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
     use super::msg::MsgOp;
     use super::{Load, Stall};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (env, t) = open(dir.path());
-    for i in 0..2000 {
-        t.put(&key(i), b"first").expect("put");
-    }
+    let (_dir, env, t) = filled_with_first();
     let tree = &t.tree;
     // Under one lock, so that no flush loads the root back: buffer messages in the root,
     // write it, evict its buffers (which builds their filters), then look keys up.
