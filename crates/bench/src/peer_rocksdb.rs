@@ -284,7 +284,7 @@ fn finish(
             .filter(|&r| r > 0)
             .zip(os_read_bytes)
             .map(|(r, b)| b as f64 / r as f64),
-        db_bytes_on_disk: dir_bytes(ctx.path),
+        db_bytes_on_disk: shale_io::dir_disk_bytes(ctx.path),
         rss_peak_bytes: rss_peak_bytes(),
         cache_bytes: ctx.params.cache_bytes,
         settle_seconds: None,
@@ -439,18 +439,6 @@ fn bytes_written(stats: &str) -> Option<u64> {
         .iter()
         .map(|t| ticker(stats, t))
         .sum::<Option<u64>>()
-}
-
-/// Total bytes of the regular files under `dir` (RocksDB keeps a flat directory).
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.metadata().ok())
-        .map(|m| if m.is_dir() { 0 } else { m.len() })
-        .sum()
 }
 
 fn div(a: f64, b: f64) -> Option<f64> {

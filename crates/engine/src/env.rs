@@ -317,7 +317,7 @@ impl Env {
 
     /// Bytes used on disk by tree files and the log.
     pub fn disk_bytes(&self) -> u64 {
-        dir_bytes(&self.inner.dir)
+        shale_io::dir_disk_bytes(&self.inner.dir)
     }
 
     /// Checkpoints, stops the background threads and releases the directory.
@@ -659,21 +659,4 @@ pub(crate) fn wal_options(o: &EnvOptions) -> WalOptions {
 
 pub(crate) fn wal_dir(dir: &Path) -> PathBuf {
     dir.join("wal")
-}
-
-fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => {
-                use std::os::unix::fs::MetadataExt;
-                m.blocks() * 512
-            }
-            Err(_) => 0,
-        })
-        .sum()
 }

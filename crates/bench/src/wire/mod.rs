@@ -172,7 +172,9 @@ impl Target {
     }
 
     pub fn db_dir_bytes(&self) -> Option<u64> {
-        self.server.as_ref().map(|s| server::dir_bytes(s.db_dir()))
+        self.server
+            .as_ref()
+            .map(|s| shale_io::dir_disk_bytes(s.db_dir()))
     }
 }
 

@@ -9,7 +9,6 @@ use anyhow::{anyhow, bail, Context, Result};
 use mongodb::bson::doc;
 use mongodb::options::ClientOptions;
 use mongodb::Client;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -159,8 +158,8 @@ impl ShaleServer {
             bail!("shale serve exited with {status}; its log:\n{log}");
         }
         let size = ClosedSize {
-            total_bytes: dir_bytes(&self.db_dir),
-            log_bytes: dir_bytes(&self.db_dir.join(LOG_DIR)),
+            total_bytes: shale_io::dir_disk_bytes(&self.db_dir),
+            log_bytes: shale_io::dir_disk_bytes(&self.db_dir.join(LOG_DIR)),
         };
         if let Some(w) = self.work.take() {
             w.remove();
@@ -199,21 +198,6 @@ fn free_port() -> Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Bytes allocated on disk by every file under `dir` (st_blocks x 512), recursively.
-pub fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.blocks() * 512,
-            Err(_) => 0,
-        })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,14 +206,5 @@ mod tests {
     fn explicit_binary_wins() {
         let p = find_binary(Some(Path::new("/x/shale"))).expect("explicit");
         assert_eq!(p, Path::new("/x/shale"));
-    }
-
-    #[test]
-    fn dir_bytes_counts_nested_files() {
-        let d = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(d.path().join("a")).expect("mkdir");
-        std::fs::write(d.path().join("a/f"), vec![1u8; 10_000]).expect("write");
-        std::fs::write(d.path().join("g"), b"x").expect("write");
-        assert!(dir_bytes(d.path()) >= 10_001);
     }
 }
