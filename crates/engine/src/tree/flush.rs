@@ -480,7 +480,6 @@ fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
     let mut right_pivots = n.pivots.split_off(m - 1);
     let up = right_pivots.remove(0);
     n.parts.clear();
-    n.filters.clear();
     let right = Internal {
         height: n.height,
         pivots: right_pivots,

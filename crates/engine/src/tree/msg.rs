@@ -111,18 +111,13 @@ impl MsgBuffer {
         self.count == 0
     }
 
-    /// Distinct keys with messages.
-    pub fn key_count(&self) -> usize {
-        self.msgs.len()
-    }
-
     /// Pending messages for `key`, oldest first.
     pub fn get(&self, key: &[u8]) -> &[Msg] {
         self.msgs.get(key).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// All messages in (key, MSN) order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &[Msg])> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &[Msg])> + ExactSizeIterator {
         self.msgs.iter().map(|(k, v)| (k, v.as_slice()))
     }
 

@@ -10,7 +10,8 @@
 //! N3. a dirty node has every partition loaded (so it can be written whole); only a clean
 //!     node, whose descriptors describe its on-disk image, has evicted partitions.
 //! N4. an internal node's key filter `filters[c]` exists only while buffer `c` is evicted,
-//!     and was built from that buffer's keys (so a lookup may trust a negative answer).
+//!     and was built from that buffer's keys (so a lookup may trust a negative answer); a
+//!     fully loaded node (every changed node, N3) has no filters.
 
 use super::entry::{Applied, Entry};
 use super::filter::KeyFilter;
@@ -174,13 +175,8 @@ impl Leaf {
     /// loaded (it is being changed: N3); its pivots stay sorted and bound each basement.
     pub fn recut_oversized(&mut self, basement_bytes: usize) {
         for b in (0..self.basements.len()).rev() {
-            let oversized = self.basements[b]
-                .as_ref()
-                .is_some_and(|bm| bm.bytes() > 2 * basement_bytes && bm.len() > 1);
-            if !oversized {
-                continue;
-            }
-            let Some(basement) = self.basements[b].take() else {
+            let oversized = |bm: &mut Basement| bm.bytes() > 2 * basement_bytes && bm.len() > 1;
+            let Some(basement) = self.basements[b].take_if(oversized) else {
                 continue;
             };
             let cut = Leaf::from_entries(basement.into_entries(), basement_bytes);
@@ -224,8 +220,9 @@ pub struct Internal {
     pub buffers: Vec<Option<MsgBuffer>>,
     /// Descriptors of the on-disk image; empty for a node never written.
     pub parts: Vec<PartDesc>,
-    /// Key filters of evicted buffers (`filters[c]` only while `buffers[c]` is `None`; a
-    /// shorter vector or `None` = no filter, the buffer must be read). See `filter.rs`.
+    /// Key filters of evicted buffers (N4: `filters[c]` only while `buffers[c]` is `None`,
+    /// and none at all in a fully loaded node; a shorter vector or `None` = no filter, the
+    /// buffer must be read). See `filter.rs`.
     pub filters: Vec<Option<KeyFilter>>,
 }
 
@@ -255,17 +252,13 @@ impl Internal {
         self.buffers.iter().all(Option::is_some)
     }
 
-    /// Whether buffer `c` may hold messages for `key`: `Some(false)` when the buffer is
-    /// evicted and its filter rules the key out, `Some(true)` when loaded or possibly there,
-    /// `None` when it is evicted with no filter (the buffer must be read to know).
-    pub fn may_hold(&self, c: usize, key: &[u8]) -> Option<bool> {
-        if self.buffers[c].is_some() {
-            return Some(true);
-        }
+    /// True when evicted buffer `c` has a key filter (N4) that rules `key` out, so a lookup
+    /// need not read the buffer.
+    pub fn filter_rules_out(&self, c: usize, key: &[u8]) -> bool {
         self.filters
             .get(c)
             .and_then(Option::as_ref)
-            .map(|f| f.may_contain(key))
+            .is_some_and(|f| !f.may_contain(key))
     }
 
     /// Buffer `c` of a node being changed, which is fully loaded (N3).
@@ -344,8 +337,7 @@ impl NodeBody {
                 n.filters.resize(n.buffers.len(), None);
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
-                        let keys = buf.iter().map(|(k, _)| k.as_slice());
-                        *f = Some(KeyFilter::build(buf.key_count(), keys));
+                        *f = Some(KeyFilter::build(buf.iter().map(|(k, _)| k.as_slice())));
                     }
                 }
             }
@@ -452,11 +444,12 @@ impl Node {
                 if !n.all_loaded() && n.parts.len() != n.buffers.len() {
                     return Err("evicted buffer without a descriptor".into());
                 }
-                // (A changed node keeps a vector of `None`s, which may outlive merged children.)
                 let stray = |(c, f): (usize, &Option<KeyFilter>)| {
                     f.is_some() && n.buffers.get(c).is_none_or(Option::is_some)
                 };
-                if n.filters.iter().enumerate().any(stray) {
+                if (n.all_loaded() && !n.filters.is_empty())
+                    || n.filters.iter().enumerate().any(stray)
+                {
                     return Err("key filter beside a loaded or missing buffer (N4)".into());
                 }
                 for (i, b) in n.buffers.iter().enumerate() {

@@ -25,6 +25,34 @@ pub(crate) enum Target {
     Last,
 }
 
+impl Target {
+    /// The slot (child or basement) between `pivots` that this target leads to.
+    fn pick(&self, pivots: &[Vec<u8>]) -> usize {
+        match self {
+            Target::Containing(k) => pivots.partition_point(|p| p <= k),
+            Target::Before(k) => pivots.partition_point(|p| p < k),
+            Target::First => 0,
+            Target::Last => pivots.len(),
+        }
+    }
+}
+
+/// Narrows the range `[lo, hi)` to slot `i` between `pivots` (an unbounded side stays as
+/// the levels above left it).
+fn narrow<'a>(
+    lo: &mut Option<&'a Vec<u8>>,
+    hi: &mut Option<&'a Vec<u8>>,
+    pivots: &'a [Vec<u8>],
+    i: usize,
+) {
+    if i > 0 {
+        *lo = Some(&pivots[i - 1]);
+    }
+    if i < pivots.len() {
+        *hi = Some(&pivots[i]);
+    }
+}
+
 /// The entries of one basement's key range `[lo, hi)` as of the scan.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeafBatch {
@@ -44,12 +72,12 @@ impl Tree {
             match &node.body {
                 NodeBody::Internal(n) => {
                     let c = n.child_index(key);
-                    match (n.may_hold(c, key), &n.buffers[c]) {
-                        (Some(false), _) => {} // evicted, and its filter rules the key out
-                        (_, Some(buffer)) => {
+                    match &n.buffers[c] {
+                        Some(buffer) => {
                             pending.extend(buffer.get(key).iter().filter(|m| m.ts <= snapshot))
                         }
-                        (_, None) => return Err(Stall::Load(Load::Partition(id, c))),
+                        None if n.filter_rules_out(c, key) => {}
+                        None => return Err(Stall::Load(Load::Partition(id, c))),
                     }
                     id = n.children[c];
                 }
@@ -85,18 +113,8 @@ impl Tree {
             node.touch();
             match &node.body {
                 NodeBody::Internal(n) => {
-                    let c = match target {
-                        Target::Containing(k) => n.child_index(k),
-                        Target::Before(k) => n.pivots.partition_point(|p| p < k),
-                        Target::First => 0,
-                        Target::Last => n.children.len() - 1,
-                    };
-                    if c > 0 {
-                        lo = Some(&n.pivots[c - 1]);
-                    }
-                    if c < n.pivots.len() {
-                        hi = Some(&n.pivots[c]);
-                    }
+                    let c = target.pick(&n.pivots);
+                    narrow(&mut lo, &mut hi, &n.pivots, c);
                     let buffer = n.buffers[c]
                         .as_ref()
                         .ok_or(Stall::Load(Load::Partition(id, c)))?;
@@ -108,21 +126,11 @@ impl Tree {
         };
         // One basement, not the whole leaf: a short range scan reads (and copies) one read
         // unit, as a point lookup does; the cursor moves to the next basement by key.
-        let b = match target {
-            Target::Containing(k) => leaf.basement_index(k),
-            Target::Before(k) => leaf.pivots.partition_point(|p| p < k),
-            Target::First => 0,
-            Target::Last => leaf.basements.len() - 1,
-        };
+        let b = target.pick(&leaf.pivots);
         let basement = leaf.basements[b]
             .as_ref()
             .ok_or(Stall::Load(Load::Partition(id, b)))?;
-        if b > 0 {
-            lo = Some(&leaf.pivots[b - 1]);
-        }
-        if b < leaf.pivots.len() {
-            hi = Some(&leaf.pivots[b]);
-        }
+        narrow(&mut lo, &mut hi, &leaf.pivots, b);
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
         for (k, e) in basement.iter() {
             if let Some(v) = e.value_at(snapshot) {
