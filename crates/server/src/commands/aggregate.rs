@@ -3,7 +3,8 @@
 //! shows how the pipeline's leading stages are planned.
 
 use super::data::{
-    cursor_reply, namespace, opt_bool, opt_doc, opt_hint, opt_i64, raw_to_bson, type_name,
+    cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint, raw_to_bson,
+    type_name, wrong_type,
 };
 use super::CommandResult;
 use crate::ConnectionCtx;
@@ -36,21 +37,8 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
                 )),
             })
             .collect::<Result<_, _>>()?,
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::TypeMismatch,
-                format!(
-                    "BSON field 'aggregate.pipeline' is the wrong type '{}', expected type 'array'",
-                    type_name(other)
-                ),
-            ))
-        }
-        None => {
-            return Err(MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'aggregate.pipeline' is missing but a required field",
-            ))
-        }
+        Some(other) => return Err(wrong_type("aggregate.pipeline", other, "array")),
+        None => return Err(missing("aggregate.pipeline")),
     };
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         return ctx.db.explain_aggregate(&ns, &stages);
@@ -65,15 +53,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
             .collect::<Result<Vec<_>, _>>()?;
         return Ok(doc! { "result": docs });
     };
-    let batch_size = match opt_i64(cursor, "aggregate.cursor", "batchSize")? {
-        Some(n) if n < 0 => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("BSON field 'batchSize' value must be >= 0, actual value '{n}'"),
-            ))
-        }
-        n => n.map(|n| n as usize),
-    };
+    let batch_size = opt_count(cursor, "aggregate.cursor", "batchSize")?.map(|n| n as usize);
     let source = Box::new(VecSource(results.into_iter()));
     let batch = ctx
         .db

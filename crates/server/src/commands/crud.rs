@@ -3,7 +3,7 @@
 //! parse error is a write error at its index, as mongod reports it; an ordered batch stops
 //! at the first error.
 
-use super::data::{doc_array, namespace, opt_bool, opt_doc, raw_to_bson, to_raw};
+use super::data::{doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
@@ -141,18 +141,10 @@ fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), Mongo
 }
 
 fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
-    let filter = opt_doc(s, "update.updates", "q")?.cloned().ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::Location40414,
-            "BSON field 'update.updates.q' is missing but a required field",
-        )
-    })?;
-    let u = s.get("u").ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::Location40414,
-            "BSON field 'update.updates.u' is missing but a required field",
-        )
-    })?;
+    let filter = opt_doc(s, "update.updates", "q")?
+        .cloned()
+        .ok_or_else(|| missing("update.updates.q"))?;
+    let u = s.get("u").ok_or_else(|| missing("update.updates.u"))?;
     let filters = array_filters(s)?;
     let update = UpdateSpec::parse_value(u, filters.as_deref())?;
     let multi = opt_bool(s, "update.updates", "multi")?.unwrap_or(false);
@@ -209,12 +201,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let mut ops = Vec::new();
     for s in &statements {
         known_fields(s, "delete.deletes", DELETE_FIELDS)?;
-        let filter = opt_doc(s, "delete.deletes", "q")?.cloned().ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'delete.deletes.q' is missing but a required field",
-            )
-        })?;
+        let filter = opt_doc(s, "delete.deletes", "q")?
+            .cloned()
+            .ok_or_else(|| missing("delete.deletes.q"))?;
         let limit = match s.get("limit") {
             Some(Bson::Int32(n)) => i64::from(*n),
             Some(Bson::Int64(n)) => *n,
@@ -225,12 +214,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
                     "delete limit must be a number",
                 ))
             }
-            None => {
-                return Err(MongoError::new(
-                    ErrorCode::Location40414,
-                    "BSON field 'delete.deletes.limit' is missing but a required field",
-                ))
-            }
+            None => return Err(missing("delete.deletes.limit")),
         };
         if limit != 0 && limit != 1 {
             return Err(MongoError::new(

@@ -1,6 +1,7 @@
-//! The commands that read and change data and the catalog, and the argument helpers they
-//! share: typed field access with MongoDB's `TypeMismatch` messages, namespaces, and the
-//! cursor reply shape (`cursor: {firstBatch|nextBatch, id, ns}`).
+//! The commands that read and change data and the catalog, and the argument helpers the
+//! commands share: typed field access with mongod's IDL messages (`TypeMismatch` for a wrong
+//! type, `Location40414` for a missing field), namespaces, and the cursor reply shape
+//! (`cursor: {firstBatch|nextBatch, id, ns}`).
 
 use super::{aggregate, crud, ddl, query, Handler};
 use bson::{doc, Bson, Document, RawDocumentBuf};
@@ -53,14 +54,33 @@ pub fn namespace(db: &str, body: &Document, command: &str) -> Result<Namespace, 
 
 pub use shale_doc::type_name;
 
-fn wrong_type(command: &str, field: &str, v: &Bson, expected: &str) -> MongoError {
+/// A field of the wrong type; `path` is its full name as mongod's parser gives it
+/// (`insert.documents`, `endSessions.endSessions.id`).
+pub fn wrong_type(path: &str, v: &Bson, expected: &str) -> MongoError {
     MongoError::new(
         ErrorCode::TypeMismatch,
         format!(
-            "BSON field '{command}.{field}' is the wrong type '{}', expected type '{expected}'",
+            "BSON field '{path}' is the wrong type '{}', expected type '{expected}'",
             type_name(v)
         ),
     )
+}
+
+/// A required field that is absent; `path` as for `wrong_type`.
+pub fn missing(path: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::Location40414,
+        format!("BSON field '{path}' is missing but a required field"),
+    )
+}
+
+/// A required string field.
+pub fn req_str<'a>(body: &'a Document, command: &str, field: &str) -> Result<&'a str, MongoError> {
+    match body.get(field) {
+        Some(Bson::String(s)) => Ok(s),
+        Some(v) => Err(wrong_type(&format!("{command}.{field}"), v, "string")),
+        None => Err(missing(&format!("{command}.{field}"))),
+    }
 }
 
 /// An optional document field (null counts as absent).
@@ -72,7 +92,7 @@ pub fn opt_doc<'a>(
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Document(d)) => Ok(Some(d)),
-        Some(v) => Err(wrong_type(command, field, v, "object")),
+        Some(v) => Err(wrong_type(&format!("{command}.{field}"), v, "object")),
     }
 }
 
@@ -84,7 +104,7 @@ pub fn opt_bool(body: &Document, command: &str, field: &str) -> Result<Option<bo
         Some(Bson::Int32(n)) => Ok(Some(*n != 0)),
         Some(Bson::Int64(n)) => Ok(Some(*n != 0)),
         Some(Bson::Double(n)) => Ok(Some(*n != 0.0)),
-        Some(v) => Err(wrong_type(command, field, v, "bool")),
+        Some(v) => Err(wrong_type(&format!("{command}.{field}"), v, "bool")),
     }
 }
 
@@ -100,8 +120,7 @@ pub fn opt_i64(body: &Document, command: &str, field: &str) -> Result<Option<i64
             format!("'{field}' must be a number"),
         )),
         Some(v) => Err(wrong_type(
-            command,
-            field,
+            &format!("{command}.{field}"),
             v,
             "[long, int, decimal, double]",
         )),
@@ -146,14 +165,11 @@ pub fn doc_array<'a>(
             .iter()
             .map(|v| match v {
                 Bson::Document(d) => Ok(d),
-                other => Err(wrong_type(command, field, other, "object")),
+                other => Err(wrong_type(&format!("{command}.{field}"), other, "object")),
             })
             .collect(),
-        Some(v) => Err(wrong_type(command, field, v, "array")),
-        None => Err(MongoError::new(
-            ErrorCode::Location40414,
-            format!("BSON field '{command}.{field}' is missing but a required field"),
-        )),
+        Some(v) => Err(wrong_type(&format!("{command}.{field}"), v, "array")),
+        None => Err(missing(&format!("{command}.{field}"))),
     }
 }
 

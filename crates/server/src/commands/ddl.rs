@@ -3,7 +3,7 @@
 //! `validate`.
 
 use super::data::{
-    cursor_reply, doc_array, namespace, opt_bool, opt_doc, opt_i64, to_raw, type_name,
+    cursor_reply, doc_array, missing, namespace, opt_bool, opt_doc, opt_i64, to_raw, type_name,
 };
 use super::{require_admin, CommandResult};
 use crate::ConnectionCtx;
@@ -191,12 +191,7 @@ pub fn rename_collection(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comm
                 format!("'to' must be a string, not {}", type_name(other)),
             ))
         }
-        None => {
-            return Err(MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'renameCollection.to' is missing but a required field",
-            ))
-        }
+        None => return Err(missing("renameCollection.to")),
     };
     let drop_target = opt_bool(body, "renameCollection", "dropTarget")?.unwrap_or(false);
     ctx.db.rename_collection(&from, &to, drop_target)?;
@@ -262,12 +257,9 @@ pub fn drop_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
         .unwrap_or("dropIndexes")
         .to_owned();
     let ns = namespace(db, body, &name)?;
-    let which = body.get("index").ok_or_else(|| {
-        MongoError::new(
-            ErrorCode::Location40414,
-            format!("BSON field '{name}.index' is missing but a required field"),
-        )
-    })?;
+    let which = body
+        .get("index")
+        .ok_or_else(|| missing(&format!("{name}.index")))?;
     let before = ctx.db.drop_indexes(&ns, which)?;
     Ok(doc! { "nIndexesWas": before as i32 })
 }

@@ -3,7 +3,8 @@
 //! documents and every batch stops before 16 MiB.
 
 use super::data::{
-    cursor_reply, namespace, opt_bool, opt_count, opt_doc, opt_hint, opt_i64, type_name,
+    cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint, opt_i64, req_str,
+    type_name, wrong_type,
 };
 use super::CommandResult;
 use crate::ConnectionCtx;
@@ -13,16 +14,8 @@ use shale_doc::{ErrorCode, MongoError};
 
 /// Parses a find command's query fields.
 fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), MongoError> {
-    let limit = match opt_i64(body, c, "limit")? {
-        Some(n) if n < 0 => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("BSON field 'limit' value must be >= 0, actual value '{n}'"),
-            ))
-        }
-        Some(0) | None => None,
-        Some(n) => Some(n as u64),
-    };
+    // `limit: 0` means no limit.
+    let limit = opt_count(body, c, "limit")?.filter(|n| *n > 0);
     let spec = FindSpec {
         filter: opt_doc(body, c, "filter")?.cloned().unwrap_or_default(),
         sort: opt_doc(body, c, "sort")?.cloned().filter(|s| !s.is_empty()),
@@ -51,15 +44,7 @@ pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
 pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let id = match body.get("getMore") {
         Some(Bson::Int64(id)) => *id,
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::TypeMismatch,
-                format!(
-                    "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
-                    type_name(other)
-                ),
-            ))
-        }
+        Some(other) => return Err(wrong_type("getMore.getMore", other, "long")),
         None => {
             return Err(MongoError::new(
                 ErrorCode::FailedToParse,
@@ -67,25 +52,7 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
             ))
         }
     };
-    let coll = match body.get("collection") {
-        Some(Bson::String(c)) => c.clone(),
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::TypeMismatch,
-                format!(
-                "BSON field 'getMore.collection' is the wrong type '{}', expected type 'string'",
-                type_name(other)
-            ),
-            ))
-        }
-        None => {
-            return Err(MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'getMore.collection' is missing but a required field",
-            ))
-        }
-    };
-    let ns = Namespace::new(db, &coll)?;
+    let ns = Namespace::new(db, req_str(body, "getMore", "collection")?)?;
     let batch_size = opt_count(body, "getMore", "batchSize")?.map(|b| b as usize);
     let batch = ctx.db.cursors().get_more(id, &ns.to_string(), batch_size)?;
     cursor_reply(&ns.to_string(), batch, "nextBatch")
@@ -104,17 +71,12 @@ pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
                 )),
             })
             .collect::<Result<_, _>>()?,
-        _ => {
-            return Err(MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'killCursors.cursors' is missing but a required field",
-            ))
-        }
+        _ => return Err(missing("killCursors.cursors")),
     };
-    let (killed, missing) = ctx.db.cursors().kill(&ns.to_string(), &ids);
+    let (killed, not_found) = ctx.db.cursors().kill(&ns.to_string(), &ids);
     Ok(doc! {
         "cursorsKilled": killed,
-        "cursorsNotFound": missing,
+        "cursorsNotFound": not_found,
         "cursorsAlive": [],
         "cursorsUnknown": [],
     })
@@ -144,28 +106,11 @@ pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
 
 pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "distinct")?;
-    let key = match body.get("key") {
-        Some(Bson::String(k)) => k.clone(),
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::TypeMismatch,
-                format!(
-                    "BSON field 'distinct.key' is the wrong type '{}', expected type 'string'",
-                    type_name(other)
-                ),
-            ))
-        }
-        None => {
-            return Err(MongoError::new(
-                ErrorCode::Location40414,
-                "BSON field 'distinct.key' is missing but a required field",
-            ))
-        }
-    };
+    let key = req_str(body, "distinct", "key")?;
     let filter = opt_doc(body, "distinct", "query")?
         .cloned()
         .unwrap_or_default();
-    let values = ctx.db.distinct(&ns, &key, &filter)?;
+    let values = ctx.db.distinct(&ns, key, &filter)?;
     Ok(doc! { "values": values })
 }
 

@@ -3,6 +3,7 @@
 //! session state is kept yet (multi-statement transactions will add a session table), so
 //! these check their arguments as mongod does and succeed.
 
+use super::data::{missing, wrong_type};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document};
@@ -63,12 +64,7 @@ fn session_ids(body: &Document, command: &str) -> Result<usize, MongoError> {
                     ),
                 ))
             }
-            None => {
-                return Err(MongoError::new(
-                    ErrorCode::Location40414,
-                    format!("BSON field '{command}.{command}.id' is missing but a required field"),
-                ))
-            }
+            None => return Err(missing(&format!("{command}.{command}.id"))),
         }
     }
     Ok(ids.len())
@@ -83,16 +79,6 @@ fn array_arg<'a>(body: &'a Document, command: &str) -> Result<&'a [Bson], MongoE
             format!("missing '{command}'"),
         )),
     }
-}
-
-fn wrong_type(field: &str, v: &Bson, expected: &str) -> MongoError {
-    MongoError::new(
-        ErrorCode::TypeMismatch,
-        format!(
-            "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
-            type_name(v)
-        ),
-    )
 }
 
 #[cfg(test)]
