@@ -135,26 +135,13 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
             let ns = namespace(db, inner, "find")?;
             (ns, find_spec(inner, "find")?.0)
         }
-        "count" => {
-            let ns = namespace(db, inner, "count")?;
+        "count" | "distinct" => {
+            let ns = namespace(db, inner, name)?;
+            let filter = opt_doc(inner, name, "query")?.cloned().unwrap_or_default();
             (
                 ns,
                 FindSpec {
-                    filter: opt_doc(inner, "count", "query")?
-                        .cloned()
-                        .unwrap_or_default(),
-                    ..FindSpec::default()
-                },
-            )
-        }
-        "distinct" => {
-            let ns = namespace(db, inner, "distinct")?;
-            (
-                ns,
-                FindSpec {
-                    filter: opt_doc(inner, "distinct", "query")?
-                        .cloned()
-                        .unwrap_or_default(),
+                    filter,
                     ..FindSpec::default()
                 },
             )
