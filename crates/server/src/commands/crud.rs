@@ -3,7 +3,9 @@
 //! parse error is a write error at its index, as mongod reports it; an ordered batch stops
 //! at the first error.
 
-use super::data::{doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw};
+use super::data::{
+    command_name, doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw,
+};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
@@ -233,14 +235,8 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
 }
 
 pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let name = body
-        .keys()
-        .next()
-        .map(String::as_str)
-        .unwrap_or("findAndModify")
-        .to_owned();
-    let ns = namespace(db, body, &name)?;
-    let c = name.as_str();
+    let c = command_name(body);
+    let ns = namespace(db, body, c)?;
     let remove = opt_bool(body, c, "remove")?.unwrap_or(false);
     let return_new = opt_bool(body, c, "new")?.unwrap_or(false);
     let upsert = opt_bool(body, c, "upsert")?.unwrap_or(false);

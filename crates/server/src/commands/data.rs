@@ -37,6 +37,12 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("validate", ddl::validate),
 ];
 
+/// The name a command was sent under (its first key): an alias (`findandmodify`,
+/// `deleteIndexes`) names its fields in errors by the name the client used.
+pub fn command_name(body: &Document) -> &str {
+    body.keys().next().map_or("", String::as_str)
+}
+
 /// The collection a command names in its first field.
 pub fn namespace(db: &str, body: &Document, command: &str) -> Result<Namespace, MongoError> {
     match body.get(command) {

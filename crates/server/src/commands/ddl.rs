@@ -3,7 +3,8 @@
 //! `validate`.
 
 use super::data::{
-    cursor_reply, doc_array, missing, namespace, opt_bool, opt_doc, opt_i64, to_raw, type_name,
+    command_name, cursor_reply, doc_array, missing, namespace, opt_bool, opt_doc, opt_i64, to_raw,
+    type_name,
 };
 use super::{require_admin, CommandResult};
 use crate::ConnectionCtx;
@@ -250,13 +251,8 @@ pub fn list_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
 }
 
 pub fn drop_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let name = body
-        .keys()
-        .next()
-        .map(String::as_str)
-        .unwrap_or("dropIndexes")
-        .to_owned();
-    let ns = namespace(db, body, &name)?;
+    let name = command_name(body);
+    let ns = namespace(db, body, name)?;
     let which = body
         .get("index")
         .ok_or_else(|| missing(&format!("{name}.index")))?;

@@ -3,8 +3,8 @@
 //! documents and every batch stops before 16 MiB.
 
 use super::data::{
-    cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint, opt_i64, req_str,
-    type_name, wrong_type,
+    command_name, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
+    opt_i64, req_str, type_name, wrong_type,
 };
 use super::CommandResult;
 use crate::ConnectionCtx;
@@ -129,7 +129,7 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
         Some(Bson::String(v)) if ["queryPlanner", "executionStats", "allPlansExecution"].contains(&v.as_str()) => v.as_str(),
         Some(other) => return Err(MongoError::new(ErrorCode::BadValue, format!("verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, not {other}"))),
     };
-    let name = inner.keys().next().map(String::as_str).unwrap_or("");
+    let name = command_name(inner);
     let (ns, spec) = match name {
         "find" => {
             let ns = namespace(db, inner, "find")?;
