@@ -42,16 +42,11 @@ pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     for e in &mut result.errors {
         e.0 = positions[e.0];
     }
-    if ordered {
-        if let Some((first_bad, _)) = early_errors.first() {
-            // The documents after an ordered early error were never sent to the database,
-            // but those before it were; a later database error cannot exist then.
-            result.errors.retain(|(i, _)| i < first_bad);
-        }
-    }
     result.errors.extend(early_errors);
     result.errors.sort_by_key(|(i, _)| *i);
     if ordered {
+        // At most one error of each kind: the database's (it stops at its first), which
+        // comes first when both exist, since an ordered early error ended the prepared list.
         result.errors.truncate(1);
     }
     Ok(write_reply(result, false))
@@ -98,9 +93,7 @@ fn run_updates(
     ordered: bool,
     into: &mut WriteResult,
 ) -> Result<(), MongoError> {
-    if ops.is_empty() || (ordered && !into.errors.is_empty()) {
-        ops.clear();
-        offset.clear();
+    if ops.is_empty() {
         return Ok(());
     }
     let r = ctx.db.update(ns, ops, ordered)?;
