@@ -310,6 +310,22 @@ def test_ordered_batch_stops_at_a_failing_statement(db):
     assert db.c.find_one({"_id": 2})["n"] == 3
 
 
+def test_ordered_batch_stops_before_a_later_unparsable_statement(db):
+    # Statement 0 fails as it runs and statement 1 cannot be parsed: an ordered batch stops
+    # at statement 0 and never reaches statement 1, so only one error is reported.
+    db.c.insert_one({"_id": 1, "s": "x"})
+    reply = db.command("update", "c", updates=[
+        {"q": {"_id": 1}, "u": {"$inc": {"s": 1}}},
+        {"q": {"_id": 1}, "u": {"$foo": {"a": 1}}},
+    ])
+    assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(0, 14)]
+    reply = db.command("update", "c", ordered=False, updates=[
+        {"q": {"_id": 1}, "u": {"$inc": {"s": 1}}},
+        {"q": {"_id": 1}, "u": {"$foo": {"a": 1}}},
+    ])
+    assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(0, 14), (1, 9)]
+
+
 def test_update_that_grows_a_document_past_16_mib_fails(coll):
     coll.insert_one({"_id": 1, "a": "x" * (9 * 1024 * 1024)})
     with pytest.raises(OperationFailure):

@@ -71,9 +71,12 @@ pub fn update(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
                 offset.push(i);
             }
             Err(e) => {
-                // Run what came before, then report this statement.
+                // Run what came before, then report this statement, unless an ordered batch
+                // already stopped at an earlier statement's error.
                 run_updates(ctx, &ns, &mut ops, &mut offset, ordered, &mut result)?;
-                result.errors.push((i, e));
+                if !ordered || result.errors.is_empty() {
+                    result.errors.push((i, e));
+                }
                 if ordered {
                     return Ok(write_reply(result, true));
                 }
