@@ -84,19 +84,13 @@ impl Workload for Bakeoff {
     }
 
     async fn run(p: &Params, t: &mut Target, _ctx: &Ctx) -> Result<Outcome> {
-        let db = t.db();
-        db.run_command(doc! {"create": COLL}).await?;
-        db.run_command(doc! {"createIndexes": COLL, "indexes": [
-        {"key": {"owner": 1, "lid": 1}, "name": "owner_lid"}]})
-            .await?;
-        let coll = db.collection::<RawDocumentBuf>(COLL);
-
+        let index = doc! {"key": {"owner": 1, "lid": 1}, "name": "owner_lid"};
+        let coll = t.create_indexed(COLL, doc! {}, vec![index]).await?;
         let spec = LoadSpec {
             docs: p.docs,
             batch: p.load_batch,
             clients: p.load_clients,
             interval: Duration::from_secs(if p.quick { 1 } else { 10 }),
-            write_concern: None,
         };
         let before = t.sample().await?;
         let loaded = drive::load(&coll, &spec, "SummaryModel", document).await?;
@@ -107,37 +101,14 @@ impl Workload for Bakeoff {
             crate::report::num(loaded.seconds),
             crate::report::num(loaded.per_sec())
         );
-        let mut rows: Vec<Row> = loaded
-            .intervals
-            .iter()
-            .enumerate()
-            .map(|(i, iv)| {
-                Row::new("load-interval")
-                    .label("i", i)
-                    .fig("t_secs", iv.t_secs)
-                    .fig("docs", iv.docs as f64)
-                    .fig("inserts_per_sec", iv.inserts_per_sec)
-            })
-            .collect();
-        rows.push(
-            delta.add_to(
-                Row::new("load")
-                    .fig("docs", loaded.docs as f64)
-                    .fig("seconds", loaded.seconds)
-                    .fig("inserts_per_sec", loaded.per_sec())
-                    .fig("raw_bytes", loaded.raw_bytes as f64)
-                    .fig(
-                        "bytes_on_disk",
-                        t.db_dir_bytes().map_or(f64::NAN, |b| b as f64),
-                    ),
-            ),
-        );
+        let mut rows = loaded.interval_rows(|r, _| r);
+        rows.push(delta.add_to(loaded.row(t.db_dir_bytes())));
 
         let scan = scan(p, t).await?;
         let scan_rate = scan.get("docs_per_sec").unwrap_or(f64::NAN);
         rows.push(scan);
 
-        let stats = db.run_command(doc! {"collStats": COLL}).await?;
+        let stats = t.db().run_command(doc! {"collStats": COLL}).await?;
         let closed = t.stop_server().await?;
         let size = sizes(&stats, loaded.raw_bytes, loaded.docs, closed);
         let mut summary = Figures::default();

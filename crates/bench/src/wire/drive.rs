@@ -1,14 +1,15 @@
 //! The client side of the wire workloads: many tokio tasks at once, each with its own turn
 //! of a shared counter. `load` inserts documents in batches from several clients with a
-//! progress bar and records the insert rate per interval; `timed` runs an operation from
+//! progress bar and records the insert rate per interval (and turns that into the `load` and
+//! `load-interval` rows every loading workload reports); `timed` runs an operation from
 //! several clients for a duration (or an operation count) and keeps every latency. Neither
 //! knows what the documents or operations are.
 
+use super::rows::Row;
 use crate::latency::{Samples, Summary};
 use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use mongodb::bson::RawDocumentBuf;
-use mongodb::options::WriteConcern;
 use mongodb::Collection;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,7 +41,6 @@ pub struct LoadSpec {
     pub clients: usize,
     /// How often the insert rate is sampled.
     pub interval: Duration,
-    pub write_concern: Option<WriteConcern>,
 }
 
 /// The insert rate over one interval of a load.
@@ -65,6 +65,34 @@ pub struct Loaded {
 impl Loaded {
     pub fn per_sec(&self) -> f64 {
         self.docs as f64 / self.seconds.max(1e-9)
+    }
+
+    /// One `load-interval` row per sampled interval (label `i`; time, documents so far and
+    /// insert rate), passed through `more` for the workload's own figures.
+    pub fn interval_rows(&self, more: impl Fn(Row, &Interval) -> Row) -> Vec<Row> {
+        let row = |(i, iv): (usize, &Interval)| {
+            let r = Row::new("load-interval")
+                .label("i", i)
+                .fig("t_secs", iv.t_secs)
+                .fig("docs", iv.docs as f64)
+                .fig("inserts_per_sec", iv.inserts_per_sec);
+            more(r, iv)
+        };
+        self.intervals.iter().enumerate().map(row).collect()
+    }
+
+    /// The `load` row's figures every load has; `bytes_on_disk` is the data directory's size
+    /// (NaN for a server the runner did not start). The workload adds its own after them.
+    pub fn row(&self, bytes_on_disk: Option<u64>) -> Row {
+        Row::new("load")
+            .fig("docs", self.docs as f64)
+            .fig("seconds", self.seconds)
+            .fig("inserts_per_sec", self.per_sec())
+            .fig("raw_bytes", self.raw_bytes as f64)
+            .fig(
+                "bytes_on_disk",
+                bytes_on_disk.map_or(f64::NAN, |b| b as f64),
+            )
     }
 }
 
@@ -95,7 +123,7 @@ where
             raw.clone(),
             bar.clone(),
         );
-        let (batch, total, wc) = (spec.batch as u64, spec.docs, spec.write_concern.clone());
+        let (batch, total) = (spec.batch as u64, spec.docs);
         tasks.push(tokio::spawn(async move {
             loop {
                 let first = next.fetch_add(batch, Ordering::Relaxed);
@@ -105,11 +133,7 @@ where
                 let end = (first + batch).min(total);
                 let docs: Vec<RawDocumentBuf> = (first..end).map(|i| make(i)).collect();
                 let bytes: u64 = docs.iter().map(|d| d.as_bytes().len() as u64).sum();
-                let mut op = coll.insert_many(&docs).ordered(false);
-                if let Some(wc) = &wc {
-                    op = op.write_concern(wc.clone());
-                }
-                op.await?;
+                coll.insert_many(&docs).ordered(false).await?;
                 raw.fetch_add(bytes, Ordering::Relaxed);
                 done.fetch_add(end - first, Ordering::Relaxed);
                 bar.inc(end - first);
@@ -261,6 +285,33 @@ mod tests {
         assert_ne!(pick(1, 0, 0), pick(1, 1, 0));
         assert_ne!(pick(1, 0, 0), pick(1, 0, 1));
         assert_eq!(pick(7, 3, 9), pick(7, 3, 9));
+    }
+
+    #[test]
+    fn loaded_rows_carry_the_load_figures() {
+        let iv = |t_secs, docs, inserts_per_sec| Interval {
+            t_secs,
+            docs,
+            inserts_per_sec,
+        };
+        let loaded = Loaded {
+            docs: 10,
+            raw_bytes: 1000,
+            seconds: 2.0,
+            intervals: vec![iv(1.0, 4, 4.0), iv(2.0, 10, 6.0)],
+        };
+        let rows = loaded.interval_rows(|r, iv| r.fig("twice", 2.0 * iv.docs as f64));
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].phase, "load-interval");
+        assert_eq!(rows[1].label_value("i"), Some(&serde_json::json!(1)));
+        assert_eq!(rows[1].get("inserts_per_sec"), Some(6.0));
+        assert_eq!(rows[1].get("twice"), Some(20.0));
+        let row = loaded.row(None);
+        assert_eq!(row.phase, "load");
+        assert_eq!(row.get("inserts_per_sec"), Some(5.0));
+        assert_eq!(row.get("raw_bytes"), Some(1000.0));
+        assert!(row.get("bytes_on_disk").is_some_and(f64::is_nan));
+        assert_eq!(loaded.row(Some(4096)).get("bytes_on_disk"), Some(4096.0));
     }
 
     #[tokio::test]

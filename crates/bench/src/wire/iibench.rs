@@ -83,24 +83,20 @@ impl Workload for Iibench {
     }
 
     async fn run(p: &Params, t: &mut Target, _ctx: &Ctx) -> Result<Outcome> {
-        let db = t.db();
-        db.run_command(doc! {"create": COLL}).await?;
-        db.run_command(doc! {"createIndexes": COLL, "indexes": [
-            {"key": {"price": 1, "customerid": 1}, "name": "pc"},
-            {"key": {"cashregisterid": 1, "price": 1, "customerid": 1}, "name": "crpc"},
-            {"key": {"price": 1, "dateandtime": 1, "customerid": 1}, "name": "pdc"},
-        ]})
-        .await?;
-        let coll = db.collection::<RawDocumentBuf>(COLL);
+        let indexes = vec![
+            doc! {"key": {"price": 1, "customerid": 1}, "name": "pc"},
+            doc! {"key": {"cashregisterid": 1, "price": 1, "customerid": 1}, "name": "crpc"},
+            doc! {"key": {"price": 1, "dateandtime": 1, "customerid": 1}, "name": "pdc"},
+        ];
+        let coll = t.create_indexed(COLL, doc! {}, indexes).await?;
         let spec = LoadSpec {
             docs: p.docs,
             batch: p.batch,
             clients: p.insert_clients,
             interval: Duration::from_secs(if p.quick { 1 } else { 10 }),
-            write_concern: None,
         };
         let stop = Arc::new(AtomicBool::new(false));
-        let queries = spawn_queries(p, db.collection::<Document>(COLL), stop.clone());
+        let queries = spawn_queries(p, t.db().collection::<Document>(COLL), stop.clone());
         let before = t.sample().await?;
         let loaded = drive::load(&coll, &spec, "iibench", document).await;
         stop.store(true, Ordering::Relaxed);
@@ -108,56 +104,31 @@ impl Workload for Iibench {
         let loaded = loaded?;
         let delta = t.sample().await?.since(&before);
         let at_end = rate_at_end(&loaded.intervals, 0.9);
+        let qps = ratio(nq as f64, q_secs);
+        let data_to_cache = loaded.raw_bytes as f64 / p.cache_bytes as f64;
         eprintln!(
             "iibench: {} docs, {} inserts/s, {} at the end, {} queries/s",
             loaded.docs,
             crate::report::num(loaded.per_sec()),
             crate::report::num(at_end),
-            crate::report::num(nq as f64 / q_secs)
+            crate::report::num(qps)
         );
-        let mut rows: Vec<Row> = loaded
-            .intervals
-            .iter()
-            .enumerate()
-            .map(|(i, iv)| {
-                Row::new("load-interval")
-                    .label("i", i)
-                    .fig("t_secs", iv.t_secs)
-                    .fig("docs", iv.docs as f64)
-                    .fig("inserts_per_sec", iv.inserts_per_sec)
-                    .fig(
-                        "data_to_cache",
-                        (iv.docs * DOC_BYTES) as f64 / p.cache_bytes as f64,
-                    )
-            })
-            .collect();
-        let total = delta.add_to(
-            Row::new("load")
-                .fig("docs", loaded.docs as f64)
-                .fig("seconds", loaded.seconds)
-                .fig("raw_bytes", loaded.raw_bytes as f64)
-                .fig(
-                    "data_to_cache",
-                    loaded.raw_bytes as f64 / p.cache_bytes as f64,
-                )
-                .fig("inserts_per_sec", loaded.per_sec())
-                .fig("inserts_per_sec_at_end", at_end)
-                .fig("queries", nq as f64)
-                .fig("queries_per_sec", ratio(nq as f64, q_secs))
-                .fig(
-                    "bytes_on_disk",
-                    t.db_dir_bytes().map_or(f64::NAN, |b| b as f64),
-                ),
-        );
+        let mut rows = loaded.interval_rows(|r, iv| {
+            let data = (iv.docs * DOC_BYTES) as f64;
+            r.fig("data_to_cache", data / p.cache_bytes as f64)
+        });
+        let total = loaded
+            .row(t.db_dir_bytes())
+            .fig("data_to_cache", data_to_cache)
+            .fig("inserts_per_sec_at_end", at_end)
+            .fig("queries", nq as f64)
+            .fig("queries_per_sec", qps);
+        rows.push(delta.add_to(total));
         let mut summary = Figures::default();
         summary.set("inserts_per_sec_at_end", at_end);
         summary.set("inserts_per_sec", loaded.per_sec());
-        summary.set("queries_per_sec", ratio(nq as f64, q_secs));
-        summary.set(
-            "data_to_cache",
-            loaded.raw_bytes as f64 / p.cache_bytes as f64,
-        );
-        rows.push(total);
+        summary.set("queries_per_sec", qps);
+        summary.set("data_to_cache", data_to_cache);
         Ok(Outcome { rows, summary })
     }
 

@@ -23,9 +23,9 @@ use crate::machine::Machine;
 use crate::report::{num, Table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use mongodb::bson::doc;
+use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::options::ClientOptions;
-use mongodb::Client;
+use mongodb::{Client, Collection};
 use probe::{Probe, Sample};
 use rows::{ratio_figures, ratio_rows, Figures, Row};
 use serde::Serialize;
@@ -160,6 +160,26 @@ impl Target {
 
     pub fn db(&self) -> mongodb::Database {
         self.client.database(DB)
+    }
+
+    /// Creates collection `name` (`options` go beside `create`: `storageEngine`, say) with
+    /// `indexes` (`{key, name}` documents), and returns it for raw inserts.
+    pub async fn create_indexed(
+        &self,
+        name: &str,
+        options: Document,
+        indexes: Vec<Document>,
+    ) -> Result<Collection<RawDocumentBuf>> {
+        let db = self.db();
+        let mut create = doc! {"create": name};
+        create.extend(options);
+        db.run_command(create)
+            .await
+            .with_context(|| format!("creating {name}"))?;
+        db.run_command(doc! {"createIndexes": name, "indexes": indexes})
+            .await
+            .with_context(|| format!("indexing {name}"))?;
+        Ok(db.collection(name))
     }
 
     /// Stops a server the runner started and returns what its data directory holds after

@@ -10,7 +10,6 @@ use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};
 use anyhow::{ensure, Context, Result};
 use mongodb::bson::{doc, RawDocumentBuf};
 use serde::Serialize;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub struct NthAttribute;
@@ -120,7 +119,7 @@ async fn point(p: &Params, t: &Target, variant: &'static str, n: usize) -> Resul
     let name = format!("nth_{variant}_{n}");
     let coll = t.db().collection::<RawDocumentBuf>(&name);
     coll.drop().await?;
-    let keys: Arc<Vec<String>> = Arc::new((1..=n).map(|k| format!("x{k}")).collect());
+    let keys: Vec<String> = (1..=n).map(|k| format!("x{k}")).collect();
     let y_first = variant == "y_first";
     let doc_bytes = document(&keys, y_first, 0).as_bytes().len();
     let spec = LoadSpec {
@@ -128,11 +127,9 @@ async fn point(p: &Params, t: &Target, variant: &'static str, n: usize) -> Resul
         batch: (4_000_000 / doc_bytes).clamp(1, 1000),
         clients: 2,
         interval: Duration::from_secs(1),
-        write_concern: None,
     };
-    let k = keys.clone();
     drive::load(&coll, &spec, &format!("{variant} N={n}"), move |i| {
-        document(&k, y_first, i)
+        document(&keys, y_first, i)
     })
     .await?;
 

@@ -84,30 +84,24 @@ impl Workload for PkLookup {
         let mut rows = Vec::new();
         for &page in &PAGE_SIZES {
             let name = format!("sbtest_{}k", page / 1024);
-            let mut create = doc! {"create": &name};
+            let mut options = doc! {};
             if t.is_shale {
-                create.insert(
+                options.insert(
                     "storageEngine",
                     doc! {"shale": {"readPageSizeBytes": page as i64}},
                 );
             }
-            t.db()
-                .run_command(create)
+            let index = doc! {"key": {"k": 1}, "name": "k_1"};
+            let coll = t
+                .create_indexed(&name, options, vec![index])
                 .await
-                .with_context(|| format!("creating {name} with a {page}-byte read page"))?;
-            t.db()
-                .run_command(
-                    doc! {"createIndexes": &name, "indexes": [{"key": {"k": 1}, "name": "k_1"}]},
-                )
-                .await?;
-            let coll = t.db().collection::<RawDocumentBuf>(&name);
+                .with_context(|| format!("with a {page}-byte read page"))?;
             let docs = p.docs_per_collection;
             let spec = LoadSpec {
                 docs,
                 batch: p.load_batch,
                 clients: p.load_clients,
                 interval: Duration::from_secs(5),
-                write_concern: None,
             };
             let loaded = drive::load(&coll, &spec, &name, move |i| document(i, docs)).await?;
             eprintln!(
