@@ -395,14 +395,7 @@ fn assemble<W: Workload>(
 
 /// One table per phase: target, labels, and the workload's key figures that the phase has.
 fn print_tables<W: Workload>(rows: &[Row]) {
-    let mut phases: Vec<&str> = Vec::new();
-    for r in rows {
-        if !phases.contains(&r.phase.as_str()) {
-            phases.push(&r.phase);
-        }
-    }
-    for phase in phases {
-        let of: Vec<&Row> = rows.iter().filter(|r| r.phase == phase).collect();
+    for (phase, of) in rows::by_phase(rows) {
         if of.len() > 64 {
             println!("{phase}: {} rows (in the JSON)", of.len());
             continue;

@@ -4,7 +4,7 @@
 
 use super::charts::{self, Chart};
 use super::label_text;
-use super::rows::Row;
+use super::rows::{by_phase, Row};
 use crate::report::num;
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -102,14 +102,7 @@ fn fmt(v: &Value) -> String {
 }
 
 fn phase_tables(md: &mut String, rows: &[Row]) {
-    let mut phases: Vec<&str> = Vec::new();
-    for r in rows {
-        if !phases.contains(&r.phase.as_str()) {
-            phases.push(&r.phase);
-        }
-    }
-    for phase in phases {
-        let of: Vec<&Row> = rows.iter().filter(|r| r.phase == phase).collect();
+    for (phase, of) in by_phase(rows) {
         let labels: Vec<String> = of[0].labels.iter().map(|(k, _)| k.clone()).collect();
         let mut figs: Vec<String> = Vec::new();
         for r in &of {

@@ -108,6 +108,18 @@ pub fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `rows` grouped by phase, the phases in the order they first appear.
+pub fn by_phase(rows: &[Row]) -> Vec<(&str, Vec<&Row>)> {
+    let mut out: Vec<(&str, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        match out.iter_mut().find(|(p, _)| *p == r.phase) {
+            Some((_, of)) => of.push(r),
+            None => out.push((&r.phase, vec![r])),
+        }
+    }
+    out
+}
+
 /// Phases ending so are time series (`load-interval`): their points fall at different
 /// moments for each target, so they are not divided point by point.
 const SERIES_SUFFIX: &str = "-interval";
@@ -120,7 +132,8 @@ pub fn ratio_rows(shale: &[Row], peer: &[Row]) -> Vec<Row> {
         .iter()
         .filter(|s| !s.phase.ends_with(SERIES_SUFFIX))
         .filter_map(|s| {
-            let p = peer.iter().find(|p| p.key() == s.key())?;
+            let key = s.key();
+            let p = peer.iter().find(|p| p.key() == key)?;
             let mut r = Row {
                 target: "shale/peer".to_owned(),
                 phase: s.phase.clone(),
@@ -187,6 +200,20 @@ mod tests {
         assert_eq!(r[0].get("only"), None);
         assert_eq!(r[1].get("qps"), Some(2.0));
         assert_eq!(r[1].target, "shale/peer");
+    }
+
+    #[test]
+    fn rows_group_by_phase_in_first_seen_order() {
+        let rows = [
+            Row::new("b").label("i", 0),
+            Row::new("a"),
+            Row::new("b").label("i", 1),
+        ];
+        let groups = by_phase(&rows);
+        let phases: Vec<&str> = groups.iter().map(|(p, _)| *p).collect();
+        assert_eq!(phases, ["b", "a"]);
+        assert_eq!(groups[0].1.len(), 2);
+        assert_eq!(groups[0].1[1].label_value("i"), Some(&Value::from(1)));
     }
 
     #[test]
