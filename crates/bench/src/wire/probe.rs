@@ -158,23 +158,23 @@ impl Delta {
                 .fig("server_log_write_bytes", e.log_write_bytes as f64)
                 .fig("server_log_fsyncs", e.log_fsyncs as f64)
                 .fig("server_commits", e.commits as f64);
-            if let Some(p) = self.proc_io {
-                row = row
-                    .fig(
-                        "os_to_server_write_ratio",
-                        ratio(p.write_bytes as f64, e.write_bytes as f64),
-                    )
-                    .fig(
-                        "os_to_server_read_ratio",
-                        ratio(p.read_bytes as f64, e.read_bytes as f64),
-                    );
-            }
-            if let Some(d) = self.disk {
-                row = row.fig(
-                    "dev_to_server_reads_ratio",
-                    ratio(d.reads as f64, e.read_calls as f64),
+        }
+        if let (Some(p), Some(e)) = (self.proc_io, self.engine) {
+            row = row
+                .fig(
+                    "os_to_server_write_ratio",
+                    ratio(p.write_bytes as f64, e.write_bytes as f64),
+                )
+                .fig(
+                    "os_to_server_read_ratio",
+                    ratio(p.read_bytes as f64, e.read_bytes as f64),
                 );
-            }
+        }
+        if let (Some(d), Some(e)) = (self.disk, self.engine) {
+            row = row.fig(
+                "dev_to_server_reads_ratio",
+                ratio(d.reads as f64, e.read_calls as f64),
+            );
         }
         row
     }
