@@ -1,5 +1,6 @@
 """Collections and databases through pymongo against the real binary: create (48
-NamespaceExists on a repeat), drop, dropDatabase, listCollections (with filters and
+NamespaceExists on a repeat; validator options stored, capped/views/time series refused with
+115, unknown options 40415), drop, dropDatabase, listCollections (with filters and
 nameOnly), listDatabases, renameCollection (48 onto an existing target, dropTarget replaces
 it, 26 for a missing source, indexes go along), collStats and dbStats (count, size,
 nindexes, objects), validate (valid: true, records and keys per index), and names MongoDB
@@ -28,6 +29,24 @@ def test_create_and_namespace_exists_on_repeat(db):
         db.command("create", "made")
     assert err.value.code == 48
     assert err.value.details["codeName"] == "NamespaceExists"
+
+
+def test_create_options(db):
+    validator = {"a": {"$type": "int"}}
+    db.command("create", "v", validator=validator, validationLevel="moderate",
+               writeConcern={"w": 1}, comment="kept out of the options", capped=False)
+    [entry] = db.command("listCollections", filter={"name": "v"})["cursor"]["firstBatch"]
+    assert entry["options"] == {"validator": validator, "validationLevel": "moderate"}
+    for option in [{"capped": True, "size": 4096}, {"viewOn": "v"},
+                   {"timeseries": {"timeField": "t"}}]:
+        with pytest.raises(OperationFailure) as err:
+            db.command("create", "refused", **option)
+        assert err.value.code == 115, option
+    with pytest.raises(OperationFailure) as err:
+        db.command("create", "refused", flavour="mint")
+    assert err.value.code == 40415
+    assert "create.flavour" in str(err.value)
+    assert sorted(db.list_collection_names()) == ["v"]
 
 
 def test_drop(db):

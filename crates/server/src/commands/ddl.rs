@@ -12,14 +12,24 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{default_index_name, Batch, Namespace, VecSource};
 use shale_doc::{ErrorCode, Matcher, MongoError};
 
-/// `create` options we accept; others are refused rather than silently ignored.
-const CREATE_OPTIONS: &[&str] = &[
+/// `create` options kept in the collection's catalog entry.
+const STORED_OPTIONS: &[&str] = &[
     "storageEngine",
     "validator",
     "validationLevel",
     "validationAction",
-    "comment",
     "collation",
+];
+
+/// Fields accepted and ignored: any command's generic fields (and every `$`-prefixed one),
+/// and `create`'s own that change nothing here.
+const IGNORED_FIELDS: &[&str] = &[
+    "lsid",
+    "txnNumber",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "comment",
     "writeConcern",
 ];
 
@@ -27,20 +37,8 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "create")?;
     let mut options = Document::new();
     for (k, v) in body.iter().skip(1) {
-        if k.starts_with('$')
-            || [
-                "lsid",
-                "txnNumber",
-                "$clusterTime",
-                "apiVersion",
-                "apiStrict",
-                "apiDeprecationErrors",
-            ]
-            .contains(&k.as_str())
-        {
-            continue;
-        }
         match k.as_str() {
+            k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
             "capped" if v == &Bson::Boolean(false) => {}
             "capped"
             | "viewOn"
@@ -55,10 +53,8 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
                     format!("create option '{k}' is not supported by shale"),
                 ));
             }
-            _ if CREATE_OPTIONS.contains(&k.as_str()) => {
-                if k != "writeConcern" && k != "comment" {
-                    options.insert(k.clone(), v.clone());
-                }
+            k if STORED_OPTIONS.contains(&k) => {
+                options.insert(k, v.clone());
             }
             _ => {
                 return Err(MongoError::new(
