@@ -77,8 +77,9 @@ pub struct FindAndModifyResult {
     pub upserted: Option<Bson>,
 }
 
-/// Gives `doc` an `_id` (a new ObjectId) if it has none, and puts `_id` first.
-pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
+/// Gives `doc` an `_id` (a new ObjectId) if it has none, puts `_id` first and fills
+/// top-level zero timestamps; a document that needs none of that is returned as it is.
+pub fn prepare_for_insert(doc: RawDocumentBuf) -> DbResult<RawDocumentBuf> {
     let id = doc
         .get("_id")
         .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
@@ -110,8 +111,8 @@ pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
             .next()
             .and_then(Result::ok)
             .is_some_and(|(k, _)| k == "_id");
-        if id_first && !has_zero_timestamp(doc) {
-            return Ok(doc.to_owned());
+        if id_first && !has_zero_timestamp(&doc) {
+            return Ok(doc);
         }
     }
     let mut out = RawDocumentBuf::new();
@@ -119,7 +120,7 @@ pub fn prepare_for_insert(doc: &RawDocument) -> DbResult<RawDocumentBuf> {
         Some(v) => out.append("_id", v.to_raw_bson()),
         None => out.append("_id", ObjectId::new()),
     }
-    for item in doc {
+    for item in &doc {
         let (k, v) = item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
         match v {
             _ if k == "_id" => {}
@@ -490,7 +491,7 @@ fn apply_update(
             "Performing an update on the path '_id' would modify the immutable field '_id'",
         ));
     }
-    let new = prepare_for_insert(&to_raw(&d)?)?;
+    let new = prepare_for_insert(to_raw(&d)?)?;
     doc_write::replace(txn, coll, doc, &new)?;
     Ok(Some(new))
 }
@@ -501,7 +502,7 @@ fn upsert_document(
     now: bson::DateTime,
 ) -> DbResult<RawDocumentBuf> {
     let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
-    prepare_for_insert(&to_raw(&seed)?)
+    prepare_for_insert(to_raw(&seed)?)
 }
 
 pub(crate) fn matcher(filter: &Document) -> DbResult<Matcher> {

@@ -24,7 +24,7 @@ pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let mut early_errors = Vec::new();
     let mut positions = Vec::with_capacity(docs.len());
     for (i, d) in docs.iter().enumerate() {
-        match to_raw(d).and_then(|r| prepare_for_insert(&r)) {
+        match to_raw(d).and_then(prepare_for_insert) {
             Ok(r) => {
                 prepared.push(r);
                 positions.push(i);
