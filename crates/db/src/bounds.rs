@@ -239,7 +239,7 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
             }
             let mut points: Vec<Interval> = items.iter().map(Interval::point).collect();
             points.sort_by(|a, b| a.lo.cmp(&b.lo));
-            points.dedup_by(|a, b| a == b);
+            points.dedup();
             Some(points)
         }
         "$gt" | "$gte" | "$lt" | "$lte" => {
