@@ -1,15 +1,15 @@
 //! MongoDB 7.0 update semantics as pure functions over owned `bson::Document`s: parse an update
 //! once (`UpdateSpec::parse`), then apply it to each matched document (`UpdateSpec::apply`), or
 //! build an upsert's document (`upsert_seed`, `UpdateSpec::build_upsert`). Operator documents,
-//! replacement documents and their `_id` rules are supported; aggregation-pipeline updates are
-//! refused with `NotImplemented`. It knows no storage and no wire protocol, and never matches
-//! a query against a document (the caller says which array index the query matched).
+//! replacement documents, pipeline-style updates (the reshaping stages only) and their `_id`
+//! rules are supported. It knows no storage and no wire protocol, and never matches a query
+//! against a document (the caller says which array index the query matched).
 //!
 //! Files: `parse.rs` (classification, validation, conflicts, order), `path.rs` (dotted paths),
 //! `field.rs` and `array.rs` (the operators), `positional.rs` (`$`, `$[]`, `$[id]`,
 //! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
 //! evaluated directly, the rest by the crate's `Matcher`),
-//! `replacement.rs`, `upsert.rs`, `render.rs` (values in messages).
+//! `replacement.rs`, `pipeline.rs`, `upsert.rs`, `render.rs` (values in messages).
 
 mod array;
 mod field;

@@ -49,29 +49,23 @@ pub fn parse(stages: &[Bson], has_array_filters: bool) -> Result<Pipeline, Mongo
 /// Runs the pipeline over `doc`, replacing it; true if it changed.
 pub fn apply(pipeline: &Pipeline, doc: &mut Document) -> Result<bool, MongoError> {
     let mut out = pipeline.run_documents(std::slice::from_ref(doc), &NoCollections)?;
-    let new = match (out.pop(), out.is_empty()) {
-        (Some(d), true) => d,
-        _ => {
-            return Err(MongoError::new(
-                ErrorCode::InternalError,
-                "an update pipeline must produce exactly one document",
-            ))
-        }
+    let (Some(mut new), true) = (out.pop(), out.is_empty()) else {
+        return Err(MongoError::new(
+            ErrorCode::InternalError,
+            "an update pipeline must produce exactly one document",
+        ));
     };
-    let mut new = new;
-    if let (Some(old_id), None) = (doc.get("_id"), new.get("_id")) {
-        // A result without `_id` keeps the document's (mongod does the same).
-        let mut with_id = Document::new();
-        with_id.insert("_id", old_id.clone());
-        with_id.extend(new);
-        new = with_id;
-    }
     if let Some(old_id) = doc.get("_id") {
-        if new.get("_id") != Some(old_id) {
-            return Err(MongoError::new(
-                ErrorCode::ImmutableField,
-                "Performing an update on the path '_id' would modify the immutable field '_id'",
-            ));
+        match new.get("_id") {
+            // A result without `_id` keeps the document's (mongod does the same).
+            None => {
+                let mut with_id = Document::new();
+                with_id.insert("_id", old_id.clone());
+                with_id.extend(new);
+                new = with_id;
+            }
+            Some(id) if id != old_id => return Err(super::immutable_id(&["_id".to_owned()])),
+            Some(_) => {}
         }
     }
     let modified = new != *doc;
