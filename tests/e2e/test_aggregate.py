@@ -257,6 +257,11 @@ def test_hint(sales):
     sales.create_index("item")
     got = run(sales, [{"$match": {"item": "xyz"}}, {"$project": {"_id": 1}}], hint="item_1")
     assert sorted(d["_id"] for d in got) == [3, 4]
+    # A hinted sparse index holds only the documents with its field, so the hint shows in
+    # the results: document 5 (item abc, no tags) is not reached through tags_1.
+    sales.create_index("tags", sparse=True)
+    assert sorted(d["_id"] for d in run(sales, [{"$match": {"item": "abc"}}])) == [1, 5]
+    assert [d["_id"] for d in run(sales, [{"$match": {"item": "abc"}}], hint="tags_1")] == [1]
 
 
 def test_unknown_hint_is_bad_value(sales):
