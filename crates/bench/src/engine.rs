@@ -379,8 +379,6 @@ struct Start {
     at: Instant,
     engine: EngineCounters,
     os: Option<ProcIo>,
-    /// Resident set before the environment was opened.
-    rss_baseline: Option<u64>,
 }
 
 /// `VmRSS` before the environment was opened, set once by `measure`.
@@ -392,7 +390,6 @@ impl Start {
             os: proc_io::read_self(),
             engine: env.counters(),
             at: Instant::now(),
-            rss_baseline: RSS_BASELINE.get().copied().flatten(),
         }
     }
 }
@@ -425,6 +422,9 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let os_write_bytes = os.map(|o| o.write_bytes);
     let reads = io.user_read.read_calls;
     let d = |f: fn(&EngineCounters) -> u64| f(&now).saturating_sub(f(&start.engine));
+    let (basements_read, basement_read_bytes) =
+        (d(|c| c.basements_read), d(|c| c.basement_read_bytes));
+    let rss_peak = rss_peak_bytes();
     Phase {
         name: end.name,
         ops: end.ops,
@@ -444,9 +444,9 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         },
         bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
         db_bytes_on_disk: env.disk_bytes(),
-        rss_peak_bytes: rss_peak_bytes(),
-        rss_peak_over_baseline_bytes: rss_peak_bytes()
-            .zip(start.rss_baseline)
+        rss_peak_bytes: rss_peak,
+        rss_peak_over_baseline_bytes: rss_peak
+            .zip(RSS_BASELINE.get().copied().flatten())
             .map(|(peak, base)| peak.saturating_sub(base)),
         cache_bytes: end.cache_bytes,
         engine_bytes_read,
@@ -464,10 +464,10 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
-        basements_read: d(|c| c.basements_read),
-        basement_read_bytes: d(|c| c.basement_read_bytes),
-        bytes_per_basement_read: (d(|c| c.basements_read) > 0)
-            .then(|| d(|c| c.basement_read_bytes) as f64 / d(|c| c.basements_read) as f64),
+        basements_read,
+        basement_read_bytes,
+        bytes_per_basement_read: (basements_read > 0)
+            .then(|| basement_read_bytes as f64 / basements_read as f64),
         buffers_read: d(|c| c.buffers_read),
         buffer_read_bytes: d(|c| c.buffer_read_bytes),
         headers_read: d(|c| c.headers_read),
@@ -498,13 +498,13 @@ fn io_delta(now: &IoCounters, then: &IoCounters) -> IoCounters {
     }
 }
 
-/// `VmHWM` (peak resident set) of this process, in bytes.
 /// One jemalloc statistic, refreshed first (its statistics are cached per epoch).
 fn allocator_stat(read: fn() -> tikv_jemalloc_ctl::Result<usize>) -> Option<u64> {
     tikv_jemalloc_ctl::epoch::advance().ok()?;
     read().ok().map(|b| b as u64)
 }
 
+/// `VmHWM` (peak resident set) of this process, in bytes.
 fn rss_peak_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_status_kib(&status, "VmHWM:")
