@@ -14,6 +14,7 @@ use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};
 use anyhow::{Context, Result};
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use serde::Serialize;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 pub struct PkLookup;
@@ -157,7 +158,7 @@ fn digit_groups(r: u64, groups: u64) -> String {
             s.push('-');
         }
         let v = drive::mix(r ^ (g << 56)) % 100_000_000_000;
-        s.push_str(&format!("{v:011}"));
+        let _ = write!(s, "{v:011}");
     }
     s
 }
