@@ -76,14 +76,40 @@ impl PartialOrd for Cut {
     }
 }
 
-/// An interval `[lo, hi]` between two cuts, with how `explain` shows each end (in value
-/// order, whatever the index direction: `[3, 7)`, `(5, inf.0]`).
+/// An interval `[lo, hi]` between two cuts, with what `explain` shows at each end (in
+/// value order, whatever the index direction: `[3, 7)`, `(5, inf.0]`), rendered only when
+/// explain asks, not on every planned query.
 #[derive(Debug, Clone)]
 pub struct Interval {
     pub lo: Cut,
     pub hi: Cut,
-    lo_text: String,
-    hi_text: String,
+    lo_end: Shown,
+    hi_end: Shown,
+}
+
+/// One end of an interval as `explain` shows it.
+#[derive(Debug, Clone)]
+enum Shown {
+    /// A value, included or not.
+    Value(Bson, bool),
+    /// The end of the value's type bracket (`[-inf.0`, `inf.0]`, `[""`, `{})`, ...).
+    Bracket(Bson),
+}
+
+impl Shown {
+    fn as_low(&self) -> String {
+        match self {
+            Shown::Value(v, incl) => format!("{}{}", if *incl { "[" } else { "(" }, shown(v)),
+            Shown::Bracket(v) => bracket_ends(v).0,
+        }
+    }
+
+    fn as_high(&self) -> String {
+        match self {
+            Shown::Value(v, incl) => format!("{}{}", shown(v), if *incl { "]" } else { ")" }),
+            Shown::Bracket(v) => bracket_ends(v).1,
+        }
+    }
 }
 
 impl PartialEq for Interval {
@@ -96,18 +122,17 @@ impl PartialEq for Interval {
 impl Interval {
     pub fn point(v: &Bson) -> Interval {
         let e = encode(v);
-        let t = shown(v);
         Interval {
             lo: Cut::Before(e.clone()),
             hi: Cut::After(e),
-            lo_text: format!("[{t}"),
-            hi_text: format!("{t}]"),
+            lo_end: Shown::Value(v.clone(), true),
+            hi_end: Shown::Value(v.clone(), true),
         }
     }
 
     /// `explain`'s text for the interval.
     pub fn text(&self) -> String {
-        format!("{}, {}", self.lo_text, self.hi_text)
+        format!("{}, {}", self.lo_end.as_low(), self.hi_end.as_high())
     }
 
     pub fn is_point(&self) -> bool {
@@ -124,8 +149,8 @@ impl Interval {
         Interval {
             lo: lo.lo.clone(),
             hi: hi.hi.clone(),
-            lo_text: lo.lo_text.clone(),
-            hi_text: hi.hi_text.clone(),
+            lo_end: lo.lo_end.clone(),
+            hi_end: hi.hi_end.clone(),
         }
     }
 
@@ -135,8 +160,8 @@ impl Interval {
             Direction::Descending => Interval {
                 lo: self.hi.flipped(),
                 hi: self.lo.flipped(),
-                lo_text: self.lo_text.clone(),
-                hi_text: self.hi_text.clone(),
+                lo_end: self.lo_end.clone(),
+                hi_end: self.hi_end.clone(),
             },
         }
     }
@@ -248,19 +273,19 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
             }
             let e = encode(v);
             let tag = vec![canonical_type_order(v)];
-            let t = shown(v);
-            let (low, high) = bracket_ends(v);
-            let (lo, hi, lo_text, hi_text) = match op {
-                "$gt" => (Cut::After(e), Cut::After(tag), format!("({t}"), high),
-                "$gte" => (Cut::Before(e), Cut::After(tag), format!("[{t}"), high),
-                "$lt" => (Cut::Before(tag), Cut::Before(e), low, format!("{t})")),
-                _ => (Cut::Before(tag), Cut::After(e), low, format!("{t}]")),
+            let value = |incl| Shown::Value(v.clone(), incl);
+            let bracket = Shown::Bracket(v.clone());
+            let (lo, hi, lo_end, hi_end) = match op {
+                "$gt" => (Cut::After(e), Cut::After(tag), value(false), bracket),
+                "$gte" => (Cut::Before(e), Cut::After(tag), value(true), bracket),
+                "$lt" => (Cut::Before(tag), Cut::Before(e), bracket, value(false)),
+                _ => (Cut::Before(tag), Cut::After(e), bracket, value(true)),
             };
             Some(vec![Interval {
                 lo,
                 hi,
-                lo_text,
-                hi_text,
+                lo_end,
+                hi_end,
             }])
         }
         _ => None,
