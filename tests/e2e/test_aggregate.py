@@ -8,6 +8,7 @@ codes for a malformed pipeline (40323, 40324, 15955)."""
 import pytest
 from bson import Int64
 from pymongo.errors import OperationFailure
+from test_indexes import uses_index
 
 SALES = [
     {"_id": 1, "item": "abc", "price": 10, "qty": 2, "tags": ["a", "b"], "store": "N"},
@@ -262,6 +263,10 @@ def test_hint(sales):
     sales.create_index("tags", sparse=True)
     assert sorted(d["_id"] for d in run(sales, [{"$match": {"item": "abc"}}])) == [1, 5]
     assert [d["_id"] for d in run(sales, [{"$match": {"item": "abc"}}], hint="tags_1")] == [1]
+    # explain shows the plan the hinted run uses.
+    plan = sales.database.command("aggregate", sales.name, pipeline=[{"$match": {"item": "abc"}}],
+                                  explain=True, hint="tags_1")
+    assert uses_index(plan, "tags_1"), plan
 
 
 def test_unknown_hint_is_bad_value(sales):

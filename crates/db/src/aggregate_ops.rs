@@ -84,10 +84,15 @@ impl Database {
     }
 
     /// The stage names of a pipeline and how its prefix is planned (aggregate explain).
-    pub fn explain_aggregate(&self, ns: &Namespace, stages: &[Document]) -> DbResult<Document> {
+    pub fn explain_aggregate(
+        &self,
+        ns: &Namespace,
+        stages: &[Document],
+        hint: Option<bson::Bson>,
+    ) -> DbResult<Document> {
         let pipeline = Pipeline::parse(stages)?;
         let prefix = pipeline.prefix();
-        let spec = prefix_spec(&prefix, None)?;
+        let spec = prefix_spec(&prefix, hint)?;
         let mut out = self.explain_find(ns, &spec, false)?;
         let names: Vec<&str> = pipeline
             .stage_names()

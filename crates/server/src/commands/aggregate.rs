@@ -40,11 +40,12 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         Some(other) => return Err(wrong_type("aggregate.pipeline", other, "array")),
         None => return Err(missing("aggregate.pipeline")),
     };
+    let hint = opt_hint(body)?;
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
-        return ctx.db.explain_aggregate(&ns, &stages);
+        // The plan a run with the same hint would use.
+        return ctx.db.explain_aggregate(&ns, &stages, hint);
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
-    let hint = opt_hint(body)?;
     let results = ctx.db.aggregate(&ns, &stages, hint)?;
     let Some(cursor) = cursor else {
         let docs = results
