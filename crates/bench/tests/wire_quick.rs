@@ -92,19 +92,19 @@ fn has_summary(v: &Value, numbers: &[&str], maybe_null: &[&str]) {
     }
 }
 
+/// How many result rows of `phase` the JSON holds.
+fn rows_of(v: &Value, phase: &str) -> usize {
+    let results = v["results"].as_array().expect("results");
+    results.iter().filter(|r| r["phase"] == phase).count()
+}
+
 const TINY: [&str; 6] = ["--seconds", "0.2", "--cache-mib", "8", "--data-mib", "1"];
 
 #[test]
 fn nth_attribute() {
     let v = run("nth-attribute", &TINY, None);
     has_summary(&v, &["qps_ratio_1000_to_1"], &[]);
-    let queries = v["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .filter(|r| r["phase"] == "query")
-        .count();
-    assert_eq!(queries, 16, "8 attribute counts x 2 variants");
+    assert_eq!(rows_of(&v, "query"), 16, "8 attribute counts x 2 variants");
 }
 
 #[test]
@@ -148,13 +148,7 @@ fn pk_lookup() {
             "fraction_of_device_iops",
         ],
     );
-    let lookups = v["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .filter(|r| r["phase"] == "lookup")
-        .count();
-    assert_eq!(lookups, 16, "4 page sizes x 4 client counts");
+    assert_eq!(rows_of(&v, "lookup"), 16, "4 page sizes x 4 client counts");
 }
 
 #[test]
