@@ -328,7 +328,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         eprintln!("warning: O_DIRECT is not available here; reads may hit the page cache");
     }
     let db = dir.join("db");
-    RSS_BASELINE.get_or_init(rss_now_bytes);
+    let rss_baseline = rss_now_bytes();
     let env = Env::open(&db, params.env_options()).context("opening the environment")?;
     let pool = ValuePool::new(params.value_bytes, SEED);
     let random = env.create_tree("random", None)?;
@@ -350,6 +350,12 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     env.checkpoint().context("checkpoint before reads")?;
     phases.push(read_random(&env, &random, &params, &pool)?);
     phases.push(scan(&env, &random, &params)?);
+    for p in &mut phases {
+        p.rss_peak_over_baseline_bytes = p
+            .rss_peak_bytes
+            .zip(rss_baseline)
+            .map(|(peak, base)| peak.saturating_sub(base));
+    }
     // After the timed phases: the tree must verify, and its shape gives the compressed
     // basement size that read-random's bytes per read are held against.
     let shape = random.verify().context("verifying the random tree")?;
@@ -381,9 +387,6 @@ struct Start {
     os: Option<ProcIo>,
 }
 
-/// `VmRSS` before the environment was opened, set once by `measure`.
-static RSS_BASELINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-
 impl Start {
     fn now(env: &Env) -> Start {
         Start {
@@ -408,15 +411,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let now = env.counters();
     let os_now = proc_io::read_self();
     let io = io_delta(&now.io, &start.engine.io);
-    let os = start.os.zip(os_now).map(|(a, b)| ProcIo {
-        read_bytes: b.read_bytes.saturating_sub(a.read_bytes),
-        write_bytes: b.write_bytes.saturating_sub(a.write_bytes),
-        cancelled_write_bytes: b
-            .cancelled_write_bytes
-            .saturating_sub(a.cancelled_write_bytes),
-        syscr: b.syscr.saturating_sub(a.syscr),
-        syscw: b.syscw.saturating_sub(a.syscw),
-    });
+    let os = start.os.zip(os_now).map(|(a, b)| b.since(&a));
     let engine_bytes_written = categories(&io).iter().map(|c| c.write_bytes).sum();
     let engine_bytes_read = categories(&io).iter().map(|c| c.read_bytes).sum();
     let os_write_bytes = os.map(|o| o.write_bytes);
@@ -445,9 +440,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
         db_bytes_on_disk: env.disk_bytes(),
         rss_peak_bytes: rss_peak,
-        rss_peak_over_baseline_bytes: rss_peak
-            .zip(RSS_BASELINE.get().copied().flatten())
-            .map(|(peak, base)| peak.saturating_sub(base)),
+        rss_peak_over_baseline_bytes: None, // set by `measure`, which knows the baseline
         cache_bytes: end.cache_bytes,
         engine_bytes_read,
         os_read_bytes: os.map(|o| o.read_bytes),

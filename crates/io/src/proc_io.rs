@@ -18,6 +18,22 @@ pub struct ProcIo {
     pub syscw: u64,
 }
 
+impl ProcIo {
+    /// What happened between `before` and this reading (counters never go back; a smaller
+    /// reading gives 0, not a wrap).
+    pub fn since(&self, before: &ProcIo) -> ProcIo {
+        ProcIo {
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(before.write_bytes),
+            cancelled_write_bytes: self
+                .cancelled_write_bytes
+                .saturating_sub(before.cancelled_write_bytes),
+            syscr: self.syscr.saturating_sub(before.syscr),
+            syscw: self.syscw.saturating_sub(before.syscw),
+        }
+    }
+}
+
 /// Reads `/proc/self/io`. `None` where the kernel does not provide it.
 pub fn read_self() -> Option<ProcIo> {
     read_path(Path::new("/proc/self/io"))
@@ -52,6 +68,36 @@ pub fn parse(text: &str) -> Option<ProcIo> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn since_subtracts_every_counter_and_never_wraps() {
+        let before = super::ProcIo {
+            read_bytes: 10,
+            write_bytes: 20,
+            cancelled_write_bytes: 3,
+            syscr: 4,
+            syscw: 5,
+        };
+        let after = super::ProcIo {
+            read_bytes: 15,
+            write_bytes: 40,
+            cancelled_write_bytes: 3,
+            syscr: 9,
+            syscw: 6,
+        };
+        let d = after.since(&before);
+        assert_eq!(
+            (
+                d.read_bytes,
+                d.write_bytes,
+                d.cancelled_write_bytes,
+                d.syscr,
+                d.syscw
+            ),
+            (5, 20, 0, 5, 1)
+        );
+        assert_eq!(before.since(&after).write_bytes, 0);
+    }
+
     #[test]
     fn parses_the_kernel_format() {
         let text = "rchar: 10\nwchar: 20\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n";

@@ -116,15 +116,7 @@ impl Probe {
 impl Sample {
     pub fn since(&self, before: &Sample) -> Delta {
         Delta {
-            proc_io: self.proc_io.zip(before.proc_io).map(|(a, b)| ProcIo {
-                read_bytes: a.read_bytes.saturating_sub(b.read_bytes),
-                write_bytes: a.write_bytes.saturating_sub(b.write_bytes),
-                cancelled_write_bytes: a
-                    .cancelled_write_bytes
-                    .saturating_sub(b.cancelled_write_bytes),
-                syscr: a.syscr.saturating_sub(b.syscr),
-                syscw: a.syscw.saturating_sub(b.syscw),
-            }),
+            proc_io: self.proc_io.zip(before.proc_io).map(|(a, b)| a.since(&b)),
             disk: self.disk.zip(before.disk).map(|(a, b)| a.since(&b)),
             engine: self.engine.zip(before.engine).map(|(a, b)| a.since(&b)),
         }
