@@ -224,7 +224,9 @@ fn sizes(stats: &Document, raw_bytes: u64, docs: u64, closed: Option<ClosedSize>
         _ => f64::NAN,
     };
     let coll_stored = n("storageSize") + n("totalIndexSize");
-    let stored = closed.map_or(coll_stored, |c| (c.total_bytes - c.log_bytes) as f64);
+    let stored = closed.map_or(coll_stored, |c| {
+        c.total_bytes.saturating_sub(c.log_bytes) as f64
+    });
     let with_log = closed.map_or(f64::NAN, |c| c.total_bytes as f64);
     let raw_per_doc = ratio(raw_bytes as f64, docs as f64);
     let stored_per_doc = ratio(stored, docs as f64);

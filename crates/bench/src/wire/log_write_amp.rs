@@ -10,7 +10,7 @@ use super::rows::{ratio, Figures, Row};
 use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};
 use anyhow::Result;
 use mongodb::bson::RawDocumentBuf;
-use mongodb::options::WriteConcern;
+use mongodb::options::{Acknowledgment, WriteConcern};
 use serde::Serialize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,7 +75,11 @@ impl Workload for LogWriteAmp {
         for &clients in &CLIENTS {
             let before = t.sample().await?;
             let (coll2, ids) = (coll.clone(), next_id.clone());
-            let wc = WriteConcern::builder().journal(true).build();
+            // What `write_concern` records: acknowledged by one node, journaled.
+            let wc = WriteConcern::builder()
+                .w(Acknowledgment::Nodes(1))
+                .journal(true)
+                .build();
             let run = drive::timed(
                 clients,
                 Duration::from_secs_f64(p.seconds_per_point),
