@@ -1,8 +1,9 @@
 //! The cache budget is a hard limit: with the data many times the budget, loads make room
 //! before they install what they read, so the charge never passes the budget by more than
-//! the nodes pinned by operations in flight (a flush pins a node and one child, each at most
-//! about twice the node size while over-full). Writers, readers and cursor scans run at once
-//! with background flushes and checkpoints.
+//! the nodes pinned by operations in flight. Writers, readers and cursor scans run at once
+//! with background flushes and checkpoints. This failed (the charge peaked at 4.2-4.9 MB)
+//! while the flusher flushed every over-full node it passed on its way to another: nodes
+//! below waiting for their turn kept taking in more, and buffers grew to 30x the node size.
 
 use shale_engine::{Env, EnvOptions, TreeOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,9 +16,6 @@ fn key(i: u64) -> [u8; 8] {
 }
 
 #[test]
-#[ignore = "known bug (docs/engine-status.md): under fast writers internal nodes' buffers grow \
-            to ~30x the node size before the flusher reaches them, and the flusher's op pins \
-            the whole path; the charge peaked at 4.2-4.9 MB for this 256 KiB budget"]
 fn the_charge_stays_within_the_budget_and_the_pinned_working_set() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = EnvOptions {
@@ -72,7 +70,12 @@ fn the_charge_stays_within_the_budget_and_the_pinned_working_set() {
     env.checkpoint().expect("checkpoint");
     t.verify().expect("verify");
     let c = env.counters();
-    // A flush's pinned pair: a node and one child, each up to about twice the node size.
+    eprintln!(
+        "cache peak {} bytes for a budget of {BUDGET}",
+        c.cache_peak_bytes
+    );
+    // What operations in flight may pin beyond the budget: four node sizes (the peak seen
+    // with the flush policy of flush.rs is about 20 KB over the budget; 4.2 MB before it).
     let pinned_working_set = 2 * 2 * NODE;
     assert!(
         c.cache_peak_bytes as usize <= BUDGET + pinned_working_set,

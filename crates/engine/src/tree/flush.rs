@@ -55,82 +55,123 @@ impl Tree {
         Ok(())
     }
 
-    /// One unit of background work: walks to one internal node remembered as over-full (and
-    /// flushes every over-full node on the way), else flushes the root if it is over its
-    /// size. Remembered nodes go first: a root flush makes at most one child over-full, which
-    /// the next step drains, so no node below the root grows past about twice its size while
-    /// writers keep the root busy. Returns whether there was work.
+    /// One unit of background work, chosen and done in one call (tests drive the flusher
+    /// with it; `Tree::flush_once` keeps the target across loads). Returns whether there was
+    /// work.
+    #[cfg(test)]
     pub(crate) fn flush_root_step(&self, st: &mut TreeState) -> Step<bool> {
-        let root = st.root;
-        if let Some(key) = st.overfull.pop_first() {
-            // Taken out first: the walk may remember the same key again if work remains.
-            if let Err(stall) = self.flush_path(st, &key) {
-                st.overfull.insert(key);
-                return Err(stall);
-            }
-        } else if matches!(st.node(root).map(|n| &n.body),
-            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes)
-        {
-            self.flush_node(st, root)?;
-        } else {
+        let Some(target) = self.next_flush(st) else {
             return Ok(false);
+        };
+        if let Err(stall) = self.flush_step(st, &target) {
+            if let FlushTarget::Remembered { id, height, key } = target {
+                st.overfull.insert(id, (height, key));
+            }
+            return Err(stall);
         }
-        self.fix_root(st)?;
         Ok(true)
     }
 
-    /// Walks from the root towards `key`, flushing every over-full internal node on the way
-    /// and splitting or merging the child it descends into. A stall restarts the walk, which
-    /// then finds the work already done.
-    fn flush_path(&self, st: &mut TreeState, key: &[u8]) -> Step<()> {
+    /// What the flusher should work on next: the lowest remembered over-full node, else the
+    /// root if its buffers are over the node size, else nothing. Remembered nodes go first,
+    /// so the root takes in no more while the levels below it are over their size.
+    pub(crate) fn next_flush(&self, st: &mut TreeState) -> Option<FlushTarget> {
+        let lowest = st
+            .overfull
+            .iter()
+            .min_by_key(|(id, (height, _))| (*height, **id))
+            .map(|(id, _)| *id);
+        if let Some(id) = lowest {
+            let (height, key) = st.overfull.remove(&id).expect("just found");
+            return Some(FlushTarget::Remembered { id, height, key });
+        }
+        match st.node(st.root).map(|n| &n.body) {
+            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
+                Some(FlushTarget::Root)
+            }
+            _ => None,
+        }
+    }
+
+    /// Does one unit of flushing: walks from the root to the target, splitting or merging
+    /// the children it descends into, and if the target is over its size flushes downwards
+    /// from it (`flush_down`). Over-full nodes passed on the way are left to their own turn
+    /// (they are remembered): flushing them here would pour more into nodes below them
+    /// that are waiting for their turn, which is how buffers grew to 30x the node size.
+    /// Pins at most two root-to-leaf paths (and a sibling for a merge).
+    pub(crate) fn flush_step(&self, st: &mut TreeState, target: &FlushTarget) -> Step<()> {
+        let (height, key): (u32, &[u8]) = match target {
+            FlushTarget::Root => (u32::MAX, &[]),
+            FlushTarget::Remembered { height, key, .. } => (*height, key),
+        };
         let mut id = st.root;
         loop {
             self.ensure_full(st, id)?;
-            let over = match &st.nodes[&id].body {
-                NodeBody::Leaf(_) => return Ok(()),
-                NodeBody::Internal(n) => n.buffer_bytes() > self.options.node_size_bytes,
+            let h = match &st.nodes[&id].body {
+                NodeBody::Leaf(_) => break,
+                NodeBody::Internal(n) => n.height,
             };
-            if over {
-                self.flush_node(st, id)?;
+            if h <= height {
+                self.flush_down(st, id)?;
+                break;
             }
             let c = internal(st, id).child_index(key);
             self.rebalance_child(st, id, c)?;
             let c = internal(st, id).child_index(key);
             id = internal(st, id).children[c];
         }
+        self.fix_root(st)
     }
 
-    /// Flushes the heaviest buffer of internal node `id` one level down, if the node is over
-    /// its size, and rebalances that child. One child per call keeps what one operation loads
-    /// and pins to a node and a child (the background flusher calls again while there is
-    /// work); a node or child left over-full is remembered in `overfull`.
-    fn flush_node(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
-        self.ensure_full(st, id)?;
-        let c = match st.node(id).map(|n| &n.body) {
-            Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
-                n.heaviest_child()
-            }
-            _ => return Ok(()),
-        };
-        self.flush_child(st, id, c)?;
-        self.rebalance_child(st, id, c)?;
-        self.remember_if_overfull(st, id);
-        Ok(())
+    /// Flushes the heaviest buffer of over-full internal node `id` one level down, and
+    /// follows the messages: while the child that took them is an internal node over its
+    /// size, flushes its heaviest buffer in turn, so a path is drained in one unit where the
+    /// cache allows. A node left over-full (or a child not reached because a load
+    /// interrupted the unit) is remembered.
+    ///
+    /// Why sizes stay bounded: the flusher takes the lowest remembered node first and the
+    /// root only when nothing is remembered, so a node takes in a parent's buffer only while
+    /// it is at most its size. A node therefore holds at most its size plus one buffer of
+    /// its parent: about twice the node size under random keys, and `height + 2` node sizes
+    /// in the worst case (sequential keys, every message in one buffer at every level).
+    fn flush_down(&self, st: &mut TreeState, mut id: NodeId) -> Step<()> {
+        loop {
+            self.ensure_full(st, id)?;
+            let c = match st.node(id).map(|n| &n.body) {
+                Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
+                    n.heaviest_child()
+                }
+                _ => {
+                    st.overfull.remove(&id);
+                    return Ok(());
+                }
+            };
+            self.flush_child(st, id, c)?;
+            self.rebalance_child(st, id, c)?;
+            self.remember_if_overfull(st, id);
+            let p = internal(st, id);
+            id = p.children[c.min(p.children.len() - 1)];
+        }
     }
 
-    /// Records a key inside internal node `id` if it is over its size, so that the flusher
-    /// walks back to it.
+    /// Remembers internal node `id` (by its height and the first key of its heaviest buffer)
+    /// if it is over its size, so that the flusher walks back to it; forgets it otherwise.
     fn remember_if_overfull(&self, st: &mut TreeState, id: NodeId) {
-        let key = match st.node(id).map(|n| &n.body) {
+        let entry = match st.node(id).map(|n| &n.body) {
             Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => n
                 .buf(n.heaviest_child())
                 .iter()
                 .next()
-                .map(|(k, _)| k.clone()),
+                .map(|(k, _)| (n.height, k.clone())),
             _ => None,
         };
-        if let Some(k) = key {
-            st.overfull.insert(k);
+        match entry {
+            Some(e) => {
+                st.overfull.insert(id, e);
+            }
+            None => {
+                st.overfull.remove(&id);
+            }
         }
     }
 
@@ -502,6 +543,20 @@ fn first_key(piece: &NodeBody) -> Vec<u8> {
             .expect("split pieces are non-empty"),
         NodeBody::Internal(_) => unreachable!("internal pieces carry their separator"),
     }
+}
+
+/// Where a unit of background flushing goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FlushTarget {
+    /// The root, whose buffers are over the node size.
+    Root,
+    /// A node remembered as over-full: its id, height and a key in its range. A walk by the
+    /// key to the height finds it (or, after a merge freed it, the node that took its range).
+    Remembered {
+        id: NodeId,
+        height: u32,
+        key: Vec<u8>,
+    },
 }
 
 fn internal(st: &TreeState, id: NodeId) -> &Internal {

@@ -40,7 +40,7 @@ use crate::{Compression, Error, Result, TreeOptions};
 use msg::Msn;
 use node::{Leaf, Node, NodeBody};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -81,8 +81,9 @@ pub(crate) struct TreeState {
     /// Clock ring of cached node ids and the hand's position.
     pub clock: Vec<NodeId>,
     pub clock_hand: usize,
-    /// A key inside each internal node known to be over its size (the flusher walks to it).
-    pub overfull: std::collections::BTreeSet<Vec<u8>>,
+    /// Internal nodes known to be over their size, each with its height and a key in its
+    /// range: the flusher walks to them, lowest first.
+    pub overfull: BTreeMap<NodeId, (u32, Vec<u8>)>,
     /// Nodes that operations in flight loaded and still need: eviction skips them.
     pub pins: HashMap<NodeId, u32>,
 }
@@ -148,7 +149,7 @@ impl Tree {
             next_msn,
             clock: Vec::new(),
             clock_hand: 0,
-            overfull: std::collections::BTreeSet::new(),
+            overfull: BTreeMap::new(),
             pins: HashMap::new(),
         };
         if root == NodeId(0) {
@@ -218,13 +219,22 @@ impl Tree {
         Cursor::new(self.clone(), snapshot)
     }
 
-    /// One flush pass at the root; true if it moved anything.
+    /// One unit of background flushing (`flush_step`); true if it moved anything. The unit's
+    /// target is chosen once, so that the retries after loads finish that unit instead of
+    /// starting others (and pinning what they load).
     pub(crate) fn flush_once(&self) -> Result<bool> {
+        let mut target = None;
         let worked = self.with_write(|t, st| {
             if t.verifying.load(Ordering::SeqCst) > 0 {
                 return Ok(false);
             }
-            t.flush_root_step(st)
+            if target.is_none() {
+                target = t.next_flush(st);
+            }
+            match &target {
+                Some(target) => t.flush_step(st, target).map(|()| true),
+                None => Ok(false),
+            }
         })?;
         self.evict_if_needed()?;
         Ok(worked)
