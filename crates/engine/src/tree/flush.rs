@@ -125,9 +125,10 @@ impl Tree {
 
     /// Flushes the heaviest buffer of over-full internal node `id` one level down, and
     /// follows the messages: while the child that took them is an internal node over its
-    /// size, flushes its heaviest buffer in turn, so a path is drained in one unit where the
-    /// cache allows. A node left over-full (or a child not reached because a load
-    /// interrupted the unit) is remembered.
+    /// size and the child its heaviest buffer goes to is already loaded, flushes that buffer
+    /// in turn, so a path is drained in one unit where the cache holds it. A unit loads at
+    /// most the node and one child below its walk (each load is pinned until the unit ends).
+    /// A node left over-full is remembered.
     ///
     /// Why sizes stay bounded: the flusher takes the lowest remembered node first and the
     /// root only when nothing is remembered, so a node takes in a parent's buffer only while
@@ -135,7 +136,7 @@ impl Tree {
     /// its parent: about twice the node size under random keys, and `height + 2` node sizes
     /// in the worst case (sequential keys, every message in one buffer at every level).
     fn flush_down(&self, st: &mut TreeState, mut id: NodeId) -> Step<()> {
-        loop {
+        for step in 0.. {
             self.ensure_full(st, id)?;
             let c = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
@@ -146,12 +147,23 @@ impl Tree {
                     return Ok(());
                 }
             };
+            if step > 0 && !self.is_loaded(st, internal(st, id).children[c]) {
+                // Following on would load (and pin) a third node in this unit; the node is
+                // remembered and gets a unit of its own.
+                return Ok(());
+            }
             self.flush_child(st, id, c)?;
             self.rebalance_child(st, id, c)?;
             self.remember_if_overfull(st, id);
             let p = internal(st, id);
             id = p.children[c.min(p.children.len() - 1)];
         }
+        unreachable!("the loop returns")
+    }
+
+    /// True when node `id` is cached with every partition loaded.
+    fn is_loaded(&self, st: &TreeState, id: NodeId) -> bool {
+        st.node(id).is_some_and(|n| n.body.all_loaded())
     }
 
     /// Remembers internal node `id` (by its height and the first key of its heaviest buffer)
