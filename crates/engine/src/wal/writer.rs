@@ -65,8 +65,8 @@ impl Shared {
 
     /// Encodes and frames `records` as one contiguous group (W3); returns the LSN after it.
     pub fn append(&self, records: &[LogRecord]) -> Result<Lsn> {
-        // Encode and checksum payloads before taking the lock; only the LSNs (and the CRC
-        // combination over them) are filled in under it.
+        // Encode payloads (and checksum long ones) before taking the lock; only the LSNs and
+        // frame CRCs are filled in under it (`frame::COMBINE_FROM_BYTES`).
         let mut group = Vec::new();
         let mut frames = Vec::with_capacity(records.len());
         for record in records {
@@ -81,14 +81,14 @@ impl Shared {
                     max: MAX_PAYLOAD_BYTES,
                 });
             }
-            frames.push((at, payload.len(), crc32c::crc32c(payload)));
+            let crc = (payload.len() >= frame::COMBINE_FROM_BYTES).then(|| crc32c::crc32c(payload));
+            frames.push((at, group.len(), crc));
         }
         let mut st = self.state.lock();
         check_poisoned(&st)?;
         let base = st.end;
-        for (at, len, crc) in frames {
-            let header = &mut group[at..at + FRAME_HEADER_BYTES];
-            frame::seal_header(header, base.advance(at as u64), len, crc);
+        for (at, end, crc) in frames {
+            frame::seal_frame(&mut group[at..end], base.advance(at as u64), crc);
         }
         if st.pending.is_empty() {
             st.pending = group;
