@@ -55,23 +55,6 @@ impl Tree {
         Ok(())
     }
 
-    /// One unit of background work, chosen and done in one call (tests drive the flusher
-    /// with it; `Tree::flush_once` keeps the target across loads). Returns whether there was
-    /// work.
-    #[cfg(test)]
-    pub(crate) fn flush_root_step(&self, st: &mut TreeState) -> Step<bool> {
-        let Some(target) = self.next_flush(st) else {
-            return Ok(false);
-        };
-        if let Err(stall) = self.flush_step(st, &target) {
-            if let FlushTarget::Remembered { id, height, key } = target {
-                st.overfull.insert(id, (height, key));
-            }
-            return Err(stall);
-        }
-        Ok(true)
-    }
-
     /// What the flusher should work on next: the lowest remembered over-full node, else the
     /// root if its buffers are over the node size, else nothing. Remembered nodes go first,
     /// so the root takes in no more while the levels below it are over their size.
@@ -83,7 +66,7 @@ impl Tree {
             .map(|(id, _)| *id);
         if let Some(id) = lowest {
             let (height, key) = st.overfull.remove(&id).expect("just found");
-            return Some(FlushTarget::Remembered { id, height, key });
+            return Some(FlushTarget::Remembered { height, key });
         }
         match st.node(st.root).map(|n| &n.body) {
             Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
@@ -98,11 +81,12 @@ impl Tree {
     /// from it (`flush_down`). Over-full nodes passed on the way are left to their own turn
     /// (they are remembered): flushing them here would pour more into nodes below them
     /// that are waiting for their turn, which is how buffers grew to 30x the node size.
-    /// Pins at most two root-to-leaf paths (and a sibling for a merge).
+    /// Pins what its walk loads, and below the target at most one child (and a sibling for
+    /// a merge).
     pub(crate) fn flush_step(&self, st: &mut TreeState, target: &FlushTarget) -> Step<()> {
         let (height, key): (u32, &[u8]) = match target {
             FlushTarget::Root => (u32::MAX, &[]),
-            FlushTarget::Remembered { height, key, .. } => (*height, key),
+            FlushTarget::Remembered { height, key } => (*height, key),
         };
         let mut id = st.root;
         loop {
@@ -136,7 +120,8 @@ impl Tree {
     /// its parent: about twice the node size under random keys, and `height + 2` node sizes
     /// in the worst case (sequential keys, every message in one buffer at every level).
     fn flush_down(&self, st: &mut TreeState, mut id: NodeId) -> Step<()> {
-        for step in 0.. {
+        let mut first = true;
+        loop {
             self.ensure_full(st, id)?;
             let c = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
@@ -147,7 +132,7 @@ impl Tree {
                     return Ok(());
                 }
             };
-            if step > 0 && !self.is_loaded(st, internal(st, id).children[c]) {
+            if !first && !is_loaded(st, internal(st, id).children[c]) {
                 // Following on would load (and pin) a third node in this unit; the node is
                 // remembered and gets a unit of its own.
                 return Ok(());
@@ -157,13 +142,8 @@ impl Tree {
             self.remember_if_overfull(st, id);
             let p = internal(st, id);
             id = p.children[c.min(p.children.len() - 1)];
+            first = false;
         }
-        unreachable!("the loop returns")
-    }
-
-    /// True when node `id` is cached with every partition loaded.
-    fn is_loaded(&self, st: &TreeState, id: NodeId) -> bool {
-        st.node(id).is_some_and(|n| n.body.all_loaded())
     }
 
     /// Remembers internal node `id` (by its height and the first key of its heaviest buffer)
@@ -429,9 +409,10 @@ impl Tree {
 
     /// Stalls until `id` is cached with every partition loaded (N3: it may be changed).
     pub(crate) fn ensure_full(&self, st: &TreeState, id: NodeId) -> Step<()> {
-        match st.node(id) {
-            Some(n) if n.body.all_loaded() => Ok(()),
-            _ => Err(Stall::Load(Load::Node(id))),
+        if is_loaded(st, id) {
+            Ok(())
+        } else {
+            Err(Stall::Load(Load::Node(id)))
         }
     }
 
@@ -562,13 +543,14 @@ fn first_key(piece: &NodeBody) -> Vec<u8> {
 pub(crate) enum FlushTarget {
     /// The root, whose buffers are over the node size.
     Root,
-    /// A node remembered as over-full: its id, height and a key in its range. A walk by the
+    /// A node remembered as over-full, by its height and a key in its range: a walk by the
     /// key to the height finds it (or, after a merge freed it, the node that took its range).
-    Remembered {
-        id: NodeId,
-        height: u32,
-        key: Vec<u8>,
-    },
+    Remembered { height: u32, key: Vec<u8> },
+}
+
+/// True when node `id` is cached with every partition loaded.
+fn is_loaded(st: &TreeState, id: NodeId) -> bool {
+    st.node(id).is_some_and(|n| n.body.all_loaded())
 }
 
 fn internal(st: &TreeState, id: NodeId) -> &Internal {

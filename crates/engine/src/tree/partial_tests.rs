@@ -113,9 +113,31 @@ fn filled_with_first() -> (tempfile::TempDir, Env, TreeHandle) {
     (dir, env, t)
 }
 
+/// Injects `second` for `keys` into the (internal, cached) root under the caller's lock,
+/// stamped as the newest visible commit so that reads see them, and writes the root so that
+/// it is clean and its partitions can be evicted. Returns the root's id.
+fn buffer_second_at_root(
+    tree: &super::Tree,
+    st: &mut super::TreeState,
+    keys: impl Iterator<Item = u32>,
+) -> crate::block::NodeId {
+    let root = st.root;
+    let ts = tree.snapshots.visible();
+    let put = super::msg::MsgOp::Put(b"second".to_vec());
+    for i in keys {
+        assert!(tree.inject(st, &key(i), ts, &put).is_ok(), "root is cached");
+    }
+    assert!(
+        matches!(&st.nodes[&root].body, NodeBody::Internal(_)),
+        "the root is a leaf: nothing to test"
+    );
+    tree.write_node(st, root, false, crate::Category::Eviction)
+        .expect("write root");
+    root
+}
+
 #[test]
 fn a_flush_of_a_shed_root_loads_it_whole_first() {
-    use super::msg::MsgOp;
     use super::{Load, Stall};
     let (_dir, env, t) = filled_with_first();
     let tree = &t.tree;
@@ -123,23 +145,12 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
         // Over-fill the root, write it (clean) and shed it, all under one lock so that the
         // background flusher cannot step in; then a flush must ask for the whole root.
         let mut st = tree.write_state();
-        let root = st.root;
-        // Stamped as the newest visible commit, so that reads below see them.
-        let ts = tree.snapshots.visible();
-        for i in 2000..2600 {
-            let put = MsgOp::Put(b"second".to_vec());
-            assert!(
-                tree.inject(&mut st, &key(i), ts, &put).is_ok(),
-                "root is cached"
-            );
-        }
-        assert!(matches!(&st.nodes[&root].body, NodeBody::Internal(_)));
-        tree.write_node(&mut st, root, false, crate::Category::Eviction)
-            .expect("write root");
+        let root = buffer_second_at_root(tree, &mut st, 2000..2600);
         let cache = tree.cache.clone();
         st.modify(root, &cache, |n| n.body.evict_partitions());
         assert!(!st.nodes[&root].body.all_loaded());
-        match tree.flush_root_step(&mut st) {
+        let target = tree.next_flush(&mut st).expect("the root is over-full");
+        match tree.flush_step(&mut st, &target) {
             Err(Stall::Load(Load::Node(id))) => assert_eq!(id, root),
             other => panic!("flush of a shed root went on: {other:?}"),
         }
@@ -156,23 +167,16 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
 
 #[test]
 fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
-    use super::msg::MsgOp;
     use super::{Load, Stall};
     let (_dir, env, t) = filled_with_first();
     let tree = &t.tree;
     // Under one lock, so that no flush loads the root back: buffer messages in the root,
     // write it, evict its buffers (which builds their filters), then look keys up.
     let mut st = tree.write_state();
-    let root = st.root;
+    let root = buffer_second_at_root(tree, &mut st, (0..2000).step_by(10));
     let ts = tree.snapshots.visible();
-    for i in (0..2000).step_by(10) {
-        let put = MsgOp::Put(b"second".to_vec());
-        assert!(tree.inject(&mut st, &key(i), ts, &put).is_ok());
-    }
-    tree.write_node(&mut st, root, false, crate::Category::Eviction)
-        .expect("write root");
     let NodeBody::Internal(n) = &st.nodes[&root].body else {
-        panic!("the root is a leaf: nothing to test")
+        unreachable!("checked by buffer_second_at_root")
     };
     let buffered: std::collections::BTreeSet<Vec<u8>> = n
         .buffers
