@@ -53,10 +53,12 @@ pub fn encode_frame(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
 }
 
 /// Payloads at least this long are checksummed before the append lock and their CRC combined
-/// with the header's under it (`seal_frame`). Combining costs about as much as hashing this
-/// many bytes (it squares 32x32 bit matrices once per bit of the length); hashing a short
-/// payload under the lock is far cheaper (combining every record took 40% of a writer's CPU).
-pub(crate) const COMBINE_FROM_BYTES: usize = 64 << 10;
+/// with the header's under it (`seal_frame`); shorter ones are hashed under it. Combining
+/// squares 32x32 bit matrices once per bit of the length: 13 µs for a 150-byte payload,
+/// 46 µs at 64 KiB, 61 µs at 1 MiB, against 0.05, 3 and 53 µs to hash them
+/// (docs/benchmarks.md), so hashing wins below about 1 MiB. Combining every record took
+/// 40% of a writer's CPU.
+pub(crate) const COMBINE_FROM_BYTES: usize = 1 << 20;
 
 /// Fills the header of `frame` (header bytes, then the payload) for `lsn`. The CRC covers
 /// LSN, length and payload; `payload_crc`, the payload's own CRC32C computed before the LSN

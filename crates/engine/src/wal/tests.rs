@@ -130,6 +130,31 @@ fn append_commit_close_then_replay_across_files() {
 }
 
 #[test]
+fn records_on_both_sides_of_the_combine_threshold_replay() {
+    // Frames under `COMBINE_FROM_BYTES` are hashed under the append lock, longer ones carry
+    // a CRC computed before it and combined; both must replay.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wal = Wal::open(dir.path(), Lsn(0), opts(SMALL_FILES), stats(), None).expect("open");
+    let records: Vec<LogRecord> = [10, frame::COMBINE_FROM_BYTES + 1, 300]
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| LogRecord::Put {
+            txn: TxnId(1),
+            tree: 0,
+            key: vec![i as u8],
+            value: vec![(i * 7) as u8; len],
+        })
+        .chain([LogRecord::Commit { txn: TxnId(1) }])
+        .collect();
+    let end = wal.append(&records).expect("append");
+    wal.commit(end).expect("commit");
+    wal.close().expect("close");
+    let (got, replay_end) = replay_all(dir.path(), Lsn(0)).expect("replay");
+    assert_eq!(replay_end, end);
+    assert_eq!(got.into_iter().map(|(_, r)| r).collect::<Vec<_>>(), records);
+}
+
+#[test]
 fn remove_before_deletes_only_fully_covered_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let wal = Wal::open(dir.path(), Lsn(0), opts(SMALL_FILES), stats(), None).expect("open");
