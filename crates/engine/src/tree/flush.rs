@@ -81,9 +81,16 @@ impl Tree {
     /// from it (`flush_down`). Over-full nodes passed on the way are left to their own turn
     /// (they are remembered): flushing them here would pour more into nodes below them
     /// that are waiting for their turn, which is how buffers grew to 30x the node size.
-    /// Pins what its walk loads, and below the target at most one child (and a sibling for
-    /// a merge).
-    pub(crate) fn flush_step(&self, st: &mut TreeState, target: &FlushTarget) -> Step<()> {
+    /// Holds (pins, recorded in `held`) every node it walks through until the unit ends:
+    /// the loads of its later steps make room by evicting, and a cache of a few nodes would
+    /// otherwise evict the path just walked and have the retry read it again. Below the
+    /// target it holds at most one child (and a sibling for a merge).
+    pub(crate) fn flush_step(
+        &self,
+        st: &mut TreeState,
+        target: &FlushTarget,
+        held: &mut Vec<NodeId>,
+    ) -> Step<()> {
         let (height, key): (u32, &[u8]) = match target {
             FlushTarget::Root => (u32::MAX, &[]),
             FlushTarget::Remembered { height, key } => (*height, key),
@@ -91,12 +98,13 @@ impl Tree {
         let mut id = st.root;
         loop {
             self.ensure_full(st, id)?;
+            st.hold(id, held);
             let h = match &st.nodes[&id].body {
                 NodeBody::Leaf(_) => break,
                 NodeBody::Internal(n) => n.height,
             };
             if h <= height {
-                self.flush_down(st, id)?;
+                self.flush_down(st, id, held)?;
                 break;
             }
             let c = internal(st, id).child_index(key);
@@ -119,10 +127,11 @@ impl Tree {
     /// it is at most its size. A node therefore holds at most its size plus one buffer of
     /// its parent: about twice the node size under random keys, and `height + 2` node sizes
     /// in the worst case (sequential keys, every message in one buffer at every level).
-    fn flush_down(&self, st: &mut TreeState, mut id: NodeId) -> Step<()> {
+    fn flush_down(&self, st: &mut TreeState, mut id: NodeId, held: &mut Vec<NodeId>) -> Step<()> {
         let mut first = true;
         loop {
             self.ensure_full(st, id)?;
+            st.hold(id, held);
             let c = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
                     n.heaviest_child()

@@ -224,6 +224,7 @@ impl Tree {
     /// starting others (and pinning what they load).
     pub(crate) fn flush_once(&self) -> Result<bool> {
         let mut target = None;
+        let mut held = Vec::new();
         let worked = self.with_write(|t, st| {
             if t.verifying.load(Ordering::SeqCst) > 0 {
                 return Ok(false);
@@ -232,10 +233,12 @@ impl Tree {
                 target = t.next_flush(st);
             }
             match &target {
-                Some(target) => t.flush_step(st, target).map(|()| true),
+                Some(target) => t.flush_step(st, target, &mut held).map(|()| true),
                 None => Ok(false),
             }
-        })?;
+        });
+        self.unpin(&held);
+        let worked = worked?;
         self.evict_if_needed()?;
         Ok(worked)
     }
@@ -397,6 +400,15 @@ impl TreeState {
             self.clock.swap_remove(pos);
         }
         Some(node)
+    }
+
+    /// Pins `id` for an operation that records what it holds in `held` (once per
+    /// operation); `Tree::unpin(held)` releases them when the operation ends.
+    pub fn hold(&mut self, id: NodeId, held: &mut Vec<NodeId>) {
+        if !held.contains(&id) {
+            *self.pins.entry(id).or_insert(0) += 1;
+            held.push(id);
+        }
     }
 
     /// Changes a node in place, keeping the cache charge right.

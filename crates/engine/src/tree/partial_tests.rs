@@ -150,10 +150,12 @@ fn a_flush_of_a_shed_root_loads_it_whole_first() {
         st.modify(root, &cache, |n| n.body.evict_partitions());
         assert!(!st.nodes[&root].body.all_loaded());
         let target = tree.next_flush(&mut st).expect("the root is over-full");
-        match tree.flush_step(&mut st, &target) {
+        let mut held = Vec::new();
+        match tree.flush_step(&mut st, &target, &mut held) {
             Err(Stall::Load(Load::Node(id))) => assert_eq!(id, root),
             other => panic!("flush of a shed root went on: {other:?}"),
         }
+        assert!(held.is_empty(), "a node not loaded is not held");
         assert!(!st.nodes[&root].dirty, "nothing changed before the load");
     }
     while tree.flush_once().expect("flush") {}
