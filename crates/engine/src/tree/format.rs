@@ -14,7 +14,6 @@ use crate::bytes::Reader;
 use crate::codec::{checksum, compress, decompress};
 use crate::mvcc::Ts;
 use crate::Compression;
-use std::collections::BTreeMap;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
@@ -326,19 +325,19 @@ pub fn encode_basement(b: &Basement) -> Vec<u8> {
 pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
     let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
-    let mut entries = BTreeMap::new();
-    let mut last: Option<Vec<u8>> = None;
+    // Each entry takes at least 13 bytes: a larger count is corruption, not a reservation.
+    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::with_capacity(n.min(r.remaining() / 13));
     for _ in 0..n {
         let k = r.bytes()?;
         let entry = decode_entry(&mut r)?;
-        if last.as_ref().is_some_and(|l| *l >= k) {
+        if entries.last().is_some_and(|(l, _)| *l >= k) {
             return Err("basement keys out of order".into());
         }
-        last = Some(k.clone());
-        entries.insert(k, entry);
+        entries.push((k, entry));
     }
     r.finish()?;
-    Ok(Basement::from_entries(entries))
+    // Sorted and distinct: the map is built in bulk, not by n inserts.
+    Ok(Basement::from_entries(entries.into_iter().collect()))
 }
 
 fn decode_entry(r: &mut Reader<'_>) -> Result<Entry, String> {
@@ -379,8 +378,8 @@ fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
 fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
     let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
-    let mut b = MsgBuffer::new();
-    let mut last: Option<(Vec<u8>, Msn, Ts)> = None;
+    // Each message takes at least 25 bytes: a larger count is corruption.
+    let mut groups: Vec<(Vec<u8>, Vec<Msg>)> = Vec::with_capacity(n.min(r.remaining() / 25));
     for _ in 0..n {
         let msn = Msn(r.u64()?);
         let ts = Ts(r.u64()?);
@@ -388,16 +387,21 @@ fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
         let k = r.bytes()?;
         let payload = r.bytes()?;
         let op = MsgOp::from_code(code, payload).ok_or_else(|| format!("bad message op {code}"))?;
-        if let Some((lk, lm, lts)) = &last {
-            if (lk, *lm) >= (&k, msn) || (*lk == k && *lts > ts) {
-                return Err("buffer messages out of order".into());
+        let msg = Msg { msn, ts, op };
+        match groups.last_mut() {
+            Some((lk, list)) if *lk == k => {
+                let prev = list.last().expect("groups are never empty");
+                if prev.msn >= msn || prev.ts > ts {
+                    return Err("buffer messages out of order".into());
+                }
+                list.push(msg);
             }
+            Some((lk, _)) if *lk > k => return Err("buffer messages out of order".into()),
+            _ => groups.push((k, vec![msg])),
         }
-        last = Some((k.clone(), msn, ts));
-        b.push(k, Msg { msn, ts, op });
     }
     r.finish()?;
-    Ok(b)
+    Ok(MsgBuffer::from_sorted(groups))
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
