@@ -464,14 +464,43 @@ impl Node {
     }
 }
 
-/// What a loaded basement is charged: its bytes and a per-entry allowance for the map.
+/// Memory a `BTreeMap` slot of `slot` bytes costs per element: its nodes hold 11 slots and
+/// are about two-thirds full under random inserts, their allocations are rounded up to a
+/// size class (about 8 bytes per slot), and there are internal nodes above them.
+const fn map_slot_bytes(slot: usize) -> usize {
+    slot * 3 / 2 + 8
+}
+
+/// What size-class rounding of one heap allocation costs on average (jemalloc's classes
+/// are 16 B apart up to 128 B and a quarter of a power of two above).
+const ROUNDING_BYTES: usize = 8;
+
+/// Memory a basement entry holds beyond the bytes it weighs (`entry_bytes`, which counts
+/// the key and value and their serialized overhead, not memory): its map slot and the
+/// rounding of its key and value allocations, less the serialized overhead.
+pub const ENTRY_MEM_BYTES: usize =
+    map_slot_bytes(std::mem::size_of::<Vec<u8>>() + std::mem::size_of::<Entry>())
+        + 2 * ROUNDING_BYTES
+        - ENTRY_OVERHEAD_BYTES
+        - super::entry::VERSION_OVERHEAD_BYTES;
+
+/// Memory a buffered message holds beyond the bytes it weighs: its key's map slot, the
+/// key's message list (one `Msg` for nearly every key) and the rounding of its key and
+/// payload allocations, less the serialized overhead.
+pub const MSG_MEM_BYTES: usize =
+    map_slot_bytes(std::mem::size_of::<Vec<u8>>() + std::mem::size_of::<Vec<super::msg::Msg>>())
+        + std::mem::size_of::<super::msg::Msg>()
+        + 2 * ROUNDING_BYTES
+        - super::msg::MSG_OVERHEAD_BYTES;
+
+/// What a loaded basement is charged: its bytes and the memory of each entry beyond them.
 pub fn basement_mem(b: &Basement) -> usize {
-    b.bytes() + b.len() * 48
+    b.bytes() + b.len() * ENTRY_MEM_BYTES
 }
 
 /// What a loaded message buffer is charged.
 pub fn buffer_mem(b: &MsgBuffer) -> usize {
-    b.bytes() + b.len() * 64
+    b.bytes() + b.len() * MSG_MEM_BYTES
 }
 
 fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {

@@ -1,0 +1,109 @@
+//! The cache charges what its nodes really hold. A counting allocator (rounding every
+//! allocation up to jemalloc's size classes, as the binaries' allocator does) measures the
+//! memory a tree's cached nodes take while messages sit in buffers and after every message
+//! has reached a leaf, and the cache's charge must be within a band of it. This failed while
+//! an entry was charged 48 bytes beyond its serialized size and a message 64 (the charge was
+//! about 0.75x the memory, so the process held a third more than its budget), and while a
+//! buffer's first message for a key reserved room for four (0.84x with buffers).
+
+use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Live bytes, each allocation rounded to its size class.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+struct Counting;
+
+/// jemalloc's size classes: 8, then 16 apart up to 128, then four per power of two.
+fn size_class(n: usize) -> usize {
+    match n {
+        0..=8 => 8,
+        9..=128 => n.div_ceil(16) * 16,
+        _ => {
+            let step = n.next_power_of_two() / 8;
+            n.div_ceil(step) * step
+        }
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(size_class(layout.size()) as isize, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(size_class(layout.size()) as isize, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let delta = size_class(new_size) as isize - size_class(layout.size()) as isize;
+        LIVE.fetch_add(delta, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes());
+    k[8..].copy_from_slice(&i.to_be_bytes());
+    k
+}
+
+/// The cache's charge over the memory the allocator holds, both counted from `base`.
+fn charge_ratio(env: &Env, base: (isize, u64)) -> f64 {
+    let live = LIVE.load(Ordering::Relaxed) - base.0;
+    let charged = env.counters().cache_used_bytes - base.1;
+    charged as f64 / live as f64
+}
+
+#[test]
+fn the_charge_follows_the_memory_of_buffers_and_leaves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = EnvOptions {
+        cache_bytes: 1 << 30,
+        tree_defaults: TreeOptions {
+            node_size_bytes: 1 << 20,
+            basement_size_bytes: 64 << 10,
+            ..TreeOptions::default()
+        },
+        fsync: FsyncPolicy::EveryCommit,
+        checkpoint_interval: None,
+        ..EnvOptions::default()
+    };
+    let env = Env::open(dir.path(), options).expect("open");
+    let t = env.create_tree("t", None).expect("create");
+    let value = [0x5au8; 100];
+    let base = (
+        LIVE.load(Ordering::Relaxed),
+        env.counters().cache_used_bytes,
+    );
+    let n = 300_000u64;
+    for start in (0..n).step_by(1000) {
+        let mut b = WriteBatch::new();
+        for i in start..start + 1000 {
+            b.put(&t, &key(i), &value);
+        }
+        env.write(b).expect("write");
+    }
+    let buffered = charge_ratio(&env, base);
+    env.flush_all().expect("flush_all");
+    let in_leaves = charge_ratio(&env, base);
+    println!("charge / memory: {buffered:.3} with buffers, {in_leaves:.3} in leaves");
+    for (when, r) in [("with buffers", buffered), ("in leaves", in_leaves)] {
+        assert!(
+            (0.9..=1.35).contains(&r),
+            "{when}: the cache charges {r:.3}x the memory its nodes hold"
+        );
+    }
+    t.verify().expect("verify");
+    env.close().expect("close");
+}
