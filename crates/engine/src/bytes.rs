@@ -54,6 +54,30 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
+    /// A LEB128 varint of at most ten bytes whose value fits in 64 bits.
+    pub(crate) fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = self.u8()?;
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && bits > 1 {
+                return Err("varint overflows 64 bits".into());
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("varint longer than ten bytes".into())
+    }
+
+    /// A byte string stored as a varint length and the bytes.
+    pub(crate) fn vbytes(&mut self) -> Result<Vec<u8>, String> {
+        let n = self.varint()?;
+        let n = usize::try_from(n).map_err(|_| format!("length {n} does not fit in memory"))?;
+        Ok(self.take(n)?.to_vec())
+    }
+
     /// A byte string stored as a `u32` length and the bytes.
     pub(crate) fn bytes(&mut self) -> Result<Vec<u8>, String> {
         let n = self.u32()? as usize;

@@ -20,7 +20,7 @@ use crate::lock::DirLock;
 use crate::mvcc::{LockMode, LockTable, Snapshots, Ts};
 use crate::tree::{MergeFn, MsgOp, Tree, TreeContext};
 use crate::txn::{Held, Txn};
-use crate::wal::{LogRecord, TxnId, Wal, WalOptions};
+use crate::wal::{Change, LogRecord, TxnId, Wal, WalOptions};
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
 use parking_lot::{Condvar, Mutex, RwLock};
 use shale_io::{FaultInjector, IoStats};
@@ -138,6 +138,14 @@ pub struct Env {
 pub struct TreeHandle {
     env: Arc<EnvInner>,
     pub(crate) tree: Arc<Tree>,
+}
+
+#[cfg(test)]
+impl Env {
+    /// The log, for tests that write records the way older format versions did.
+    pub(crate) fn wal_for_tests(&self) -> &Wal {
+        &self.inner.wal
+    }
 }
 
 impl std::fmt::Debug for Env {
@@ -480,16 +488,13 @@ impl EnvInner {
         counts: &[(Arc<Tree>, i64)],
         released: impl FnOnce(Ts),
     ) -> Result<Ts> {
-        let mut records: Vec<LogRecord> = ops
-            .iter()
-            .map(|(t, op)| to_record(txn, t.id(), op))
-            .collect();
-        records.extend(counts.iter().map(|(t, delta)| LogRecord::Count {
-            txn,
+        // One group record holds the whole commit (docs/format-wal.md, version 2).
+        let mut changes: Vec<Change> = ops.iter().map(|(t, op)| to_change(t.id(), op)).collect();
+        changes.extend(counts.iter().map(|(t, delta)| Change::Count {
             tree: t.id(),
             delta: *delta,
         }));
-        records.push(LogRecord::Commit { txn });
+        let records = [LogRecord::Group { txn, changes }];
         let end = {
             let _apply = self.apply_lock.lock();
             let end = self.poison_on(self.wal.append(&records))?;
@@ -567,21 +572,11 @@ impl EnvInner {
     }
 }
 
-fn to_record(txn: TxnId, tree: u64, op: &BatchOp) -> LogRecord {
+fn to_change(tree: u64, op: &BatchOp) -> Change {
     match op.clone() {
-        BatchOp::Put(key, value) => LogRecord::Put {
-            txn,
-            tree,
-            key,
-            value,
-        },
-        BatchOp::Delete(key) => LogRecord::Delete { txn, tree, key },
-        BatchOp::Update(key, payload) => LogRecord::Update {
-            txn,
-            tree,
-            key,
-            payload,
-        },
+        BatchOp::Put(key, value) => Change::Put { tree, key, value },
+        BatchOp::Delete(key) => Change::Delete { tree, key },
+        BatchOp::Update(key, payload) => Change::Update { tree, key, payload },
     }
 }
 

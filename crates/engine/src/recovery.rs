@@ -22,7 +22,7 @@ use crate::env::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
 use crate::mvcc::{LockTable, Snapshots, Ts};
 use crate::tree::{MsgOp, Tree};
-use crate::wal::{self, LogRecord, Lsn, TxnId, Wal};
+use crate::wal::{self, Change, LogRecord, Lsn, TxnId, Wal};
 use crate::{EnvOptions, Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use shale_io::IoStats;
@@ -135,6 +135,9 @@ fn redo(
     let mut max_txn = 0u64;
     let mut applied = 0u64;
     let end = wal::replay(&wal_dir(dir), from, io_stats.clone(), |lsn, record| {
+        // M1: a commit's timestamp is the log position just past its commit record (or its
+        // group record), as `Wal::append` returned it when the commit was first made.
+        let commit_ts = Ts(lsn.advance(wal::frame_len(record.encoded_len()) as u64).0);
         let record = match into_redo(record) {
             Ok((txn, tree, redo)) => {
                 max_txn = max_txn.max(txn.0);
@@ -143,34 +146,20 @@ fn redo(
             }
             Err(other) => other,
         };
-        // M1: a commit's timestamp is the log position just past its commit record, as
-        // `Wal::append` returned it when the commit was first made.
-        let commit_ts = Ts(lsn.advance(wal::frame_len(record.encoded_len()) as u64).0);
         match record {
             LogRecord::Commit { txn } => {
-                let ts = commit_ts;
-                for (lsn, tree, change) in open.remove(&txn).unwrap_or_default() {
-                    let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
-                        continue;
-                    };
-                    if lsn.0 < redo {
-                        continue;
-                    }
-                    let (key, op) = match change {
-                        Redo::Count(delta) => {
-                            t.add_count(delta);
-                            continue;
-                        }
-                        Redo::Change(key, op) => (key, op),
-                    };
-                    t.apply(&key, ts, op)?;
-                    applied += 1;
-                    // No flusher runs yet: keep the root within its size as we go.
-                    while t.needs_flush() {
-                        t.flush_once()?;
-                    }
-                }
-                snapshots.publish(ts);
+                let changes = open.remove(&txn).unwrap_or_default();
+                applied += redo_commit(trees, redo_from, changes, commit_ts)?;
+                snapshots.publish(commit_ts);
+            }
+            LogRecord::Group { txn, changes } => {
+                max_txn = max_txn.max(txn.0);
+                let changes = changes
+                    .into_iter()
+                    .map(|c| (lsn, c.tree(), group_redo(c)))
+                    .collect();
+                applied += redo_commit(trees, redo_from, changes, commit_ts)?;
+                snapshots.publish(commit_ts);
             }
             LogRecord::Abort { txn } => {
                 open.remove(&txn);
@@ -189,6 +178,50 @@ fn redo(
         "recovery replayed the log"
     );
     Ok((end, max_txn))
+}
+
+/// Redoes one commit's changes at timestamp `ts` on the trees whose checkpoint does not
+/// already hold them (a change logged before a tree's redo point is in its checkpoint);
+/// returns how many key changes it applied.
+fn redo_commit(
+    trees: &HashMap<u64, Arc<Tree>>,
+    redo_from: &HashMap<u64, u64>,
+    changes: Vec<(Lsn, u64, Redo)>,
+    ts: Ts,
+) -> Result<u64> {
+    let mut applied = 0;
+    for (lsn, tree, change) in changes {
+        let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
+            continue;
+        };
+        if lsn.0 < redo {
+            continue;
+        }
+        let (key, op) = match change {
+            Redo::Count(delta) => {
+                t.add_count(delta);
+                continue;
+            }
+            Redo::Change(key, op) => (key, op),
+        };
+        t.apply(&key, ts, op)?;
+        applied += 1;
+        // No flusher runs yet: keep the root within its size as we go.
+        while t.needs_flush() {
+            t.flush_once()?;
+        }
+    }
+    Ok(applied)
+}
+
+/// What one change of a group record redoes.
+fn group_redo(c: Change) -> Redo {
+    match c {
+        Change::Put { key, value, .. } => Redo::Change(key, MsgOp::Put(value)),
+        Change::Delete { key, .. } => Redo::Change(key, MsgOp::Delete),
+        Change::Update { key, payload, .. } => Redo::Change(key, MsgOp::Update(payload)),
+        Change::Count { delta, .. } => Redo::Count(delta),
+    }
 }
 
 /// A record that a transaction's commit redoes on a tree, as (transaction, tree, what); any
@@ -237,4 +270,54 @@ fn remove_orphans(dir: &Path, catalog: &Catalog) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::wal::{LogRecord, TxnId};
+    use crate::{Env, EnvOptions};
+
+    /// Logs of format version 1 hold a commit as records ending in a `Commit` record (every
+    /// commit is one `Group` record since version 2): they still replay, and a group whose
+    /// commit never made it to the log is dropped.
+    #[test]
+    fn version_1_record_groups_still_replay() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::open(dir.path(), EnvOptions::default()).expect("open");
+        let t = env.create_tree("t", None).expect("create");
+        let tree = t.tree.id();
+        let put = |txn: u64, key: &[u8]| LogRecord::Put {
+            txn: TxnId(txn),
+            tree,
+            key: key.to_vec(),
+            value: b"v1".to_vec(),
+        };
+        let committed = [
+            put(1 << 40, b"a"),
+            put(1 << 40, b"b"),
+            LogRecord::Count {
+                txn: TxnId(1 << 40),
+                tree,
+                delta: 2,
+            },
+            LogRecord::Commit {
+                txn: TxnId(1 << 40),
+            },
+        ];
+        let wal = env.wal_for_tests();
+        wal.append(&committed).expect("append");
+        let end = wal.append(&[put(2 << 40, b"c")]).expect("append");
+        wal.sync_to(end).expect("sync");
+        drop(t);
+        drop(env); // as after a crash: no checkpoint
+        let env = Env::open(dir.path(), EnvOptions::default()).expect("reopen");
+        let t = env.open_tree("t").expect("open tree");
+        assert_eq!(t.get(b"a").expect("get").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(t.get(b"b").expect("get").as_deref(), Some(&b"v1"[..]));
+        assert_eq!(t.get(b"c").expect("get"), None, "an uncommitted group");
+        assert_eq!(t.count(), 2);
+        t.verify().expect("verify");
+        drop(t);
+        env.close().expect("close");
+    }
 }

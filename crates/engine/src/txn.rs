@@ -3,8 +3,8 @@
 //! A transaction reads as of the snapshot taken at `begin` plus its own writes. Each write
 //! first takes the key's exclusive lock (L1, L2 in `mvcc::locks`): a conflict fails at once
 //! with `Error::WriteConflict`. Writes stay in the transaction's write set — provisional
-//! versions live there, not in the trees — until `commit`, which logs them as one record
-//! group ending in a commit record and applies them to the trees with the commit's timestamp,
+//! versions live there, not in the trees — until `commit`, which logs them as one group
+//! record (the changes and the commit) and applies them to the trees with the commit's timestamp,
 //! all under the apply lock, then waits for group commit. `abort` (or drop) only forgets the
 //! write set and releases the locks: nothing was logged or applied. So a crash keeps a
 //! transaction whole or not at all (R1), and commit writes one message per changed key and

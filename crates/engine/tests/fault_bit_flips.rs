@@ -366,7 +366,7 @@ fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
 }
 
 /// Writes `n` single-put commits and drops the environment without closing, so that the
-/// data is only in the log. Each put is two frames: the Put record and its Commit.
+/// data is only in the log. Each put is one frame: its commit's Group record.
 fn build_log_dir(dir: &Path, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     let env = Env::open(dir, options()).expect("open");
     let t = env.create_tree("t", None).expect("create");
@@ -395,7 +395,7 @@ fn a_flipped_bit_in_a_log_record_is_corruption_unless_it_is_the_tail() {
     let log_name = logs[0].file_name().expect("name").to_owned();
     let bytes = std::fs::read(&logs[0]).expect("read log");
     let all = frames(&bytes);
-    assert_eq!(all.len(), 2 * N, "a Put and a Commit frame per write");
+    assert_eq!(all.len(), N, "one Group frame per write");
     for seed in seeds(3) {
         let mut rng = StdRng::seed_from_u64(seed);
         let run = catch_unwind(AssertUnwindSafe(|| {
@@ -426,8 +426,8 @@ fn a_flipped_bit_in_a_log_record_is_corruption_unless_it_is_the_tail() {
                     };
                     assert_names(&err, &log, &[&format!("log record at offset {at}")], &what);
                 } else {
-                    // The tail: the last commit record is cut, so the last put is gone and
-                    // every earlier one is present.
+                    // The tail: the last commit's group record is cut, so the last put is
+                    // gone and every earlier one is present.
                     let env = opened.unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
                     let t = env.open_tree("t").expect("tree");
                     for (i, (k, v)) in acked.iter().enumerate() {

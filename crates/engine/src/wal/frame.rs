@@ -32,8 +32,11 @@ pub const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 pub const FILE_HEADER_BYTES: u64 = 4096;
 /// First bytes of every log file.
 pub const MAGIC: &[u8; 8] = b"SHALELOG";
-/// The format version written in every file header.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version written in every new file header. Version 2 added the group record
+/// (docs/format-wal.md); files of version 1 still replay.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest file version replay accepts.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Bytes of the file header covered by its checksum (magic, version, first LSN).
 const FILE_HEADER_CHECKED: usize = 20;
 
@@ -171,7 +174,7 @@ pub fn decode_file_header(page: &[u8]) -> Result<Lsn, String> {
         ));
     }
     let version = u32::from_le_bytes(page[8..12].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(format!("unsupported log format version {version}"));
     }
     Ok(Lsn(u64::from_le_bytes(
@@ -268,6 +271,23 @@ mod tests {
             assert!(decode_file_header(&bad).is_err(), "flip at {i}");
         }
         assert!(decode_file_header(&page[..10]).is_err());
+    }
+
+    #[test]
+    fn version_1_files_still_open_and_later_versions_do_not() {
+        let with_version = |v: u32| {
+            let mut page = encode_file_header(Lsn(7));
+            page[8..12].copy_from_slice(&v.to_le_bytes());
+            let crc = crc32c::crc32c(&page[..FILE_HEADER_CHECKED]);
+            page[20..24].copy_from_slice(&crc.to_le_bytes());
+            decode_file_header(&page)
+        };
+        assert_eq!(with_version(1), Ok(Lsn(7)));
+        assert_eq!(with_version(2), Ok(Lsn(7)));
+        for v in [0, 3, u32::MAX] {
+            let err = with_version(v).unwrap_err();
+            assert!(err.contains("unsupported log format version"), "{err}");
+        }
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub use reader::replay;
 pub fn oldest_lsn(dir: &Path) -> Result<Option<Lsn>> {
     Ok(reader::list_log_files(dir)?.first().map(|(lsn, _)| *lsn))
 }
-pub use record::{LogRecord, TxnId};
+pub use record::{Change, LogRecord, TxnId};
 
 use crate::{Error, FsyncPolicy, Result};
 use reader::{list_log_files, os_err, read_file_header};
@@ -165,7 +165,7 @@ impl Wal {
         })
     }
 
-    /// Appends `records` (one commit group, e.g. a batch's Puts and then its Commit)
+    /// Appends `records` (one commit: a `Group` record, or records and then their Commit)
     /// contiguously in log order (W3); returns the LSN just past the last one. Not yet durable.
     pub fn append(&self, records: &[LogRecord]) -> Result<Lsn> {
         self.shared.append(records)
