@@ -782,11 +782,13 @@ fn print_report(r: &EngineReport) {
     let s = &r.summary;
     println!(
         "median basement: {} B raw, {} B compressed ({} B rounded up to 4 KiB); \
-         read-random: {} B per basement read ({} of the rounded size), \
+         expected basement read (rounded, weighted by entries): {} B; \
+         read-random: {} B per basement read ({} of the expected read), \
          {} basement + {} buffer + {} header reads per get; {} buffered messages per entry",
         s.median_raw_basement_bytes,
         s.median_compressed_basement_bytes,
         s.median_compressed_basement_rounded_bytes,
+        s.expected_basement_read_bytes,
         opt(s.read_random_bytes_per_basement_read, num),
         opt(s.basement_read_to_rounded_basement, |v| format!("{v:.3}")),
         num(s.read_random_basement_reads_per_op),

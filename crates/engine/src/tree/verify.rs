@@ -31,6 +31,11 @@ pub struct TreeShape {
     /// Median on-disk (compressed, checksummed) size of a basement of a written leaf: what a
     /// point lookup that misses the cache reads, before rounding to the I/O alignment.
     pub median_stored_basement_bytes: u64,
+    /// What a point lookup of a uniformly chosen key reads for its basement, on average:
+    /// the stored size of each basement of a written leaf rounded up to the 4 KiB I/O unit,
+    /// weighted by the basement's entries (a big basement holds more of the keys looked up,
+    /// so the median understates it when sizes are spread).
+    pub mean_read_basement_bytes: u64,
 }
 
 impl Tree {
@@ -49,16 +54,22 @@ impl Tree {
         let mut shape = TreeShape::default();
         let mut basement_sizes = Vec::new();
         let mut stored_sizes = Vec::new();
+        let mut read_weighted = (0u128, 0u128);
         let mut walk = Walk {
             seen: &mut seen,
             leaf_depth: &mut leaf_depth,
             shape: &mut shape,
             basement_sizes: &mut basement_sizes,
             stored_sizes: &mut stored_sizes,
+            read_weighted: &mut read_weighted,
         };
         self.verify_node(root, None, None, None, 0, &mut walk)?;
         shape.median_basement_bytes = median(&mut basement_sizes);
         shape.median_stored_basement_bytes = median(&mut stored_sizes);
+        shape.mean_read_basement_bytes = read_weighted
+            .0
+            .checked_div(read_weighted.1)
+            .map_or(0, |m| m as u64);
         shape.height = leaf_depth.unwrap_or(0) as u32;
         {
             // Every block write and free happens under the tree's write lock: holding the read
@@ -187,6 +198,8 @@ struct Walk<'a> {
     shape: &'a mut TreeShape,
     basement_sizes: &'a mut Vec<u64>,
     stored_sizes: &'a mut Vec<u64>,
+    /// Sum over written basements of entries x rounded stored size, and of entries.
+    read_weighted: &'a mut (u128, u128),
 }
 
 fn median(sizes: &mut [u64]) -> u64 {
@@ -205,6 +218,15 @@ impl Walk<'_> {
                     .extend(l.basements.iter().flatten().map(|b| b.bytes() as u64));
                 self.stored_sizes
                     .extend(l.parts.iter().map(|d| u64::from(d.stored_len)));
+                if l.parts.len() == l.basements.len() {
+                    let page = shale_io::PAGE_SIZE as u128;
+                    for (b, d) in l.basements.iter().zip(&l.parts) {
+                        let entries = b.as_ref().map_or(0, |b| b.len()) as u128;
+                        let read = u128::from(d.stored_len).div_ceil(page) * page;
+                        self.read_weighted.0 += entries * read;
+                        self.read_weighted.1 += entries;
+                    }
+                }
             }
             NodeBody::Internal(n) => {
                 self.shape.internal_nodes += 1;
