@@ -113,14 +113,9 @@ pub(crate) fn open_and_recover(
     })
 }
 
-/// What a logged transaction does to one tree.
-enum Redo {
-    Change(Vec<u8>, MsgOp),
-    Count(i64),
-}
-
-/// Changes of transactions whose commit record has not been read yet: (LSN, tree, change).
-type OpenTxns = HashMap<TxnId, Vec<(Lsn, u64, Redo)>>;
+/// Changes of version-1 transactions whose commit record has not been read yet, each with
+/// the LSN of its record.
+type OpenTxns = HashMap<TxnId, Vec<(Lsn, Change)>>;
 
 /// Replays the log; returns the end of the valid log and the largest transaction id seen.
 fn redo(
@@ -138,10 +133,10 @@ fn redo(
         // M1: a commit's timestamp is the log position just past its commit record (or its
         // group record), as `Wal::append` returned it when the commit was first made.
         let commit_ts = Ts(lsn.advance(wal::frame_len(record.encoded_len()) as u64).0);
-        let record = match into_redo(record) {
-            Ok((txn, tree, redo)) => {
+        let record = match into_change(record) {
+            Ok((txn, change)) => {
                 max_txn = max_txn.max(txn.0);
-                open.entry(txn).or_default().push((lsn, tree, redo));
+                open.entry(txn).or_default().push((lsn, change));
                 return Ok(());
             }
             Err(other) => other,
@@ -154,10 +149,7 @@ fn redo(
             }
             LogRecord::Group { txn, changes } => {
                 max_txn = max_txn.max(txn.0);
-                let changes = changes
-                    .into_iter()
-                    .map(|c| (lsn, c.tree(), group_redo(c)))
-                    .collect();
+                let changes = changes.into_iter().map(|c| (lsn, c)).collect();
                 applied += redo_commit(trees, redo_from, changes, commit_ts)?;
                 snapshots.publish(commit_ts);
             }
@@ -186,11 +178,12 @@ fn redo(
 fn redo_commit(
     trees: &HashMap<u64, Arc<Tree>>,
     redo_from: &HashMap<u64, u64>,
-    changes: Vec<(Lsn, u64, Redo)>,
+    changes: Vec<(Lsn, Change)>,
     ts: Ts,
 ) -> Result<u64> {
     let mut applied = 0;
-    for (lsn, tree, change) in changes {
+    for (lsn, change) in changes {
+        let tree = change.tree();
         let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
             continue;
         };
@@ -198,11 +191,13 @@ fn redo_commit(
             continue;
         }
         let (key, op) = match change {
-            Redo::Count(delta) => {
+            Change::Count { delta, .. } => {
                 t.add_count(delta);
                 continue;
             }
-            Redo::Change(key, op) => (key, op),
+            Change::Put { key, value, .. } => (key, MsgOp::Put(value)),
+            Change::Delete { key, .. } => (key, MsgOp::Delete),
+            Change::Update { key, payload, .. } => (key, MsgOp::Update(payload)),
         };
         t.apply(&key, ts, op)?;
         applied += 1;
@@ -214,35 +209,24 @@ fn redo_commit(
     Ok(applied)
 }
 
-/// What one change of a group record redoes.
-fn group_redo(c: Change) -> Redo {
-    match c {
-        Change::Put { key, value, .. } => Redo::Change(key, MsgOp::Put(value)),
-        Change::Delete { key, .. } => Redo::Change(key, MsgOp::Delete),
-        Change::Update { key, payload, .. } => Redo::Change(key, MsgOp::Update(payload)),
-        Change::Count { delta, .. } => Redo::Count(delta),
-    }
-}
-
-/// A record that a transaction's commit redoes on a tree, as (transaction, tree, what); any
+/// A version-1 record that a transaction's commit redoes, as (transaction, change); any
 /// other record back.
-fn into_redo(record: LogRecord) -> std::result::Result<(TxnId, u64, Redo), LogRecord> {
-    let change = |key, op| Redo::Change(key, op);
+fn into_change(record: LogRecord) -> std::result::Result<(TxnId, Change), LogRecord> {
     match record {
         LogRecord::Put {
             txn,
             tree,
             key,
             value,
-        } => Ok((txn, tree, change(key, MsgOp::Put(value)))),
-        LogRecord::Delete { txn, tree, key } => Ok((txn, tree, change(key, MsgOp::Delete))),
+        } => Ok((txn, Change::Put { tree, key, value })),
+        LogRecord::Delete { txn, tree, key } => Ok((txn, Change::Delete { tree, key })),
         LogRecord::Update {
             txn,
             tree,
             key,
             payload,
-        } => Ok((txn, tree, change(key, MsgOp::Update(payload)))),
-        LogRecord::Count { txn, tree, delta } => Ok((txn, tree, Redo::Count(delta))),
+        } => Ok((txn, Change::Update { tree, key, payload })),
+        LogRecord::Count { txn, tree, delta } => Ok((txn, Change::Count { tree, delta })),
         other => Err(other),
     }
 }
