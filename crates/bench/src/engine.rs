@@ -790,7 +790,7 @@ fn print_report(r: &EngineReport) {
         s.median_compressed_basement_rounded_bytes,
         s.expected_basement_read_bytes,
         opt(s.read_random_bytes_per_basement_read, num),
-        opt(s.basement_read_to_rounded_basement, |v| format!("{v:.3}")),
+        opt(s.basement_read_to_expected_read, |v| format!("{v:.3}")),
         num(s.read_random_basement_reads_per_op),
         num(s.read_random_buffer_reads_per_op),
         num(s.read_random_header_reads_per_op),

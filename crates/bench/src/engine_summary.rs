@@ -41,7 +41,7 @@ pub(super) struct Summary {
     /// read-random's device bytes per basement read, and that over the expected read
     /// (`expected_basement_read_bytes`; the median understates it when sizes spread).
     pub(super) read_random_bytes_per_basement_read: Option<f64>,
-    pub(super) basement_read_to_rounded_basement: Option<f64>,
+    pub(super) basement_read_to_expected_read: Option<f64>,
     /// read-random's reads per get by kind (they sum to `read_random_reads_per_op`).
     pub(super) read_random_basement_reads_per_op: f64,
     pub(super) read_random_buffer_reads_per_op: f64,
@@ -118,7 +118,7 @@ pub(super) fn summarize(
         median_compressed_basement_rounded_bytes: rounded,
         expected_basement_read_bytes: expected,
         read_random_bytes_per_basement_read: per_basement_read,
-        basement_read_to_rounded_basement: basement_ratio,
+        basement_read_to_expected_read: basement_ratio,
         read_random_basement_reads_per_op: per_get(|p| p.basements_read),
         read_random_buffer_reads_per_op: per_get(|p| p.buffers_read),
         read_random_header_reads_per_op: per_get(|p| p.headers_read),

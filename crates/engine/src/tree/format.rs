@@ -325,8 +325,9 @@ pub fn encode_basement(b: &Basement) -> Vec<u8> {
 pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
     let mut r = Reader::new(raw);
     let n = r.u32()? as usize;
-    // Each entry takes at least 13 bytes: a larger count is corruption, not a reservation.
-    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::with_capacity(n.min(r.remaining() / 13));
+    // Each entry takes at least 17 bytes (key length, version count, one timestamp and
+    // flag): a larger count is corruption, not a reservation.
+    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::with_capacity(n.min(r.remaining() / 17));
     for _ in 0..n {
         let k = r.bytes()?;
         let entry = decode_entry(&mut r)?;
