@@ -44,10 +44,17 @@
 //!   `seq % 2`) with the higher sequence; its BTT must match the header's crc, and D's
 //!   extents must be aligned, inside the file and disjoint. L := D, and every other byte of
 //!   the data area is free: writes made after the last durable checkpoint become free space.
+//! - **B10 (images).** Every write of a node gets a number, unique within the open file
+//!   (`Image::write`; 0 for what open found). An extent does not identify an image: by B3 and
+//!   first fit, the extent one rewrite frees is the one the next rewrite of the same node
+//!   takes, so a node can be back at an offset (and length) it had two writes ago with other
+//!   bytes. A reader that read an image without the lock installs it only if `image()` still
+//!   returns the same `Image`.
 //!
-//! Readers take the lock only to look up an extent and then read without it, so reads run
-//! concurrently. The caller must not read a node while it rewrites or frees that same node
-//! (its old extent may be reused at once, B3); a checksum mismatch would then be reported.
+//! Readers take the lock only to look up an image and then read without it, so reads run
+//! concurrently. A node may be rewritten or freed while it is being read (its old extent may
+//! be reused at once, B3): the read then fails its checksum or returns the old image's bytes,
+//! and the reader tells which by comparing images (B10).
 
 mod allocator;
 mod btt;
@@ -64,6 +71,7 @@ use btt::Btt;
 use header::{slot_of, slot_offset, Header, MAX_META, SLOT_SIZE};
 use parking_lot::Mutex;
 use shale_io::{AlignedBuf, Category, DataFile, FaultInjector, IoStats, OpenMode, ReadBuf};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -79,6 +87,17 @@ pub struct Extent {
     pub offset: u64,
     pub len: u32,
     pub crc: u32,
+}
+
+/// One image of a node as the live BTT maps it: its extent and which write made it. Extents
+/// alone cannot tell two images of a node apart: first fit hands the extent freed by one
+/// rewrite straight back to the next rewrite of the same node (B10). `write` can: it numbers
+/// this file's block writes since open (0 = an image found at open), so equal images are
+/// the same bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image {
+    pub extent: Extent,
+    pub write: u64,
 }
 
 /// What the durable checkpoint recorded, as found by [`BlockFile::open`].
@@ -114,6 +133,9 @@ struct State {
     alloc: Allocator,
     /// Bytes allocated to block writes not yet entered in L (B2: neither free nor mapped).
     in_flight: u64,
+    /// Block writes since open, and the write that made each node's live image (B10).
+    writes: u64,
+    stamps: HashMap<NodeId, u64>,
     poisoned: Option<String>,
 }
 
@@ -203,6 +225,8 @@ impl BlockFile {
                 live: Btt::new(),
                 alloc: Allocator::new(DATA_START + btt_size),
                 in_flight: 0,
+                writes: 0,
+                stamps: HashMap::new(),
                 poisoned: None,
             }),
         })
@@ -290,6 +314,8 @@ impl BlockFile {
                 ckpt: None,
                 alloc,
                 in_flight: 0,
+                writes: 0,
+                stamps: HashMap::new(),
                 poisoned: None,
             }),
         };
@@ -304,6 +330,43 @@ impl BlockFile {
     /// The live (L) extent of `id`.
     pub fn extent(&self, id: NodeId) -> Option<Extent> {
         self.state.lock().live.get(&id).copied()
+    }
+
+    /// The live image of `id` (B10): a reader that captured it before reading installs what
+    /// it read only if the image is still the same.
+    pub fn image(&self, id: NodeId) -> Option<Image> {
+        let st = self.state.lock();
+        st.live.get(&id).map(|&extent| Image {
+            extent,
+            write: st.stamps.get(&id).copied().unwrap_or(0),
+        })
+    }
+
+    /// Reads the whole block of image `img` of `id` and verifies its crc. The image may have
+    /// been replaced (and its extent reused) meanwhile: then the bytes fail the crc, or are
+    /// the image's own if the extent was not yet rewritten; the caller checks `image` again.
+    pub fn read_image(&self, id: NodeId, img: &Image, cat: Category) -> Result<Vec<u8>> {
+        self.read_checked(id, img.extent, cat)
+    }
+
+    /// Reads `len` bytes at `offset_in_block` within image `img` (see `read_image`), with one
+    /// pread of the page-aligned range covering them. No checksum: the caller checks its own.
+    pub fn read_image_range(
+        &self,
+        img: &Image,
+        offset_in_block: u32,
+        len: u32,
+        cat: Category,
+    ) -> Result<ReadBuf> {
+        let e = img.extent;
+        if u64::from(offset_in_block) + u64::from(len) > u64::from(e.len) {
+            return Err(Error::InvalidArgument(format!(
+                "range {offset_in_block}+{len} is outside a block of {} bytes",
+                e.len
+            )));
+        }
+        let at = e.offset + u64::from(offset_in_block);
+        Ok(self.file.read_exact_at(at, len as usize, cat)?)
     }
 
     /// Reads the whole block of `id` (one pread of its page-rounded extent) and verifies its
@@ -399,6 +462,9 @@ impl BlockFile {
         }
         let ext = Extent { offset, len, crc };
         let old_live = st.live.insert(id, ext);
+        st.writes += 1;
+        let write = st.writes;
+        st.stamps.insert(id, write);
         let old_ckpt = match st.ckpt.as_mut() {
             Some(c) if for_checkpoint && c.ending.is_none() => c.map.insert(id, ext),
             _ => None,
@@ -416,6 +482,7 @@ impl BlockFile {
     pub fn free_node(&self, id: NodeId) {
         let mut st = self.state.lock();
         let old = st.live.remove(&id);
+        st.stamps.remove(&id);
         st.release(id, old);
     }
 

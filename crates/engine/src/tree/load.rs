@@ -1,12 +1,14 @@
 //! Reading nodes and partitions from the block file and installing them in the node table.
-//! Reads happen with no tree lock held; installation re-checks that the node's on-disk image
-//! is still the one that was read (copy-on-write gives every image its own extent), so a
-//! concurrent rewrite is never overwritten by a stale image.
+//! Reads happen with no tree lock held: each captures the node's image (extent and write
+//! number, B10 in `block`) before reading exactly that image, and installs what it read only
+//! if the image is still the live one. Comparing extents is not enough: first fit gives a
+//! rewritten node back the extent it had two writes ago, and installing the older bytes
+//! found there lost the newer versions (a flaky snapshot-isolation model test, 2026-11).
 
 use super::format;
 use super::node::{self, Node, NodeBody, PartDesc};
 use super::{Load, Tree};
-use crate::block::{Extent, NodeId};
+use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
 use crate::{Category, Error, Location, Result};
 use std::sync::atomic::Ordering;
@@ -25,14 +27,14 @@ impl Tree {
         let id = match what {
             Load::Node(id) | Load::Header(id) | Load::Partition(id, _) => id,
         };
-        let before = self.file.extent(id);
+        let before = self.file.image(id);
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
             Load::Header(id) => self.load_header(id),
             Load::Partition(id, i) => self.load_partition(id, i),
         };
         match outcome {
-            Err(e) if self.file.extent(id) != before && !matches!(e, Error::Io(_)) => {}
+            Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => {}
             other => other?,
         }
         {
@@ -45,18 +47,20 @@ impl Tree {
         self.evict_if_needed()
     }
 
-    fn extent_of(&self, id: NodeId) -> Result<Extent> {
-        self.file.extent(id).ok_or_else(|| {
-            Error::corruption(
-                self.file.path(),
-                Location::Block {
-                    node: id.0,
-                    offset: 0,
-                    len: 0,
-                },
-                "node is referenced but has no entry in the block translation table",
-            )
-        })
+    fn image_of(&self, id: NodeId) -> Result<Image> {
+        self.file.image(id).ok_or_else(|| self.no_image(id))
+    }
+
+    fn no_image(&self, id: NodeId) -> Error {
+        Error::corruption(
+            self.file.path(),
+            Location::Block {
+                node: id.0,
+                offset: 0,
+                len: 0,
+            },
+            "node is referenced but has no entry in the block translation table",
+        )
     }
 
     pub(crate) fn corrupt(&self, id: NodeId, e: &Extent, reason: impl Into<String>) -> Error {
@@ -71,24 +75,33 @@ impl Tree {
         )
     }
 
-    /// Reads and decodes a whole node image (no installation).
-    pub(crate) fn read_node_image(&self, id: NodeId, cat: Category) -> Result<(Extent, NodeBody)> {
-        let extent = self.extent_of(id)?;
-        let bytes = self.file.read_block(id, cat)?;
+    /// Reads and decodes the live image of a whole node (no installation).
+    pub(crate) fn read_node_image(&self, id: NodeId, cat: Category) -> Result<(Image, NodeBody)> {
+        let img = self.image_of(id)?;
+        let extent = img.extent;
+        let bytes = self.file.read_image(id, &img, cat)?;
         let body = format::decode(&bytes).map_err(|r| self.corrupt(id, &extent, r))?;
         let node = Node::new(body, false);
         node.check().map_err(|r| self.corrupt(id, &extent, r))?;
         EngineStats::bump(&self.stats.nodes_read);
-        Ok((extent, node.body))
+        Ok((img, node.body))
     }
 
     fn load_node(&self, id: NodeId) -> Result<()> {
-        let (extent, body) = self.read_node_image(id, Category::UserRead)?;
+        let (img, body) = self.read_node_image(id, Category::UserRead)?;
         let node = Node::new(body, false);
         self.make_room(node.mem_bytes())?;
+        self.install_node(id, img, node);
+        Ok(())
+    }
+
+    /// Installs `node`, read from image `img`, in place of nothing or of a clean skeleton;
+    /// true if it did. A node rewritten since the read is left alone (B10): the caller
+    /// retries and decides again.
+    pub(crate) fn install_node(&self, id: NodeId, img: Image, node: Node) -> bool {
         let mut st = self.write_state();
-        if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) {
-            return Ok(()); // rewritten meanwhile: the caller retries and decides again
+        if self.file.image(id) != Some(img) {
+            return false;
         }
         let replace = match st.node(id) {
             None => true,
@@ -98,15 +111,16 @@ impl Tree {
             st.remove_node(id, &self.cache);
             st.insert_node(id, node, &self.cache);
         }
-        Ok(())
+        replace
     }
 
     fn load_header(&self, id: NodeId) -> Result<()> {
-        let extent = self.extent_of(id)?;
+        let img = self.image_of(id)?;
+        let extent = img.extent;
         let prefix_len = extent.len.min(4096);
         let prefix = self
             .file
-            .read_block_range(id, 0, prefix_len, Category::UserRead)?;
+            .read_image_range(&img, 0, prefix_len, Category::UserRead)?;
         let header_len =
             format::header_len_from_prefix(&prefix).map_err(|r| self.corrupt(id, &extent, r))?;
         if header_len > extent.len as usize {
@@ -119,9 +133,9 @@ impl Tree {
         let header = if header_len <= prefix.len() {
             format::decode_header(&prefix)
         } else {
-            let full = self
-                .file
-                .read_block_range(id, 0, header_len as u32, Category::UserRead)?;
+            let full =
+                self.file
+                    .read_image_range(&img, 0, header_len as u32, Category::UserRead)?;
             format::decode_header(&full)
         }
         .map_err(|r| self.corrupt(id, &extent, r))?;
@@ -130,7 +144,7 @@ impl Tree {
         node.check().map_err(|r| self.corrupt(id, &extent, r))?;
         self.make_room(node.mem_bytes())?;
         let mut st = self.write_state();
-        if st.node(id).is_none() && self.file.extent(id).map(|e| e.offset) == Some(extent.offset) {
+        if st.node(id).is_none() && self.file.image(id) == Some(img) {
             st.insert_node(id, node, &self.cache);
         }
         Ok(())
@@ -139,9 +153,11 @@ impl Tree {
     /// Reads partition `i` (a basement or a message buffer) of a cached, partially loaded node
     /// with one exact-size read, and installs it if the node's image is still the one read.
     fn load_partition(&self, id: NodeId, i: usize) -> Result<()> {
-        let wanted: Option<(bool, PartDesc)> = {
+        // The descriptor and the image are taken under one lock: a cached node's descriptors
+        // describe its live image (`write_node` changes both under the write lock).
+        let wanted: Option<(bool, PartDesc, Option<Image>)> = {
             let st = self.read_state();
-            match st.node(id).map(|n| &n.body) {
+            let desc = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Leaf(l)) if l.basements.get(i).is_some_and(Option::is_none) => {
                     l.parts.get(i).map(|d| (true, *d))
                 }
@@ -149,19 +165,21 @@ impl Tree {
                     n.parts.get(i).map(|d| (false, *d))
                 }
                 _ => None,
-            }
+            };
+            desc.map(|(leaf, d)| (leaf, d, self.file.image(id)))
         };
-        let Some((leaf, desc)) = wanted else {
+        let Some((leaf, desc, img)) = wanted else {
             return Ok(());
         };
-        let extent = self.extent_of(id)?;
+        let img = img.ok_or_else(|| self.no_image(id))?;
+        let extent = img.extent;
         let end = desc.offset as u64 + desc.stored_len as u64;
         if end > extent.len as u64 {
             return Err(self.corrupt(id, &extent, format!("partition {i} extends past the block")));
         }
         let stored =
             self.file
-                .read_block_range(id, desc.offset, desc.stored_len, Category::UserRead)?;
+                .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
         let part = format::decode_partition_raw(&desc, &stored)
             .and_then(|raw| format::decode_partition(leaf, &raw))
             .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
@@ -177,7 +195,7 @@ impl Tree {
             format::Partition::Buffer(b) => node::buffer_mem(b),
         })?;
         let mut st = self.write_state();
-        if self.file.extent(id).map(|e| e.offset) != Some(extent.offset) || st.node(id).is_none() {
+        if self.file.image(id) != Some(img) || st.node(id).is_none() {
             return Ok(());
         }
         let cache = self.cache.clone();

@@ -264,10 +264,10 @@ impl Tree {
         // A concurrent rewrite may free and reuse the extent being read: a failure while the
         // node's extent moved is stale, so read again.
         loop {
-            let before = self.file.extent(id);
+            let before = self.file.image(id);
             match self.read_node_image(id, Category::Meta) {
                 Ok((_, body)) => return Ok(body),
-                Err(e) if self.file.extent(id) != before && !matches!(e, Error::Io(_)) => continue,
+                Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => continue,
                 Err(e) => return Err(e),
             }
         }
