@@ -275,15 +275,26 @@ impl EnvInner {
     }
 
     /// Releases `held` keys of `txn`; `committed` marks the keys it locked to write as
-    /// written at that timestamp.
+    /// written at that timestamp (L2). A key can be held twice — read with `get_shared`, then
+    /// written — and `release` frees both holds at once: each key is released once, as
+    /// written if any of its holds is exclusive. (Releasing the shared hold first used to
+    /// prune the entry, so the commit's timestamp was never recorded and an older snapshot
+    /// could then overwrite the key.)
     pub(crate) fn release_locks(&self, txn: TxnId, held: &[Held], committed: Option<Ts>) {
         if held.is_empty() {
             return;
         }
+        let mut keys: Vec<(LockId, bool)> = held
+            .iter()
+            .map(|(id, mode)| (*id, *mode == LockMode::Exclusive))
+            .collect();
+        // Exclusive first within a key, so that dedup keeps it.
+        keys.sort_unstable_by_key(|&(id, exclusive)| (id, !exclusive));
+        keys.dedup_by_key(|(id, _)| *id);
         let horizon = self.snapshots.horizon();
-        for (id, mode) in held {
-            let wrote = committed.filter(|_| *mode == LockMode::Exclusive);
-            self.locks.release(txn, *id, wrote, horizon);
+        for (id, exclusive) in keys {
+            let wrote = committed.filter(|_| exclusive);
+            self.locks.release(txn, id, wrote, horizon);
         }
         self.locks.maybe_prune(horizon);
     }

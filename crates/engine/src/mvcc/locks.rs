@@ -56,7 +56,7 @@ impl LockEntry {
 }
 
 /// Which lock a key of a tree takes: a keyed 64-bit hash of both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LockId(u64);
 
 /// The lock table, sharded by lock id.
@@ -124,9 +124,10 @@ impl LockTable {
         Ok(())
     }
 
-    /// Releases what `txn` holds on lock `id`; `committed` is the commit's timestamp when
-    /// the transaction wrote the key. Entries no snapshot needs any more go (at or below
-    /// `horizon`).
+    /// Releases everything `txn` holds on lock `id` (shared and exclusive alike); `committed`
+    /// is the commit's timestamp when the transaction wrote the key. Entries no snapshot needs
+    /// any more go (at or below `horizon`). Call it once per key: a second call finds nothing
+    /// held, and an entry the first call pruned is gone.
     pub fn release(&self, txn: TxnId, id: LockId, committed: Option<Ts>, horizon: Ts) {
         let mut shard = self.shard(id).lock();
         let Some(entry) = shard.get_mut(&id) else {
