@@ -103,7 +103,7 @@ const TINY: [&str; 6] = ["--seconds", "0.2", "--cache-mib", "8", "--data-mib", "
 #[test]
 fn nth_attribute() {
     let v = run("nth-attribute", &TINY, None);
-    has_summary(&v, &["qps_ratio_1000_to_1"], &[]);
+    has_summary(&v, &["qps_ratio_1000_to_1", "p50_ratio_1000_to_1"], &[]);
     assert_eq!(rows_of(&v, "query"), 16, "8 attribute counts x 2 variants");
 }
 

@@ -176,16 +176,23 @@ async fn point(p: &Params, t: &Target, variant: &'static str, n: usize) -> Resul
     Ok(delta.add_to(row))
 }
 
+/// The summary: QPS(1000)/QPS(1) per variant, and the same ratio from median latencies.
+/// With one client, QPS is the inverse of the mean latency, which a tail of millisecond
+/// stalls (1-10% of queries, moving between points from run to run) can halve; the median
+/// is what the field-skipping cost moves. Two full runs of one build measured x-first QPS
+/// ratios of 3.64 and 0.51, and p50 ratios of 0.84 and 0.63.
 fn summarize(rows: &[Row]) -> Figures {
-    let qps = |variant: &str, n: usize| {
+    let figure = |variant: &str, n: usize, name: &str| {
         rows.iter()
             .find(|r| {
                 r.label_value("variant").and_then(|v| v.as_str()) == Some(variant)
                     && r.label_value("n").and_then(|v| v.as_u64()) == Some(n as u64)
             })
-            .and_then(|r| r.get("qps"))
+            .and_then(|r| r.get(name))
             .unwrap_or(f64::NAN)
     };
+    let qps = |variant: &str, n: usize| figure(variant, n, "qps");
+    let p50 = |variant: &str, n: usize| figure(variant, n, "p50_us");
     let mut f = Figures::default();
     f.set(
         "qps_ratio_1000_to_1",
@@ -194,6 +201,14 @@ fn summarize(rows: &[Row]) -> Figures {
     f.set(
         "qps_ratio_1000_to_1_y_first",
         ratio(qps("y_first", 1000), qps("y_first", 1)),
+    );
+    f.set(
+        "p50_ratio_1000_to_1",
+        ratio(p50("x_first", 1), p50("x_first", 1000)),
+    );
+    f.set(
+        "p50_ratio_1000_to_1_y_first",
+        ratio(p50("y_first", 1), p50("y_first", 1000)),
     );
     f.set("qps_n1", qps("x_first", 1));
     f.set("qps_n1000", qps("x_first", 1000));
