@@ -275,9 +275,10 @@ impl EnvInner {
     }
 
     /// Releases `held` keys of `txn`; `committed` marks the keys it locked to write as
-    /// written at that timestamp (L2). A key can be held twice — read with `get_shared`, then
-    /// written — and `release` frees both holds at once: each key is released once, as
-    /// written if any of its holds is exclusive. (Releasing the shared hold first used to
+    /// written at that timestamp (L2). A key can be held more than once — every write takes
+    /// its lock again, and a `get_shared` read followed by a write holds it both ways — and
+    /// `release` frees all of a key's holds at once: each key is released once, as written
+    /// if any of its holds is exclusive. (Releasing the shared hold first used to
     /// prune the entry, so the commit's timestamp was never recorded and an older snapshot
     /// could then overwrite the key.)
     pub(crate) fn release_locks(&self, txn: TxnId, held: &[Held], committed: Option<Ts>) {

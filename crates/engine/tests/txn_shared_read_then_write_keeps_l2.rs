@@ -7,14 +7,20 @@
 
 mod common;
 
-use shale_engine::{Env, Error};
+use shale_engine::{Env, Error, TreeHandle};
 
-#[test]
-fn a_key_read_shared_then_written_conflicts_with_older_snapshots_after_commit() {
+/// An environment with one tree holding `k` = "0".
+fn env_with_k() -> (tempfile::TempDir, Env, TreeHandle) {
     let dir = tempfile::tempdir().expect("tempdir");
     let env = Env::open(dir.path(), common::tiny_options(1 << 20)).expect("open");
     let t = env.create_tree("t", None).expect("create");
     t.put(b"k", b"0").expect("put");
+    (dir, env, t)
+}
+
+#[test]
+fn a_key_read_shared_then_written_conflicts_with_older_snapshots_after_commit() {
+    let (_dir, env, t) = env_with_k();
 
     let mut first = env.begin();
     let mut older = env.begin();
@@ -50,10 +56,7 @@ fn a_key_read_shared_then_written_conflicts_with_older_snapshots_after_commit() 
 
 #[test]
 fn a_shared_read_alone_records_no_write() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let env = Env::open(dir.path(), common::tiny_options(1 << 20)).expect("open");
-    let t = env.create_tree("t", None).expect("create");
-    t.put(b"k", b"0").expect("put");
+    let (_dir, env, t) = env_with_k();
 
     let mut reader = env.begin();
     let mut older = env.begin();

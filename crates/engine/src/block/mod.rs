@@ -342,9 +342,11 @@ impl BlockFile {
         })
     }
 
-    /// Reads the whole block of image `img` of `id` and verifies its crc. The image may have
-    /// been replaced (and its extent reused) meanwhile: then the bytes fail the crc, or are
-    /// the image's own if the extent was not yet rewritten; the caller checks `image` again.
+    /// Reads the whole block of image `img` of `id` (one pread of its page-rounded extent) and
+    /// verifies its crc; a mismatch is `Error::Corruption` naming the file and the block. The
+    /// image may have been replaced (and its extent reused) meanwhile: then the bytes fail the
+    /// crc, or are the image's own if the extent was not yet rewritten; the caller checks
+    /// `image` again.
     pub fn read_image(&self, id: NodeId, img: &Image, cat: Category) -> Result<Vec<u8>> {
         self.read_checked(id, img.extent, cat)
     }
@@ -369,13 +371,6 @@ impl BlockFile {
         Ok(self.file.read_exact_at(at, len as usize, cat)?)
     }
 
-    /// Reads the whole block of `id` (one pread of its page-rounded extent) and verifies its
-    /// crc; a mismatch is `Error::Corruption` naming the file and the block.
-    pub fn read_block(&self, id: NodeId, cat: Category) -> Result<Vec<u8>> {
-        let e = self.live_extent(id)?;
-        self.read_checked(id, e, cat)
-    }
-
     /// Reads the block at `e` and checks it against `e.crc`.
     fn read_checked(&self, id: NodeId, e: Extent, cat: Category) -> Result<Vec<u8>> {
         let buf = self.file.read_exact_at(e.offset, e.len as usize, cat)?;
@@ -395,26 +390,6 @@ impl BlockFile {
             ));
         }
         Ok(buf.to_vec())
-    }
-
-    /// Reads `len` bytes at `offset_in_block` within the block of `id` with one pread of the
-    /// page-aligned range covering them. No checksum: the caller checks its own.
-    pub fn read_block_range(
-        &self,
-        id: NodeId,
-        offset_in_block: u32,
-        len: u32,
-        cat: Category,
-    ) -> Result<ReadBuf> {
-        let e = self.live_extent(id)?;
-        if u64::from(offset_in_block) + u64::from(len) > u64::from(e.len) {
-            return Err(Error::InvalidArgument(format!(
-                "range {offset_in_block}+{len} is outside block {} of {} bytes",
-                id.0, e.len
-            )));
-        }
-        let at = e.offset + u64::from(offset_in_block);
-        Ok(self.file.read_exact_at(at, len as usize, cat)?)
     }
 
     /// Copy-on-write write of a new image of `id` to a fresh extent (B1). Updates L, and C
@@ -599,9 +574,29 @@ impl BlockFile {
         Ok(())
     }
 
-    fn live_extent(&self, id: NodeId) -> Result<Extent> {
-        self.extent(id)
+    /// The live image of `id`, or `InvalidArgument` when it has no block.
+    #[cfg(test)]
+    fn live_image(&self, id: NodeId) -> Result<Image> {
+        self.image(id)
             .ok_or_else(|| Error::InvalidArgument(format!("node {} has no block", id.0)))
+    }
+
+    /// Reads the whole live block of `id` and verifies its crc (tests: the tree reads images).
+    #[cfg(test)]
+    pub(crate) fn read_block(&self, id: NodeId, cat: Category) -> Result<Vec<u8>> {
+        self.read_image(id, &self.live_image(id)?, cat)
+    }
+
+    /// Reads a range of the live block of `id` (tests: the tree reads images).
+    #[cfg(test)]
+    pub(crate) fn read_block_range(
+        &self,
+        id: NodeId,
+        offset_in_block: u32,
+        len: u32,
+        cat: Category,
+    ) -> Result<ReadBuf> {
+        self.read_image_range(&self.live_image(id)?, offset_in_block, len, cat)
     }
 }
 

@@ -6,7 +6,7 @@
 //! found there lost the newer versions (a flaky snapshot-isolation model test, 2026-11).
 
 use super::format;
-use super::node::{self, Node, NodeBody, PartDesc};
+use super::node::{self, Node, NodeBody};
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -48,19 +48,17 @@ impl Tree {
     }
 
     fn image_of(&self, id: NodeId) -> Result<Image> {
-        self.file.image(id).ok_or_else(|| self.no_image(id))
-    }
-
-    fn no_image(&self, id: NodeId) -> Error {
-        Error::corruption(
-            self.file.path(),
-            Location::Block {
-                node: id.0,
-                offset: 0,
-                len: 0,
-            },
-            "node is referenced but has no entry in the block translation table",
-        )
+        self.file.image(id).ok_or_else(|| {
+            Error::corruption(
+                self.file.path(),
+                Location::Block {
+                    node: id.0,
+                    offset: 0,
+                    len: 0,
+                },
+                "node is referenced but has no entry in the block translation table",
+            )
+        })
     }
 
     pub(crate) fn corrupt(&self, id: NodeId, e: &Extent, reason: impl Into<String>) -> Error {
@@ -155,9 +153,9 @@ impl Tree {
     fn load_partition(&self, id: NodeId, i: usize) -> Result<()> {
         // The descriptor and the image are taken under one lock: a cached node's descriptors
         // describe its live image (`write_node` changes both under the write lock).
-        let wanted: Option<(bool, PartDesc, Option<Image>)> = {
+        let (leaf, desc, img) = {
             let st = self.read_state();
-            let desc = match st.node(id).map(|n| &n.body) {
+            let wanted = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Leaf(l)) if l.basements.get(i).is_some_and(Option::is_none) => {
                     l.parts.get(i).map(|d| (true, *d))
                 }
@@ -166,12 +164,11 @@ impl Tree {
                 }
                 _ => None,
             };
-            desc.map(|(leaf, d)| (leaf, d, self.file.image(id)))
+            let Some((leaf, desc)) = wanted else {
+                return Ok(());
+            };
+            (leaf, desc, self.image_of(id)?)
         };
-        let Some((leaf, desc, img)) = wanted else {
-            return Ok(());
-        };
-        let img = img.ok_or_else(|| self.no_image(id))?;
         let extent = img.extent;
         let end = desc.offset as u64 + desc.stored_len as u64;
         if end > extent.len as u64 {
