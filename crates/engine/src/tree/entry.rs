@@ -77,20 +77,16 @@ impl Entry {
         std::iter::once(&self.newest).chain(self.older.iter())
     }
 
+    /// Version `i`, newest first.
+    pub fn version(&self, i: usize) -> Option<&Version> {
+        match i {
+            0 => Some(&self.newest),
+            _ => self.older.get(i - 1),
+        }
+    }
+
     pub fn version_count(&self) -> usize {
         1 + self.older.len()
-    }
-
-    /// The newest value (what a message applied now builds on).
-    pub fn newest_value(&self) -> Option<&Vec<u8>> {
-        self.newest.value.as_ref()
-    }
-
-    /// The value a reader at `snapshot` sees (`None`: absent or deleted at that snapshot).
-    pub fn value_at(&self, snapshot: Ts) -> Option<&Vec<u8>> {
-        self.versions()
-            .find(|v| v.ts <= snapshot)
-            .and_then(|v| v.value.as_ref())
     }
 
     /// Bytes of the versions against node sizes (key and entry overhead not included).
@@ -145,31 +141,41 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::basement::EntryRef;
 
-    fn v(s: &str) -> Option<Vec<u8>> {
+    fn v(s: &str) -> Option<&[u8]> {
+        Some(s.as_bytes())
+    }
+
+    fn owned(s: &str) -> Option<Vec<u8>> {
         Some(s.as_bytes().to_vec())
+    }
+
+    /// What a reader at `snapshot` sees (reads go through `basement::EntryRef`).
+    fn at(e: &Entry, snapshot: u64) -> Option<&[u8]> {
+        EntryRef::Owned(e).value_at(Ts(snapshot))
     }
 
     #[test]
     fn readers_see_the_newest_version_at_or_below_their_snapshot() {
-        let mut e = Entry::new(Ts(10), v("a"));
-        e.push(Ts(20), v("b"), Ts(5));
+        let mut e = Entry::new(Ts(10), owned("a"));
+        e.push(Ts(20), owned("b"), Ts(5));
         e.push(Ts(30), None, Ts(5));
-        assert_eq!(e.value_at(Ts(9)), None);
-        assert_eq!(e.value_at(Ts(10)), v("a").as_ref());
-        assert_eq!(e.value_at(Ts(25)), v("b").as_ref());
-        assert_eq!(e.value_at(Ts(30)), None);
+        assert_eq!(at(&e, 9), None);
+        assert_eq!(at(&e, 10), v("a"));
+        assert_eq!(at(&e, 25), v("b"));
+        assert_eq!(at(&e, 30), None);
         assert_eq!(e.version_count(), 3);
     }
 
     #[test]
     fn collection_keeps_what_the_horizon_can_see() {
-        let mut e = Entry::new(Ts(10), v("a"));
-        e.push(Ts(20), v("b"), Ts(10));
-        e.push(Ts(30), v("c"), Ts(10));
+        let mut e = Entry::new(Ts(10), owned("a"));
+        e.push(Ts(20), owned("b"), Ts(10));
+        e.push(Ts(30), owned("c"), Ts(10));
         assert_eq!(e.version_count(), 3, "horizon 10 still sees version 10");
         assert_eq!(e.collect(Ts(25)), 1);
-        assert_eq!(e.value_at(Ts(25)), v("b").as_ref());
+        assert_eq!(at(&e, 25), v("b"));
         assert_eq!(e.collect(Ts(30)), 1);
         assert_eq!(e.version_count(), 1);
         let applied = e.push(Ts(40), None, Ts(40));
@@ -185,22 +191,22 @@ mod tests {
 
     #[test]
     fn one_commit_changing_a_key_twice_keeps_one_version() {
-        let mut e = Entry::new(Ts(10), v("a"));
-        let applied = e.push(Ts(10), v("b"), Ts(0));
+        let mut e = Entry::new(Ts(10), owned("a"));
+        let applied = e.push(Ts(10), owned("b"), Ts(0));
         assert_eq!(applied, Applied::default());
         assert_eq!(e.version_count(), 1);
-        assert_eq!(e.newest_value(), v("b").as_ref());
+        assert_eq!(EntryRef::Owned(&e).newest_value(), v("b"));
     }
 
     #[test]
     fn decoding_refuses_versions_out_of_order() {
         let ver = |ts, s: &str| Version {
             ts: Ts(ts),
-            value: v(s),
+            value: owned(s),
         };
         assert!(Entry::from_versions(vec![ver(5, "x"), ver(7, "y")]).is_err());
         assert!(Entry::from_versions(vec![]).is_err());
         let e = Entry::from_versions(vec![ver(7, "y"), ver(5, "x")]).expect("ordered");
-        assert_eq!(e.value_at(Ts(6)), v("x").as_ref());
+        assert_eq!(at(&e, 6), v("x"));
     }
 }

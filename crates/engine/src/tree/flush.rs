@@ -474,7 +474,10 @@ fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizo
     let basement = l.basements[b]
         .as_mut()
         .expect("a changed leaf is fully loaded (N3)");
-    let current = basement.get(key).and_then(|e| e.newest_value()).cloned();
+    let current = basement
+        .get(key)
+        .and_then(|e| e.newest_value())
+        .map(<[u8]>::to_vec);
     let new = msg::apply(merge, key, current, &m.op);
     l.parts.clear();
     basement.apply(key, m.ts, new, horizon)
@@ -541,7 +544,7 @@ fn first_key(piece: &NodeBody) -> Vec<u8> {
             .basements
             .iter()
             .flatten()
-            .find_map(|b| b.first_key().cloned())
+            .find_map(|b| b.first_key().map(<[u8]>::to_vec))
             .expect("split pieces are non-empty"),
         NodeBody::Internal(_) => unreachable!("internal pieces carry their separator"),
     }

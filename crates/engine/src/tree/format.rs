@@ -6,7 +6,6 @@
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
 
-use super::entry::{Entry, Version};
 use super::msg::{Msg, MsgBuffer, MsgOp, Msn};
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
@@ -14,6 +13,7 @@ use crate::bytes::Reader;
 use crate::codec::{checksum, compress, decompress};
 use crate::mvcc::Ts;
 use crate::Compression;
+use std::borrow::Cow;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
@@ -23,9 +23,6 @@ const KIND_INTERNAL: u8 = 1;
 /// Bytes before the partition descriptors.
 pub const FIXED_HEADER_BYTES: usize = 20;
 const DESC_BYTES: usize = 20;
-/// Version flags in a leaf entry.
-const VERSION_VALUE: u8 = 0;
-const VERSION_TOMBSTONE: u8 = 1;
 
 /// The decoded header of a node block: enough to route a lookup and to find one partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,16 +48,15 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
         NodeBody::Internal(n) => (false, n.height, &n.pivots, &n.children[..], n.buffers.len()),
     };
     let raw_part = |i: usize| match body {
-        NodeBody::Leaf(l) => encode_basement(
-            l.basements[i]
-                .as_ref()
-                .expect("encode needs a fully loaded node"),
-        ),
-        NodeBody::Internal(n) => encode_buffer(
+        NodeBody::Leaf(l) => l.basements[i]
+            .as_ref()
+            .expect("encode needs a fully loaded node")
+            .encode(),
+        NodeBody::Internal(n) => Cow::Owned(encode_buffer(
             n.buffers[i]
                 .as_ref()
                 .expect("encode needs a fully loaded node"),
-        ),
+        )),
     };
     let header_len = FIXED_HEADER_BYTES
         + DESC_BYTES * n_parts
@@ -225,7 +221,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
     if h.leaf {
         let mut basements = Vec::with_capacity(h.parts.len());
         for d in &h.parts {
-            basements.push(Some(decode_basement(&decode_partition_raw(
+            basements.push(Some(Basement::decode(decode_partition_raw(
                 d,
                 stored(d)?,
             )?)?));
@@ -285,11 +281,11 @@ pub fn skeleton(h: Header) -> NodeBody {
 }
 
 /// Decodes one partition's raw bytes as what the node kind holds there.
-pub fn decode_partition(leaf: bool, raw: &[u8]) -> Result<Partition, String> {
+pub fn decode_partition(leaf: bool, raw: Vec<u8>) -> Result<Partition, String> {
     if leaf {
-        decode_basement(raw).map(Partition::Basement)
+        Basement::decode(raw).map(Partition::Basement)
     } else {
-        decode_buffer(raw).map(Partition::Buffer)
+        decode_buffer(&raw).map(Partition::Buffer)
     }
 }
 
@@ -298,67 +294,6 @@ pub fn decode_partition(leaf: bool, raw: &[u8]) -> Result<Partition, String> {
 pub enum Partition {
     Basement(Basement),
     Buffer(MsgBuffer),
-}
-
-/// The raw (uncompressed) bytes of a basement: a count, then each entry's key and its
-/// versions newest first.
-pub fn encode_basement(b: &Basement) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + b.bytes());
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    for (k, e) in b.iter() {
-        put_bytes(&mut out, k);
-        out.extend_from_slice(&(e.version_count() as u32).to_le_bytes());
-        for v in e.versions() {
-            out.extend_from_slice(&v.ts.0.to_le_bytes());
-            match &v.value {
-                Some(value) => {
-                    out.push(VERSION_VALUE);
-                    put_bytes(&mut out, value);
-                }
-                None => out.push(VERSION_TOMBSTONE),
-            }
-        }
-    }
-    out
-}
-
-pub fn decode_basement(raw: &[u8]) -> Result<Basement, String> {
-    let mut r = Reader::new(raw);
-    let n = r.u32()? as usize;
-    // Each entry takes at least 17 bytes (key length, version count, one timestamp and
-    // flag): a larger count is corruption, not a reservation.
-    let mut entries: Vec<(Vec<u8>, Entry)> = Vec::with_capacity(n.min(r.remaining() / 17));
-    for _ in 0..n {
-        let k = r.bytes()?;
-        let entry = decode_entry(&mut r)?;
-        if entries.last().is_some_and(|(l, _)| *l >= k) {
-            return Err("basement keys out of order".into());
-        }
-        entries.push((k, entry));
-    }
-    r.finish()?;
-    // Sorted and distinct: the map is built in bulk, not by n inserts.
-    Ok(Basement::from_entries(entries.into_iter().collect()))
-}
-
-fn decode_entry(r: &mut Reader<'_>) -> Result<Entry, String> {
-    let count = r.u32()? as usize;
-    // Each version takes at least 9 bytes: a count beyond that is corruption, not an
-    // allocation to attempt.
-    if count == 0 || count > r.remaining() / 9 {
-        return Err(format!("leaf entry with {count} versions"));
-    }
-    let mut versions = Vec::with_capacity(count);
-    for _ in 0..count {
-        let ts = Ts(r.u64()?);
-        let value = match r.u8()? {
-            VERSION_VALUE => Some(r.bytes()?),
-            VERSION_TOMBSTONE => None,
-            flag => return Err(format!("unknown version flag {flag}")),
-        };
-        versions.push(Version { ts, value });
-    }
-    Entry::from_versions(versions)
 }
 
 fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
@@ -425,6 +360,7 @@ fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::entry::Entry;
 
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)
@@ -499,7 +435,7 @@ mod tests {
         assert!(h.parts.len() > 3);
         let d = h.parts[2];
         let part = &bytes[d.offset as usize..(d.offset + d.stored_len) as usize];
-        let b = decode_basement(&decode_partition_raw(&d, part).expect("raw")).expect("basement");
+        let b = Basement::decode(decode_partition_raw(&d, part).expect("raw")).expect("basement");
         let NodeBody::Leaf(l) = body else {
             unreachable!()
         };

@@ -178,7 +178,7 @@ impl Tree {
             self.file
                 .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
         let part = format::decode_partition_raw(&desc, &stored)
-            .and_then(|raw| format::decode_partition(leaf, &raw))
+            .and_then(|raw| format::decode_partition(leaf, raw))
             .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
         let (reads, bytes) = if leaf {
             (&self.stats.basements_read, &self.stats.basement_read_bytes)
@@ -188,7 +188,7 @@ impl Tree {
         EngineStats::bump(reads);
         bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
         self.make_room(match &part {
-            format::Partition::Basement(b) => node::basement_mem(b),
+            format::Partition::Basement(b) => b.mem_bytes(),
             format::Partition::Buffer(b) => node::buffer_mem(b),
         })?;
         let mut st = self.write_state();

@@ -13,6 +13,7 @@
 //! The tree knows nothing of the log or transactions: the environment logs first, then calls
 //! `apply`; recovery calls the same `apply`.
 
+pub(crate) mod basement;
 mod cursor;
 pub(crate) mod entry;
 mod evict;

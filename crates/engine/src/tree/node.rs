@@ -13,11 +13,11 @@
 //!     and was built from that buffer's keys (so a lookup may trust a negative answer); a
 //!     fully loaded node (every changed node, N3) has no filters.
 
-use super::entry::{Applied, Entry};
+pub use super::basement::{entry_bytes, Basement};
+use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use crate::block::NodeId;
-use crate::mvcc::Ts;
 use crate::Compression;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,96 +33,6 @@ pub struct PartDesc {
     pub raw_len: u32,
     pub crc: u32,
     pub codec: Compression,
-}
-
-/// A leaf partition: sorted keys, each with its committed versions (`entry.rs`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Basement {
-    entries: BTreeMap<Vec<u8>, Entry>,
-    bytes: usize,
-}
-
-/// Bytes an entry weighs against node sizes.
-pub fn entry_bytes(key: &[u8], e: &Entry) -> usize {
-    ENTRY_OVERHEAD_BYTES + key.len() + e.bytes()
-}
-
-impl Basement {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.entries.get(key)
-    }
-
-    /// Records the version that commit `ts` gives `key` (`None` deletes), collecting the
-    /// versions no snapshot at or after `horizon` can see (M2).
-    pub fn apply(&mut self, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
-        let Some(entry) = self.entries.get_mut(key) else {
-            if value.is_some() || ts > horizon {
-                let e = Entry::new(ts, value);
-                self.bytes += entry_bytes(key, &e);
-                self.entries.insert(key.to_vec(), e);
-            }
-            return Applied::default();
-        };
-        let before = entry_bytes(key, entry);
-        let applied = entry.push(ts, value, horizon);
-        let dead = entry.is_dead(horizon);
-        let after = entry_bytes(key, entry);
-        self.bytes = self.bytes + after - before;
-        if dead {
-            self.bytes -= after;
-            self.entries.remove(key);
-        }
-        applied
-    }
-
-    /// Collects every entry against `horizon` (before the basement is written).
-    pub fn collect(&mut self, horizon: Ts) -> u64 {
-        let mut collected = 0;
-        let mut bytes = 0;
-        self.entries.retain(|k, e| {
-            collected += e.collect(horizon);
-            let keep = !e.is_dead(horizon);
-            if keep {
-                bytes += entry_bytes(k, e);
-            }
-            keep
-        });
-        self.bytes = bytes;
-        collected
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Entry)> {
-        self.entries.iter()
-    }
-
-    pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
-        self.entries
-    }
-
-    pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>) -> Self {
-        let bytes = entries.iter().map(|(k, e)| entry_bytes(k, e)).sum();
-        Basement { entries, bytes }
-    }
-
-    pub fn first_key(&self) -> Option<&Vec<u8>> {
-        self.entries.keys().next()
-    }
-
-    pub fn last_key(&self) -> Option<&Vec<u8>> {
-        self.entries.keys().next_back()
-    }
 }
 
 /// A leaf node.
@@ -383,7 +293,7 @@ impl Node {
                         + l.basements
                             .iter()
                             .flatten()
-                            .map(basement_mem)
+                            .map(Basement::mem_bytes)
                             .sum::<usize>()
                 }
                 NodeBody::Internal(n) => {
@@ -454,8 +364,8 @@ impl Node {
                 }
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };
-                    let first = b.iter().next().map(|(k, _)| k);
-                    let last = b.iter().next_back().map(|(k, _)| k);
+                    let first = b.iter().next().map(|(k, _)| k.as_slice());
+                    let last = b.iter().next_back().map(|(k, _)| k.as_slice());
                     check_range(&n.pivots, i, first, last)?;
                 }
                 Ok(())
@@ -493,9 +403,14 @@ pub const MSG_MEM_BYTES: usize =
         + 2 * ROUNDING_BYTES
         - super::msg::MSG_OVERHEAD_BYTES;
 
-/// What a loaded basement is charged: its bytes and the memory of each entry beyond them.
-pub fn basement_mem(b: &Basement) -> usize {
-    b.bytes() + b.len() * ENTRY_MEM_BYTES
+/// Memory one heap allocation of `n` bytes takes: jemalloc's size classes are 16 bytes
+/// apart up to 128 and four per power of two above (so a 90 KB basement takes 96 KiB).
+pub const fn alloc_bytes(n: usize) -> usize {
+    if n <= 128 {
+        return n.next_multiple_of(16);
+    }
+    let spacing = n.next_power_of_two() / 8;
+    n.next_multiple_of(spacing)
 }
 
 /// What a loaded message buffer is charged.
@@ -513,15 +428,15 @@ fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {
 fn check_range(
     pivots: &[Vec<u8>],
     i: usize,
-    first: Option<&Vec<u8>>,
-    last: Option<&Vec<u8>>,
+    first: Option<&[u8]>,
+    last: Option<&[u8]>,
 ) -> Result<(), String> {
-    if let (Some(first), Some(lo)) = (first, i.checked_sub(1).map(|j| &pivots[j])) {
+    if let (Some(first), Some(lo)) = (first, i.checked_sub(1).map(|j| pivots[j].as_slice())) {
         if first < lo {
             return Err(format!("partition {i} holds a key below its lower pivot"));
         }
     }
-    if let (Some(last), Some(hi)) = (last, pivots.get(i)) {
+    if let (Some(last), Some(hi)) = (last, pivots.get(i).map(Vec::as_slice)) {
         if last >= hi {
             return Err(format!(
                 "partition {i} holds a key at or above its upper pivot"
@@ -534,6 +449,7 @@ fn check_range(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mvcc::Ts;
 
     #[test]
     fn a_basement_grown_by_messages_is_recut_to_the_read_unit() {

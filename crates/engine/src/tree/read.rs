@@ -89,7 +89,7 @@ impl Tree {
                     break basement
                         .get(key)
                         .and_then(|e| e.value_at(snapshot))
-                        .cloned();
+                        .map(<[u8]>::to_vec);
                 }
             }
         };
@@ -134,7 +134,7 @@ impl Tree {
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
         for (k, e) in basement.iter() {
             if let Some(v) = e.value_at(snapshot) {
-                merged.insert(k, Some(v.clone()));
+                merged.insert(k, Some(v.to_vec()));
             }
         }
         let mut msgs: BTreeMap<&[u8], Vec<&Msg>> = BTreeMap::new();

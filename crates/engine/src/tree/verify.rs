@@ -110,7 +110,7 @@ impl Tree {
         w.record(&body);
         let (height, pivots, children, first, last) = match &body {
             NodeBody::Leaf(l) => {
-                let keys: Vec<&Vec<u8>> = l
+                let keys: Vec<&[u8]> = l
                     .basements
                     .iter()
                     .flatten()
