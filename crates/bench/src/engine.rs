@@ -12,6 +12,7 @@
 use crate::device::WorkDir;
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::machine::Machine;
+use crate::process;
 use crate::report::{num, write_json, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -182,6 +183,12 @@ struct Phase {
     ops: u64,
     seconds: f64,
     ops_per_sec: f64,
+    /// User + system CPU seconds of the whole process over the phase (every thread:
+    /// callers, flushers, the log writer); null where `getrusage` fails.
+    cpu_seconds: Option<f64>,
+    /// `cpu_seconds` per operation in microseconds: steadier than `ops_per_sec` when the
+    /// device's speed varies between runs.
+    cpu_us_per_op: Option<f64>,
     /// Key + value bytes of the operations.
     logical_bytes: u64,
     /// Sum of `write_bytes` over every I/O category of the engine's counters.
@@ -328,7 +335,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         eprintln!("warning: O_DIRECT is not available here; reads may hit the page cache");
     }
     let db = dir.join("db");
-    let rss_baseline = rss_now_bytes();
+    let rss_baseline = process::rss_now_bytes();
     let env = Env::open(&db, params.env_options()).context("opening the environment")?;
     let pool = ValuePool::new(params.value_bytes, SEED);
     let random = env.create_tree("random", None)?;
@@ -383,6 +390,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
 /// Counters at the start of a phase.
 struct Start {
     at: Instant,
+    cpu: Option<f64>,
     engine: EngineCounters,
     os: Option<ProcIo>,
 }
@@ -392,6 +400,7 @@ impl Start {
         Start {
             os: proc_io::read_self(),
             engine: env.counters(),
+            cpu: process::cpu_seconds(),
             at: Instant::now(),
         }
     }
@@ -408,6 +417,7 @@ struct PhaseEnd<'a> {
 
 fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let seconds = start.at.elapsed().as_secs_f64();
+    let cpu_seconds = start.cpu.zip(process::cpu_seconds()).map(|(a, b)| b - a);
     let now = env.counters();
     let os_now = proc_io::read_self();
     let io = io_delta(&now.io, &start.engine.io);
@@ -419,12 +429,16 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let d = |f: fn(&EngineCounters) -> u64| f(&now).saturating_sub(f(&start.engine));
     let (basements_read, basement_read_bytes) =
         (d(|c| c.basements_read), d(|c| c.basement_read_bytes));
-    let rss_peak = rss_peak_bytes();
+    let rss_peak = process::rss_peak_bytes();
     Phase {
         name: end.name,
         ops: end.ops,
         seconds,
         ops_per_sec: end.ops as f64 / seconds.max(1e-9),
+        cpu_seconds,
+        cpu_us_per_op: cpu_seconds
+            .filter(|_| end.ops > 0)
+            .map(|c| c * 1e6 / end.ops as f64),
         logical_bytes: end.logical_bytes,
         engine_bytes_written,
         os_write_bytes,
@@ -495,30 +509,6 @@ fn io_delta(now: &IoCounters, then: &IoCounters) -> IoCounters {
 fn allocator_stat(read: fn() -> tikv_jemalloc_ctl::Result<usize>) -> Option<u64> {
     tikv_jemalloc_ctl::epoch::advance().ok()?;
     read().ok().map(|b| b as u64)
-}
-
-/// `VmHWM` (peak resident set) of this process, in bytes.
-fn rss_peak_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    parse_status_kib(&status, "VmHWM:")
-}
-
-/// `VmRSS` (current resident set) of this process, in bytes.
-fn rss_now_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    parse_status_kib(&status, "VmRSS:")
-}
-
-/// A `kB` field of `/proc/<pid>/status` (`field` includes the colon), in bytes.
-fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kib: u64 = line[field.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 /// Inserts key numbers `order(0..keys)` in batches, then checkpoints; `seconds` covers both.
@@ -746,6 +736,7 @@ fn print_report(r: &EngineReport) {
         "ops",
         "secs",
         "ops/s",
+        "cpu us/op",
         "reads/op",
         "B/read",
         "engine wr",
@@ -762,6 +753,7 @@ fn print_report(r: &EngineReport) {
             ph.ops.to_string(),
             num(ph.seconds),
             num(ph.ops_per_sec),
+            opt(ph.cpu_us_per_op, num),
             num(ph.reads_per_op),
             opt(ph.bytes_per_read, num),
             mib(ph.engine_bytes_written),
@@ -866,19 +858,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_vm_hwm() {
-        let status = "Name:\tx\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t 1000 kB\n";
-        assert_eq!(parse_status_kib(status, "VmHWM:"), Some(2 << 20));
-        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(1000 << 10));
-        assert_eq!(parse_status_kib("Name: x\n", "VmHWM:"), None);
-    }
-
-    #[test]
-    fn this_process_has_a_peak_rss() {
-        assert!(rss_peak_bytes().is_some_and(|b| b > 0));
-    }
-
-    #[test]
     fn quick_defaults() {
         let args = EngineArgs {
             quick: true,
@@ -905,6 +884,8 @@ mod tests {
             ops: 1,
             seconds: 1.0,
             ops_per_sec: 1.0,
+            cpu_seconds: None,
+            cpu_us_per_op: None,
             logical_bytes: 0,
             engine_bytes_written: 100 * MIB,
             os_write_bytes: Some(101 * MIB),

@@ -20,8 +20,7 @@
 //! include the compaction work the fill caused.
 
 use super::{
-    mib, opt, rss_peak_bytes, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS,
-    FSYNC_MILLIS, SEED,
+    mib, opt, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED,
 };
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::report::{num, Table};
@@ -77,6 +76,10 @@ struct PeerPhase {
     ops: u64,
     seconds: f64,
     ops_per_sec: f64,
+    /// User + system CPU seconds of the process from the phase's start to its end, a
+    /// fill's compaction wait included (RocksDB's background threads work then).
+    cpu_seconds: Option<f64>,
+    cpu_us_per_op: Option<f64>,
     logical_bytes: u64,
     /// WAL + flush + compaction bytes written, from RocksDB's statistics.
     engine_bytes_written: Option<u64>,
@@ -109,6 +112,8 @@ struct Ratios {
     name: &'static str,
     /// shale ops/s ÷ RocksDB ops/s.
     ops_per_sec: Option<f64>,
+    /// shale CPU µs per op ÷ RocksDB's (above 1: shale spends more CPU per operation).
+    cpu_us_per_op: Option<f64>,
     /// (shale os_write_bytes / logical) ÷ (RocksDB os_write_bytes / logical).
     os_write_bytes_per_logical: Option<f64>,
     /// shale db_bytes_on_disk ÷ RocksDB db_bytes_on_disk.
@@ -224,6 +229,7 @@ struct Ctx<'a> {
 /// Counters at the start of a phase.
 struct Start {
     at: Instant,
+    cpu: Option<f64>,
     os: Option<ProcIo>,
     written: Option<u64>,
     reads: Option<u64>,
@@ -236,6 +242,7 @@ impl Start {
             os: proc_io::read_self(),
             written: bytes_written(&stats),
             reads: ticker(&stats, READ_TICKER),
+            cpu: crate::process::cpu_seconds(),
             at: Instant::now(),
         }
     }
@@ -252,6 +259,10 @@ fn finish(
     seconds: f64,
 ) -> PeerPhase {
     let stats = ctx.opts.get_statistics().unwrap_or_default();
+    let cpu_seconds = start
+        .cpu
+        .zip(crate::process::cpu_seconds())
+        .map(|(a, b)| b - a);
     let os_now = proc_io::read_self();
     let os = start.os.zip(os_now);
     let os_write_bytes = os.map(|(a, b)| b.write_bytes.saturating_sub(a.write_bytes));
@@ -269,6 +280,10 @@ fn finish(
         ops,
         seconds,
         ops_per_sec: ops as f64 / seconds.max(1e-9),
+        cpu_seconds,
+        cpu_us_per_op: cpu_seconds
+            .filter(|_| ops > 0)
+            .map(|c| c * 1e6 / ops as f64),
         logical_bytes: logical,
         engine_bytes_written,
         os_write_bytes,
@@ -285,7 +300,7 @@ fn finish(
             .zip(os_read_bytes)
             .map(|(r, b)| b as f64 / r as f64),
         db_bytes_on_disk: shale_io::dir_disk_bytes(ctx.path),
-        rss_peak_bytes: rss_peak_bytes(),
+        rss_peak_bytes: crate::process::rss_peak_bytes(),
         cache_bytes: ctx.params.cache_bytes,
         settle_seconds: None,
         threads: None,
@@ -450,6 +465,10 @@ fn ratios(shale: &ShalePhase, rocks: &PeerPhase) -> Ratios {
     Ratios {
         name: rocks.name,
         ops_per_sec: div(shale.ops_per_sec, rocks.ops_per_sec),
+        cpu_us_per_op: shale
+            .cpu_us_per_op
+            .zip(rocks.cpu_us_per_op)
+            .and_then(|(s, r)| div(s, r)),
         os_write_bytes_per_logical: per_logical(shale.os_write_bytes, shale.logical_bytes)
             .zip(per_logical(rocks.os_write_bytes, rocks.logical_bytes))
             .and_then(|(s, r)| div(s, r)),
@@ -470,6 +489,7 @@ pub(super) fn print(r: &PeerReport) {
         "secs",
         "settle",
         "ops/s",
+        "cpu us/op",
         "reads/op",
         "B/read",
         "engine wr",
@@ -485,6 +505,7 @@ pub(super) fn print(r: &PeerReport) {
             num(p.seconds),
             opt(p.settle_seconds, num),
             num(p.ops_per_sec),
+            opt(p.cpu_us_per_op, num),
             opt(p.reads_per_op, num),
             opt(p.bytes_per_read, num),
             opt(p.engine_bytes_written, mib),
@@ -497,12 +518,13 @@ pub(super) fn print(r: &PeerReport) {
     print!("{}", t.render());
     println!();
     println!("shale / rocksdb (above 1: shale higher)");
-    let mut t = Table::new(["phase", "ops/s", "os wr per logical", "on disk"]);
+    let mut t = Table::new(["phase", "ops/s", "cpu/op", "os wr per logical", "on disk"]);
     for x in &r.ratio_vs_rocksdb {
         let f = |v: f64| format!("{v:.3}");
         t.row([
             x.name.to_owned(),
             opt(x.ops_per_sec, f),
+            opt(x.cpu_us_per_op, f),
             opt(x.os_write_bytes_per_logical, f),
             opt(x.db_bytes_on_disk, f),
         ]);
