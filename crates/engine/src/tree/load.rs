@@ -206,10 +206,8 @@ impl Tree {
                 if x.parts.get(i) == Some(&desc) && x.buffers[i].is_none() =>
             {
                 x.buffers[i] = Some(b);
-                // N4: a loaded buffer has no filter; a whole node, none at all.
-                if let Some(f) = x.filters.get_mut(i) {
-                    *f = None;
-                }
+                // N4: the buffer keeps its filter for its next eviction; a whole node, which
+                // may change, has none.
                 if x.all_loaded() {
                     x.filters = Vec::new();
                 }

@@ -9,9 +9,11 @@
 //! N2. every key in child/basement `i` lies in `[pivots[i-1], pivots[i])`.
 //! N3. a dirty node has every partition loaded (so it can be written whole); only a clean
 //!     node, whose descriptors describe its on-disk image, has evicted partitions.
-//! N4. an internal node's key filter `filters[c]` exists only while buffer `c` is evicted,
-//!     and was built from that buffer's keys (so a lookup may trust a negative answer); a
-//!     fully loaded node (every changed node, N3) has no filters.
+//! N4. an internal node's key filters exist only in a clean node that is not fully loaded,
+//!     and `filters[c]` was built from buffer `c`'s keys as written (so a lookup may trust a
+//!     negative answer). Loading buffer `c` back keeps its filter, so evicting it again
+//!     needs no rebuild; a node that becomes fully loaded (the only kind that changes, N3)
+//!     drops them all.
 
 pub use super::basement::{entry_bytes, Basement};
 use super::entry::Entry;
@@ -130,9 +132,9 @@ pub struct Internal {
     pub buffers: Vec<Option<MsgBuffer>>,
     /// Descriptors of the on-disk image; empty for a node never written.
     pub parts: Vec<PartDesc>,
-    /// Key filters of evicted buffers (N4: `filters[c]` only while `buffers[c]` is `None`,
-    /// and none at all in a fully loaded node; a shorter vector or `None` = no filter, the
-    /// buffer must be read). See `filter.rs`.
+    /// Key filters of buffers (N4: only in a clean node not fully loaded; consulted only
+    /// while `buffers[c]` is `None`; a shorter vector or `None` = no filter, the buffer must
+    /// be read). See `filter.rs`.
     pub filters: Vec<Option<KeyFilter>>,
 }
 
@@ -247,7 +249,10 @@ impl NodeBody {
                 n.filters.resize(n.buffers.len(), None);
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
-                        *f = Some(KeyFilter::build(buf.iter().map(|(k, _)| k.as_slice())));
+                        // A filter kept from the buffer's last eviction still holds (N4).
+                        f.get_or_insert_with(|| {
+                            KeyFilter::build(buf.iter().map(|(k, _)| k.as_slice()))
+                        });
                     }
                 }
             }
@@ -354,13 +359,11 @@ impl Node {
                 if !n.all_loaded() && n.parts.len() != n.buffers.len() {
                     return Err("evicted buffer without a descriptor".into());
                 }
-                let stray = |(c, f): (usize, &Option<KeyFilter>)| {
-                    f.is_some() && n.buffers.get(c).is_none_or(Option::is_some)
-                };
-                if (n.all_loaded() && !n.filters.is_empty())
-                    || n.filters.iter().enumerate().any(stray)
-                {
-                    return Err("key filter beside a loaded or missing buffer (N4)".into());
+                if (n.all_loaded() || self.dirty) && !n.filters.is_empty() {
+                    return Err("key filter in a fully loaded or changed node (N4)".into());
+                }
+                if n.filters.len() > n.buffers.len() {
+                    return Err("key filter without a buffer (N4)".into());
                 }
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };
