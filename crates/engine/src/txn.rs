@@ -255,7 +255,7 @@ pub(crate) fn fold_own(
     ops: &[msg::MsgOp],
 ) -> Option<Vec<u8>> {
     ops.iter()
-        .fold(base, |cur, op| msg::apply(merge, key, cur, op))
+        .fold(base, |cur, op| msg::apply(merge, key, cur, op.as_op_ref()))
 }
 
 impl EnvInner {

@@ -163,7 +163,7 @@ impl Tree {
                 .buf(n.heaviest_child())
                 .iter()
                 .next()
-                .map(|(k, _)| (n.height, k.clone())),
+                .map(|(k, _)| (n.height, k.to_vec())),
             _ => None,
         };
         match entry {
@@ -478,7 +478,7 @@ fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizo
         .get(key)
         .and_then(|e| e.newest_value())
         .map(<[u8]>::to_vec);
-    let new = msg::apply(merge, key, current, &m.op);
+    let new = msg::apply(merge, key, current, m.op.as_op_ref());
     l.parts.clear();
     basement.apply(key, m.ts, new, horizon)
 }

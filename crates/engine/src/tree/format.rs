@@ -6,14 +6,12 @@
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
 
-use super::msg::{Msg, MsgBuffer, MsgOp, Msn};
+use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
 use crate::bytes::Reader;
 use crate::codec::{checksum, compress, decompress};
-use crate::mvcc::Ts;
 use crate::Compression;
-use std::borrow::Cow;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
@@ -52,11 +50,10 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
             .as_ref()
             .expect("encode needs a fully loaded node")
             .encode(),
-        NodeBody::Internal(n) => Cow::Owned(encode_buffer(
-            n.buffers[i]
-                .as_ref()
-                .expect("encode needs a fully loaded node"),
-        )),
+        NodeBody::Internal(n) => n.buffers[i]
+            .as_ref()
+            .expect("encode needs a fully loaded node")
+            .encode(),
     };
     let header_len = FIXED_HEADER_BYTES
         + DESC_BYTES * n_parts
@@ -234,7 +231,10 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
     } else {
         let mut buffers = Vec::with_capacity(h.parts.len());
         for d in &h.parts {
-            buffers.push(Some(decode_buffer(&decode_partition_raw(d, stored(d)?)?)?));
+            buffers.push(Some(MsgBuffer::decode(decode_partition_raw(
+                d,
+                stored(d)?,
+            )?)?));
         }
         Ok(NodeBody::Internal(Internal {
             height: h.height,
@@ -285,7 +285,7 @@ pub fn decode_partition(leaf: bool, raw: Vec<u8>) -> Result<Partition, String> {
     if leaf {
         Basement::decode(raw).map(Partition::Basement)
     } else {
-        decode_buffer(&raw).map(Partition::Buffer)
+        MsgBuffer::decode(raw).map(Partition::Buffer)
     }
 }
 
@@ -294,50 +294,6 @@ pub fn decode_partition(leaf: bool, raw: Vec<u8>) -> Result<Partition, String> {
 pub enum Partition {
     Basement(Basement),
     Buffer(MsgBuffer),
-}
-
-fn encode_buffer(b: &MsgBuffer) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + b.bytes());
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    for (k, list) in b.iter() {
-        for m in list {
-            out.extend_from_slice(&m.msn.0.to_le_bytes());
-            out.extend_from_slice(&m.ts.0.to_le_bytes());
-            out.push(m.op.code());
-            put_bytes(&mut out, k);
-            put_bytes(&mut out, m.op.payload());
-        }
-    }
-    out
-}
-
-fn decode_buffer(raw: &[u8]) -> Result<MsgBuffer, String> {
-    let mut r = Reader::new(raw);
-    let n = r.u32()? as usize;
-    // Each message takes at least 25 bytes: a larger count is corruption.
-    let mut groups: Vec<(Vec<u8>, Vec<Msg>)> = Vec::with_capacity(n.min(r.remaining() / 25));
-    for _ in 0..n {
-        let msn = Msn(r.u64()?);
-        let ts = Ts(r.u64()?);
-        let code = r.u8()?;
-        let k = r.bytes()?;
-        let payload = r.bytes()?;
-        let op = MsgOp::from_code(code, payload).ok_or_else(|| format!("bad message op {code}"))?;
-        let msg = Msg { msn, ts, op };
-        match groups.last_mut() {
-            Some((lk, list)) if *lk == k => {
-                let prev = list.last().expect("groups are never empty");
-                if prev.msn >= msn || prev.ts > ts {
-                    return Err("buffer messages out of order".into());
-                }
-                list.push(msg);
-            }
-            Some((lk, _)) if *lk > k => return Err("buffer messages out of order".into()),
-            _ => groups.push((k, vec![msg])),
-        }
-    }
-    r.finish()?;
-    Ok(MsgBuffer::from_sorted(groups))
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -360,7 +316,9 @@ fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mvcc::Ts;
     use crate::tree::entry::Entry;
+    use crate::tree::msg::{Msg, MsgOp, Msn};
 
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)

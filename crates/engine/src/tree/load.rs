@@ -6,7 +6,7 @@
 //! found there lost the newer versions (a flaky snapshot-isolation model test, 2026-11).
 
 use super::format;
-use super::node::{self, Node, NodeBody};
+use super::node::{Node, NodeBody};
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -189,7 +189,7 @@ impl Tree {
         bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
         self.make_room(match &part {
             format::Partition::Basement(b) => b.mem_bytes(),
-            format::Partition::Buffer(b) => node::buffer_mem(b),
+            format::Partition::Buffer(b) => b.mem_bytes(),
         })?;
         let mut st = self.write_state();
         if self.file.image(id) != Some(img) || st.node(id).is_none() {

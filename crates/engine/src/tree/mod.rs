@@ -14,6 +14,7 @@
 //! `apply`; recovery calls the same `apply`.
 
 pub(crate) mod basement;
+mod buffer;
 mod cursor;
 pub(crate) mod entry;
 mod evict;

@@ -250,9 +250,7 @@ impl NodeBody {
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
                         // A filter kept from the buffer's last eviction still holds (N4).
-                        f.get_or_insert_with(|| {
-                            KeyFilter::build(buf.iter().map(|(k, _)| k.as_slice()))
-                        });
+                        f.get_or_insert_with(|| KeyFilter::build(buf.iter().map(|(k, _)| k)));
                     }
                 }
             }
@@ -305,7 +303,11 @@ impl Node {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + n.children.len() * 8
                         + n.parts.len() * 24
-                        + n.buffers.iter().flatten().map(buffer_mem).sum::<usize>()
+                        + n.buffers
+                            .iter()
+                            .flatten()
+                            .map(MsgBuffer::mem_bytes)
+                            .sum::<usize>()
                         + n.filters
                             .iter()
                             .flatten()
@@ -367,8 +369,8 @@ impl Node {
                 }
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };
-                    let first = b.iter().next().map(|(k, _)| k.as_slice());
-                    let last = b.iter().next_back().map(|(k, _)| k.as_slice());
+                    let first = b.iter().next().map(|(k, _)| k);
+                    let last = b.iter().next_back().map(|(k, _)| k);
                     check_range(&n.pivots, i, first, last)?;
                 }
                 Ok(())
@@ -414,11 +416,6 @@ pub const fn alloc_bytes(n: usize) -> usize {
     }
     let spacing = n.next_power_of_two() / 8;
     n.next_multiple_of(spacing)
-}
-
-/// What a loaded message buffer is charged.
-pub fn buffer_mem(b: &MsgBuffer) -> usize {
-    b.bytes() + b.len() * MSG_MEM_BYTES
 }
 
 fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {

@@ -184,7 +184,7 @@ fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
         .buffers
         .iter()
         .flatten()
-        .flat_map(|b| b.iter().map(|(k, _)| k.clone()))
+        .flat_map(|b| b.iter().map(|(k, _)| k.to_vec()))
         .collect();
     let cache = tree.cache.clone();
     st.modify(root, &cache, |n| n.body.evict_partitions());

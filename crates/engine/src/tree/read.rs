@@ -7,7 +7,8 @@
 //! (messages move down in MSN order), so the snapshot's value is: the entry's newest version
 //! at or below the snapshot, then the buffered messages at or below it in MSN order.
 
-use super::msg::{self, Msg, MsgBuffer};
+use super::buffer::MsgRef;
+use super::msg::{self, MsgBuffer};
 use super::node::NodeBody;
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::mvcc::Ts;
@@ -64,7 +65,7 @@ pub(crate) struct LeafBatch {
 impl Tree {
     /// Point lookup as of `snapshot`.
     pub(crate) fn lookup(&self, st: &TreeState, key: &[u8], snapshot: Ts) -> Step<Option<Vec<u8>>> {
-        let mut pending: Vec<&Msg> = Vec::new();
+        let mut pending: Vec<MsgRef<'_>> = Vec::new();
         let mut id = st.root;
         let base = loop {
             let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
@@ -74,7 +75,7 @@ impl Tree {
                     let c = n.child_index(key);
                     match &n.buffers[c] {
                         Some(buffer) => {
-                            pending.extend(buffer.get(key).iter().filter(|m| m.ts <= snapshot))
+                            pending.extend(buffer.get(key).filter(|m| m.ts <= snapshot))
                         }
                         None if n.filter_rules_out(c, key) => {}
                         None => return Err(Stall::Load(Load::Partition(id, c))),
@@ -137,10 +138,10 @@ impl Tree {
                 merged.insert(k, Some(v.to_vec()));
             }
         }
-        let mut msgs: BTreeMap<&[u8], Vec<&Msg>> = BTreeMap::new();
+        let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
         for buf in buffers {
             for (k, list) in buf.range(lo.map(Vec::as_slice), hi.map(Vec::as_slice)) {
-                let seen = list.iter().filter(|m| m.ts <= snapshot);
+                let seen = list.filter(|m| m.ts <= snapshot);
                 msgs.entry(k).or_default().extend(seen);
             }
         }
@@ -165,10 +166,10 @@ fn fold_messages(
     merge: &msg::MergeFn,
     key: &[u8],
     base: Option<Vec<u8>>,
-    mut pending: Vec<&Msg>,
+    mut pending: Vec<MsgRef<'_>>,
 ) -> Option<Vec<u8>> {
     pending.sort_by_key(|m| m.msn);
     pending
         .into_iter()
-        .fold(base, |cur, m| msg::apply(merge, key, cur, &m.op))
+        .fold(base, |cur, m| msg::apply(merge, key, cur, m.op))
 }

@@ -129,13 +129,13 @@ impl Tree {
                     .buffers
                     .iter()
                     .flatten()
-                    .find_map(|b| b.iter().next().map(|(k, _)| k.clone()));
+                    .find_map(|b| b.iter().next().map(|(k, _)| k.to_vec()));
                 let last = n
                     .buffers
                     .iter()
                     .flatten()
                     .rev()
-                    .find_map(|b| b.iter().next_back().map(|(k, _)| k.clone()));
+                    .find_map(|b| b.iter().next_back().map(|(k, _)| k.to_vec()));
                 (n.height, n.pivots.clone(), n.children.clone(), first, last)
             }
         };

@@ -1,0 +1,619 @@
+//! Message buffers: one child's pending messages, ordered by key then MSN, and their raw
+//! byte format (`docs/format-node.md`, "Message buffer"). Like a basement (`basement.rs`) a
+//! buffer is held in one of two forms:
+//!
+//! - **packed**: the raw bytes as decompressed from disk plus the offset where each key's
+//!   messages start, searched in place. A lookup that has to read an evicted buffer (its key
+//!   may have a message there) validates the bytes once and allocates twice, instead of
+//!   building a map of every message in a buffer of hundreds of KB to use one.
+//! - **map**: owned messages in a `BTreeMap`, which takes pushes, splits and drains. The
+//!   first change to a packed buffer unpacks it.
+//!
+//! Invariants:
+//! Q1. a packed buffer's bytes were validated when packed: every message lies whole inside
+//!     the bytes, its op code is known (a delete has no payload), keys do not decrease, and
+//!     one key's messages have increasing MSNs and non-decreasing timestamps; `groups[g]` is
+//!     the offset of the first message of the `g`-th distinct key. The accessors rely on Q1
+//!     and index without checking again.
+//! Q2. `bytes` and `count` are the same in either form.
+
+#[cfg(test)]
+use super::msg::MsgOp;
+use super::msg::{Msg, Msn, OpRef, MSG_OVERHEAD_BYTES};
+use super::node::{alloc_bytes, MSG_MEM_BYTES};
+use crate::bytes::Reader;
+use crate::mvcc::Ts;
+use std::borrow::Cow;
+use std::collections::btree_map::{self, Entry};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// Smallest raw message: MSN, timestamp, op code and two lengths.
+const MIN_MSG_BYTES: usize = 8 + 8 + 1 + 4 + 4;
+/// Offset of the key length inside a raw message.
+const KEY_LEN_AT: usize = 17;
+
+/// One child's pending messages, by key and MSN.
+#[derive(Debug, Clone, Default)]
+pub struct MsgBuffer {
+    form: Form,
+    /// Serialized size of the messages (Q2).
+    bytes: usize,
+    count: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Form {
+    Map(BTreeMap<Vec<u8>, Vec<Msg>>),
+    Packed(Packed),
+}
+
+impl Default for Form {
+    fn default() -> Self {
+        Form::Map(BTreeMap::new())
+    }
+}
+
+/// Validated raw buffer bytes (Q1) and where each key's messages start.
+#[derive(Clone)]
+struct Packed {
+    raw: Vec<u8>,
+    groups: Vec<u32>,
+}
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packed")
+            .field("keys", &self.groups.len())
+            .field("raw_bytes", &self.raw.len())
+            .finish()
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> usize {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// The key of the raw message at `at` (Q1 bounds it).
+fn key_at(raw: &[u8], at: usize) -> &[u8] {
+    let n = u32_at(raw, at + KEY_LEN_AT);
+    &raw[at + KEY_LEN_AT + 4..at + KEY_LEN_AT + 4 + n]
+}
+
+impl Packed {
+    fn group_key(&self, g: usize) -> &[u8] {
+        key_at(&self.raw, self.groups[g] as usize)
+    }
+
+    /// Group `g`'s messages: from its first message to the next group's.
+    fn group(&self, g: usize) -> Msgs<'_> {
+        let end = self
+            .groups
+            .get(g + 1)
+            .map_or(self.raw.len(), |&o| o as usize);
+        Msgs(MsgsForm::Packed {
+            raw: &self.raw[..end],
+            pos: self.groups[g] as usize,
+        })
+    }
+
+    /// First group whose key is not below `bound`'s key (for `Included`) or above it (for
+    /// `Excluded`).
+    fn lower(&self, bound: Bound<&[u8]>) -> usize {
+        match bound {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => self
+                .groups
+                .partition_point(|&o| key_at(&self.raw, o as usize) < k),
+            Bound::Excluded(k) => self
+                .groups
+                .partition_point(|&o| key_at(&self.raw, o as usize) <= k),
+        }
+    }
+}
+
+/// One message, borrowed from either form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsgRef<'a> {
+    pub msn: Msn,
+    pub ts: Ts,
+    pub op: OpRef<'a>,
+}
+
+impl MsgRef<'_> {
+    pub fn to_msg(self) -> Msg {
+        Msg {
+            msn: self.msn,
+            ts: self.ts,
+            op: self.op.to_op(),
+        }
+    }
+}
+
+/// One key's messages, oldest first.
+#[derive(Debug, Clone)]
+pub struct Msgs<'a>(MsgsForm<'a>);
+
+#[derive(Debug, Clone)]
+enum MsgsForm<'a> {
+    Owned(std::slice::Iter<'a, Msg>),
+    /// Messages from `pos` to the end of `raw`, which ends where the key's group does.
+    Packed {
+        raw: &'a [u8],
+        pos: usize,
+    },
+}
+
+impl<'a> Iterator for Msgs<'a> {
+    type Item = MsgRef<'a>;
+
+    fn next(&mut self) -> Option<MsgRef<'a>> {
+        match &mut self.0 {
+            MsgsForm::Owned(it) => it.next().map(|m| MsgRef {
+                msn: m.msn,
+                ts: m.ts,
+                op: m.op.as_op_ref(),
+            }),
+            MsgsForm::Packed { raw, pos } => {
+                if *pos >= raw.len() {
+                    return None;
+                }
+                let at = *pos;
+                let klen = u32_at(raw, at + KEY_LEN_AT);
+                let p_at = at + KEY_LEN_AT + 4 + klen;
+                let plen = u32_at(raw, p_at);
+                let payload = &raw[p_at + 4..p_at + 4 + plen];
+                *pos = p_at + 4 + plen;
+                let op = OpRef::from_code(raw[at + 16], payload)
+                    .expect("packed messages were checked (Q1)");
+                Some(MsgRef {
+                    msn: Msn(u64_at(raw, at)),
+                    ts: Ts(u64_at(raw, at + 8)),
+                    op,
+                })
+            }
+        }
+    }
+}
+
+impl MsgBuffer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Packs raw buffer bytes (decompressed from disk), checking everything Q1 promises.
+    pub fn decode(raw: Vec<u8>) -> Result<MsgBuffer, String> {
+        let (groups, bytes, count) = check_raw(&raw)?;
+        Ok(MsgBuffer {
+            form: Form::Packed(Packed { raw, groups }),
+            bytes,
+            count,
+        })
+    }
+
+    /// The raw bytes: a message count, then each message in (key, MSN) order. A packed
+    /// buffer's are its bytes as they are.
+    pub fn encode(&self) -> Cow<'_, [u8]> {
+        if let Form::Packed(p) = &self.form {
+            return Cow::Borrowed(&p.raw);
+        }
+        let mut out = Vec::with_capacity(4 + self.bytes);
+        out.extend_from_slice(&(self.count as u32).to_le_bytes());
+        for (k, list) in self.iter() {
+            for m in list {
+                out.extend_from_slice(&m.msn.0.to_le_bytes());
+                out.extend_from_slice(&m.ts.0.to_le_bytes());
+                out.push(m.op.code());
+                put_bytes(&mut out, k);
+                put_bytes(&mut out, m.op.payload());
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    #[cfg(test)]
+    pub fn is_packed(&self) -> bool {
+        matches!(self.form, Form::Packed(_))
+    }
+
+    /// The map form, unpacking a packed buffer first.
+    fn map_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<Msg>> {
+        if let Form::Packed(p) = &self.form {
+            let map = (0..p.groups.len())
+                .map(|g| {
+                    let list = p.group(g).map(MsgRef::to_msg).collect();
+                    (p.group_key(g).to_vec(), list)
+                })
+                .collect();
+            self.form = Form::Map(map);
+        }
+        match &mut self.form {
+            Form::Map(m) => m,
+            Form::Packed(_) => unreachable!("unpacked just above"),
+        }
+    }
+
+    /// Adds a message; MSNs for one key must arrive in increasing order.
+    pub fn push(&mut self, key: Vec<u8>, msg: Msg) {
+        self.bytes += MSG_OVERHEAD_BYTES + key.len() + msg.op.payload().len();
+        self.count += 1;
+        match self.map_mut().entry(key) {
+            // A list of exactly one: nearly every key has one message, and a list grown by
+            // `push` would reserve four (144 bytes more per key).
+            Entry::Vacant(v) => {
+                v.insert(vec![msg]);
+            }
+            Entry::Occupied(mut o) => {
+                let list = o.get_mut();
+                assert!(
+                    list.last()
+                        .is_none_or(|last| last.msn < msg.msn && last.ts <= msg.ts),
+                    "messages for one key must arrive in MSN and commit order"
+                );
+                list.push(msg);
+            }
+        }
+    }
+
+    /// Serialized size of the buffer's messages (what it weighs against the node size).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Memory the buffer holds (what the cache charges for it).
+    pub fn mem_bytes(&self) -> usize {
+        match &self.form {
+            Form::Map(_) => self.bytes + self.count * MSG_MEM_BYTES,
+            Form::Packed(p) => {
+                alloc_bytes(p.raw.capacity())
+                    + alloc_bytes(p.groups.capacity() * std::mem::size_of::<u32>())
+            }
+        }
+    }
+
+    /// Pending messages for `key`, oldest first.
+    pub fn get(&self, key: &[u8]) -> Msgs<'_> {
+        match &self.form {
+            Form::Map(m) => Msgs(MsgsForm::Owned(
+                m.get(key).map(Vec::as_slice).unwrap_or(&[]).iter(),
+            )),
+            Form::Packed(p) => {
+                let found = p
+                    .groups
+                    .binary_search_by(|&o| key_at(&p.raw, o as usize).cmp(key));
+                match found {
+                    Ok(g) => p.group(g),
+                    Err(_) => Msgs(MsgsForm::Owned(<&[Msg]>::default().iter())),
+                }
+            }
+        }
+    }
+
+    /// All messages in (key, MSN) order, one item per key.
+    pub fn iter(&self) -> Iter<'_> {
+        self.range(None, None)
+    }
+
+    /// Messages with keys in `[lo, hi)` (unbounded where `None`), one item per key.
+    pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Iter<'_> {
+        let lo = lo.map_or(Bound::Unbounded, Bound::Included);
+        let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
+        Iter(match &self.form {
+            Form::Map(m) => IterForm::Map(m.range::<[u8], _>((lo, hi))),
+            Form::Packed(p) => {
+                let front = p.lower(lo);
+                let back = match hi {
+                    Bound::Excluded(k) => p.lower(Bound::Included(k)),
+                    _ => p.groups.len(),
+                };
+                IterForm::Packed {
+                    p,
+                    front,
+                    back: back.max(front),
+                }
+            }
+        })
+    }
+
+    /// Takes every message, leaving the buffer empty.
+    pub fn take_all(&mut self) -> BTreeMap<Vec<u8>, Vec<Msg>> {
+        let map = std::mem::take(self.map_mut());
+        self.bytes = 0;
+        self.count = 0;
+        map
+    }
+
+    /// Splits off every message with key >= `pivot` into a new buffer.
+    pub fn split_off(&mut self, pivot: &[u8]) -> MsgBuffer {
+        let upper = self.map_mut().split_off(pivot);
+        let mut other = MsgBuffer {
+            form: Form::Map(upper),
+            bytes: 0,
+            count: 0,
+        };
+        other.recount();
+        self.recount();
+        other
+    }
+
+    /// Moves all of `other`'s messages into this buffer (keys must not interleave MSNs
+    /// out of order; used when merging siblings whose key ranges are disjoint).
+    pub fn absorb(&mut self, mut other: MsgBuffer) {
+        for (k, list) in other.take_all() {
+            for msg in list {
+                self.push(k.clone(), msg);
+            }
+        }
+    }
+
+    fn recount(&mut self) {
+        let (mut count, mut bytes) = (0, 0);
+        for (k, list) in self.iter() {
+            for m in list {
+                count += 1;
+                bytes += MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len();
+            }
+        }
+        self.count = count;
+        self.bytes = bytes;
+    }
+}
+
+/// Equal messages, whatever the forms.
+impl PartialEq for MsgBuffer {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.iter().len() == other.iter().len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|((k1, m1), (k2, m2))| k1 == k2 && m1.eq(m2))
+    }
+}
+
+impl Eq for MsgBuffer {}
+
+/// Iterator over a buffer's keys in order, each with its messages.
+pub struct Iter<'a>(IterForm<'a>);
+
+enum IterForm<'a> {
+    Map(btree_map::Range<'a, Vec<u8>, Vec<Msg>>),
+    Packed {
+        p: &'a Packed,
+        front: usize,
+        back: usize,
+    },
+}
+
+fn owned<'a>((k, list): (&'a Vec<u8>, &'a Vec<Msg>)) -> (&'a [u8], Msgs<'a>) {
+    (k.as_slice(), Msgs(MsgsForm::Owned(list.iter())))
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], Msgs<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterForm::Map(it) => it.next().map(owned),
+            IterForm::Packed { p, front, back } => {
+                if front == back {
+                    return None;
+                }
+                let g = *front;
+                *front += 1;
+                Some((p.group_key(g), p.group(g)))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.len();
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterForm::Map(it) => it.next_back().map(owned),
+            IterForm::Packed { p, front, back } => {
+                if front == back {
+                    return None;
+                }
+                *back -= 1;
+                Some((p.group_key(*back), p.group(*back)))
+            }
+        }
+    }
+}
+
+/// Exact for the packed form and for a whole map; `iter()` (every key) is what needs it.
+impl ExactSizeIterator for Iter<'_> {
+    fn len(&self) -> usize {
+        match &self.0 {
+            IterForm::Map(it) => it.clone().count(),
+            IterForm::Packed { front, back, .. } => back - front,
+        }
+    }
+}
+
+/// Checks raw buffer bytes (Q1); returns each key's first offset, the bytes and the count
+/// (Q2). Never panics: every length is checked against what is left.
+fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize, usize), String> {
+    if u32::try_from(raw.len()).is_err() {
+        return Err(format!("buffer of {} bytes is too large", raw.len()));
+    }
+    let mut r = Reader::new(raw);
+    let n = r.u32()? as usize;
+    if n > r.remaining() / MIN_MSG_BYTES {
+        return Err(format!("buffer claims {n} messages in {} bytes", raw.len()));
+    }
+    let mut groups = Vec::new();
+    let mut bytes = 0;
+    let mut prev: Option<(&[u8], u64, u64)> = None;
+    for _ in 0..n {
+        let at = r.pos() as u32;
+        let msn = r.u64()?;
+        let ts = r.u64()?;
+        let code = r.u8()?;
+        let klen = r.u32()? as usize;
+        let key = r.take(klen)?;
+        let plen = r.u32()? as usize;
+        let payload = r.take(plen)?;
+        if OpRef::from_code(code, payload).is_none() {
+            return Err(format!("bad message op {code}"));
+        }
+        match prev {
+            Some((pk, pmsn, pts)) if pk == key => {
+                if pmsn >= msn || pts > ts {
+                    return Err("buffer messages out of order".into());
+                }
+            }
+            Some((pk, _, _)) if pk > key => return Err("buffer messages out of order".into()),
+            _ => groups.push(at),
+        }
+        prev = Some((key, msn, ts));
+        bytes += MSG_OVERHEAD_BYTES + klen + plen;
+    }
+    r.finish()?;
+    groups.shrink_to_fit();
+    Ok((groups, bytes, n))
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(msn: u64, op: MsgOp) -> Msg {
+        Msg {
+            msn: Msn(msn),
+            ts: Ts(msn),
+            op,
+        }
+    }
+
+    fn sample() -> MsgBuffer {
+        let mut b = MsgBuffer::new();
+        for i in 0..40u8 {
+            b.push(vec![i], msg(i as u64 + 1, MsgOp::Put(vec![i; i as usize])));
+            if i % 5 == 0 {
+                b.push(vec![i], msg(100 + i as u64, MsgOp::Delete));
+                b.push(vec![i], msg(200 + i as u64, MsgOp::Update(vec![7])));
+            }
+        }
+        b
+    }
+
+    fn packed(b: &MsgBuffer) -> MsgBuffer {
+        MsgBuffer::decode(b.encode().into_owned()).expect("well formed")
+    }
+
+    #[test]
+    fn split_and_absorb_keep_counts() {
+        for mut b in [sample(), packed(&sample())] {
+            let total = b.bytes();
+            let n = b.len();
+            let upper = b.split_off(&[20]);
+            assert_eq!(b.len() + upper.len(), n);
+            assert_eq!(b.bytes() + upper.bytes(), total);
+            b.absorb(upper);
+            assert_eq!(b.len(), n);
+            assert_eq!(b.bytes(), total);
+            assert_eq!(b, sample());
+        }
+    }
+
+    #[test]
+    fn packed_and_map_forms_agree_on_every_read() {
+        let map = sample();
+        let p = packed(&map);
+        assert!(p.is_packed() && !map.is_packed());
+        assert_eq!(p, map);
+        assert_eq!((p.len(), p.bytes()), (map.len(), map.bytes()), "Q2");
+        assert_eq!(p.iter().len(), 40);
+        for k in 0..45u8 {
+            assert!(p.get(&[k]).eq(map.get(&[k])), "key {k}");
+        }
+        let bounds = [
+            None,
+            Some(&[0u8][..]),
+            Some(&[5u8][..]),
+            Some(&[39u8][..]),
+            Some(&[50u8][..]),
+        ];
+        for lo in bounds {
+            // A range whose start is above its end is a caller's bug (the map panics).
+            for hi in bounds
+                .into_iter()
+                .filter(|hi| lo.zip(*hi).is_none_or(|(l, h)| l <= h))
+            {
+                let a: Vec<_> = p.range(lo, hi).map(|(k, m)| (k, m.count())).collect();
+                let b: Vec<_> = map.range(lo, hi).map(|(k, m)| (k, m.count())).collect();
+                assert_eq!(a, b, "range {lo:?}..{hi:?}");
+            }
+        }
+        assert!(p
+            .iter()
+            .rev()
+            .map(|e| e.0)
+            .eq(map.iter().rev().map(|e| e.0)));
+        assert_eq!(p.encode(), map.encode());
+        let mut unpacked = p.clone();
+        let all = unpacked.take_all();
+        assert_eq!(all.len(), 40);
+        assert!(unpacked.is_empty());
+    }
+
+    #[test]
+    fn malformed_bytes_are_errors_never_panics() {
+        let good = sample().encode().into_owned();
+        for cut in 0..good.len() {
+            assert!(
+                MsgBuffer::decode(good[..cut].to_vec()).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2_000 {
+            let mut raw = good.clone();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state as usize) % raw.len();
+            raw[at] ^= 1 << (state >> 61);
+            if let Ok(b) = MsgBuffer::decode(raw) {
+                // Whatever passes the checks must be readable without a panic.
+                for (k, list) in b.iter() {
+                    let _ = (k.len(), list.map(MsgRef::to_msg).count());
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "MSN and commit order")]
+    fn out_of_order_msns_are_refused() {
+        let mut b = MsgBuffer::new();
+        b.push(vec![1], msg(5, MsgOp::Delete));
+        b.push(vec![1], msg(4, MsgOp::Delete));
+    }
+}
