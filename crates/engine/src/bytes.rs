@@ -1,7 +1,15 @@
-//! Reading the engine's on-disk encodings: a bounds-checked little-endian reader over
-//! untrusted bytes (block file headers and translation tables, the catalog, log records,
-//! node blocks). Running off the end is an error string that the caller turns into a
-//! corruption error; nothing here panics on any input.
+//! The engine's on-disk encodings at the byte level: a bounds-checked little-endian reader
+//! over untrusted bytes (block file headers and translation tables, the catalog, log
+//! records, node blocks) and the writer of the length-prefixed byte strings it reads back.
+//! Running off the end is an error string that the caller turns into a corruption error;
+//! nothing here panics on any input.
+
+/// Appends `b` as a `u32` little-endian length and the bytes ([`Reader::bytes`] reads it).
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    let len = u32::try_from(b.len()).expect("byte strings are limited to 16 MiB upstream");
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(b);
+}
 
 /// A little-endian reader over a byte slice.
 pub(crate) struct Reader<'a> {
@@ -101,7 +109,7 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::Reader;
+    use super::{put_bytes, Reader};
 
     #[test]
     fn reads_little_endian_and_reports_running_off_the_end() {
@@ -115,6 +123,9 @@ mod tests {
         assert!(r.u32().unwrap_err().contains("truncated"));
         assert_eq!(r.u8(), Ok(9), "a failed read consumes nothing");
         assert_eq!(r.finish(), Ok(()));
+        let mut out = Vec::new();
+        put_bytes(&mut out, b"xyz");
+        assert_eq!(Reader::new(&out).bytes(), Ok(b"xyz".to_vec()));
         let mut short = Reader::new(&[5, 0, 0, 0, 1]);
         assert!(short.bytes().is_err(), "a length past the end");
     }

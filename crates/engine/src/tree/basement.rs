@@ -22,11 +22,13 @@
 //!     recuts decide the same way whatever the form.
 
 use super::entry::{Applied, Entry, Version, VERSION_OVERHEAD_BYTES};
-use super::node::{alloc_bytes, ENTRY_MEM_BYTES, ENTRY_OVERHEAD_BYTES};
-use crate::bytes::Reader;
+use super::node::{ENTRY_MEM_BYTES, ENTRY_OVERHEAD_BYTES};
+use super::packed::{u32_at, u64_at, Layout, Packed};
+use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::Ts;
 use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap};
+use std::ops::Range;
 
 /// Version flags in a leaf entry.
 const VERSION_VALUE: u8 = 0;
@@ -52,7 +54,7 @@ pub struct Basement {
 #[derive(Debug, Clone)]
 enum Form {
     Map(BTreeMap<Vec<u8>, Entry>),
-    Packed(Packed),
+    Packed(Packed<Entries>),
 }
 
 impl Default for Form {
@@ -61,53 +63,23 @@ impl Default for Form {
     }
 }
 
-/// Validated raw basement bytes (P1) and where each entry starts.
-#[derive(Clone)]
-struct Packed {
-    raw: Vec<u8>,
-    offsets: Vec<u32>,
-}
+/// A basement's entries in the packed form (P1): each starts with its key's length.
+#[derive(Debug, Clone)]
+struct Entries;
 
-impl std::fmt::Debug for Packed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Packed")
-            .field("entries", &self.offsets.len())
-            .field("raw_bytes", &self.raw.len())
-            .finish()
+impl Layout for Entries {
+    const NAME: &'static str = "PackedBasement";
+
+    fn key(item: &[u8]) -> &[u8] {
+        &item[4..4 + u32_at(item, 0)]
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> usize {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
-
-impl Packed {
-    fn key_at_offset(&self, o: u32) -> &[u8] {
-        let o = o as usize;
-        &self.raw[o + 4..o + 4 + u32_at(&self.raw, o)]
-    }
-
-    fn key(&self, i: usize) -> &[u8] {
-        self.key_at_offset(self.offsets[i])
-    }
-
-    /// Entry `i`'s versions: the bytes from its version count on (P1 bounds them).
-    fn entry(&self, i: usize) -> EntryRef<'_> {
-        let o = self.offsets[i] as usize;
-        EntryRef::Packed(&self.raw[o + 4 + u32_at(&self.raw, o)..])
-    }
-
-    fn find(&self, key: &[u8]) -> Option<usize> {
-        self.offsets
-            .binary_search_by(|&o| self.key_at_offset(o).cmp(key))
-            .ok()
-    }
+/// Entry `i` of a packed basement: its key, and its versions from the version count on.
+fn packed_entry(p: &Packed<Entries>, i: usize) -> (&[u8], EntryRef<'_>) {
+    let key = p.key(i);
+    let versions = p.start(i) + 4 + key.len();
+    (key, EntryRef::Packed(&p.raw()[versions..p.end(i)]))
 }
 
 /// One version, borrowed from either form.
@@ -121,7 +93,7 @@ pub struct VersionRef<'a> {
 #[derive(Debug, Clone, Copy)]
 pub enum EntryRef<'a> {
     Owned(&'a Entry),
-    /// Raw bytes starting at the version count (P1).
+    /// The entry's raw bytes from its version count on (P1).
     Packed(&'a [u8]),
 }
 
@@ -236,7 +208,7 @@ impl Basement {
     pub fn decode(raw: Vec<u8>) -> Result<Basement, String> {
         let (offsets, bytes) = check_raw(&raw)?;
         Ok(Basement {
-            form: Form::Packed(Packed { raw, offsets }),
+            form: Form::Packed(Packed::new(raw, offsets)),
             bytes,
         })
     }
@@ -244,12 +216,31 @@ impl Basement {
     /// The raw bytes of the basement: a count, then each entry's key and its versions newest
     /// first. A packed basement's are its bytes as they are.
     pub fn encode(&self) -> Cow<'_, [u8]> {
-        if let Form::Packed(p) = &self.form {
-            return Cow::Borrowed(&p.raw);
+        match &self.form {
+            Form::Packed(p) => Cow::Borrowed(p.raw()),
+            Form::Map(_) => Cow::Owned(self.encode_map(|_| {})),
         }
+    }
+
+    /// Turns a map into the packed form (a leaf about to be written that stays cached and
+    /// clean), encoding it once: the basement is written from these bytes. A no-op for a
+    /// packed basement.
+    pub fn pack(&mut self) {
+        if let Form::Map(_) = &self.form {
+            let mut offsets = Vec::with_capacity(self.len());
+            let raw = self.encode_map(|at| offsets.push(at));
+            // P1 holds by construction: a map's entries are sorted and each keeps E1.
+            debug_assert_eq!(check_raw(&raw), Ok((offsets.clone(), self.bytes)));
+            self.form = Form::Packed(Packed::new(raw, offsets));
+        }
+    }
+
+    /// Encodes the entries, telling `entry_at` where each starts.
+    fn encode_map(&self, mut entry_at: impl FnMut(u32)) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + self.bytes);
         out.extend_from_slice(&(self.len() as u32).to_le_bytes());
         for (k, e) in self.iter() {
+            entry_at(out.len() as u32);
             put_bytes(&mut out, k);
             out.extend_from_slice(&(e.version_count() as u32).to_le_bytes());
             for v in e.versions() {
@@ -263,16 +254,7 @@ impl Basement {
                 }
             }
         }
-        Cow::Owned(out)
-    }
-
-    /// Turns a map back into the packed form (after the basement was written, when it is
-    /// clean again). A no-op for a packed basement.
-    pub fn pack(&mut self) {
-        if let Form::Map(_) = &self.form {
-            let raw = self.encode().into_owned();
-            *self = Basement::decode(raw).expect("a basement encoded from memory is well formed");
-        }
+        out
     }
 
     pub fn is_packed(&self) -> bool {
@@ -282,15 +264,19 @@ impl Basement {
     pub fn get(&self, key: &[u8]) -> Option<EntryRef<'_>> {
         match &self.form {
             Form::Map(m) => m.get(key).map(EntryRef::Owned),
-            Form::Packed(p) => p.find(key).map(|i| p.entry(i)),
+            Form::Packed(p) => p.find(key).map(|i| packed_entry(p, i).1),
         }
     }
 
     /// The map form, unpacking a packed basement first.
     fn map_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Entry> {
         if let Form::Packed(p) = &self.form {
-            let map = (0..p.offsets.len())
-                .map(|i| (p.key(i).to_vec(), p.entry(i).to_entry()))
+            let map = p
+                .indexes()
+                .map(|i| {
+                    let (k, e) = packed_entry(p, i);
+                    (k.to_vec(), e.to_entry())
+                })
                 .collect();
             self.form = Form::Map(map);
         }
@@ -356,7 +342,7 @@ impl Basement {
     pub fn len(&self) -> usize {
         match &self.form {
             Form::Map(m) => m.len(),
-            Form::Packed(p) => p.offsets.len(),
+            Form::Packed(p) => p.len(),
         }
     }
 
@@ -364,21 +350,14 @@ impl Basement {
     pub fn mem_bytes(&self) -> usize {
         match &self.form {
             Form::Map(_) => self.bytes + self.len() * ENTRY_MEM_BYTES,
-            Form::Packed(p) => {
-                alloc_bytes(p.raw.capacity())
-                    + alloc_bytes(p.offsets.capacity() * std::mem::size_of::<u32>())
-            }
+            Form::Packed(p) => p.mem_bytes(),
         }
     }
 
     pub fn iter(&self) -> Iter<'_> {
         Iter(match &self.form {
             Form::Map(m) => IterForm::Map(m.iter()),
-            Form::Packed(p) => IterForm::Packed {
-                p,
-                front: 0,
-                back: p.offsets.len(),
-            },
+            Form::Packed(p) => IterForm::Packed(p, p.indexes()),
         })
     }
 
@@ -419,11 +398,7 @@ pub struct Iter<'a>(IterForm<'a>);
 
 enum IterForm<'a> {
     Map(btree_map::Iter<'a, Vec<u8>, Entry>),
-    Packed {
-        p: &'a Packed,
-        front: usize,
-        back: usize,
-    },
+    Packed(&'a Packed<Entries>, Range<usize>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -432,14 +407,7 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             IterForm::Map(it) => it.next().map(|(k, e)| (k.as_slice(), EntryRef::Owned(e))),
-            IterForm::Packed { p, front, back } => {
-                if front == back {
-                    return None;
-                }
-                let i = *front;
-                *front += 1;
-                Some((p.key(i), p.entry(i)))
-            }
+            IterForm::Packed(p, indexes) => indexes.next().map(|i| packed_entry(p, i)),
         }
     }
 }
@@ -450,13 +418,7 @@ impl DoubleEndedIterator for Iter<'_> {
             IterForm::Map(it) => it
                 .next_back()
                 .map(|(k, e)| (k.as_slice(), EntryRef::Owned(e))),
-            IterForm::Packed { p, front, back } => {
-                if front == back {
-                    return None;
-                }
-                *back -= 1;
-                Some((p.key(*back), p.entry(*back)))
-            }
+            IterForm::Packed(p, indexes) => indexes.next_back().map(|i| packed_entry(p, i)),
         }
     }
 }
@@ -519,11 +481,6 @@ fn check_versions(r: &mut Reader<'_>) -> Result<usize, String> {
         }
     }
     Ok(bytes)
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
 }
 
 #[cfg(test)]

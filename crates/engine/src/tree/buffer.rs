@@ -20,13 +20,14 @@
 #[cfg(test)]
 use super::msg::MsgOp;
 use super::msg::{Msg, Msn, OpRef, MSG_OVERHEAD_BYTES};
-use super::node::{alloc_bytes, MSG_MEM_BYTES};
-use crate::bytes::Reader;
+use super::node::MSG_MEM_BYTES;
+use super::packed::{u32_at, u64_at, Layout, Packed};
+use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::Ts;
 use std::borrow::Cow;
 use std::collections::btree_map::{self, Entry};
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 /// Smallest raw message: MSN, timestamp, op code and two lengths.
 const MIN_MSG_BYTES: usize = 8 + 8 + 1 + 4 + 4;
@@ -45,7 +46,7 @@ pub struct MsgBuffer {
 #[derive(Debug, Clone)]
 enum Form {
     Map(BTreeMap<Vec<u8>, Vec<Msg>>),
-    Packed(Packed),
+    Packed(Packed<Groups>),
 }
 
 impl Default for Form {
@@ -54,68 +55,27 @@ impl Default for Form {
     }
 }
 
-/// Validated raw buffer bytes (Q1) and where each key's messages start.
-#[derive(Clone)]
-struct Packed {
-    raw: Vec<u8>,
-    groups: Vec<u32>,
-}
+/// A buffer's key groups in the packed form (Q1): each starts with its first message,
+/// whose key is at `KEY_LEN_AT`.
+#[derive(Debug, Clone)]
+struct Groups;
 
-impl std::fmt::Debug for Packed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Packed")
-            .field("keys", &self.groups.len())
-            .field("raw_bytes", &self.raw.len())
-            .finish()
+impl Layout for Groups {
+    const NAME: &'static str = "PackedBuffer";
+
+    fn key(item: &[u8]) -> &[u8] {
+        let n = u32_at(item, KEY_LEN_AT);
+        &item[KEY_LEN_AT + 4..KEY_LEN_AT + 4 + n]
     }
 }
 
-fn u32_at(b: &[u8], at: usize) -> usize {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
-
-/// The key of the raw message at `at` (Q1 bounds it).
-fn key_at(raw: &[u8], at: usize) -> &[u8] {
-    let n = u32_at(raw, at + KEY_LEN_AT);
-    &raw[at + KEY_LEN_AT + 4..at + KEY_LEN_AT + 4 + n]
-}
-
-impl Packed {
-    fn group_key(&self, g: usize) -> &[u8] {
-        key_at(&self.raw, self.groups[g] as usize)
-    }
-
-    /// Group `g`'s messages: from its first message to the next group's.
-    fn group(&self, g: usize) -> Msgs<'_> {
-        let end = self
-            .groups
-            .get(g + 1)
-            .map_or(self.raw.len(), |&o| o as usize);
-        Msgs(MsgsForm::Packed {
-            raw: &self.raw[..end],
-            pos: self.groups[g] as usize,
-        })
-    }
-
-    /// First group whose key is not below `bound`'s key (for `Included`) or above it (for
-    /// `Excluded`).
-    fn lower(&self, bound: Bound<&[u8]>) -> usize {
-        match bound {
-            Bound::Unbounded => 0,
-            Bound::Included(k) => self
-                .groups
-                .partition_point(|&o| key_at(&self.raw, o as usize) < k),
-            Bound::Excluded(k) => self
-                .groups
-                .partition_point(|&o| key_at(&self.raw, o as usize) <= k),
-        }
-    }
+/// Group `g` of a packed buffer: its key, and its messages up to the next group's.
+fn packed_group(p: &Packed<Groups>, g: usize) -> (&[u8], Msgs<'_>) {
+    let msgs = MsgsForm::Packed {
+        raw: &p.raw()[..p.end(g)],
+        pos: p.start(g),
+    };
+    (p.key(g), Msgs(msgs))
 }
 
 /// One message, borrowed from either form.
@@ -148,6 +108,13 @@ enum MsgsForm<'a> {
         raw: &'a [u8],
         pos: usize,
     },
+}
+
+impl Msgs<'_> {
+    /// No messages (a key the buffer does not hold).
+    pub fn empty() -> Self {
+        Msgs(MsgsForm::Owned([].iter()))
+    }
 }
 
 impl<'a> Iterator for Msgs<'a> {
@@ -191,7 +158,7 @@ impl MsgBuffer {
     pub fn decode(raw: Vec<u8>) -> Result<MsgBuffer, String> {
         let (groups, bytes, count) = check_raw(&raw)?;
         Ok(MsgBuffer {
-            form: Form::Packed(Packed { raw, groups }),
+            form: Form::Packed(Packed::new(raw, groups)),
             bytes,
             count,
         })
@@ -201,7 +168,7 @@ impl MsgBuffer {
     /// buffer's are its bytes as they are.
     pub fn encode(&self) -> Cow<'_, [u8]> {
         if let Form::Packed(p) = &self.form {
-            return Cow::Borrowed(&p.raw);
+            return Cow::Borrowed(p.raw());
         }
         let mut out = Vec::with_capacity(4 + self.bytes);
         out.extend_from_slice(&(self.count as u32).to_le_bytes());
@@ -225,10 +192,11 @@ impl MsgBuffer {
     /// The map form, unpacking a packed buffer first.
     fn map_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<Msg>> {
         if let Form::Packed(p) = &self.form {
-            let map = (0..p.groups.len())
+            let map = p
+                .indexes()
                 .map(|g| {
-                    let list = p.group(g).map(MsgRef::to_msg).collect();
-                    (p.group_key(g).to_vec(), list)
+                    let (k, msgs) = packed_group(p, g);
+                    (k.to_vec(), msgs.map(MsgRef::to_msg).collect())
                 })
                 .collect();
             self.form = Form::Map(map);
@@ -274,32 +242,29 @@ impl MsgBuffer {
         self.count == 0
     }
 
+    /// Number of distinct keys.
+    pub fn key_count(&self) -> usize {
+        match &self.form {
+            Form::Map(m) => m.len(),
+            Form::Packed(p) => p.len(),
+        }
+    }
+
     /// Memory the buffer holds (what the cache charges for it).
     pub fn mem_bytes(&self) -> usize {
         match &self.form {
             Form::Map(_) => self.bytes + self.count * MSG_MEM_BYTES,
-            Form::Packed(p) => {
-                alloc_bytes(p.raw.capacity())
-                    + alloc_bytes(p.groups.capacity() * std::mem::size_of::<u32>())
-            }
+            Form::Packed(p) => p.mem_bytes(),
         }
     }
 
     /// Pending messages for `key`, oldest first.
     pub fn get(&self, key: &[u8]) -> Msgs<'_> {
         match &self.form {
-            Form::Map(m) => Msgs(MsgsForm::Owned(
-                m.get(key).map(Vec::as_slice).unwrap_or(&[]).iter(),
-            )),
-            Form::Packed(p) => {
-                let found = p
-                    .groups
-                    .binary_search_by(|&o| key_at(&p.raw, o as usize).cmp(key));
-                match found {
-                    Ok(g) => p.group(g),
-                    Err(_) => Msgs(MsgsForm::Owned(<&[Msg]>::default().iter())),
-                }
-            }
+            Form::Map(m) => m
+                .get(key)
+                .map_or(Msgs::empty(), |l| Msgs(MsgsForm::Owned(l.iter()))),
+            Form::Packed(p) => p.find(key).map_or(Msgs::empty(), |g| packed_group(p, g).1),
         }
     }
 
@@ -310,21 +275,16 @@ impl MsgBuffer {
 
     /// Messages with keys in `[lo, hi)` (unbounded where `None`), one item per key.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Iter<'_> {
-        let lo = lo.map_or(Bound::Unbounded, Bound::Included);
-        let hi = hi.map_or(Bound::Unbounded, Bound::Excluded);
         Iter(match &self.form {
-            Form::Map(m) => IterForm::Map(m.range::<[u8], _>((lo, hi))),
+            Form::Map(m) => {
+                let lo_bound = lo.map_or(Bound::Unbounded, Bound::Included);
+                let hi_bound = hi.map_or(Bound::Unbounded, Bound::Excluded);
+                IterForm::Map(m.range::<[u8], _>((lo_bound, hi_bound)))
+            }
             Form::Packed(p) => {
-                let front = p.lower(lo);
-                let back = match hi {
-                    Bound::Excluded(k) => p.lower(Bound::Included(k)),
-                    _ => p.groups.len(),
-                };
-                IterForm::Packed {
-                    p,
-                    front,
-                    back: back.max(front),
-                }
+                let front = lo.map_or(0, |k| p.lower_bound(k));
+                let back = hi.map_or(p.len(), |k| p.lower_bound(k));
+                IterForm::Packed(p, front..back.max(front))
             }
         })
     }
@@ -377,7 +337,7 @@ impl MsgBuffer {
 impl PartialEq for MsgBuffer {
     fn eq(&self, other: &Self) -> bool {
         self.count == other.count
-            && self.iter().len() == other.iter().len()
+            && self.key_count() == other.key_count()
             && self
                 .iter()
                 .zip(other.iter())
@@ -392,11 +352,7 @@ pub struct Iter<'a>(IterForm<'a>);
 
 enum IterForm<'a> {
     Map(btree_map::Range<'a, Vec<u8>, Vec<Msg>>),
-    Packed {
-        p: &'a Packed,
-        front: usize,
-        back: usize,
-    },
+    Packed(&'a Packed<Groups>, Range<usize>),
 }
 
 fn owned<'a>((k, list): (&'a Vec<u8>, &'a Vec<Msg>)) -> (&'a [u8], Msgs<'a>) {
@@ -409,20 +365,8 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             IterForm::Map(it) => it.next().map(owned),
-            IterForm::Packed { p, front, back } => {
-                if front == back {
-                    return None;
-                }
-                let g = *front;
-                *front += 1;
-                Some((p.group_key(g), p.group(g)))
-            }
+            IterForm::Packed(p, groups) => groups.next().map(|g| packed_group(p, g)),
         }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.len();
-        (n, Some(n))
     }
 }
 
@@ -430,23 +374,7 @@ impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             IterForm::Map(it) => it.next_back().map(owned),
-            IterForm::Packed { p, front, back } => {
-                if front == back {
-                    return None;
-                }
-                *back -= 1;
-                Some((p.group_key(*back), p.group(*back)))
-            }
-        }
-    }
-}
-
-/// Exact for the packed form and for a whole map; `iter()` (every key) is what needs it.
-impl ExactSizeIterator for Iter<'_> {
-    fn len(&self) -> usize {
-        match &self.0 {
-            IterForm::Map(it) => it.clone().count(),
-            IterForm::Packed { front, back, .. } => back - front,
+            IterForm::Packed(p, groups) => groups.next_back().map(|g| packed_group(p, g)),
         }
     }
 }
@@ -492,11 +420,6 @@ fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize, usize), String> {
     r.finish()?;
     groups.shrink_to_fit();
     Ok((groups, bytes, n))
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
 }
 
 #[cfg(test)]
@@ -549,7 +472,7 @@ mod tests {
         assert!(p.is_packed() && !map.is_packed());
         assert_eq!(p, map);
         assert_eq!((p.len(), p.bytes()), (map.len(), map.bytes()), "Q2");
-        assert_eq!(p.iter().len(), 40);
+        assert_eq!((p.key_count(), map.key_count()), (40, 40));
         for k in 0..45u8 {
             assert!(p.get(&[k]).eq(map.get(&[k])), "key {k}");
         }

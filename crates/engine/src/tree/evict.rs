@@ -16,6 +16,16 @@ use std::sync::atomic::Ordering;
 /// those alone.
 const CLOCK_SWEEPS: usize = 2;
 
+/// What becomes of a node just written, which decides the form its basements are left in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterWrite {
+    /// It stays cached and clean (a checkpoint's write): its basements are packed before
+    /// encoding, which then borrows their bytes, so a leaf is encoded once and held packed.
+    StaysClean,
+    /// It changes at once or leaves the cache: its basements keep their form.
+    ChangesOrGoes,
+}
+
 impl Tree {
     /// Serializes node `id` (verified first) and writes it copy-on-write. The node is clean
     /// afterwards and no longer pending for the checkpoint.
@@ -25,8 +35,12 @@ impl Tree {
         id: NodeId,
         for_checkpoint: bool,
         cat: Category,
+        after: AfterWrite,
     ) -> Result<()> {
         self.collect_versions(st, id);
+        if after == AfterWrite::StaysClean {
+            self.pack_leaf(st, id);
+        }
         let node = st.nodes.get(&id).expect("write of an uncached node");
         if let Err(reason) = node.check() {
             panic!(
@@ -49,9 +63,9 @@ impl Tree {
         Ok(())
     }
 
-    /// Packs the basements of a written leaf that stays cached (`basement.rs`): clean, it
-    /// takes about half the memory packed and reads decode nothing.
-    pub(crate) fn pack_leaf(&self, st: &mut TreeState, id: NodeId) {
+    /// Packs the basements of a leaf about to be written that stays cached (`basement.rs`):
+    /// clean, it takes about half the memory packed and reads decode nothing.
+    fn pack_leaf(&self, st: &mut TreeState, id: NodeId) {
         let cache = self.cache.clone();
         st.modify(id, &cache, |n| {
             if let NodeBody::Leaf(l) = &mut n.body {
@@ -145,7 +159,7 @@ impl Tree {
                 } else {
                     Category::Eviction
                 };
-                self.write_node(&mut st, id, pending, cat)?;
+                self.write_node(&mut st, id, pending, cat, AfterWrite::ChangesOrGoes)?;
             }
             st.remove_node(id, &self.cache);
             self.cache.evictions.fetch_add(1, Ordering::Relaxed);
@@ -185,8 +199,8 @@ impl Tree {
         for id in pending {
             let mut st = self.write_state();
             if st.nodes.get(&id).is_some_and(|n| n.checkpoint_pending) {
-                self.write_node(&mut st, id, true, Category::Checkpoint)?;
-                self.pack_leaf(&mut st, id);
+                let after = AfterWrite::StaysClean;
+                self.write_node(&mut st, id, true, Category::Checkpoint, after)?;
             }
         }
         let meta = super::encode_meta(&self.options, mark.next_msn, mark.count);

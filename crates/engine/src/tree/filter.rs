@@ -26,9 +26,9 @@ pub struct KeyFilter {
 }
 
 impl KeyFilter {
-    /// A filter holding `keys` (their number sizes it).
-    pub fn build<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
-        let bits = (keys.len() * BITS_PER_KEY).max(64);
+    /// A filter holding `keys`, sized for `count` of them (the number `keys` yields).
+    pub fn build<'a>(count: usize, keys: impl Iterator<Item = &'a [u8]>) -> Self {
+        let bits = (count * BITS_PER_KEY).max(64);
         let mut words = vec![0u64; bits.div_ceil(64)].into_boxed_slice();
         let nbits = words.len() as u64 * 64;
         for key in keys {
@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn every_key_built_from_is_found() {
         let keys: Vec<Vec<u8>> = (0..5000).map(key).collect();
-        let f = KeyFilter::build(keys.iter().map(Vec::as_slice));
+        let f = KeyFilter::build(keys.len(), keys.iter().map(Vec::as_slice));
         assert!(keys.iter().all(|k| f.may_contain(k)));
         assert_eq!(f.bytes(), (5000 * BITS_PER_KEY).div_ceil(64) * 8);
     }
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn false_positive_rate_is_about_one_percent() {
         let keys: Vec<Vec<u8>> = (0..5000).map(key).collect();
-        let f = KeyFilter::build(keys.iter().map(Vec::as_slice));
+        let f = KeyFilter::build(keys.len(), keys.iter().map(Vec::as_slice));
         let false_hits = (5000..105_000).filter(|&i| f.may_contain(&key(i))).count();
         // Expected ~0.8%; a broken hash or probe sequence lands far above 2%.
         assert!(false_hits < 2000, "{false_hits} false positives in 100000");
@@ -117,13 +117,8 @@ mod tests {
     fn binary_keys_differing_in_one_byte_spread_too() {
         // The engine benchmark's keys: 16 bytes, a big-endian counter at the end.
         let key = |i: u64| [[0u8; 8], i.to_be_bytes()].concat();
-        let f = KeyFilter::build(
-            (0..5000)
-                .map(key)
-                .collect::<Vec<_>>()
-                .iter()
-                .map(Vec::as_slice),
-        );
+        let keys: Vec<_> = (0..5000).map(key).collect();
+        let f = KeyFilter::build(keys.len(), keys.iter().map(Vec::as_slice));
         assert!((0..5000).all(|i| f.may_contain(&key(i))));
         let false_hits = (5000..105_000).filter(|&i| f.may_contain(&key(i))).count();
         assert!(false_hits < 2000, "{false_hits} false positives in 100000");
@@ -131,7 +126,7 @@ mod tests {
 
     #[test]
     fn an_empty_filter_holds_nothing() {
-        let f = KeyFilter::build(std::iter::empty());
+        let f = KeyFilter::build(0, std::iter::empty());
         assert!(!f.may_contain(b"anything"));
         assert_eq!(f.bytes(), 8);
     }

@@ -7,6 +7,7 @@
 //! running checkpoint still needs it (recovery invariant R4 in docs/recovery.md).
 
 use super::entry::Applied;
+use super::evict::AfterWrite;
 use super::msg::{self, Msg, MsgBuffer, MsgOp};
 use super::node::{Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
@@ -431,7 +432,13 @@ impl Tree {
     pub(crate) fn prepare_modify(&self, st: &mut TreeState, id: NodeId) -> Step<()> {
         self.ensure_full(st, id)?;
         if st.nodes.get(&id).is_some_and(|n| n.checkpoint_pending) {
-            self.write_node(st, id, true, Category::Checkpoint)?;
+            self.write_node(
+                st,
+                id,
+                true,
+                Category::Checkpoint,
+                AfterWrite::ChangesOrGoes,
+            )?;
         }
         Ok(())
     }

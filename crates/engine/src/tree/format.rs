@@ -9,7 +9,7 @@
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
-use crate::bytes::Reader;
+use crate::bytes::{put_bytes, Reader};
 use crate::codec::{checksum, compress, decompress};
 use crate::Compression;
 
@@ -294,11 +294,6 @@ pub fn decode_partition(leaf: bool, raw: Vec<u8>) -> Result<Partition, String> {
 pub enum Partition {
     Basement(Basement),
     Buffer(MsgBuffer),
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(b);
 }
 
 fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {

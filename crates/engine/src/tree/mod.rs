@@ -24,6 +24,7 @@ pub(crate) mod format;
 mod load;
 pub(crate) mod msg;
 pub(crate) mod node;
+mod packed;
 mod read;
 mod verify;
 

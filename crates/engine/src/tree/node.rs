@@ -250,7 +250,9 @@ impl NodeBody {
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
                         // A filter kept from the buffer's last eviction still holds (N4).
-                        f.get_or_insert_with(|| KeyFilter::build(buf.iter().map(|(k, _)| k)));
+                        f.get_or_insert_with(|| {
+                            KeyFilter::build(buf.key_count(), buf.iter().map(|(k, _)| k))
+                        });
                     }
                 }
             }

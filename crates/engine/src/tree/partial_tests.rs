@@ -3,6 +3,7 @@
 //! node's partitions at chosen moments and check that reads, flushes, hot optimize and
 //! checkpoints still agree with a model.
 
+use super::evict::AfterWrite;
 use super::node::NodeBody;
 use super::Tree;
 use crate::{Env, EnvOptions, TreeHandle, TreeOptions};
@@ -131,8 +132,14 @@ fn buffer_second_at_root(
         matches!(&st.nodes[&root].body, NodeBody::Internal(_)),
         "the root is a leaf: nothing to test"
     );
-    tree.write_node(st, root, false, crate::Category::Eviction)
-        .expect("write root");
+    tree.write_node(
+        st,
+        root,
+        false,
+        crate::Category::Eviction,
+        AfterWrite::ChangesOrGoes,
+    )
+    .expect("write root");
     root
 }
 
@@ -297,7 +304,13 @@ fn an_image_read_before_two_rewrites_is_not_installed_at_its_reused_extent() {
             "one leaf"
         );
         t.tree
-            .write_node(&mut st, root, false, Category::Eviction)
+            .write_node(
+                &mut st,
+                root,
+                false,
+                Category::Eviction,
+                AfterWrite::ChangesOrGoes,
+            )
             .expect("write");
         root
     };

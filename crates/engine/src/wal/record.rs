@@ -3,7 +3,7 @@
 //! bounds-checked everywhere, never panics, and rejects trailing bytes.
 
 use super::frame::Lsn;
-use crate::bytes::Reader;
+use crate::bytes::{put_bytes, Reader};
 
 /// A transaction id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -215,12 +215,6 @@ fn unzigzag(v: u64) -> i64 {
 
 fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    let len = u32::try_from(b.len()).expect("log byte strings are limited to 16 MiB upstream");
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(b);
 }
 
 impl LogRecord {
