@@ -49,6 +49,9 @@ pub struct Basement {
     form: Form,
     /// Sum of `entry_bytes` over the entries (P2).
     bytes: usize,
+    /// Sum of `Entry::older_mem_bytes` over a map's entries (0 when packed): memory of the
+    /// lists of older versions, charged beyond `bytes`.
+    older_mem: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -138,7 +141,7 @@ impl<'a> EntryRef<'a> {
                     ts: v.ts,
                     value: v.value.map(<[u8]>::to_vec),
                 });
-                Entry::from_versions(versions.collect()).expect("packed entries were checked (P1)")
+                Entry::from_versions(versions).expect("packed entries were checked (P1)")
             }
         }
     }
@@ -199,6 +202,7 @@ impl Basement {
     pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>) -> Self {
         let bytes = entries.iter().map(|(k, e)| entry_bytes(k, e)).sum();
         Basement {
+            older_mem: older_mem(&entries),
             form: Form::Map(entries),
             bytes,
         }
@@ -210,6 +214,7 @@ impl Basement {
         Ok(Basement {
             form: Form::Packed(Packed::new(raw, offsets)),
             bytes,
+            older_mem: 0,
         })
     }
 
@@ -232,6 +237,7 @@ impl Basement {
             // P1 holds by construction: a map's entries are sorted and each keeps E1.
             debug_assert_eq!(check_raw(&raw), Ok((offsets.clone(), self.bytes)));
             self.form = Form::Packed(Packed::new(raw, offsets));
+            self.older_mem = 0;
         }
     }
 
@@ -278,6 +284,7 @@ impl Basement {
                     (k.to_vec(), e.to_entry())
                 })
                 .collect();
+            self.older_mem = older_mem(&map);
             self.form = Form::Map(map);
         }
         match &mut self.form {
@@ -289,7 +296,8 @@ impl Basement {
     /// Records the version that commit `ts` gives `key` (`None` deletes), collecting the
     /// versions no snapshot at or after `horizon` can see (M2).
     pub fn apply(&mut self, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
-        let mut bytes = self.bytes;
+        self.map_mut(); // unpacking sets `older_mem`: read the sums after it
+        let (mut bytes, mut mem) = (self.bytes, self.older_mem);
         let entries = self.map_mut();
         let Some(entry) = entries.get_mut(key) else {
             if value.is_some() || ts > horizon {
@@ -300,16 +308,19 @@ impl Basement {
             self.bytes = bytes;
             return Applied::default();
         };
-        let before = entry_bytes(key, entry);
+        let before = (entry_bytes(key, entry), entry.older_mem_bytes());
         let applied = entry.push(ts, value, horizon);
         let dead = entry.is_dead(horizon);
-        let after = entry_bytes(key, entry);
-        bytes = bytes + after - before;
+        let after = (entry_bytes(key, entry), entry.older_mem_bytes());
+        bytes = bytes + after.0 - before.0;
+        mem = mem + after.1 - before.1;
         if dead {
-            bytes -= after;
+            bytes -= after.0;
+            mem -= after.1;
             entries.remove(key);
         }
         self.bytes = bytes;
+        self.older_mem = mem;
         applied
     }
 
@@ -321,17 +332,18 @@ impl Basement {
         if self.is_packed() && !self.iter().any(collectable) {
             return 0;
         }
-        let mut collected = 0;
-        let mut bytes = 0;
+        let (mut collected, mut bytes, mut mem) = (0, 0, 0);
         self.map_mut().retain(|k, e| {
             collected += e.collect(horizon);
             let keep = !e.is_dead(horizon);
             if keep {
                 bytes += entry_bytes(k, e);
+                mem += e.older_mem_bytes();
             }
             keep
         });
         self.bytes = bytes;
+        self.older_mem = mem;
         collected
     }
 
@@ -349,7 +361,7 @@ impl Basement {
     /// Memory the basement holds (what the cache charges for it).
     pub fn mem_bytes(&self) -> usize {
         match &self.form {
-            Form::Map(_) => self.bytes + self.len() * ENTRY_MEM_BYTES,
+            Form::Map(_) => self.bytes + self.len() * ENTRY_MEM_BYTES + self.older_mem,
             Form::Packed(p) => p.mem_bytes(),
         }
     }
@@ -421,6 +433,11 @@ impl DoubleEndedIterator for Iter<'_> {
             IterForm::Packed(p, indexes) => indexes.next_back().map(|i| packed_entry(p, i)),
         }
     }
+}
+
+/// Memory of the lists of older versions in `entries`.
+fn older_mem(entries: &BTreeMap<Vec<u8>, Entry>) -> usize {
+    entries.values().map(Entry::older_mem_bytes).sum()
 }
 
 /// Checks raw basement bytes (P1) and returns each entry's offset and the basement's
@@ -527,6 +544,39 @@ mod tests {
         );
         assert_eq!(packed.get(b"k007").map(|e| e.version_count()), Some(2));
         assert_eq!(packed.encode(), map.encode());
+    }
+
+    /// `older_mem` is what the map's entries hold, whatever path changed them.
+    fn older_mem_agrees(b: &Basement) {
+        let expect = match &b.form {
+            Form::Map(m) => older_mem(m),
+            Form::Packed(_) => 0,
+        };
+        assert_eq!(b.older_mem, expect);
+    }
+
+    #[test]
+    fn memory_of_older_versions_is_charged_through_unpacking_and_collection() {
+        // k007 and k008 hold two versions each: unpacking gives them lists of older ones.
+        // The first change to a packed basement unpacks it, and hits a key with versions.
+        let mut b = Basement::decode(sample().encode().into_owned()).expect("well formed");
+        b.apply(b"k008", Ts(30), Some(b"x".to_vec()), Ts(0));
+        older_mem_agrees(&b);
+        assert!(b.older_mem > 0);
+        let packed_mem = Basement::decode(sample().encode().into_owned())
+            .expect("ok")
+            .mem_bytes();
+        assert!(b.mem_bytes() > packed_mem);
+        b.apply(b"k009", Ts(40), Some(b"y".to_vec()), Ts(0));
+        older_mem_agrees(&b);
+        // Everything visible to all: every older list goes, and its memory with it.
+        b.apply(b"k007", Ts(50), None, Ts(100));
+        older_mem_agrees(&b);
+        b.collect(Ts(100));
+        older_mem_agrees(&b);
+        assert_eq!(b.older_mem, 0);
+        b.pack();
+        older_mem_agrees(&b);
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct MsgBuffer {
     /// Serialized size of the messages (Q2).
     bytes: usize,
     count: usize,
+    /// Unused room in the map form's message lists (capacity less length, summed), charged
+    /// as memory: a key's second message grows its list to room for four.
+    spare_slots: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -161,6 +164,7 @@ impl MsgBuffer {
             form: Form::Packed(Packed::new(raw, groups)),
             bytes,
             count,
+            spare_slots: 0,
         })
     }
 
@@ -196,9 +200,13 @@ impl MsgBuffer {
                 .indexes()
                 .map(|g| {
                     let (k, msgs) = packed_group(p, g);
-                    (k.to_vec(), msgs.map(MsgRef::to_msg).collect())
+                    // Room for one, as `push` gives: collecting would reserve four.
+                    let mut list = Vec::with_capacity(1);
+                    list.extend(msgs.map(MsgRef::to_msg));
+                    (k.to_vec(), list)
                 })
                 .collect();
+            self.spare_slots = spare_slots(&map);
             self.form = Form::Map(map);
         }
         match &mut self.form {
@@ -211,11 +219,12 @@ impl MsgBuffer {
     pub fn push(&mut self, key: Vec<u8>, msg: Msg) {
         self.bytes += MSG_OVERHEAD_BYTES + key.len() + msg.op.payload().len();
         self.count += 1;
-        match self.map_mut().entry(key) {
+        let spare = match self.map_mut().entry(key) {
             // A list of exactly one: nearly every key has one message, and a list grown by
             // `push` would reserve four (144 bytes more per key).
             Entry::Vacant(v) => {
                 v.insert(vec![msg]);
+                (0, 0)
             }
             Entry::Occupied(mut o) => {
                 let list = o.get_mut();
@@ -224,9 +233,12 @@ impl MsgBuffer {
                         .is_none_or(|last| last.msn < msg.msn && last.ts <= msg.ts),
                     "messages for one key must arrive in MSN and commit order"
                 );
+                let before = list.capacity() - list.len();
                 list.push(msg);
+                (before, list.capacity() - list.len())
             }
-        }
+        };
+        self.spare_slots = self.spare_slots - spare.0 + spare.1;
     }
 
     /// Serialized size of the buffer's messages (what it weighs against the node size).
@@ -253,7 +265,11 @@ impl MsgBuffer {
     /// Memory the buffer holds (what the cache charges for it).
     pub fn mem_bytes(&self) -> usize {
         match &self.form {
-            Form::Map(_) => self.bytes + self.count * MSG_MEM_BYTES,
+            Form::Map(_) => {
+                self.bytes
+                    + self.count * MSG_MEM_BYTES
+                    + self.spare_slots * std::mem::size_of::<Msg>()
+            }
             Form::Packed(p) => p.mem_bytes(),
         }
     }
@@ -294,6 +310,7 @@ impl MsgBuffer {
         let map = std::mem::take(self.map_mut());
         self.bytes = 0;
         self.count = 0;
+        self.spare_slots = 0;
         map
     }
 
@@ -304,6 +321,7 @@ impl MsgBuffer {
             form: Form::Map(upper),
             bytes: 0,
             count: 0,
+            spare_slots: 0,
         };
         other.recount();
         self.recount();
@@ -330,7 +348,16 @@ impl MsgBuffer {
         }
         self.count = count;
         self.bytes = bytes;
+        self.spare_slots = match &self.form {
+            Form::Map(m) => spare_slots(m),
+            Form::Packed(_) => 0,
+        };
     }
+}
+
+/// Unused room in a map's message lists.
+fn spare_slots(map: &BTreeMap<Vec<u8>, Vec<Msg>>) -> usize {
+    map.values().map(|l| l.capacity() - l.len()).sum()
 }
 
 /// Equal messages, whatever the forms.

@@ -57,19 +57,27 @@ impl Entry {
         }
     }
 
-    /// Builds an entry from versions newest first (decoding); checks E1.
-    pub fn from_versions(mut versions: Vec<Version>) -> Result<Entry, String> {
-        if versions.is_empty() {
-            return Err("leaf entry without a version".into());
+    /// Builds an entry from versions newest first (unpacking a basement); checks E1.
+    ///
+    /// A single version allocates nothing beyond its value: collecting every version into
+    /// one `Vec` and taking the newest out left each entry an empty `older` list with room
+    /// for four (128 bytes the cache did not charge, more than the entry itself).
+    pub fn from_versions(versions: impl IntoIterator<Item = Version>) -> Result<Entry, String> {
+        let mut versions = versions.into_iter();
+        let newest = versions
+            .next()
+            .ok_or_else(|| "leaf entry without a version".to_string())?;
+        let mut older: Vec<Version> = versions.collect();
+        older.shrink_to_fit();
+        let mut ts = std::iter::once(newest.ts).chain(older.iter().map(|v| v.ts));
+        let mut newer = ts.next();
+        for t in ts {
+            if newer.is_some_and(|n| n <= t) {
+                return Err("leaf entry versions are not newest first (E1)".into());
+            }
+            newer = Some(t);
         }
-        if versions.windows(2).any(|w| w[0].ts <= w[1].ts) {
-            return Err("leaf entry versions are not newest first (E1)".into());
-        }
-        let newest = versions.remove(0);
-        Ok(Entry {
-            newest,
-            older: versions,
-        })
+        Ok(Entry { newest, older })
     }
 
     /// Versions newest first.
@@ -108,6 +116,11 @@ impl Entry {
             self.newest = new;
         } else {
             let old = std::mem::replace(&mut self.newest, new);
+            // Room for one, then doubling: `Vec` would reserve four at once, and most
+            // entries keep one older version only until the commit is visible to all.
+            if self.older.len() == self.older.capacity() {
+                self.older.reserve_exact(self.older.len().max(1));
+            }
             self.older.insert(0, old);
             applied.retained = 1;
         }
@@ -129,7 +142,16 @@ impl Entry {
         };
         let dropped = self.older.len() - keep;
         self.older.truncate(keep);
+        if self.older.is_empty() {
+            // Give the room back: an entry back to one version holds no list.
+            self.older = Vec::new();
+        }
         dropped as u64
+    }
+
+    /// Memory of the older versions' list beyond what `bytes` counts (the cache's charge).
+    pub fn older_mem_bytes(&self) -> usize {
+        self.older.capacity() * std::mem::size_of::<Version>()
     }
 
     /// A delete that every snapshot sees, with nothing older: the entry can go.
