@@ -1,7 +1,9 @@
 //! The environment's background threads: the flusher, which moves messages down wherever a
 //! root's buffers exceed the node size (so writers never flush on their own thread), and the
 //! checkpointer, which checkpoints at the configured interval. Both stop when the environment
-//! shuts down; both stop working (and log why) once the environment is poisoned.
+//! shuts down; both stop working (and log why) once the environment is poisoned. A panic in
+//! either (a bug) poisons the environment, so writers waiting on the flusher's progress get
+//! an error instead of waiting forever.
 
 use crate::env::EnvInner;
 use crate::tree::Tree;
@@ -19,7 +21,7 @@ pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
     threads.push(
         std::thread::Builder::new()
             .name("shale-flusher".into())
-            .spawn(move || flusher(&e))
+            .spawn(move || guarded(&e, "flusher", flusher))
             .expect("spawning the flusher thread"),
     );
     if let Some(interval) = env.options.checkpoint_interval {
@@ -27,11 +29,25 @@ pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
         threads.push(
             std::thread::Builder::new()
                 .name("shale-checkpointer".into())
-                .spawn(move || checkpointer(&e, interval))
+                .spawn(move || guarded(&e, "checkpointer", |e| checkpointer(e, interval)))
                 .expect("spawning the checkpointer thread"),
         );
     }
     threads
+}
+
+/// Runs a background thread's body; a panic poisons the environment with its message.
+fn guarded(env: &EnvInner, role: &str, body: impl FnOnce(&EnvInner)) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(env)));
+    if let Err(panic) = outcome {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        tracing::error!(role, message, "background thread panicked");
+        env.poison(format!("the {role} thread panicked: {message}"));
+    }
 }
 
 fn flusher(env: &EnvInner) {
@@ -67,6 +83,27 @@ fn checkpointer(env: &EnvInner, interval: Duration) {
         if let Err(e) = env.checkpoint() {
             tracing::error!(error = %e, "checkpoint failed; checkpointer stopped");
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Env, EnvOptions, Error, WriteBatch};
+
+    #[test]
+    fn a_panicking_background_thread_poisons_the_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env::open(dir.path(), EnvOptions::default()).expect("open");
+        let t = env.create_tree("t", None).expect("create");
+        super::guarded(env.inner_for_tests(), "flusher", |_| panic!("boom"));
+        let mut b = WriteBatch::new();
+        b.put(&t, b"k", b"v");
+        match env.write(b) {
+            Err(Error::Poisoned(reason)) => {
+                assert!(reason.contains("flusher thread panicked: boom"), "{reason}")
+            }
+            other => panic!("a write after the panic: {other:?}"),
         }
     }
 }

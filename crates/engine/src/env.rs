@@ -175,6 +175,11 @@ impl Env {
         &self.inner.dir
     }
 
+    #[cfg(test)]
+    pub(crate) fn inner_for_tests(&self) -> &EnvInner {
+        &self.inner
+    }
+
     pub fn options(&self) -> &EnvOptions {
         &self.inner.options
     }
@@ -428,6 +433,13 @@ impl EnvInner {
             Some(reason) => Err(Error::Poisoned(reason.clone())),
             None => Ok(()),
         }
+    }
+
+    /// Poisons the environment for `reason` (a background thread died): writes fail with
+    /// `Error::Poisoned` instead of waiting for work that will never be done.
+    pub(crate) fn poison(&self, reason: String) {
+        self.poisoned.lock().get_or_insert(reason);
+        self.work.1.notify_all();
     }
 
     /// Records an I/O failure: the environment refuses writes until reopened.
