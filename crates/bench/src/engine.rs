@@ -12,6 +12,7 @@
 use crate::device::WorkDir;
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::machine::Machine;
+use crate::memwatch::{MemPeaks, MemWatch};
 use crate::process;
 use crate::report::{num, write_json, Table};
 use anyhow::{anyhow, bail, Context, Result};
@@ -229,6 +230,8 @@ struct Phase {
     /// process really holds, to compare with `cache_used_bytes` and `rss_peak_bytes`.
     allocated_bytes: Option<u64>,
     resident_bytes: Option<u64>,
+    /// Memory peaks sampled over the phase (`memwatch.rs`).
+    memory: MemPeaks,
     flushes: u64,
     leaf_splits: u64,
     nodes_read: u64,
@@ -342,21 +345,30 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     let sequential = env.create_tree("sequential", None)?;
     let perm = Permutation::new(params.keys, SEED);
 
-    let mut phases = Vec::new();
-    phases.push(fill(&env, &random, "fill-random", &params, &pool, |j| {
-        perm.apply(j)
-    })?);
-    phases.push(fill(
-        &env,
-        &sequential,
-        "fill-sequential",
-        &params,
-        &pool,
-        |j| j,
-    )?);
-    env.checkpoint().context("checkpoint before reads")?;
-    phases.push(read_random(&env, &random, &params, &pool)?);
-    phases.push(scan(&env, &random, &params)?);
+    let mut phases = std::thread::scope(|s| -> Result<Vec<Phase>> {
+        let watch = MemWatch::start(s, || env.counters().cache_used_bytes);
+        let mut phases = Vec::new();
+        let mut done = |mut p: Phase| {
+            p.memory = watch.take();
+            phases.push(p);
+        };
+        done(fill(&env, &random, "fill-random", &params, &pool, |j| {
+            perm.apply(j)
+        })?);
+        done(fill(
+            &env,
+            &sequential,
+            "fill-sequential",
+            &params,
+            &pool,
+            |j| j,
+        )?);
+        env.checkpoint().context("checkpoint before reads")?;
+        watch.take();
+        done(read_random(&env, &random, &params, &pool)?);
+        done(scan(&env, &random, &params)?);
+        Ok(phases)
+    })?;
     for p in &mut phases {
         p.rss_peak_over_baseline_bytes = p
             .rss_peak_bytes
@@ -468,6 +480,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         cache_used_bytes: now.cache_used_bytes,
         allocated_bytes: allocator_stat(tikv_jemalloc_ctl::stats::allocated::read),
         resident_bytes: allocator_stat(tikv_jemalloc_ctl::stats::resident::read),
+        memory: MemPeaks::default(), // set by `measure`, which runs the sampler
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
@@ -767,6 +780,7 @@ fn print_report(r: &EngineReport) {
     }
     print!("{}", t.render());
     println!();
+    print_memory(&r.phases);
     crate::engine_txn::print(&r.txn);
     #[cfg(feature = "rocksdb")]
     peer_rocksdb::print(&r.peer);
@@ -796,6 +810,35 @@ fn print_report(r: &EngineReport) {
             println!("  - {w}");
         }
     }
+}
+
+/// Each phase's sampled memory peaks against the cache charge.
+fn print_memory(phases: &[Phase]) {
+    let mut t = Table::new([
+        "phase",
+        "alloc peak",
+        "resident peak",
+        "rss peak",
+        "uncharged peak",
+        "charge then",
+        "charge at end",
+        "alloc at end",
+    ]);
+    for ph in phases {
+        let m = &ph.memory;
+        t.row([
+            ph.name.to_owned(),
+            opt(m.allocated_peak_bytes, mib),
+            opt(m.resident_peak_bytes, mib),
+            opt(m.rss_peak_bytes, mib),
+            opt(m.uncharged_peak_bytes, mib),
+            opt(m.charge_at_uncharged_peak_bytes, mib),
+            mib(ph.cache_used_bytes),
+            opt(ph.allocated_bytes, mib),
+        ]);
+    }
+    print!("{}", t.render());
+    println!();
 }
 
 /// A one-line progress display on stderr, redrawn at most twice a second.
@@ -909,6 +952,7 @@ mod tests {
             cache_used_bytes: 0,
             allocated_bytes: None,
             resident_bytes: None,
+            memory: MemPeaks::default(),
             flushes: 0,
             leaf_splits: 0,
             nodes_read: 0,

@@ -10,6 +10,7 @@ mod fio;
 mod keyspace;
 mod latency;
 mod machine;
+mod memwatch;
 mod process;
 mod report;
 mod wire;
