@@ -12,7 +12,7 @@
 use crate::device::WorkDir;
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::machine::Machine;
-use crate::memwatch::{MemPeaks, MemWatch};
+use crate::memwatch::{jemalloc_now, MemPeaks, MemWatch};
 use crate::process;
 use crate::report::{num, write_json, Table};
 use anyhow::{anyhow, bail, Context, Result};
@@ -442,6 +442,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let (basements_read, basement_read_bytes) =
         (d(|c| c.basements_read), d(|c| c.basement_read_bytes));
     let rss_peak = process::rss_peak_bytes();
+    let heap = jemalloc_now();
     Phase {
         name: end.name,
         ops: end.ops,
@@ -478,8 +479,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         cache_evictions: d(|c| c.cache_evictions),
         cache_peak_bytes: now.cache_peak_bytes,
         cache_used_bytes: now.cache_used_bytes,
-        allocated_bytes: allocator_stat(tikv_jemalloc_ctl::stats::allocated::read),
-        resident_bytes: allocator_stat(tikv_jemalloc_ctl::stats::resident::read),
+        allocated_bytes: heap.map(|h| h.0),
+        resident_bytes: heap.map(|h| h.1),
         memory: MemPeaks::default(), // set by `measure`, which runs the sampler
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
@@ -516,12 +517,6 @@ fn io_delta(now: &IoCounters, then: &IoCounters) -> IoCounters {
         user_read: c(now.user_read, then.user_read),
         meta: c(now.meta, then.meta),
     }
-}
-
-/// One jemalloc statistic, refreshed first (its statistics are cached per epoch).
-fn allocator_stat(read: fn() -> tikv_jemalloc_ctl::Result<usize>) -> Option<u64> {
-    tikv_jemalloc_ctl::epoch::advance().ok()?;
-    read().ok().map(|b| b as u64)
 }
 
 /// Inserts key numbers `order(0..keys)` in batches, then checkpoints; `seconds` covers both.

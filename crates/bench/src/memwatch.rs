@@ -97,8 +97,9 @@ impl Drop for MemWatch<'_> {
     }
 }
 
-/// jemalloc's allocated and resident bytes, refreshed (its statistics are cached per epoch).
-fn jemalloc_now() -> Option<(u64, u64)> {
+/// jemalloc's allocated and resident bytes, refreshed (its statistics are cached per epoch):
+/// what the sampler reads, and what a phase records at its end.
+pub fn jemalloc_now() -> Option<(u64, u64)> {
     tikv_jemalloc_ctl::epoch::advance().ok()?;
     let allocated = tikv_jemalloc_ctl::stats::allocated::read().ok()?;
     let resident = tikv_jemalloc_ctl::stats::resident::read().ok()?;
