@@ -63,6 +63,14 @@ fn key(i: u64) -> [u8; 16] {
     k
 }
 
+/// Live bytes and the cache's charge now, to count both from.
+fn base(env: &Env) -> (isize, u64) {
+    (
+        LIVE.load(Ordering::Relaxed),
+        env.counters().cache_used_bytes,
+    )
+}
+
 /// The cache's charge over the memory the allocator holds, both counted from `base`.
 fn charge_ratio(env: &Env, base: (isize, u64)) -> f64 {
     let live = LIVE.load(Ordering::Relaxed) - base.0;
@@ -112,10 +120,7 @@ fn the_charge_follows_the_memory_of_buffers_and_leaves() {
     {
         let env = Env::open(dir.path(), options()).expect("open");
         let t = env.create_tree("t", None).expect("create");
-        let base = (
-            LIVE.load(Ordering::Relaxed),
-            env.counters().cache_used_bytes,
-        );
+        let base = base(&env);
         put_all(&env, &t, n, &[0x5a; 100]);
         check_band("with buffers", charge_ratio(&env, base));
         env.flush_all().expect("flush_all");
@@ -130,10 +135,7 @@ fn the_charge_follows_the_memory_of_buffers_and_leaves() {
     // the messages pass through and, once flushed, every leaf.
     let env = Env::open(dir.path(), options()).expect("reopen");
     let t = env.open_tree("t").expect("open tree");
-    let base = (
-        LIVE.load(Ordering::Relaxed),
-        env.counters().cache_used_bytes,
-    );
+    let base = base(&env);
     put_all(&env, &t, n, &[0x7c; 100]);
     check_band("after overwriting reopened data", charge_ratio(&env, base));
     env.flush_all().expect("flush_all");
