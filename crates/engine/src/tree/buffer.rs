@@ -314,6 +314,31 @@ impl MsgBuffer {
         map
     }
 
+    /// Takes the messages of the lowest keys, whole keys at a time, until at least
+    /// `max_bytes` of serialized messages are taken or the buffer is empty. A flush moves a
+    /// buffer in such pieces so that the messages in flight, charged to no node, stay small.
+    pub fn take_first(&mut self, max_bytes: usize) -> BTreeMap<Vec<u8>, Vec<Msg>> {
+        let mut taken = BTreeMap::new();
+        let (mut bytes, mut count, mut spare) = (0, 0, 0);
+        let map = self.map_mut();
+        while bytes < max_bytes {
+            let Some((k, list)) = map.pop_first() else {
+                break;
+            };
+            count += list.len();
+            spare += list.capacity() - list.len();
+            bytes += list
+                .iter()
+                .map(|m| MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len())
+                .sum::<usize>();
+            taken.insert(k, list);
+        }
+        self.bytes -= bytes;
+        self.count -= count;
+        self.spare_slots -= spare;
+        taken
+    }
+
     /// Splits off every message with key >= `pivot` into a new buffer.
     pub fn split_off(&mut self, pivot: &[u8]) -> MsgBuffer {
         let upper = self.map_mut().split_off(pivot);
@@ -489,6 +514,33 @@ mod tests {
             assert_eq!(b.len(), n);
             assert_eq!(b.bytes(), total);
             assert_eq!(b, sample());
+        }
+    }
+
+    #[test]
+    fn take_first_moves_whole_lowest_keys_and_keeps_counts() {
+        for mut b in [sample(), packed(&sample())] {
+            let (total, n) = (b.bytes(), b.len());
+            let mut seen = Vec::new();
+            let mut moved = (0, 0);
+            while !b.is_empty() {
+                let before = b.bytes();
+                let piece = b.take_first(100);
+                assert!(!piece.is_empty(), "a non-empty buffer gives something");
+                let bytes: usize = piece
+                    .iter()
+                    .flat_map(|(k, l)| l.iter().map(move |m| (k, m)))
+                    .map(|(k, m)| MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len())
+                    .sum();
+                assert_eq!(before - b.bytes(), bytes, "Q2 after taking a piece");
+                moved.0 += piece.values().map(Vec::len).sum::<usize>();
+                moved.1 += bytes;
+                seen.extend(piece.into_keys());
+            }
+            assert_eq!(moved, (n, total));
+            assert_eq!(b.mem_bytes(), 0, "nothing left charged");
+            let want: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i]).collect();
+            assert_eq!(seen, want, "whole keys, lowest first, each once");
         }
     }
 

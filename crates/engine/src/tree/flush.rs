@@ -212,26 +212,41 @@ impl Tree {
         Ok(hi)
     }
 
-    /// Moves buffer `c` of internal node `id` into child `c`.
+    /// Moves buffer `c` of internal node `id` into child `c`, a piece of about
+    /// `flush_piece_bytes` at a time: messages between the two nodes are charged to
+    /// neither, so moving a whole buffer at once held up to a node's worth of memory outside
+    /// the cache budget (the largest uncharged allocation during sequential fills).
     fn flush_child(&self, st: &mut TreeState, id: NodeId, c: usize) -> Step<()> {
         let child = internal(st, id).children[c];
         self.prepare_modify(st, id)?;
         self.prepare_modify(st, child)?;
         let cache = self.cache.clone();
-        let msgs = st.modify(id, &cache, |n| {
-            n.dirty = true;
-            internal_mut(n).buf_mut(c).take_all()
-        });
-        let moved = msgs.values().map(Vec::len).sum::<usize>() as u64;
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
         let basement_bytes = self.options.basement_size_bytes;
-        let applied = st.modify(child, &cache, |n| {
-            n.dirty = true;
-            n.touch();
-            push_down(&mut n.body, &*merge, msgs, horizon, basement_bytes)
+        let piece_bytes = flush_piece_bytes(self.options.node_size_bytes, basement_bytes);
+        let mut moved = 0u64;
+        loop {
+            let msgs = st.modify(id, &cache, |n| {
+                n.dirty = true;
+                internal_mut(n).buf_mut(c).take_first(piece_bytes)
+            });
+            if msgs.is_empty() {
+                break;
+            }
+            moved += msgs.values().map(Vec::len).sum::<usize>() as u64;
+            let applied = st.modify(child, &cache, |n| {
+                n.dirty = true;
+                n.touch();
+                push_down(&mut n.body, &*merge, msgs, horizon)
+            });
+            self.stats.count_versions(applied);
+        }
+        st.modify(child, &cache, |n| {
+            if let NodeBody::Leaf(l) = &mut n.body {
+                l.recut_oversized(basement_bytes);
+            }
         });
-        self.stats.count_versions(applied);
         // Remember an over-full child by a key in its range: the flusher walks to it later.
         self.remember_if_overfull(st, child);
         EngineStats::bump(&self.stats.flushes);
@@ -451,7 +466,6 @@ fn push_down(
     merge: &msg::MergeFn,
     msgs: BTreeMap<Vec<u8>, Vec<Msg>>,
     horizon: Ts,
-    basement_bytes: usize,
 ) -> Applied {
     let mut applied = Applied::default();
     match body {
@@ -469,10 +483,15 @@ fn push_down(
                     applied.add(apply_to_leaf(l, merge, &k, &m, horizon));
                 }
             }
-            l.recut_oversized(basement_bytes);
         }
     }
     applied
+}
+
+/// Serialized bytes of messages a flush moves at a time: a sixteenth of a node (one
+/// child's share of a full buffer), never less than a basement.
+fn flush_piece_bytes(node_bytes: usize, basement_bytes: usize) -> usize {
+    (node_bytes / 16).max(basement_bytes).max(1)
 }
 
 /// Applies one message to a fully loaded leaf: the entry gets the version it makes.
@@ -491,7 +510,89 @@ fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizo
 }
 
 /// Splits a leaf into pieces of about `target_bytes`; later pieces come with their pivot.
+/// The cut falls between basements when that gives pieces of at least half the target
+/// (the usual case: basements are a small fraction of a node), so the basements move as
+/// they are — packed ones stay packed — and the leaf is never rebuilt entry by entry; a
+/// leaf of few, large basements is cut by entries.
 fn split_leaf(
+    l: Leaf,
+    target_bytes: usize,
+    basement_bytes: usize,
+) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
+    let sizes: Vec<usize> = l
+        .basements
+        .iter()
+        .map(|b| b.as_ref().expect("a leaf is split fully loaded").bytes())
+        .collect();
+    match basement_cuts(&sizes, target_bytes) {
+        Some(cuts) => split_leaf_at_basements(l, &cuts),
+        None => split_leaf_by_entries(l, target_bytes, basement_bytes),
+    }
+}
+
+/// Where to cut a leaf whose basements weigh `sizes` into pieces of about `target_bytes`:
+/// the indexes of the first basement of every piece after the first (each the boundary
+/// nearest an even share), or `None` when basement boundaries cannot give at least two
+/// pieces of half the even share each.
+fn basement_cuts(sizes: &[usize], target_bytes: usize) -> Option<Vec<usize>> {
+    // prefix[j] = bytes of basements 0..j; a cut before basement j leaves prefix[j] left.
+    let prefix: Vec<usize> = std::iter::once(0)
+        .chain(sizes.iter().scan(0, |sum, &sz| {
+            *sum += sz;
+            Some(*sum)
+        }))
+        .collect();
+    let total = prefix[sizes.len()];
+    let pieces_n = total.div_ceil(target_bytes.max(1)).max(2);
+    let mut cuts: Vec<usize> = Vec::with_capacity(pieces_n - 1);
+    for k in 1..pieces_n {
+        let want = total * k / pieces_n;
+        // The boundary nearest to `want`: the first at or past it, or the one before.
+        let after = prefix.partition_point(|&p| p < want).clamp(1, sizes.len());
+        let before = after - 1;
+        let cut = if want - prefix[before].min(want) < prefix[after].saturating_sub(want) {
+            before
+        } else {
+            after
+        };
+        if cut > 0 && cut < sizes.len() && cuts.last().is_none_or(|&c| c < cut) {
+            cuts.push(cut);
+        }
+    }
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(cuts.iter().copied())
+        .chain(std::iter::once(sizes.len()))
+        .collect();
+    let fair = total / pieces_n;
+    let even = !cuts.is_empty()
+        && bounds.windows(2).all(|w| {
+            let bytes = prefix[w[1]] - prefix[w[0]];
+            bytes > 0 && bytes >= fair / 2
+        });
+    even.then_some(cuts)
+}
+
+/// Cuts a fully loaded leaf before each basement index in `cuts` (ascending, non-zero).
+fn split_leaf_at_basements(mut l: Leaf, cuts: &[usize]) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
+    let mut rest = Vec::with_capacity(cuts.len());
+    for &at in cuts.iter().rev() {
+        let basements = l.basements.split_off(at);
+        let mut pivots = l.pivots.split_off(at - 1);
+        let separator = pivots.remove(0);
+        let piece = Leaf {
+            pivots,
+            basements,
+            parts: Vec::new(),
+        };
+        rest.push((separator, NodeBody::Leaf(piece)));
+    }
+    rest.reverse();
+    l.parts.clear();
+    (NodeBody::Leaf(l), rest)
+}
+
+/// Splits a leaf by rebuilding it from its entries (for leaves of few, large basements).
+fn split_leaf_by_entries(
     l: Leaf,
     target_bytes: usize,
     basement_bytes: usize,
@@ -583,5 +684,97 @@ fn internal_mut(n: &mut Node) -> &mut Internal {
     match &mut n.body {
         NodeBody::Internal(n) => n,
         NodeBody::Leaf(_) => panic!("expected an internal node"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::entry::Entry;
+
+    fn leaf_of(n: u32, basement_bytes: usize) -> Leaf {
+        let entries: BTreeMap<Vec<u8>, Entry> = (0..n)
+            .map(|i| {
+                let e = Entry::new(Ts(1), Some(vec![7u8; 40]));
+                (i.to_be_bytes().to_vec(), e)
+            })
+            .collect();
+        Leaf::from_entries(entries, basement_bytes)
+    }
+
+    fn keys(body: &NodeBody) -> Vec<Vec<u8>> {
+        match body {
+            NodeBody::Leaf(l) => l.clone().into_entries().into_keys().collect(),
+            NodeBody::Internal(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_leaf_of_many_basements_is_cut_between_them_keeping_every_entry() {
+        let l = leaf_of(2000, 1024);
+        let all = keys(&NodeBody::Leaf(l.clone()));
+        let n_basements = l.basements.len();
+        assert!(n_basements > 20, "{n_basements} basements");
+        let total = l.loaded_bytes();
+        let (first, rest) = split_leaf(l.clone(), total.div_ceil(3), 1024);
+        assert_eq!(rest.len(), 2, "three pieces");
+        let mut got = keys(&first);
+        let mut lower = got.last().cloned();
+        for (sep, piece) in &rest {
+            let NodeBody::Leaf(p) = piece else { panic!() };
+            assert!(p.parts.is_empty());
+            let bytes = p.loaded_bytes();
+            assert!(bytes > total / 6 && bytes < total / 2, "{bytes} of {total}");
+            let ks = keys(piece);
+            assert!(
+                lower.as_ref().is_some_and(|lo| lo < sep),
+                "separator above the left"
+            );
+            assert!(ks[0] >= *sep, "separator at or below the right");
+            lower = ks.last().cloned();
+            got.extend(ks);
+        }
+        assert_eq!(got, all, "every entry once, in order");
+        let NodeBody::Leaf(f) = &first else { panic!() };
+        let pieces = 1 + rest.len();
+        let basements: usize = f.basements.len()
+            + rest
+                .iter()
+                .map(|(_, p)| match p {
+                    NodeBody::Leaf(p) => p.basements.len(),
+                    NodeBody::Internal(_) => 0,
+                })
+                .sum::<usize>();
+        assert_eq!(
+            basements, n_basements,
+            "basements moved, not rebuilt ({pieces} pieces)"
+        );
+    }
+
+    #[test]
+    fn a_leaf_of_one_basement_is_cut_by_entries() {
+        let l = leaf_of(300, 1 << 20);
+        assert_eq!(l.basements.len(), 1);
+        let all = keys(&NodeBody::Leaf(l.clone()));
+        let (first, rest) = split_leaf(l, 4096, 1 << 20);
+        assert!(!rest.is_empty());
+        let mut got = keys(&first);
+        for (sep, piece) in &rest {
+            assert_eq!(keys(piece)[0], *sep, "entry cuts carry the first key");
+            got.extend(keys(piece));
+        }
+        assert_eq!(got, all);
+    }
+
+    #[test]
+    fn basement_cuts_refuse_lopsided_pieces() {
+        assert_eq!(basement_cuts(&[10, 10, 10, 10], 20), Some(vec![2]));
+        assert_eq!(
+            basement_cuts(&[100, 1], 60),
+            None,
+            "one piece would be tiny"
+        );
+        assert_eq!(basement_cuts(&[0, 0], 1), None, "empty pieces");
+        assert_eq!(basement_cuts(&[5], 1), None, "one basement");
     }
 }
