@@ -479,8 +479,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         cache_evictions: d(|c| c.cache_evictions),
         cache_peak_bytes: now.cache_peak_bytes,
         cache_used_bytes: now.cache_used_bytes,
-        allocated_bytes: heap.map(|h| h.0),
-        resident_bytes: heap.map(|h| h.1),
+        allocated_bytes: heap.map(|h| h.allocated),
+        resident_bytes: heap.map(|h| h.resident),
         memory: MemPeaks::default(), // set by `measure`, which runs the sampler
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
@@ -818,6 +818,8 @@ fn print_memory(phases: &[Phase]) {
         "charge then",
         "charge at end",
         "alloc at end",
+        "overhead peak",
+        "of it dirty",
     ]);
     for ph in phases {
         let m = &ph.memory;
@@ -830,6 +832,8 @@ fn print_memory(phases: &[Phase]) {
             opt(m.charge_at_uncharged_peak_bytes, mib),
             mib(ph.cache_used_bytes),
             opt(ph.allocated_bytes, mib),
+            opt(m.overhead_peak_bytes, mib),
+            opt(m.dirty_at_overhead_peak_bytes, mib),
         ]);
     }
     print!("{}", t.render());

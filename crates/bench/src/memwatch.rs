@@ -27,12 +27,25 @@ pub struct MemPeaks {
     pub uncharged_peak_bytes: Option<u64>,
     /// The cache charge at the sample of `uncharged_peak_bytes`.
     pub charge_at_uncharged_peak_bytes: Option<u64>,
+    /// Highest `resident - allocated` at one sample: the allocator's own overhead.
+    pub overhead_peak_bytes: Option<u64>,
+    /// Of that overhead, freed pages not yet returned to the OS (jemalloc's dirty pages,
+    /// which decay); the rest is allocator metadata and partly used pages (fragmentation).
+    pub dirty_at_overhead_peak_bytes: Option<u64>,
+    /// jemalloc's metadata at the same sample.
+    pub metadata_at_overhead_peak_bytes: Option<u64>,
     /// Samples taken.
     pub samples: u64,
 }
 
 impl MemPeaks {
-    fn record(&mut self, allocated: u64, resident: u64, rss: Option<u64>, charge: u64) {
+    fn record(&mut self, j: Jemalloc, rss: Option<u64>, charge: u64) {
+        let Jemalloc {
+            allocated,
+            resident,
+            dirty,
+            metadata,
+        } = j;
         let max = |a: Option<u64>, b: u64| Some(a.map_or(b, |a| a.max(b)));
         self.allocated_peak_bytes = max(self.allocated_peak_bytes, allocated);
         self.resident_peak_bytes = max(self.resident_peak_bytes, resident);
@@ -43,6 +56,12 @@ impl MemPeaks {
         if self.uncharged_peak_bytes.is_none_or(|u| uncharged > u) {
             self.uncharged_peak_bytes = Some(uncharged);
             self.charge_at_uncharged_peak_bytes = Some(charge);
+        }
+        let overhead = resident.saturating_sub(allocated);
+        if self.overhead_peak_bytes.is_none_or(|o| overhead > o) {
+            self.overhead_peak_bytes = Some(overhead);
+            self.dirty_at_overhead_peak_bytes = dirty;
+            self.metadata_at_overhead_peak_bytes = metadata;
         }
         self.samples += 1;
     }
@@ -66,11 +85,11 @@ impl<'scope> MemWatch<'scope> {
         let (p, s) = (peaks.clone(), stop.clone());
         let thread = scope.spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                if let Some((allocated, resident)) = jemalloc_now() {
+                if let Some(j) = jemalloc_now() {
                     let (rss, c) = (crate::process::rss_now_bytes(), charge());
                     p.lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .record(allocated, resident, rss, c);
+                        .record(j, rss, c);
                 }
                 std::thread::sleep(PERIOD);
             }
@@ -97,13 +116,36 @@ impl Drop for MemWatch<'_> {
     }
 }
 
-/// jemalloc's allocated and resident bytes, refreshed (its statistics are cached per epoch):
-/// what the sampler reads, and what a phase records at its end.
-pub fn jemalloc_now() -> Option<(u64, u64)> {
+/// One reading of jemalloc's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Jemalloc {
+    pub allocated: u64,
+    pub resident: u64,
+    /// Dirty pages of all arenas, in bytes (`None` if the statistic cannot be read).
+    pub dirty: Option<u64>,
+    pub metadata: Option<u64>,
+}
+
+/// jemalloc's statistics, refreshed (they are cached per epoch): what the sampler reads,
+/// and what a phase records at its end.
+pub fn jemalloc_now() -> Option<Jemalloc> {
     tikv_jemalloc_ctl::epoch::advance().ok()?;
     let allocated = tikv_jemalloc_ctl::stats::allocated::read().ok()?;
     let resident = tikv_jemalloc_ctl::stats::resident::read().ok()?;
-    Some((allocated as u64, resident as u64))
+    let metadata = tikv_jemalloc_ctl::stats::metadata::read().ok();
+    // 4096 is MALLCTL_ARENAS_ALL: the sum over every arena.
+    // SAFETY: the name is a NUL-terminated mallctl of type size_t.
+    let dirty_pages =
+        unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"stats.arenas.4096.pdirty\0") };
+    // SAFETY: as above; `arenas.page` is a size_t.
+    let page = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"arenas.page\0") }.ok();
+    let dirty = dirty_pages.ok().zip(page).map(|(n, p)| (n * p) as u64);
+    Some(Jemalloc {
+        allocated: allocated as u64,
+        resident: resident as u64,
+        dirty,
+        metadata: metadata.map(|m| m as u64),
+    })
 }
 
 #[cfg(test)]
@@ -113,14 +155,22 @@ mod tests {
     #[test]
     fn peaks_keep_the_highest_and_the_charge_at_the_widest_gap() {
         let mut p = MemPeaks::default();
-        p.record(100, 150, Some(160), 90);
-        p.record(300, 320, None, 150);
-        p.record(200, 400, Some(150), 20);
+        let j = |allocated, resident| Jemalloc {
+            allocated,
+            resident,
+            dirty: Some(resident / 2),
+            metadata: None,
+        };
+        p.record(j(100, 150), Some(160), 90);
+        p.record(j(300, 320), None, 150);
+        p.record(j(200, 400), Some(150), 20);
         assert_eq!(p.allocated_peak_bytes, Some(300));
         assert_eq!(p.resident_peak_bytes, Some(400));
         assert_eq!(p.rss_peak_bytes, Some(160));
         assert_eq!(p.uncharged_peak_bytes, Some(180));
         assert_eq!(p.charge_at_uncharged_peak_bytes, Some(20));
+        assert_eq!(p.overhead_peak_bytes, Some(200));
+        assert_eq!(p.dirty_at_overhead_peak_bytes, Some(200));
         assert_eq!(p.samples, 3);
     }
 
