@@ -80,6 +80,32 @@ impl Leaf {
         }
     }
 
+    /// Builds a leaf of `pieces` basements of about equal size from sorted entries
+    /// weighing `total` bytes: a cut falls before the first entry past each k/pieces of
+    /// the total.
+    fn from_entries_evenly(entries: BTreeMap<Vec<u8>, Entry>, total: usize, pieces: usize) -> Self {
+        let pieces = pieces.max(1);
+        let mut pivots = Vec::new();
+        let mut basements = Vec::new();
+        let mut current = BTreeMap::new();
+        let mut done = 0;
+        for (k, v) in entries {
+            let next_cut = total * (basements.len() + 1) / pieces;
+            if !current.is_empty() && basements.len() + 1 < pieces && done >= next_cut {
+                pivots.push(k.clone());
+                basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
+            }
+            done += entry_bytes(&k, &v);
+            current.insert(k, v);
+        }
+        basements.push(Some(Basement::from_entries(current)));
+        Leaf {
+            pivots,
+            basements,
+            parts: Vec::new(),
+        }
+    }
+
     /// Re-cuts every basement that applied messages grew past twice `basement_bytes` into
     /// basements of about `basement_bytes`, so the read unit stays the configured size
     /// between splits (a leaf filled by messages would otherwise keep one basement the size
@@ -91,7 +117,11 @@ impl Leaf {
             let Some(basement) = self.basements[b].take_if(oversized) else {
                 continue;
             };
-            let cut = Leaf::from_entries(basement.into_entries(), basement_bytes);
+            // Even pieces, not greedy ones: a greedy cut leaves a small remainder, and
+            // since splits move basements as they are (flush.rs) it would stay small.
+            let total = basement.bytes();
+            let pieces = total.div_ceil(basement_bytes.max(1));
+            let cut = Leaf::from_entries_evenly(basement.into_entries(), total, pieces);
             self.basements.splice(b..=b, cut.basements);
             self.pivots.splice(b..b, cut.pivots);
             self.parts.clear();
@@ -482,5 +512,16 @@ mod tests {
             }
         }
         assert_eq!(leaf.loaded_bytes(), total);
+        let sizes: Vec<usize> = leaf
+            .basements
+            .iter()
+            .flatten()
+            .map(Basement::bytes)
+            .collect();
+        let (min, max) = (sizes.iter().min(), sizes.iter().max());
+        assert!(
+            min.zip(max).is_some_and(|(min, max)| min * 10 >= max * 9),
+            "even pieces, no small remainder: {sizes:?}"
+        );
     }
 }
