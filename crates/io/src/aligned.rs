@@ -7,7 +7,8 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 /// A zero-initialised buffer aligned to [`PAGE_SIZE`]; `len()` is the logical length, the
-/// capacity is `len` rounded up to a page (at least one page) and the tail is zeroes.
+/// capacity is `len` rounded up to a page (at least one page) when created, and may be
+/// more after `set_len` shortens a buffer kept for reuse; the tail is zeroes.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -52,7 +53,7 @@ impl AlignedBuf {
         self.capacity
     }
 
-    /// The logical contents plus zero padding up to the page boundary: what O_DIRECT writes.
+    /// The logical contents plus the zero tail up to the capacity: what O_DIRECT writes.
     pub fn padded(&self) -> &[u8] {
         // SAFETY: capacity bytes were allocated and zero-initialised.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.capacity) }

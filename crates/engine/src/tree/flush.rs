@@ -550,7 +550,9 @@ fn basement_cuts(sizes: &[usize], target_bytes: usize) -> Option<Vec<usize>> {
         // The boundary nearest to `want`: the first at or past it, or the one before.
         let after = prefix.partition_point(|&p| p < want).clamp(1, sizes.len());
         let before = after - 1;
-        let cut = if want - prefix[before].min(want) < prefix[after].saturating_sub(want) {
+        // prefix[before] <= want <= prefix[after]: `after` is the first boundary at or
+        // past `want` (clamped to 1 when `want` is 0, where prefix[0] = 0 = want).
+        let cut = if want - prefix[before] < prefix[after] - want {
             before
         } else {
             after

@@ -37,6 +37,19 @@ pub struct PartDesc {
     pub codec: Compression,
 }
 
+/// Where `Leaf::cut_entries` stands when it weighs a cut before the next entry.
+#[derive(Debug, Clone, Copy)]
+struct CutAt {
+    /// Basements already cut.
+    basements_before: usize,
+    /// Bytes in the basement being filled.
+    basement_bytes: usize,
+    /// Bytes of every entry before this one.
+    bytes_before: usize,
+    /// Bytes of this entry.
+    entry_bytes: usize,
+}
+
 /// A leaf node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
@@ -58,26 +71,9 @@ impl Leaf {
 
     /// Builds a leaf from sorted entries, cutting basements at `basement_bytes`.
     pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>, basement_bytes: usize) -> Self {
-        let mut pivots = Vec::new();
-        let mut basements = Vec::new();
-        let mut current = BTreeMap::new();
-        let mut current_bytes = 0;
-        for (k, v) in entries {
-            let sz = entry_bytes(&k, &v);
-            if current_bytes > 0 && current_bytes + sz > basement_bytes {
-                pivots.push(k.clone());
-                basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
-                current_bytes = 0;
-            }
-            current_bytes += sz;
-            current.insert(k, v);
-        }
-        basements.push(Some(Basement::from_entries(current)));
-        Leaf {
-            pivots,
-            basements,
-            parts: Vec::new(),
-        }
+        Leaf::cut_entries(entries, |c| {
+            c.basement_bytes + c.entry_bytes > basement_bytes
+        })
     }
 
     /// Builds a leaf of `pieces` basements of about equal size from sorted entries
@@ -85,17 +81,37 @@ impl Leaf {
     /// the total.
     fn from_entries_evenly(entries: BTreeMap<Vec<u8>, Entry>, total: usize, pieces: usize) -> Self {
         let pieces = pieces.max(1);
+        Leaf::cut_entries(entries, |c| {
+            c.basements_before + 1 < pieces
+                && c.bytes_before >= total * (c.basements_before + 1) / pieces
+        })
+    }
+
+    /// Builds a leaf from sorted entries, starting a new basement before an entry when
+    /// `cut_before` says so (never before the first entry of a basement).
+    fn cut_entries(
+        entries: BTreeMap<Vec<u8>, Entry>,
+        mut cut_before: impl FnMut(CutAt) -> bool,
+    ) -> Self {
         let mut pivots = Vec::new();
         let mut basements = Vec::new();
         let mut current = BTreeMap::new();
-        let mut done = 0;
+        let (mut basement_bytes, mut bytes_before) = (0, 0);
         for (k, v) in entries {
-            let next_cut = total * (basements.len() + 1) / pieces;
-            if !current.is_empty() && basements.len() + 1 < pieces && done >= next_cut {
+            let sz = entry_bytes(&k, &v);
+            let at = CutAt {
+                basements_before: basements.len(),
+                basement_bytes,
+                bytes_before,
+                entry_bytes: sz,
+            };
+            if !current.is_empty() && cut_before(at) {
                 pivots.push(k.clone());
                 basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
+                basement_bytes = 0;
             }
-            done += entry_bytes(&k, &v);
+            basement_bytes += sz;
+            bytes_before += sz;
             current.insert(k, v);
         }
         basements.push(Some(Basement::from_entries(current)));
