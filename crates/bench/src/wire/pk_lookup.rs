@@ -47,9 +47,9 @@ impl Workload for PkLookup {
 
     fn params(args: &WireArgs) -> Result<Params> {
         // Full size: 10x a 64 MiB cache per collection (4 collections of 640 MiB, 3M
-        // documents each). What is measured — reads per query and bytes per read with the
-        // data 10x the cache — depends on the ratio, not on the absolute size, and four
-        // collections at 10x 256 MiB would load for most of an hour on two cores.
+        // documents each; 12 minutes at d5a05a9 on two cores). What is measured — reads
+        // per query and bytes per read with the data 10x the cache — depends on the ratio,
+        // not on the absolute size; 10x 256 MiB is 4x the documents to load.
         let cache_bytes = args.cache_bytes_or(8, 64)?;
         let data = args.data_bytes_or(cache_bytes * 10)?;
         let seconds = args.seconds_or(2.0, 30.0)?;
