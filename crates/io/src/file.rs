@@ -6,9 +6,7 @@
 use crate::fault::WriteVerdict;
 use crate::{round_down_to_page, round_up_to_page, AlignedBuf, Category, Error, FaultInjector};
 use crate::{IoStats, Result, PAGE_SIZE};
-use std::cell::Cell;
 use std::fs::{File, OpenOptions};
-use std::mem::ManuallyDrop;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -33,46 +31,12 @@ pub struct DataFile {
     faults: Option<Arc<FaultInjector>>,
 }
 
-/// The bytes of one read: a view into the page-aligned buffer that the OS filled. Dropping
-/// it hands the buffer back to its thread for the next read (see [`SPARE_READ_BUF`]).
+/// The bytes of one read: a view into the page-aligned buffer that the OS filled.
 #[derive(Debug)]
 pub struct ReadBuf {
-    buf: ManuallyDrop<AlignedBuf>,
+    buf: AlignedBuf,
     start: usize,
     len: usize,
-}
-
-/// Largest read buffer a thread keeps for reuse: a basement read (tens of KiB) or a message
-/// buffer read (a few hundred KiB) fits; a whole-node read does not.
-const MAX_SPARE_READ_BYTES: usize = 512 << 10;
-
-thread_local! {
-    /// One read buffer per thread, reused by the next read that fits in it. Point reads
-    /// allocated and freed a page-aligned buffer each (8 readers, thousands a second), and
-    /// jemalloc kept tens of MiB of those freed pages resident beyond what was allocated.
-    static SPARE_READ_BUF: Cell<Option<AlignedBuf>> = const { Cell::new(None) };
-}
-
-/// A buffer of `extent` bytes (a page multiple): the thread's spare if it is large enough.
-fn read_buffer(extent: usize) -> AlignedBuf {
-    match SPARE_READ_BUF.try_with(Cell::take).ok().flatten() {
-        Some(mut buf) if buf.capacity() >= extent => {
-            buf.set_len(extent);
-            buf
-        }
-        _ => AlignedBuf::zeroed(extent),
-    }
-}
-
-impl Drop for ReadBuf {
-    fn drop(&mut self) {
-        // SAFETY: `buf` is not used again; this is the only place it is taken.
-        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
-        if buf.capacity() <= MAX_SPARE_READ_BYTES {
-            // During thread teardown the slot is gone and the buffer is simply freed.
-            let _ = SPARE_READ_BUF.try_with(move |spare| spare.set(Some(buf)));
-        }
-    }
 }
 
 impl ReadBuf {
@@ -162,7 +126,7 @@ impl DataFile {
         let start = round_down_to_page(offset);
         let lead = (offset - start) as usize;
         let extent = round_up_to_page(lead + len);
-        let mut buf = read_buffer(extent);
+        let mut buf = AlignedBuf::zeroed(extent);
         let got = self.pread_full(&mut buf, start)?;
         self.stats.add_read(cat, extent);
         if got < lead + len {
@@ -174,7 +138,7 @@ impl DataFile {
             });
         }
         Ok(ReadBuf {
-            buf: ManuallyDrop::new(buf),
+            buf,
             start: lead,
             len,
         })
@@ -225,9 +189,8 @@ impl DataFile {
             .map_err(|e| self.os_err("ftruncate", len, e))
     }
 
-    /// Fills `buf` (its length, a page multiple; a reused buffer's capacity may be larger).
     fn pread_full(&self, buf: &mut AlignedBuf, start: u64) -> Result<usize> {
-        let dst = &mut buf[..];
+        let dst = buf.padded_mut();
         let mut done = 0;
         while done < dst.len() {
             match self.file.read_at(&mut dst[done..], start + done as u64) {
@@ -318,46 +281,6 @@ mod tests {
         assert_eq!(c.checkpoint.write_bytes, 3 * PAGE_SIZE as u64);
         assert_eq!(c.user_read.read_calls, 1);
         assert_eq!(c.user_read.read_bytes, PAGE_SIZE as u64);
-    }
-
-    #[test]
-    fn a_reused_read_buffer_reads_only_the_extent_asked_for() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (f, stats) = open(dir.path(), None);
-        let mut data = AlignedBuf::zeroed(4 * PAGE_SIZE);
-        for (i, b) in data.iter_mut().enumerate() {
-            *b = (i % 253) as u8;
-        }
-        f.write_at(0, &data, Category::Checkpoint).expect("write");
-        let big = f
-            .read_exact_at(0, 4 * PAGE_SIZE, Category::UserRead)
-            .expect("read");
-        assert_eq!(&big[..], &data[..]);
-        let big_addr = big.as_ptr() as usize;
-        drop(big);
-        let small = f
-            .read_exact_at(2 * PAGE_SIZE as u64 + 10, 50, Category::UserRead)
-            .expect("read");
-        assert_eq!(
-            small.as_ptr() as usize - 10,
-            big_addr,
-            "the spare buffer is reused"
-        );
-        assert_eq!(&small[..], &data[2 * PAGE_SIZE + 10..2 * PAGE_SIZE + 60]);
-        assert_eq!(small.device_bytes(), PAGE_SIZE);
-        let c = stats.snapshot();
-        assert_eq!(c.user_read.read_calls, 2);
-        assert_eq!(
-            c.user_read.read_bytes,
-            5 * PAGE_SIZE as u64,
-            "one page, not the spare"
-        );
-        // Past the end of the file: a reused buffer's stale bytes must not pass for data.
-        drop(small);
-        let err = f
-            .read_exact_at(4 * PAGE_SIZE as u64 - 10, 100, Category::UserRead)
-            .unwrap_err();
-        assert!(matches!(err, Error::ShortRead { .. }), "{err}");
     }
 
     #[test]
