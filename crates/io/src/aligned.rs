@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 
 /// A zero-initialised buffer aligned to [`PAGE_SIZE`]; `len()` is the logical length, the
 /// capacity is `len` rounded up to a page (at least one page) when created, and may be
-/// more after `set_len` shortens a buffer kept for reuse; the tail is zeroes.
+/// more after `set_len` shortens it; the tail is zeroes.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
