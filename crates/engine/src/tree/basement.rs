@@ -1,33 +1,39 @@
 //! Leaf basements: the sorted entries of one leaf partition, and their raw byte format
-//! (`docs/format-node.md`, "Basement"). A basement is held in one of two forms:
+//! (`docs/format-node.md`, "Basement").
 //!
-//! - **packed**: the raw bytes exactly as decompressed from disk plus the offset of each
-//!   entry, searched in place by binary search. Loading one validates the bytes once and
-//!   allocates twice (bytes and offsets), whatever the entry count; it costs 4 bytes of memory
-//!   per entry beyond the bytes themselves, and writing it back is a copy.
-//! - **map**: owned entries in a `BTreeMap`, which takes messages cheaply. The first change
-//!   to a packed basement unpacks it; encoding a map walks it.
+//! A basement is always held as raw entries in one byte arena plus the offset of each entry
+//! in key order, searched in place by binary search:
 //!
-//! A point read of a packed basement decodes nothing but the one entry it finds. Before
-//! this form every basement read was decoded into a map (one allocation per key and value
-//! and ~120 bytes of map per entry), which was a quarter of the CPU of uncached point
-//! reads and half the memory of a cached basement.
+//! - read from disk, the arena is exactly the decompressed bytes (**canonical**): validated
+//!   once, two allocations whatever the entry count, written back as they are;
+//! - a change appends the key's new entry to the arena and points the key's offset at it
+//!   (the old bytes become garbage); the arena is rewritten in key order when garbage
+//!   passes a quarter of it, and before the leaf is written (`pack`).
+//!
+//! So a changed basement costs its bytes, 4 bytes of offset per entry and the arena's spare
+//! room — not a map slot and two allocations per entry. The map form this replaced held
+//! ~120 bytes of memory per entry beyond its bytes, and freed its small allocations in
+//! eviction order, which left jemalloc holding up to 200 MiB of partly used pages at full
+//! benchmark size (docs/engine-status.md).
 //!
 //! Invariants:
-//! P1. a packed basement's bytes were validated when it was packed: every offset starts a
-//!     whole entry inside the bytes, keys strictly increase, each entry has at least one
-//!     version, versions are newest first (E1) and carry a known flag. The accessors rely
-//!     on P1 and index without checking again.
-//! P2. `bytes` is the sum of `entry_bytes` over the entries in either form, so splits and
-//!     recuts decide the same way whatever the form.
+//! P1. every offset starts a whole entry inside the arena that was validated (read from
+//!     disk) or written here from checked parts: keys strictly increase in offset order,
+//!     each entry has at least one version, versions are newest first (E1) and carry a
+//!     known flag. The accessors rely on P1 and index without checking again.
+//! P2. `bytes` is the sum of `entry_bytes` over the entries, so splits and recuts decide
+//!     the same way whatever the arena holds besides.
+//! P3. `garbage` is the arena's length less its count slot and the entries the offsets
+//!     reach. When `canonical`, the arena is the basement's encoding: the count slot is
+//!     right, the entries follow it in key order, and there is no garbage.
 
 use super::entry::{Applied, Entry, Version, VERSION_OVERHEAD_BYTES};
-use super::node::{ENTRY_MEM_BYTES, ENTRY_OVERHEAD_BYTES};
-use super::packed::{u32_at, u64_at, Layout, Packed};
+use super::node::{alloc_bytes, ENTRY_OVERHEAD_BYTES};
+use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::Ts;
 use std::borrow::Cow;
-use std::collections::{btree_map, BTreeMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Version flags in a leaf entry.
@@ -37,6 +43,8 @@ const VERSION_TOMBSTONE: u8 = 1;
 const MIN_ENTRY_BYTES: usize = 4 + 4 + 8 + 1;
 /// Smallest raw version: timestamp and flag.
 const MIN_VERSION_BYTES: usize = 8 + 1;
+/// The entry count at the start of the encoding.
+const COUNT_BYTES: usize = 4;
 
 /// Bytes an entry weighs against node sizes.
 pub fn entry_bytes(key: &[u8], e: &Entry) -> usize {
@@ -44,55 +52,39 @@ pub fn entry_bytes(key: &[u8], e: &Entry) -> usize {
 }
 
 /// A leaf partition: sorted keys, each with its committed versions (`entry.rs`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Basement {
-    form: Form,
+    /// The count slot, then entries (P1, P3).
+    arena: Vec<u8>,
+    /// Where each entry starts, in key order.
+    starts: Vec<u32>,
+    /// Arena bytes no offset reaches (P3).
+    garbage: usize,
+    /// The arena is the encoding (P3).
+    canonical: bool,
     /// Sum of `entry_bytes` over the entries (P2).
     bytes: usize,
-    /// Sum of `Entry::older_mem_bytes` over a map's entries (0 when packed): memory of the
-    /// lists of older versions, charged beyond `bytes`.
-    older_mem: usize,
 }
 
-#[derive(Debug, Clone)]
-enum Form {
-    Map(BTreeMap<Vec<u8>, Entry>),
-    Packed(Packed<Entries>),
-}
-
-impl Default for Form {
+impl Default for Basement {
     fn default() -> Self {
-        Form::Map(BTreeMap::new())
+        Basement {
+            arena: vec![0; COUNT_BYTES],
+            starts: Vec::new(),
+            garbage: 0,
+            canonical: true,
+            bytes: 0,
+        }
     }
 }
-
-/// A basement's entries in the packed form (P1): each starts with its key's length.
-#[derive(Debug, Clone)]
-struct Entries;
-
-impl Layout for Entries {
-    const NAME: &'static str = "PackedBasement";
-
-    fn key(item: &[u8]) -> &[u8] {
-        &item[4..4 + u32_at(item, 0)]
-    }
-}
-
-/// Entry `i` of a packed basement: its key, and its versions from the version count on.
-fn packed_entry(p: &Packed<Entries>, i: usize) -> (&[u8], EntryRef<'_>) {
-    let key = p.key(i);
-    let versions = p.start(i) + 4 + key.len();
-    (key, EntryRef::Packed(&p.raw()[versions..p.end(i)]))
-}
-
-/// One version, borrowed from either form.
+/// One version, borrowed from an entry in the arena or an owned `Entry`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VersionRef<'a> {
     pub ts: Ts,
     pub value: Option<&'a [u8]>,
 }
 
-/// A key's versions, borrowed from either form.
+/// A key's versions, borrowed from the arena or an owned `Entry`.
 #[derive(Debug, Clone, Copy)]
 pub enum EntryRef<'a> {
     Owned(&'a Entry),
@@ -200,150 +192,136 @@ impl Basement {
     }
 
     pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>) -> Self {
-        let bytes = entries.iter().map(|(k, e)| entry_bytes(k, e)).sum();
-        Basement {
-            older_mem: older_mem(&entries),
-            form: Form::Map(entries),
-            bytes,
+        let mut b = Basement::new();
+        for (k, e) in &entries {
+            b.push_last(k, EntryRef::Owned(e));
         }
+        b.seal();
+        b
     }
 
-    /// Packs raw basement bytes (decompressed from disk), checking everything P1 promises.
+    /// Takes raw basement bytes (decompressed from disk) as the arena, checking everything
+    /// P1 promises.
     pub fn decode(raw: Vec<u8>) -> Result<Basement, String> {
-        let (offsets, bytes) = check_raw(&raw)?;
+        let (starts, bytes) = check_raw(&raw)?;
         Ok(Basement {
-            form: Form::Packed(Packed::new(raw, offsets)),
+            arena: raw,
+            starts,
+            garbage: 0,
+            canonical: true,
             bytes,
-            older_mem: 0,
         })
     }
 
     /// The raw bytes of the basement: a count, then each entry's key and its versions newest
-    /// first. A packed basement's are its bytes as they are.
+    /// first. A canonical arena's are its bytes as they are (P3).
     pub fn encode(&self) -> Cow<'_, [u8]> {
-        match &self.form {
-            Form::Packed(p) => Cow::Borrowed(p.raw()),
-            Form::Map(_) => Cow::Owned(self.encode_map(|_| {})),
+        if self.canonical {
+            Cow::Borrowed(&self.arena)
+        } else {
+            Cow::Owned(self.rewritten().arena)
         }
     }
 
-    /// Turns a map into the packed form (a leaf about to be written that stays cached and
-    /// clean), encoding it once: the basement is written from these bytes. A no-op for a
-    /// packed basement.
+    /// Rewrites the arena in key order without garbage (a leaf about to be written that
+    /// stays cached: it is written from these bytes, and holds no spare room while clean).
+    /// A no-op for a canonical arena.
     pub fn pack(&mut self) {
-        if let Form::Map(_) = &self.form {
-            let mut offsets = Vec::with_capacity(self.len());
-            let raw = self.encode_map(|at| offsets.push(at));
-            // P1 holds by construction: a map's entries are sorted and each keeps E1.
-            debug_assert_eq!(check_raw(&raw), Ok((offsets.clone(), self.bytes)));
-            self.form = Form::Packed(Packed::new(raw, offsets));
-            self.older_mem = 0;
+        if !self.canonical {
+            *self = self.rewritten();
+            debug_assert_eq!(
+                check_raw(&self.arena),
+                Ok((self.starts.clone(), self.bytes)),
+                "P1, P2"
+            );
         }
     }
 
-    /// Encodes the entries, telling `entry_at` where each starts.
-    fn encode_map(&self, mut entry_at: impl FnMut(u32)) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + self.bytes);
-        out.extend_from_slice(&(self.len() as u32).to_le_bytes());
-        for (k, e) in self.iter() {
-            entry_at(out.len() as u32);
-            put_bytes(&mut out, k);
-            out.extend_from_slice(&(e.version_count() as u32).to_le_bytes());
-            for v in e.versions() {
-                out.extend_from_slice(&v.ts.0.to_le_bytes());
-                match v.value {
-                    Some(value) => {
-                        out.push(VERSION_VALUE);
-                        put_bytes(&mut out, value);
-                    }
-                    None => out.push(VERSION_TOMBSTONE),
-                }
-            }
+    /// A canonical copy: each entry's bytes in key order.
+    fn rewritten(&self) -> Basement {
+        let mut out = Basement::new();
+        out.arena
+            .reserve_exact(self.arena.len() - COUNT_BYTES - self.garbage);
+        out.starts.reserve_exact(self.len());
+        for i in 0..self.len() {
+            out.starts.push(out.arena.len() as u32);
+            out.arena
+                .extend_from_slice(&self.arena[self.entry_range(i)]);
         }
+        out.bytes = self.bytes;
+        out.seal();
         out
     }
 
+    /// Whether the arena is the encoding as it is (P3).
+    #[cfg(test)]
     pub fn is_packed(&self) -> bool {
-        matches!(self.form, Form::Packed(_))
+        self.canonical
     }
 
     pub fn get(&self, key: &[u8]) -> Option<EntryRef<'_>> {
-        match &self.form {
-            Form::Map(m) => m.get(key).map(EntryRef::Owned),
-            Form::Packed(p) => p.find(key).map(|i| packed_entry(p, i).1),
-        }
-    }
-
-    /// The map form, unpacking a packed basement first.
-    fn map_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Entry> {
-        if let Form::Packed(p) = &self.form {
-            let map = p
-                .indexes()
-                .map(|i| {
-                    let (k, e) = packed_entry(p, i);
-                    (k.to_vec(), e.to_entry())
-                })
-                .collect();
-            self.older_mem = older_mem(&map);
-            self.form = Form::Map(map);
-        }
-        match &mut self.form {
-            Form::Map(m) => m,
-            Form::Packed(_) => unreachable!("unpacked just above"),
-        }
+        self.find(key).ok().map(|i| self.entry(i).1)
     }
 
     /// Records the version that commit `ts` gives `key` (`None` deletes), collecting the
     /// versions no snapshot at or after `horizon` can see (M2).
     pub fn apply(&mut self, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
-        self.map_mut(); // unpacking sets `older_mem`: read the sums after it
-        let (mut bytes, mut mem) = (self.bytes, self.older_mem);
-        let entries = self.map_mut();
-        let Some(entry) = entries.get_mut(key) else {
-            if value.is_some() || ts > horizon {
-                let e = Entry::new(ts, value);
-                bytes += entry_bytes(key, &e);
-                entries.insert(key.to_vec(), e);
+        let i = match self.find(key) {
+            Ok(i) => i,
+            Err(at) => {
+                if value.is_some() || ts > horizon {
+                    let v = VersionRef {
+                        ts,
+                        value: value.as_deref(),
+                    };
+                    let start = self.append(key, &[v]);
+                    self.starts.insert(at, start);
+                    self.bytes += entry_ref_bytes(key, self.entry(at).1);
+                }
+                return Applied::default();
             }
-            self.bytes = bytes;
-            return Applied::default();
         };
-        let before = (entry_bytes(key, entry), entry.older_mem_bytes());
+        let mut entry = self.entry(i).1.to_entry();
+        self.bytes -= entry_bytes(key, &entry);
+        self.garbage += self.entry_range(i).len();
+        self.canonical = false;
         let applied = entry.push(ts, value, horizon);
-        let dead = entry.is_dead(horizon);
-        let after = (entry_bytes(key, entry), entry.older_mem_bytes());
-        bytes = bytes + after.0 - before.0;
-        mem = mem + after.1 - before.1;
-        if dead {
-            bytes -= after.0;
-            mem -= after.1;
-            entries.remove(key);
+        if entry.is_dead(horizon) {
+            self.starts.remove(i);
+        } else {
+            let versions: Vec<VersionRef<'_>> = EntryRef::Owned(&entry).versions().collect();
+            self.starts[i] = self.append(key, &versions);
+            self.bytes += entry_bytes(key, &entry);
         }
-        self.bytes = bytes;
-        self.older_mem = mem;
+        if self.garbage > GARBAGE_MIN_BYTES && self.garbage * 4 > self.arena.len() {
+            self.pack();
+        }
         applied
     }
 
-    /// Collects every entry against `horizon` (before the basement is written). A packed
-    /// basement whose entries are all single values has nothing to collect and stays packed.
+    /// Collects every entry against `horizon` (before the basement is written). A basement
+    /// whose entries are all single values has nothing to collect and is left as it is.
     pub fn collect(&mut self, horizon: Ts) -> u64 {
-        let collectable =
-            |(_, e): (&[u8], EntryRef<'_>)| e.version_count() > 1 || e.newest_value().is_none();
-        if self.is_packed() && !self.iter().any(collectable) {
+        let collectable = |e: EntryRef<'_>| e.version_count() > 1 || e.newest_value().is_none();
+        if !self.iter().any(|(_, e)| collectable(e)) {
             return 0;
         }
-        let (mut collected, mut bytes, mut mem) = (0, 0, 0);
-        self.map_mut().retain(|k, e| {
-            collected += e.collect(horizon);
-            let keep = !e.is_dead(horizon);
-            if keep {
-                bytes += entry_bytes(k, e);
-                mem += e.older_mem_bytes();
+        let mut out = Basement::new();
+        out.arena.reserve_exact(self.arena.len() - self.garbage);
+        let mut collected = 0;
+        for (k, e) in self.iter() {
+            if !collectable(e) {
+                out.push_last(k, e);
+                continue;
             }
-            keep
-        });
-        self.bytes = bytes;
-        self.older_mem = mem;
+            let mut owned = e.to_entry();
+            collected += owned.collect(horizon);
+            if !owned.is_dead(horizon) {
+                out.push_last(k, EntryRef::Owned(&owned));
+            }
+        }
+        out.seal();
+        *self = out;
         collected
     }
 
@@ -352,35 +330,27 @@ impl Basement {
     }
 
     pub fn len(&self) -> usize {
-        match &self.form {
-            Form::Map(m) => m.len(),
-            Form::Packed(p) => p.len(),
-        }
+        self.starts.len()
     }
 
-    /// Memory the basement holds (what the cache charges for it).
+    /// Memory the basement holds (what the cache charges for it): the arena's and the
+    /// offsets' allocations, spare room included.
     pub fn mem_bytes(&self) -> usize {
-        match &self.form {
-            Form::Map(_) => self.bytes + self.len() * ENTRY_MEM_BYTES + self.older_mem,
-            Form::Packed(p) => p.mem_bytes(),
-        }
+        alloc_bytes(self.arena.capacity())
+            + alloc_bytes(self.starts.capacity() * std::mem::size_of::<u32>())
     }
 
     pub fn iter(&self) -> Iter<'_> {
-        Iter(match &self.form {
-            Form::Map(m) => IterForm::Map(m.iter()),
-            Form::Packed(p) => IterForm::Packed(p, p.indexes()),
-        })
+        Iter {
+            basement: self,
+            indexes: 0..self.len(),
+        }
     }
 
     pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
-        match self.form {
-            Form::Map(m) => m,
-            Form::Packed(_) => self
-                .iter()
-                .map(|(k, e)| (k.to_vec(), e.to_entry()))
-                .collect(),
-        }
+        self.iter()
+            .map(|(k, e)| (k.to_vec(), e.to_entry()))
+            .collect()
     }
 
     pub fn first_key(&self) -> Option<&[u8]> {
@@ -390,9 +360,104 @@ impl Basement {
     pub fn last_key(&self) -> Option<&[u8]> {
         self.iter().next_back().map(|(k, _)| k)
     }
+
+    /// The entry whose key is `key`, or where it would go.
+    fn find(&self, key: &[u8]) -> Result<usize, usize> {
+        self.starts
+            .binary_search_by(|&s| key_at(&self.arena, s as usize).cmp(key))
+    }
+
+    /// Entry `i`'s key and versions (P1).
+    fn entry(&self, i: usize) -> (&[u8], EntryRef<'_>) {
+        let range = self.entry_range(i);
+        let key = key_at(&self.arena, range.start);
+        let versions = range.start + 4 + key.len();
+        (key, EntryRef::Packed(&self.arena[versions..range.end]))
+    }
+
+    /// Where entry `i`'s bytes are in the arena (P1: they parse without checks).
+    fn entry_range(&self, i: usize) -> Range<usize> {
+        let start = self.starts[i] as usize;
+        let mut end = start + 4 + u32_at(&self.arena, start);
+        let count = u32_at(&self.arena, end);
+        end += 4;
+        for _ in 0..count {
+            end += match self.arena[end + 8] {
+                VERSION_VALUE => MIN_VERSION_BYTES + 4 + u32_at(&self.arena, end + 9),
+                _ => MIN_VERSION_BYTES,
+            };
+        }
+        start..end
+    }
+
+    /// Appends an entry after the last one of a basement being built in key order.
+    fn push_last(&mut self, key: &[u8], e: EntryRef<'_>) {
+        debug_assert!(self.last_key().is_none_or(|last| last < key), "P1");
+        let versions: Vec<VersionRef<'_>> = e.versions().collect();
+        let start = self.append(key, &versions);
+        self.starts.push(start);
+        self.bytes += entry_ref_bytes(key, e);
+    }
+
+    /// Marks a basement built in key order by `push_last` canonical: writes its count.
+    fn seal(&mut self) {
+        let count = u32::try_from(self.len()).expect("a basement's entries fit its arena");
+        self.arena[..COUNT_BYTES].copy_from_slice(&count.to_le_bytes());
+        self.arena.shrink_to_fit();
+        self.garbage = 0;
+        self.canonical = true;
+    }
+
+    /// Writes an entry at the arena's end and returns where it starts. The arena grows by an
+    /// eighth at least, not by doubling: a changed basement's spare room is charged to the
+    /// cache, and most take a few entries between two writes.
+    fn append(&mut self, key: &[u8], versions: &[VersionRef<'_>]) -> u32 {
+        let need = 8
+            + key.len()
+            + versions
+                .iter()
+                .map(|v| MIN_VERSION_BYTES + v.value.map_or(0, |x| 4 + x.len()))
+                .sum::<usize>();
+        if self.arena.capacity() - self.arena.len() < need {
+            self.arena.reserve_exact(need.max(self.arena.len() / 8));
+        }
+        let start = u32::try_from(self.arena.len()).expect("a basement's arena stays below 4 GiB");
+        put_bytes(&mut self.arena, key);
+        self.arena
+            .extend_from_slice(&(versions.len() as u32).to_le_bytes());
+        for v in versions {
+            self.arena.extend_from_slice(&v.ts.0.to_le_bytes());
+            match v.value {
+                Some(value) => {
+                    self.arena.push(VERSION_VALUE);
+                    put_bytes(&mut self.arena, value);
+                }
+                None => self.arena.push(VERSION_TOMBSTONE),
+            }
+        }
+        self.canonical = false;
+        start
+    }
 }
 
-/// Equal entries and versions, whatever the forms.
+/// Garbage below this is never worth a rewrite of the arena.
+const GARBAGE_MIN_BYTES: usize = 4096;
+
+/// The key of the entry starting at `start` of checked bytes (P1).
+fn key_at(arena: &[u8], start: usize) -> &[u8] {
+    &arena[start + 4..start + 4 + u32_at(arena, start)]
+}
+
+/// What an entry weighs against node sizes (`entry_bytes`), from its versions.
+fn entry_ref_bytes(key: &[u8], e: EntryRef<'_>) -> usize {
+    ENTRY_OVERHEAD_BYTES
+        + key.len()
+        + e.versions()
+            .map(|v| VERSION_OVERHEAD_BYTES + v.value.map_or(0, <[u8]>::len))
+            .sum::<usize>()
+}
+
+/// Equal entries and versions, whatever the arenas hold besides.
 impl PartialEq for Basement {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
@@ -406,38 +471,23 @@ impl PartialEq for Basement {
 impl Eq for Basement {}
 
 /// Iterator over a basement's entries in key order.
-pub struct Iter<'a>(IterForm<'a>);
-
-enum IterForm<'a> {
-    Map(btree_map::Iter<'a, Vec<u8>, Entry>),
-    Packed(&'a Packed<Entries>, Range<usize>),
+pub struct Iter<'a> {
+    basement: &'a Basement,
+    indexes: Range<usize>,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], EntryRef<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterForm::Map(it) => it.next().map(|(k, e)| (k.as_slice(), EntryRef::Owned(e))),
-            IterForm::Packed(p, indexes) => indexes.next().map(|i| packed_entry(p, i)),
-        }
+        self.indexes.next().map(|i| self.basement.entry(i))
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterForm::Map(it) => it
-                .next_back()
-                .map(|(k, e)| (k.as_slice(), EntryRef::Owned(e))),
-            IterForm::Packed(p, indexes) => indexes.next_back().map(|i| packed_entry(p, i)),
-        }
+        self.indexes.next_back().map(|i| self.basement.entry(i))
     }
-}
-
-/// Memory of the lists of older versions in `entries`.
-fn older_mem(entries: &BTreeMap<Vec<u8>, Entry>) -> usize {
-    entries.values().map(Entry::older_mem_bytes).sum()
 }
 
 /// Checks raw basement bytes (P1) and returns each entry's offset and the basement's
@@ -516,7 +566,7 @@ mod tests {
     }
 
     #[test]
-    fn packed_and_map_forms_agree_on_every_read() {
+    fn canonical_and_changed_arenas_agree_on_every_read() {
         let map = sample();
         let packed = Basement::decode(map.encode().into_owned()).expect("well formed");
         assert!(packed.is_packed() && !map.is_packed());
@@ -546,41 +596,76 @@ mod tests {
         assert_eq!(packed.encode(), map.encode());
     }
 
-    /// `older_mem` is what the map's entries hold, whatever path changed them.
-    fn older_mem_agrees(b: &Basement) {
-        let expect = match &b.form {
-            Form::Map(m) => older_mem(m),
-            Form::Packed(_) => 0,
+    /// P2 and P3 hold: `bytes` and `garbage` are what the arena's entries say.
+    fn sums_agree(b: &Basement) {
+        let reached: usize = (0..b.len()).map(|i| b.entry_range(i).len()).sum();
+        assert_eq!(b.garbage, b.arena.len() - COUNT_BYTES - reached, "P3");
+        let bytes: usize = b.iter().map(|(k, e)| entry_ref_bytes(k, e)).sum();
+        assert_eq!(b.bytes, bytes, "P2");
+        if b.canonical {
+            assert_eq!(check_raw(&b.arena), Ok((b.starts.clone(), b.bytes)), "P3");
+        }
+    }
+
+    /// Random changes against a map of owned entries changed by the same rules.
+    #[test]
+    fn changes_match_a_model_of_owned_entries() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
         };
-        assert_eq!(b.older_mem, expect);
-    }
-
-    #[test]
-    fn memory_of_older_versions_is_charged_through_unpacking_and_collection() {
-        // k007 and k008 hold two versions each: unpacking gives them lists of older ones.
-        // The first change to a packed basement unpacks it, and hits a key with versions.
-        let mut b = Basement::decode(sample().encode().into_owned()).expect("well formed");
-        b.apply(b"k008", Ts(30), Some(b"x".to_vec()), Ts(0));
-        older_mem_agrees(&b);
-        assert!(b.older_mem > 0);
-        let packed_mem = Basement::decode(sample().encode().into_owned())
-            .expect("ok")
-            .mem_bytes();
-        assert!(b.mem_bytes() > packed_mem);
-        b.apply(b"k009", Ts(40), Some(b"y".to_vec()), Ts(0));
-        older_mem_agrees(&b);
-        // Everything visible to all: every older list goes, and its memory with it.
-        b.apply(b"k007", Ts(50), None, Ts(100));
-        older_mem_agrees(&b);
-        b.collect(Ts(100));
-        older_mem_agrees(&b);
-        assert_eq!(b.older_mem, 0);
+        let mut b = Basement::new();
+        let mut model: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
+        let (mut ts, mut horizon, mut rewrites) = (1u64, 0u64, 0);
+        for step in 0..20_000 {
+            let key = format!("key{:03}", next(300)).into_bytes();
+            ts += next(2);
+            horizon = horizon.max(ts.saturating_sub(next(20)));
+            let value = (next(5) > 0).then(|| vec![step as u8; next(200) as usize]);
+            let garbage = b.garbage;
+            b.apply(&key, Ts(ts), value.clone(), Ts(horizon));
+            rewrites += usize::from(b.garbage < garbage);
+            match model.get_mut(&key) {
+                Some(e) => {
+                    e.push(Ts(ts), value, Ts(horizon));
+                    if e.is_dead(Ts(horizon)) {
+                        model.remove(&key);
+                    }
+                }
+                None if value.is_some() || ts > horizon => {
+                    model.insert(key, Entry::new(Ts(ts), value));
+                }
+                None => {}
+            }
+            if step % 1_000 == 0 {
+                sums_agree(&b);
+                assert_eq!(b, Basement::from_entries(model.clone()), "step {step}");
+                if step % 3_000 == 0 {
+                    b.collect(Ts(horizon));
+                    for e in model.values_mut() {
+                        e.collect(Ts(horizon));
+                    }
+                    model.retain(|_, e| !e.is_dead(Ts(horizon)));
+                    sums_agree(&b);
+                }
+            }
+        }
+        assert!(rewrites > 0, "garbage must have forced rewrites");
+        sums_agree(&b);
+        assert_eq!(b, Basement::from_entries(model));
+        let spare = b.arena.capacity() - b.arena.len();
+        assert!(b.mem_bytes() >= b.arena.len() + spare);
         b.pack();
-        older_mem_agrees(&b);
+        sums_agree(&b);
+        assert_eq!(b.garbage, 0);
+        assert!(b.is_packed());
     }
 
     #[test]
-    fn a_change_unpacks_and_packing_again_round_trips() {
+    fn a_change_appends_and_packing_makes_the_arena_canonical_again() {
         let mut b = Basement::decode(sample().encode().into_owned()).expect("well formed");
         b.apply(b"k100", Ts(30), Some(b"x".to_vec()), Ts(0));
         assert!(!b.is_packed());
@@ -593,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn collecting_a_packed_basement_unpacks_only_when_something_can_go() {
+    fn collecting_rewrites_a_basement_only_when_something_can_go() {
         let mut single = Basement::new();
         single.apply(b"a", Ts(1), Some(b"v".to_vec()), Ts(0));
         let mut single = Basement::decode(single.encode().into_owned()).expect("ok");

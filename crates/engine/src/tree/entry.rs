@@ -50,6 +50,7 @@ impl Applied {
 }
 
 impl Entry {
+    #[cfg(test)]
     pub fn new(ts: Ts, value: Option<Vec<u8>>) -> Entry {
         Entry {
             newest: Version { ts, value },
@@ -147,11 +148,6 @@ impl Entry {
             self.older = Vec::new();
         }
         dropped as u64
-    }
-
-    /// Memory of the older versions' list beyond what `bytes` counts (the cache's charge).
-    pub fn older_mem_bytes(&self) -> usize {
-        self.older.capacity() * std::mem::size_of::<Version>()
     }
 
     /// A delete that every snapshot sees, with nothing older: the entry can go.

@@ -438,15 +438,6 @@ const fn map_slot_bytes(slot: usize) -> usize {
 /// are 16 B apart up to 128 B and a quarter of a power of two above).
 const ROUNDING_BYTES: usize = 8;
 
-/// Memory a basement entry holds beyond the bytes it weighs (`entry_bytes`, which counts
-/// the key and value and their serialized overhead, not memory): its map slot and the
-/// rounding of its key and value allocations, less the serialized overhead.
-pub const ENTRY_MEM_BYTES: usize =
-    map_slot_bytes(std::mem::size_of::<Vec<u8>>() + std::mem::size_of::<Entry>())
-        + 2 * ROUNDING_BYTES
-        - ENTRY_OVERHEAD_BYTES
-        - super::entry::VERSION_OVERHEAD_BYTES;
-
 /// Memory a buffered message holds beyond the bytes it weighs: its key's map slot, the
 /// key's message list (one `Msg` for nearly every key) and the rounding of its key and
 /// payload allocations, less the serialized overhead.
