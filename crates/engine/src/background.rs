@@ -58,7 +58,10 @@ fn flusher(env: &EnvInner) {
             match env.poison_on(t.flush_once()) {
                 Ok(w) => worked |= w,
                 Err(e) => {
+                    // Writers wait on the flusher under backpressure: it must not stop
+                    // without failing the environment, whatever the error.
                     tracing::error!(error = %e, tree = t.name(), "flusher stopped");
+                    env.poison(format!("the flusher stopped on tree {}: {e}", t.name()));
                     return;
                 }
             }
