@@ -1,87 +1,75 @@
 //! Message buffers: one child's pending messages, ordered by key then MSN, and their raw
 //! byte format (`docs/format-node.md`, "Message buffer"). Like a basement (`basement.rs`) a
-//! buffer is held in one of two forms:
+//! buffer is held as raw messages in one byte arena plus the offset of each message in
+//! (key, MSN) order:
 //!
-//! - **packed**: the raw bytes as decompressed from disk plus the offset where each key's
-//!   messages start, searched in place. A lookup that has to read an evicted buffer (its key
-//!   may have a message there) validates the bytes once and allocates twice, instead of
-//!   building a map of every message in a buffer of hundreds of KB to use one.
-//! - **map**: owned messages in a `BTreeMap`, which takes pushes, splits and drains. The
-//!   first change to a packed buffer unpacks it.
+//! - read from disk, the arena is exactly the decompressed bytes (**canonical**), validated
+//!   once: a lookup that has to read an evicted buffer allocates twice, instead of building
+//!   a map of every message in a buffer of hundreds of KB to use one;
+//! - a push appends the message to the arena and inserts its offset; taking or splitting
+//!   messages off leaves their bytes as garbage, and the arena is rewritten in order when
+//!   garbage passes a quarter of it.
+//!
+//! A raw message is exactly as long as it weighs against the node size (`MSG_OVERHEAD_BYTES`
+//! plus key and payload), so the garbage is the arena's length less the count slot and
+//! `bytes`. The map form this replaced held ~150 bytes of memory per message beyond its
+//! bytes in a map slot, a message list and two allocations.
 //!
 //! Invariants:
-//! Q1. a packed buffer's bytes were validated when packed: every message lies whole inside
-//!     the bytes, its op code is known (a delete has no payload), keys do not decrease, and
-//!     one key's messages have increasing MSNs and non-decreasing timestamps; `groups[g]` is
-//!     the offset of the first message of the `g`-th distinct key. The accessors rely on Q1
-//!     and index without checking again.
-//! Q2. `bytes` and `count` are the same in either form.
+//! Q1. every offset starts a whole message inside the arena that was validated (read from
+//!     disk) or written here: its op code is known (a delete has no payload); in offset
+//!     order keys do not decrease and one key's messages have increasing MSNs and
+//!     non-decreasing timestamps. The accessors rely on Q1 and index without checking again.
+//! Q2. `bytes` is the sum of the messages' sizes and the offsets are the count.
+//! Q3. the arena is empty (no messages), or holds the count slot, the messages, and
+//!     `arena.len() - 4 - bytes` bytes of garbage; when `canonical` and not empty it is the
+//!     buffer's encoding (count right, messages in order, no garbage).
 
 #[cfg(test)]
 use super::msg::MsgOp;
 use super::msg::{Msg, Msn, OpRef, MSG_OVERHEAD_BYTES};
-use super::node::MSG_MEM_BYTES;
-use super::packed::{u32_at, u64_at, Layout, Packed};
+use super::node::alloc_bytes;
+use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::Ts;
 use std::borrow::Cow;
-use std::collections::btree_map::{self, Entry};
 use std::collections::BTreeMap;
-use std::ops::{Bound, Range};
 
 /// Smallest raw message: MSN, timestamp, op code and two lengths.
 const MIN_MSG_BYTES: usize = 8 + 8 + 1 + 4 + 4;
 /// Offset of the key length inside a raw message.
 const KEY_LEN_AT: usize = 17;
+/// The message count at the start of the encoding.
+const COUNT_BYTES: usize = 4;
+/// Garbage below this is never worth a rewrite of the arena.
+const GARBAGE_MIN_BYTES: usize = 4096;
 
 /// One child's pending messages, by key and MSN.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MsgBuffer {
-    form: Form,
+    /// The count slot, then messages (Q1, Q3).
+    arena: Vec<u8>,
+    /// Where each message starts, in (key, MSN) order.
+    starts: Vec<u32>,
     /// Serialized size of the messages (Q2).
     bytes: usize,
-    count: usize,
-    /// Unused room in the map form's message lists (capacity less length, summed), charged
-    /// as memory: a key's second message grows its list to room for four.
-    spare_slots: usize,
+    /// The arena is the encoding (Q3).
+    canonical: bool,
 }
 
-#[derive(Debug, Clone)]
-enum Form {
-    Map(BTreeMap<Vec<u8>, Vec<Msg>>),
-    Packed(Packed<Groups>),
-}
-
-impl Default for Form {
+/// An empty buffer holds no allocation: its arena is empty, not a count slot.
+impl Default for MsgBuffer {
     fn default() -> Self {
-        Form::Map(BTreeMap::new())
+        MsgBuffer {
+            arena: Vec::new(),
+            starts: Vec::new(),
+            bytes: 0,
+            canonical: true,
+        }
     }
 }
 
-/// A buffer's key groups in the packed form (Q1): each starts with its first message,
-/// whose key is at `KEY_LEN_AT`.
-#[derive(Debug, Clone)]
-struct Groups;
-
-impl Layout for Groups {
-    const NAME: &'static str = "PackedBuffer";
-
-    fn key(item: &[u8]) -> &[u8] {
-        let n = u32_at(item, KEY_LEN_AT);
-        &item[KEY_LEN_AT + 4..KEY_LEN_AT + 4 + n]
-    }
-}
-
-/// Group `g` of a packed buffer: its key, and its messages up to the next group's.
-fn packed_group(p: &Packed<Groups>, g: usize) -> (&[u8], Msgs<'_>) {
-    let msgs = MsgsForm::Packed {
-        raw: &p.raw()[..p.end(g)],
-        pos: p.start(g),
-    };
-    (p.key(g), Msgs(msgs))
-}
-
-/// One message, borrowed from either form.
+/// One message, borrowed from a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsgRef<'a> {
     pub msn: Msn,
@@ -101,55 +89,44 @@ impl MsgRef<'_> {
 
 /// One key's messages, oldest first.
 #[derive(Debug, Clone)]
-pub struct Msgs<'a>(MsgsForm<'a>);
-
-#[derive(Debug, Clone)]
-enum MsgsForm<'a> {
-    Owned(std::slice::Iter<'a, Msg>),
-    /// Messages from `pos` to the end of `raw`, which ends where the key's group does.
-    Packed {
-        raw: &'a [u8],
-        pos: usize,
-    },
-}
-
-impl Msgs<'_> {
-    /// No messages (a key the buffer does not hold).
-    pub fn empty() -> Self {
-        Msgs(MsgsForm::Owned([].iter()))
-    }
+pub struct Msgs<'a> {
+    arena: &'a [u8],
+    starts: std::slice::Iter<'a, u32>,
 }
 
 impl<'a> Iterator for Msgs<'a> {
     type Item = MsgRef<'a>;
 
     fn next(&mut self) -> Option<MsgRef<'a>> {
-        match &mut self.0 {
-            MsgsForm::Owned(it) => it.next().map(|m| MsgRef {
-                msn: m.msn,
-                ts: m.ts,
-                op: m.op.as_op_ref(),
-            }),
-            MsgsForm::Packed { raw, pos } => {
-                if *pos >= raw.len() {
-                    return None;
-                }
-                let at = *pos;
-                let klen = u32_at(raw, at + KEY_LEN_AT);
-                let p_at = at + KEY_LEN_AT + 4 + klen;
-                let plen = u32_at(raw, p_at);
-                let payload = &raw[p_at + 4..p_at + 4 + plen];
-                *pos = p_at + 4 + plen;
-                let op = OpRef::from_code(raw[at + 16], payload)
-                    .expect("packed messages were checked (Q1)");
-                Some(MsgRef {
-                    msn: Msn(u64_at(raw, at)),
-                    ts: Ts(u64_at(raw, at + 8)),
-                    op,
-                })
-            }
-        }
+        self.starts.next().map(|&s| msg_at(self.arena, s as usize))
     }
+}
+
+/// The message starting at `at` of checked bytes (Q1).
+fn msg_at(arena: &[u8], at: usize) -> MsgRef<'_> {
+    let klen = u32_at(arena, at + KEY_LEN_AT);
+    let p_at = at + KEY_LEN_AT + 4 + klen;
+    let plen = u32_at(arena, p_at);
+    let payload = &arena[p_at + 4..p_at + 4 + plen];
+    let op =
+        OpRef::from_code(arena[at + 16], payload).expect("buffered messages were checked (Q1)");
+    MsgRef {
+        msn: Msn(u64_at(arena, at)),
+        ts: Ts(u64_at(arena, at + 8)),
+        op,
+    }
+}
+
+/// The key of the message starting at `at` of checked bytes (Q1).
+fn key_at(arena: &[u8], at: usize) -> &[u8] {
+    let n = u32_at(arena, at + KEY_LEN_AT);
+    &arena[at + KEY_LEN_AT + 4..at + KEY_LEN_AT + 4 + n]
+}
+
+/// How long the message starting at `at` of checked bytes is (Q1).
+fn msg_len(arena: &[u8], at: usize) -> usize {
+    let klen = u32_at(arena, at + KEY_LEN_AT);
+    MIN_MSG_BYTES + klen + u32_at(arena, at + KEY_LEN_AT + 4 + klen)
 }
 
 impl MsgBuffer {
@@ -157,88 +134,54 @@ impl MsgBuffer {
         Self::default()
     }
 
-    /// Packs raw buffer bytes (decompressed from disk), checking everything Q1 promises.
+    /// Takes raw buffer bytes (decompressed from disk) as the arena, checking everything Q1
+    /// promises.
     pub fn decode(raw: Vec<u8>) -> Result<MsgBuffer, String> {
-        let (groups, bytes, count) = check_raw(&raw)?;
+        let (starts, bytes) = check_raw(&raw)?;
         Ok(MsgBuffer {
-            form: Form::Packed(Packed::new(raw, groups)),
+            arena: raw,
+            starts,
             bytes,
-            count,
-            spare_slots: 0,
+            canonical: true,
         })
     }
 
-    /// The raw bytes: a message count, then each message in (key, MSN) order. A packed
-    /// buffer's are its bytes as they are.
+    /// The raw bytes: a message count, then each message in (key, MSN) order. A canonical
+    /// arena's are its bytes as they are (Q3).
     pub fn encode(&self) -> Cow<'_, [u8]> {
-        if let Form::Packed(p) = &self.form {
-            return Cow::Borrowed(p.raw());
+        if self.starts.is_empty() {
+            Cow::Borrowed(&[0; COUNT_BYTES])
+        } else if self.canonical {
+            Cow::Borrowed(&self.arena)
+        } else {
+            Cow::Owned(self.copy_of(0..self.len()).arena)
         }
-        let mut out = Vec::with_capacity(4 + self.bytes);
-        out.extend_from_slice(&(self.count as u32).to_le_bytes());
-        for (k, list) in self.iter() {
-            for m in list {
-                out.extend_from_slice(&m.msn.0.to_le_bytes());
-                out.extend_from_slice(&m.ts.0.to_le_bytes());
-                out.push(m.op.code());
-                put_bytes(&mut out, k);
-                put_bytes(&mut out, m.op.payload());
-            }
-        }
-        Cow::Owned(out)
     }
 
     #[cfg(test)]
     pub fn is_packed(&self) -> bool {
-        matches!(self.form, Form::Packed(_))
-    }
-
-    /// The map form, unpacking a packed buffer first.
-    fn map_mut(&mut self) -> &mut BTreeMap<Vec<u8>, Vec<Msg>> {
-        if let Form::Packed(p) = &self.form {
-            let map = p
-                .indexes()
-                .map(|g| {
-                    let (k, msgs) = packed_group(p, g);
-                    // Room for one, as `push` gives: collecting would reserve four.
-                    let mut list = Vec::with_capacity(1);
-                    list.extend(msgs.map(MsgRef::to_msg));
-                    (k.to_vec(), list)
-                })
-                .collect();
-            self.spare_slots = spare_slots(&map);
-            self.form = Form::Map(map);
-        }
-        match &mut self.form {
-            Form::Map(m) => m,
-            Form::Packed(_) => unreachable!("unpacked just above"),
-        }
+        self.canonical
     }
 
     /// Adds a message; MSNs for one key must arrive in increasing order.
     pub fn push(&mut self, key: Vec<u8>, msg: Msg) {
-        self.bytes += MSG_OVERHEAD_BYTES + key.len() + msg.op.payload().len();
-        self.count += 1;
-        let spare = match self.map_mut().entry(key) {
-            // A list of exactly one: nearly every key has one message, and a list grown by
-            // `push` would reserve four (144 bytes more per key).
-            Entry::Vacant(v) => {
-                v.insert(vec![msg]);
-                (0, 0)
-            }
-            Entry::Occupied(mut o) => {
-                let list = o.get_mut();
-                assert!(
-                    list.last()
-                        .is_none_or(|last| last.msn < msg.msn && last.ts <= msg.ts),
-                    "messages for one key must arrive in MSN and commit order"
-                );
-                let before = list.capacity() - list.len();
-                list.push(msg);
-                (before, list.capacity() - list.len())
-            }
+        let at = self.upper_bound(&key);
+        if let Some(&prev) = at.checked_sub(1).map(|i| &self.starts[i]) {
+            let prev = prev as usize;
+            let last = msg_at(&self.arena, prev);
+            assert!(
+                key_at(&self.arena, prev) != key.as_slice()
+                    || (last.msn < msg.msn && last.ts <= msg.ts),
+                "messages for one key must arrive in MSN and commit order"
+            );
+        }
+        let m = MsgRef {
+            msn: msg.msn,
+            ts: msg.ts,
+            op: msg.op.as_op_ref(),
         };
-        self.spare_slots = self.spare_slots - spare.0 + spare.1;
+        let start = self.append(&key, m);
+        self.starts.insert(at, start);
     }
 
     /// Serialized size of the buffer's messages (what it weighs against the node size).
@@ -247,41 +190,34 @@ impl MsgBuffer {
     }
 
     pub fn len(&self) -> usize {
-        self.count
+        self.starts.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.starts.is_empty()
     }
 
     /// Number of distinct keys.
     pub fn key_count(&self) -> usize {
-        match &self.form {
-            Form::Map(m) => m.len(),
-            Form::Packed(p) => p.len(),
-        }
+        self.iter().count()
     }
 
-    /// Memory the buffer holds (what the cache charges for it).
+    /// Memory the buffer holds (what the cache charges for it): the arena's and the
+    /// offsets' allocations, spare room included.
     pub fn mem_bytes(&self) -> usize {
-        match &self.form {
-            Form::Map(_) => {
-                self.bytes
-                    + self.count * MSG_MEM_BYTES
-                    + self.spare_slots * std::mem::size_of::<Msg>()
-            }
-            Form::Packed(p) => p.mem_bytes(),
-        }
+        alloc_bytes(self.arena.capacity())
+            + alloc_bytes(self.starts.capacity() * std::mem::size_of::<u32>())
     }
 
     /// Pending messages for `key`, oldest first.
     pub fn get(&self, key: &[u8]) -> Msgs<'_> {
-        match &self.form {
-            Form::Map(m) => m
-                .get(key)
-                .map_or(Msgs::empty(), |l| Msgs(MsgsForm::Owned(l.iter()))),
-            Form::Packed(p) => p.find(key).map_or(Msgs::empty(), |g| packed_group(p, g).1),
-        }
+        let lo = self.lower_bound(key);
+        let hi = lo
+            + self.starts[lo..]
+                .iter()
+                .take_while(|&&s| key_at(&self.arena, s as usize) == key)
+                .count();
+        self.msgs(lo, hi)
     }
 
     /// All messages in (key, MSN) order, one item per key.
@@ -291,149 +227,228 @@ impl MsgBuffer {
 
     /// Messages with keys in `[lo, hi)` (unbounded where `None`), one item per key.
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Iter<'_> {
-        Iter(match &self.form {
-            Form::Map(m) => {
-                let lo_bound = lo.map_or(Bound::Unbounded, Bound::Included);
-                let hi_bound = hi.map_or(Bound::Unbounded, Bound::Excluded);
-                IterForm::Map(m.range::<[u8], _>((lo_bound, hi_bound)))
-            }
-            Form::Packed(p) => {
-                let front = lo.map_or(0, |k| p.lower_bound(k));
-                let back = hi.map_or(p.len(), |k| p.lower_bound(k));
-                IterForm::Packed(p, front..back.max(front))
-            }
-        })
+        let front = lo.map_or(0, |k| self.lower_bound(k));
+        let back = hi.map_or(self.len(), |k| self.lower_bound(k));
+        Iter {
+            buffer: self,
+            front,
+            back: back.max(front),
+        }
     }
 
     /// Takes every message, leaving the buffer empty.
+    #[cfg(test)]
     pub fn take_all(&mut self) -> BTreeMap<Vec<u8>, Vec<Msg>> {
-        let map = std::mem::take(self.map_mut());
-        self.bytes = 0;
-        self.count = 0;
-        self.spare_slots = 0;
-        map
+        let all = self.owned(self.iter());
+        *self = MsgBuffer::new();
+        all
     }
 
     /// Takes the messages of the lowest keys, whole keys at a time, until at least
     /// `max_bytes` of serialized messages are taken or the buffer is empty. A flush moves a
     /// buffer in such pieces so that the messages in flight, charged to no node, stay small.
     pub fn take_first(&mut self, max_bytes: usize) -> BTreeMap<Vec<u8>, Vec<Msg>> {
-        let mut taken = BTreeMap::new();
-        let (mut bytes, mut count, mut spare) = (0, 0, 0);
-        let map = self.map_mut();
-        while bytes < max_bytes {
-            let Some((k, list)) = map.pop_first() else {
-                break;
-            };
-            count += list.len();
-            spare += list.capacity() - list.len();
-            bytes += list
-                .iter()
-                .map(|m| MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len())
-                .sum::<usize>();
-            taken.insert(k, list);
+        let mut groups = self.iter();
+        let mut bytes = 0;
+        while bytes < max_bytes && groups.front < groups.back {
+            let before = groups.front;
+            groups.next();
+            bytes += self.bytes_of(before..groups.front);
         }
-        self.bytes -= bytes;
-        self.count -= count;
-        self.spare_slots -= spare;
+        let n = groups.front;
+        let taken = self.owned_first(n);
+        self.remove_first(n, bytes);
         taken
     }
 
     /// Splits off every message with key >= `pivot` into a new buffer.
     pub fn split_off(&mut self, pivot: &[u8]) -> MsgBuffer {
-        let upper = self.map_mut().split_off(pivot);
-        let mut other = MsgBuffer {
-            form: Form::Map(upper),
-            bytes: 0,
-            count: 0,
-            spare_slots: 0,
-        };
-        other.recount();
-        self.recount();
-        other
+        let at = self.lower_bound(pivot);
+        let upper = self.copy_of(at..self.len());
+        self.starts.truncate(at);
+        self.bytes -= upper.bytes;
+        self.canonical = false;
+        self.compact_if_wasteful();
+        upper
     }
 
     /// Moves all of `other`'s messages into this buffer (keys must not interleave MSNs
     /// out of order; used when merging siblings whose key ranges are disjoint).
-    pub fn absorb(&mut self, mut other: MsgBuffer) {
-        for (k, list) in other.take_all() {
-            for msg in list {
-                self.push(k.clone(), msg);
-            }
+    pub fn absorb(&mut self, other: MsgBuffer) {
+        for &s in &other.starts {
+            let s = s as usize;
+            let key = key_at(&other.arena, s);
+            let at = self.upper_bound(key);
+            let start = self.append(key, msg_at(&other.arena, s));
+            self.starts.insert(at, start);
         }
     }
 
-    fn recount(&mut self) {
-        let (mut count, mut bytes) = (0, 0);
-        for (k, list) in self.iter() {
-            for m in list {
-                count += 1;
-                bytes += MSG_OVERHEAD_BYTES + k.len() + m.op.payload().len();
-            }
+    /// Messages `lo..hi` (one key's).
+    fn msgs(&self, lo: usize, hi: usize) -> Msgs<'_> {
+        Msgs {
+            arena: &self.arena,
+            starts: self.starts[lo..hi].iter(),
         }
-        self.count = count;
-        self.bytes = bytes;
-        self.spare_slots = match &self.form {
-            Form::Map(m) => spare_slots(m),
-            Form::Packed(_) => 0,
-        };
+    }
+
+    /// The first message whose key is not below `key` (the count if there is none).
+    fn lower_bound(&self, key: &[u8]) -> usize {
+        self.starts
+            .partition_point(|&s| key_at(&self.arena, s as usize) < key)
+    }
+
+    /// The first message whose key is above `key`.
+    fn upper_bound(&self, key: &[u8]) -> usize {
+        self.starts
+            .partition_point(|&s| key_at(&self.arena, s as usize) <= key)
+    }
+
+    /// Serialized size of messages `range`.
+    fn bytes_of(&self, range: std::ops::Range<usize>) -> usize {
+        self.starts[range]
+            .iter()
+            .map(|&s| msg_len(&self.arena, s as usize))
+            .sum()
+    }
+
+    /// Owned copies of the first `n` messages (whole keys), by key.
+    fn owned_first(&self, n: usize) -> BTreeMap<Vec<u8>, Vec<Msg>> {
+        let mut groups = self.iter();
+        groups.back = n;
+        self.owned(groups)
+    }
+
+    fn owned<'a>(&self, groups: Iter<'a>) -> BTreeMap<Vec<u8>, Vec<Msg>> {
+        groups
+            .map(|(k, msgs)| (k.to_vec(), msgs.map(MsgRef::to_msg).collect()))
+            .collect()
+    }
+
+    /// Drops the first `n` messages, which weigh `bytes`.
+    fn remove_first(&mut self, n: usize, bytes: usize) {
+        self.starts.drain(..n);
+        self.bytes -= bytes;
+        if self.starts.is_empty() {
+            *self = MsgBuffer::new();
+            return;
+        }
+        self.canonical = false;
+        self.compact_if_wasteful();
+    }
+
+    /// A canonical buffer of copies of messages `range`.
+    fn copy_of(&self, range: std::ops::Range<usize>) -> MsgBuffer {
+        let bytes = self.bytes_of(range.clone());
+        let mut out = MsgBuffer::new();
+        if range.is_empty() {
+            return out;
+        }
+        out.arena.reserve_exact(COUNT_BYTES + bytes);
+        out.arena.extend_from_slice(&[0; COUNT_BYTES]);
+        out.starts.reserve_exact(range.len());
+        for &s in &self.starts[range] {
+            let s = s as usize;
+            out.starts.push(out.arena.len() as u32);
+            out.arena
+                .extend_from_slice(&self.arena[s..s + msg_len(&self.arena, s)]);
+        }
+        out.bytes = bytes;
+        out.canonical = true;
+        let count = u32::try_from(out.len()).expect("a buffer's messages fit its arena");
+        out.arena[..COUNT_BYTES].copy_from_slice(&count.to_le_bytes());
+        out
+    }
+
+    /// Rewrites the arena in order when a quarter of it is garbage (Q3).
+    fn compact_if_wasteful(&mut self) {
+        let garbage = self.arena.len().saturating_sub(COUNT_BYTES + self.bytes);
+        if garbage > GARBAGE_MIN_BYTES && garbage * 4 > self.arena.len() {
+            *self = self.copy_of(0..self.len());
+        }
+    }
+
+    /// Writes a message at the arena's end and returns where it starts. The arena grows by
+    /// an eighth at least, not by doubling: its spare room is charged to the cache.
+    fn append(&mut self, key: &[u8], m: MsgRef<'_>) -> u32 {
+        let need = MIN_MSG_BYTES + key.len() + m.op.payload().len();
+        if self.arena.is_empty() {
+            self.arena.reserve_exact(COUNT_BYTES + need);
+            self.arena.extend_from_slice(&[0; COUNT_BYTES]);
+        }
+        if self.arena.capacity() - self.arena.len() < need {
+            self.arena.reserve_exact(need.max(self.arena.len() / 8));
+        }
+        let start = u32::try_from(self.arena.len()).expect("a buffer's arena stays below 4 GiB");
+        self.arena.extend_from_slice(&m.msn.0.to_le_bytes());
+        self.arena.extend_from_slice(&m.ts.0.to_le_bytes());
+        self.arena.push(m.op.code());
+        put_bytes(&mut self.arena, key);
+        put_bytes(&mut self.arena, m.op.payload());
+        self.bytes += need;
+        self.canonical = false;
+        start
     }
 }
 
-/// Unused room in a map's message lists.
-fn spare_slots(map: &BTreeMap<Vec<u8>, Vec<Msg>>) -> usize {
-    map.values().map(|l| l.capacity() - l.len()).sum()
-}
-
-/// Equal messages, whatever the forms.
+/// Equal messages, whatever the arenas hold besides.
 impl PartialEq for MsgBuffer {
     fn eq(&self, other: &Self) -> bool {
-        self.count == other.count
-            && self.key_count() == other.key_count()
+        self.len() == other.len()
             && self
                 .iter()
                 .zip(other.iter())
                 .all(|((k1, m1), (k2, m2))| k1 == k2 && m1.eq(m2))
+            && self.key_count() == other.key_count()
     }
 }
 
 impl Eq for MsgBuffer {}
 
-/// Iterator over a buffer's keys in order, each with its messages.
-pub struct Iter<'a>(IterForm<'a>);
-
-enum IterForm<'a> {
-    Map(btree_map::Range<'a, Vec<u8>, Vec<Msg>>),
-    Packed(&'a Packed<Groups>, Range<usize>),
-}
-
-fn owned<'a>((k, list): (&'a Vec<u8>, &'a Vec<Msg>)) -> (&'a [u8], Msgs<'a>) {
-    (k.as_slice(), Msgs(MsgsForm::Owned(list.iter())))
+/// Iterator over a buffer's keys in order, each with its messages: messages `front..back`
+/// are left, and both ends fall between keys.
+pub struct Iter<'a> {
+    buffer: &'a MsgBuffer,
+    front: usize,
+    back: usize,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], Msgs<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterForm::Map(it) => it.next().map(owned),
-            IterForm::Packed(p, groups) => groups.next().map(|g| packed_group(p, g)),
+        if self.front >= self.back {
+            return None;
         }
+        let b = self.buffer;
+        let key = key_at(&b.arena, b.starts[self.front] as usize);
+        let lo = self.front;
+        self.front += 1;
+        while self.front < self.back && key_at(&b.arena, b.starts[self.front] as usize) == key {
+            self.front += 1;
+        }
+        Some((key, b.msgs(lo, self.front)))
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            IterForm::Map(it) => it.next_back().map(owned),
-            IterForm::Packed(p, groups) => groups.next_back().map(|g| packed_group(p, g)),
+        if self.front >= self.back {
+            return None;
         }
+        let b = self.buffer;
+        let key = key_at(&b.arena, b.starts[self.back - 1] as usize);
+        let hi = self.back;
+        self.back -= 1;
+        while self.back > self.front && key_at(&b.arena, b.starts[self.back - 1] as usize) == key {
+            self.back -= 1;
+        }
+        Some((key, b.msgs(self.back, hi)))
     }
 }
 
-/// Checks raw buffer bytes (Q1); returns each key's first offset, the bytes and the count
-/// (Q2). Never panics: every length is checked against what is left.
-fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize, usize), String> {
+/// Checks raw buffer bytes (Q1); returns each message's offset and the bytes (Q2). Never panics: every length is checked against what is left.
+fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize), String> {
     if u32::try_from(raw.len()).is_err() {
         return Err(format!("buffer of {} bytes is too large", raw.len()));
     }
@@ -442,7 +457,7 @@ fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize, usize), String> {
     if n > r.remaining() / MIN_MSG_BYTES {
         return Err(format!("buffer claims {n} messages in {} bytes", raw.len()));
     }
-    let mut groups = Vec::new();
+    let mut starts = Vec::with_capacity(n);
     let mut bytes = 0;
     let mut prev: Option<(&[u8], u64, u64)> = None;
     for _ in 0..n {
@@ -457,21 +472,17 @@ fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize, usize), String> {
         if OpRef::from_code(code, payload).is_none() {
             return Err(format!("bad message op {code}"));
         }
-        match prev {
-            Some((pk, pmsn, pts)) if pk == key => {
-                if pmsn >= msn || pts > ts {
-                    return Err("buffer messages out of order".into());
-                }
-            }
-            Some((pk, _, _)) if pk > key => return Err("buffer messages out of order".into()),
-            _ => groups.push(at),
+        let out_of_order = prev
+            .is_some_and(|(pk, pmsn, pts)| pk > key || (pk == key && (pmsn >= msn || pts > ts)));
+        if out_of_order {
+            return Err("buffer messages out of order".into());
         }
+        starts.push(at);
         prev = Some((key, msn, ts));
         bytes += MSG_OVERHEAD_BYTES + klen + plen;
     }
     r.finish()?;
-    groups.shrink_to_fit();
-    Ok((groups, bytes, n))
+    Ok((starts, bytes))
 }
 
 #[cfg(test)]
@@ -545,7 +556,7 @@ mod tests {
     }
 
     #[test]
-    fn packed_and_map_forms_agree_on_every_read() {
+    fn canonical_and_changed_arenas_agree_on_every_read() {
         let map = sample();
         let p = packed(&map);
         assert!(p.is_packed() && !map.is_packed());
@@ -583,6 +594,78 @@ mod tests {
         let all = unpacked.take_all();
         assert_eq!(all.len(), 40);
         assert!(unpacked.is_empty());
+    }
+
+    /// Q2 and Q3 hold, and the buffer holds exactly the model's messages.
+    fn agrees(b: &MsgBuffer, model: &BTreeMap<Vec<u8>, Vec<Msg>>) {
+        let bytes: usize = (0..b.len()).map(|i| b.bytes_of(i..i + 1)).sum();
+        assert_eq!(b.bytes, bytes, "Q2");
+        assert!(
+            b.arena.is_empty() || b.arena.len() >= COUNT_BYTES + b.bytes,
+            "Q3"
+        );
+        if b.canonical && !b.arena.is_empty() {
+            assert_eq!(check_raw(&b.arena), Ok((b.starts.clone(), b.bytes)), "Q3");
+        }
+        let got: BTreeMap<Vec<u8>, Vec<Msg>> = b
+            .iter()
+            .map(|(k, m)| (k.to_vec(), m.map(MsgRef::to_msg).collect()))
+            .collect();
+        assert_eq!(&got, model);
+        assert_eq!(b.key_count(), model.len());
+        assert_eq!(b.len(), model.values().map(Vec::len).sum::<usize>());
+    }
+
+    /// Random pushes, pieces taken, splits and absorbs against a map of message lists.
+    #[test]
+    fn changes_match_a_model_of_message_lists() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let (mut b, mut model) = (MsgBuffer::new(), BTreeMap::new());
+        let mut msn = 0;
+        for step in 0..20_000u64 {
+            match next(100) {
+                0 => {
+                    let piece = b.take_first(next(3_000) as usize);
+                    for (k, list) in piece {
+                        assert_eq!(model.pop_first(), Some((k, list)), "lowest keys first");
+                    }
+                }
+                1 | 2 => {
+                    let pivot = vec![next(256) as u8];
+                    let upper = b.split_off(&pivot);
+                    let model_upper = model.split_off(&pivot);
+                    agrees(&upper, &model_upper);
+                    let lower = MsgBuffer::decode(b.encode().into_owned());
+                    assert_eq!(lower.as_ref(), Ok(&b), "what a split leaves encodes whole");
+                    if next(2) == 0 {
+                        b.absorb(upper);
+                        model.extend(model_upper);
+                    }
+                }
+                _ => {
+                    msn += 1;
+                    let key = vec![next(256) as u8, next(4) as u8];
+                    let op = match next(3) {
+                        0 => MsgOp::Delete,
+                        1 => MsgOp::Update(vec![step as u8; next(50) as usize]),
+                        _ => MsgOp::Put(vec![step as u8; next(300) as usize]),
+                    };
+                    b.push(key.clone(), msg(msn, op.clone()));
+                    model.entry(key).or_insert_with(Vec::new).push(msg(msn, op));
+                }
+            }
+            if step % 500 == 0 {
+                agrees(&b, &model);
+                assert_eq!(MsgBuffer::decode(b.encode().into_owned()).as_ref(), Ok(&b));
+            }
+        }
+        agrees(&b, &model);
     }
 
     #[test]

@@ -427,26 +427,6 @@ impl Node {
     }
 }
 
-/// Memory a `BTreeMap` slot of `slot` bytes costs per element: its nodes hold 11 slots and
-/// are about two-thirds full under random inserts, their allocations are rounded up to a
-/// size class (about 8 bytes per slot), and there are internal nodes above them.
-const fn map_slot_bytes(slot: usize) -> usize {
-    slot * 3 / 2 + 8
-}
-
-/// What size-class rounding of one heap allocation costs on average (jemalloc's classes
-/// are 16 B apart up to 128 B and a quarter of a power of two above).
-const ROUNDING_BYTES: usize = 8;
-
-/// Memory a buffered message holds beyond the bytes it weighs: its key's map slot, the
-/// key's message list (one `Msg` for nearly every key) and the rounding of its key and
-/// payload allocations, less the serialized overhead.
-pub const MSG_MEM_BYTES: usize =
-    map_slot_bytes(std::mem::size_of::<Vec<u8>>() + std::mem::size_of::<Vec<super::msg::Msg>>())
-        + std::mem::size_of::<super::msg::Msg>()
-        + 2 * ROUNDING_BYTES
-        - super::msg::MSG_OVERHEAD_BYTES;
-
 /// Memory one heap allocation of `n` bytes takes: jemalloc's size classes are 16 bytes
 /// apart up to 128 and four per power of two above (so a 90 KB basement takes 96 KiB).
 pub const fn alloc_bytes(n: usize) -> usize {
