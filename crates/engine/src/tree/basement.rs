@@ -88,7 +88,7 @@ pub struct VersionRef<'a> {
 #[derive(Debug, Clone, Copy)]
 pub enum EntryRef<'a> {
     Owned(&'a Entry),
-    /// The entry's raw bytes from its version count on (P1).
+    /// Raw bytes from the entry's version count on (P1); they may run past the entry.
     Packed(&'a [u8]),
 }
 
@@ -367,12 +367,12 @@ impl Basement {
             .binary_search_by(|&s| key_at(&self.arena, s as usize).cmp(key))
     }
 
-    /// Entry `i`'s key and versions (P1).
+    /// Entry `i`'s key and versions (P1). The versions' bytes run on to the arena's end:
+    /// their count says where they stop, and finding the end first would parse them twice.
     fn entry(&self, i: usize) -> (&[u8], EntryRef<'_>) {
-        let range = self.entry_range(i);
-        let key = key_at(&self.arena, range.start);
-        let versions = range.start + 4 + key.len();
-        (key, EntryRef::Packed(&self.arena[versions..range.end]))
+        let start = self.starts[i] as usize;
+        let key = key_at(&self.arena, start);
+        (key, EntryRef::Packed(&self.arena[start + 4 + key.len()..]))
     }
 
     /// Where entry `i`'s bytes are in the arena (P1: they parse without checks).

@@ -26,13 +26,16 @@
 //!     buffer's encoding (count right, messages in order, no garbage).
 
 #[cfg(test)]
+use super::msg::Msg;
+#[cfg(test)]
 use super::msg::MsgOp;
-use super::msg::{Msg, Msn, OpRef, MSG_OVERHEAD_BYTES};
+use super::msg::{Msn, OpRef, MSG_OVERHEAD_BYTES};
 use super::node::alloc_bytes;
 use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::Ts;
 use std::borrow::Cow;
+#[cfg(test)]
 use std::collections::BTreeMap;
 
 /// Smallest raw message: MSN, timestamp, op code and two lengths.
@@ -77,6 +80,18 @@ pub struct MsgRef<'a> {
     pub op: OpRef<'a>,
 }
 
+#[cfg(test)]
+impl Msg {
+    pub fn as_msg_ref(&self) -> MsgRef<'_> {
+        MsgRef {
+            msn: self.msn,
+            ts: self.ts,
+            op: self.op.as_op_ref(),
+        }
+    }
+}
+
+#[cfg(test)]
 impl MsgRef<'_> {
     pub fn to_msg(self) -> Msg {
         Msg {
@@ -164,23 +179,17 @@ impl MsgBuffer {
     }
 
     /// Adds a message; MSNs for one key must arrive in increasing order.
-    pub fn push(&mut self, key: Vec<u8>, msg: Msg) {
-        let at = self.upper_bound(&key);
+    pub fn push(&mut self, key: &[u8], m: MsgRef<'_>) {
+        let at = self.upper_bound(key);
         if let Some(&prev) = at.checked_sub(1).map(|i| &self.starts[i]) {
             let prev = prev as usize;
             let last = msg_at(&self.arena, prev);
             assert!(
-                key_at(&self.arena, prev) != key.as_slice()
-                    || (last.msn < msg.msn && last.ts <= msg.ts),
+                key_at(&self.arena, prev) != key || (last.msn < m.msn && last.ts <= m.ts),
                 "messages for one key must arrive in MSN and commit order"
             );
         }
-        let m = MsgRef {
-            msn: msg.msn,
-            ts: msg.ts,
-            op: msg.op.as_op_ref(),
-        };
-        let start = self.append(&key, m);
+        let start = self.append(key, m);
         self.starts.insert(at, start);
     }
 
@@ -246,8 +255,9 @@ impl MsgBuffer {
 
     /// Takes the messages of the lowest keys, whole keys at a time, until at least
     /// `max_bytes` of serialized messages are taken or the buffer is empty. A flush moves a
-    /// buffer in such pieces so that the messages in flight, charged to no node, stay small.
-    pub fn take_first(&mut self, max_bytes: usize) -> BTreeMap<Vec<u8>, Vec<Msg>> {
+    /// buffer in such pieces so that the messages in flight, charged to no node, stay small;
+    /// they move as raw bytes, one copy, never as a message per allocation.
+    pub fn take_first(&mut self, max_bytes: usize) -> MsgBuffer {
         let mut groups = self.iter();
         let mut bytes = 0;
         while bytes < max_bytes && groups.front < groups.back {
@@ -256,7 +266,7 @@ impl MsgBuffer {
             bytes += self.bytes_of(before..groups.front);
         }
         let n = groups.front;
-        let taken = self.owned_first(n);
+        let taken = self.copy_of(0..n);
         self.remove_first(n, bytes);
         taken
     }
@@ -275,12 +285,10 @@ impl MsgBuffer {
     /// Moves all of `other`'s messages into this buffer (keys must not interleave MSNs
     /// out of order; used when merging siblings whose key ranges are disjoint).
     pub fn absorb(&mut self, other: MsgBuffer) {
-        for &s in &other.starts {
-            let s = s as usize;
-            let key = key_at(&other.arena, s);
-            let at = self.upper_bound(key);
-            let start = self.append(key, msg_at(&other.arena, s));
-            self.starts.insert(at, start);
+        for (key, msgs) in other.iter() {
+            for m in msgs {
+                self.push(key, m);
+            }
         }
     }
 
@@ -312,13 +320,7 @@ impl MsgBuffer {
             .sum()
     }
 
-    /// Owned copies of the first `n` messages (whole keys), by key.
-    fn owned_first(&self, n: usize) -> BTreeMap<Vec<u8>, Vec<Msg>> {
-        let mut groups = self.iter();
-        groups.back = n;
-        self.owned(groups)
-    }
-
+    #[cfg(test)]
     fn owned<'a>(&self, groups: Iter<'a>) -> BTreeMap<Vec<u8>, Vec<Msg>> {
         groups
             .map(|(k, msgs)| (k.to_vec(), msgs.map(MsgRef::to_msg).collect()))
@@ -497,13 +499,21 @@ mod tests {
         }
     }
 
+    fn push(b: &mut MsgBuffer, key: &[u8], m: Msg) {
+        b.push(key, m.as_msg_ref());
+    }
+
     fn sample() -> MsgBuffer {
         let mut b = MsgBuffer::new();
         for i in 0..40u8 {
-            b.push(vec![i], msg(i as u64 + 1, MsgOp::Put(vec![i; i as usize])));
+            push(
+                &mut b,
+                &[i],
+                msg(i as u64 + 1, MsgOp::Put(vec![i; i as usize])),
+            );
             if i % 5 == 0 {
-                b.push(vec![i], msg(100 + i as u64, MsgOp::Delete));
-                b.push(vec![i], msg(200 + i as u64, MsgOp::Update(vec![7])));
+                push(&mut b, &[i], msg(100 + i as u64, MsgOp::Delete));
+                push(&mut b, &[i], msg(200 + i as u64, MsgOp::Update(vec![7])));
             }
         }
         b
@@ -536,7 +546,7 @@ mod tests {
             let mut moved = (0, 0);
             while !b.is_empty() {
                 let before = b.bytes();
-                let piece = b.take_first(100);
+                let piece = b.take_first(100).take_all();
                 assert!(!piece.is_empty(), "a non-empty buffer gives something");
                 let bytes: usize = piece
                     .iter()
@@ -631,7 +641,7 @@ mod tests {
         for step in 0..20_000u64 {
             match next(100) {
                 0 => {
-                    let piece = b.take_first(next(3_000) as usize);
+                    let piece = b.take_first(next(3_000) as usize).take_all();
                     for (k, list) in piece {
                         assert_eq!(model.pop_first(), Some((k, list)), "lowest keys first");
                     }
@@ -656,7 +666,7 @@ mod tests {
                         1 => MsgOp::Update(vec![step as u8; next(50) as usize]),
                         _ => MsgOp::Put(vec![step as u8; next(300) as usize]),
                     };
-                    b.push(key.clone(), msg(msn, op.clone()));
+                    push(&mut b, &key, msg(msn, op.clone()));
                     model.entry(key).or_insert_with(Vec::new).push(msg(msn, op));
                 }
             }
@@ -698,7 +708,7 @@ mod tests {
     #[should_panic(expected = "MSN and commit order")]
     fn out_of_order_msns_are_refused() {
         let mut b = MsgBuffer::new();
-        b.push(vec![1], msg(5, MsgOp::Delete));
-        b.push(vec![1], msg(4, MsgOp::Delete));
+        push(&mut b, &[1], msg(5, MsgOp::Delete));
+        push(&mut b, &[1], msg(4, MsgOp::Delete));
     }
 }

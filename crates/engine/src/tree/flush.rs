@@ -6,9 +6,10 @@
 //! Every mutation first calls `prepare_modify`, which writes a node's checkpoint image if the
 //! running checkpoint still needs it (recovery invariant R4 in docs/recovery.md).
 
+use super::buffer::MsgRef;
 use super::entry::Applied;
 use super::evict::AfterWrite;
-use super::msg::{self, Msg, MsgBuffer, MsgOp};
+use super::msg::{self, MsgBuffer, MsgOp};
 use super::node::{Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
@@ -28,10 +29,10 @@ impl Tree {
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
         let basement_bytes = self.options.basement_size_bytes;
-        let msg = Msg {
+        let msg = MsgRef {
             msn,
             ts,
-            op: op.clone(),
+            op: op.as_op_ref(),
         };
         let applied = st.modify(root, &cache, |n| {
             n.dirty = true;
@@ -39,11 +40,11 @@ impl Tree {
             match &mut n.body {
                 NodeBody::Internal(int) => {
                     let c = int.child_index(key);
-                    int.buf_mut(c).push(key.to_vec(), msg);
+                    int.buf_mut(c).push(key, msg);
                     None
                 }
                 NodeBody::Leaf(l) => {
-                    let applied = apply_to_leaf(l, &*merge, key, &msg, horizon);
+                    let applied = apply_to_leaf(l, &*merge, key, msg, horizon);
                     l.recut_oversized(basement_bytes);
                     Some(applied)
                 }
@@ -234,11 +235,11 @@ impl Tree {
             if msgs.is_empty() {
                 break;
             }
-            moved += msgs.values().map(Vec::len).sum::<usize>() as u64;
+            moved += msgs.len() as u64;
             let applied = st.modify(child, &cache, |n| {
                 n.dirty = true;
                 n.touch();
-                push_down(&mut n.body, &*merge, msgs, horizon)
+                push_down(&mut n.body, &*merge, &msgs, horizon)
             });
             self.stats.count_versions(applied);
         }
@@ -461,26 +462,21 @@ impl Tree {
 
 /// Moves flushed messages into a child: into its buffers, or applied to its entries as new
 /// versions (collecting against `horizon`).
-fn push_down(
-    body: &mut NodeBody,
-    merge: &msg::MergeFn,
-    msgs: BTreeMap<Vec<u8>, Vec<Msg>>,
-    horizon: Ts,
-) -> Applied {
+fn push_down(body: &mut NodeBody, merge: &msg::MergeFn, msgs: &MsgBuffer, horizon: Ts) -> Applied {
     let mut applied = Applied::default();
     match body {
         NodeBody::Internal(n) => {
-            for (k, list) in msgs {
-                let c = n.child_index(&k);
+            for (k, list) in msgs.iter() {
+                let c = n.child_index(k);
                 for m in list {
-                    n.buf_mut(c).push(k.clone(), m);
+                    n.buf_mut(c).push(k, m);
                 }
             }
         }
         NodeBody::Leaf(l) => {
-            for (k, list) in msgs {
+            for (k, list) in msgs.iter() {
                 for m in list {
-                    applied.add(apply_to_leaf(l, merge, &k, &m, horizon));
+                    applied.add(apply_to_leaf(l, merge, k, m, horizon));
                 }
             }
         }
@@ -495,7 +491,13 @@ fn flush_piece_bytes(node_bytes: usize, basement_bytes: usize) -> usize {
 }
 
 /// Applies one message to a fully loaded leaf: the entry gets the version it makes.
-fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizon: Ts) -> Applied {
+fn apply_to_leaf(
+    l: &mut Leaf,
+    merge: &msg::MergeFn,
+    key: &[u8],
+    m: MsgRef<'_>,
+    horizon: Ts,
+) -> Applied {
     let b = l.basement_index(key);
     let basement = l.basements[b]
         .as_mut()
@@ -504,7 +506,7 @@ fn apply_to_leaf(l: &mut Leaf, merge: &msg::MergeFn, key: &[u8], m: &Msg, horizo
         .get(key)
         .and_then(|e| e.newest_value())
         .map(<[u8]>::to_vec);
-    let new = msg::apply(merge, key, current, m.op.as_op_ref());
+    let new = msg::apply(merge, key, current, m.op);
     l.parts.clear();
     basement.apply(key, m.ts, new, horizon)
 }

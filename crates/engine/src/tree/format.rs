@@ -335,9 +335,9 @@ mod tests {
             ts: Ts(1000 + msn),
             op,
         };
-        buffers[0].push(b"a".to_vec(), msg(1, MsgOp::Put(b"x".to_vec())));
-        buffers[1].push(b"m".to_vec(), msg(2, MsgOp::Delete));
-        buffers[2].push(b"z".to_vec(), msg(3, MsgOp::Update(vec![1, 2])));
+        buffers[0].push(b"a", msg(1, MsgOp::Put(b"x".to_vec())).as_msg_ref());
+        buffers[1].push(b"m", msg(2, MsgOp::Delete).as_msg_ref());
+        buffers[2].push(b"z", msg(3, MsgOp::Update(vec![1, 2])).as_msg_ref());
         NodeBody::Internal(Internal::new(
             1,
             vec![b"k".to_vec(), b"t".to_vec()],

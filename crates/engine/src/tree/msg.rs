@@ -4,6 +4,7 @@
 //! one child's pending messages, ordered by key then MSN.
 
 pub use super::buffer::MsgBuffer;
+#[cfg(test)]
 use crate::mvcc::Ts;
 
 /// Message sequence number: later messages for the same key have larger MSNs.
@@ -75,6 +76,7 @@ impl<'a> OpRef<'a> {
         }
     }
 
+    #[cfg(test)]
     pub fn to_op(self) -> MsgOp {
         match self {
             OpRef::Put(v) => MsgOp::Put(v.to_vec()),
@@ -84,7 +86,8 @@ impl<'a> OpRef<'a> {
     }
 }
 
-/// One buffered message.
+/// One buffered message, owned (tests build and compare these; buffers hold raw bytes).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Msg {
     pub msn: Msn,
