@@ -553,6 +553,7 @@ fn check_versions(r: &mut Reader<'_>) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
 
     fn sample() -> Basement {
         let mut b = Basement::new();
@@ -610,13 +611,8 @@ mod tests {
     /// Random changes against a map of owned entries changed by the same rules.
     #[test]
     fn changes_match_a_model_of_owned_entries() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut rng = StdRng::seed_from_u64(0x2545_F491_4F6C_DD1D);
+        let mut next = move |n: u64| rng.gen_range(0..n);
         let mut b = Basement::new();
         let mut model: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
         let (mut ts, mut horizon, mut rewrites) = (1u64, 0u64, 0);
