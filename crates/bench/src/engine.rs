@@ -165,13 +165,12 @@ impl Params {
     }
 
     fn env_options(&self) -> EnvOptions {
-        let defaults = EnvOptions::default();
         EnvOptions {
             cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
             tree_defaults: TreeOptions::default(),
             fsync: FsyncPolicy::EveryMillis(FSYNC_MILLIS),
-            checkpoint_interval: defaults.checkpoint_interval,
             direct_io: self.direct_io,
+            ..EnvOptions::default()
         }
     }
 }

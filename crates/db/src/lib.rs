@@ -149,6 +149,8 @@ pub fn engine_error(e: shale_engine::Error) -> MongoError {
         ErrorCode::DataCorruptionDetected
     } else if matches!(e, shale_engine::Error::WriteConflict { .. }) {
         ErrorCode::WriteConflict
+    } else if matches!(e, shale_engine::Error::TransactionTooLarge { .. }) {
+        ErrorCode::TransactionTooLargeForCache
     } else {
         ErrorCode::InternalError
     };
@@ -166,6 +168,18 @@ mod tests {
             reason: "held".into(),
         });
         assert_eq!((e.code.code(), e.code.name()), (112, "WriteConflict"));
+    }
+
+    #[test]
+    fn a_write_set_over_the_limit_is_mongodbs_transaction_too_large_for_cache() {
+        let e = engine_error(shale_engine::Error::TransactionTooLarge {
+            bytes: 2 << 20,
+            limit: 1 << 20,
+        });
+        assert_eq!(
+            (e.code.code(), e.code.name()),
+            (388, "TransactionTooLargeForCache")
+        );
     }
 
     #[test]

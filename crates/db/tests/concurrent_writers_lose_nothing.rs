@@ -17,6 +17,7 @@ fn open(dir: &std::path::Path) -> Database {
         fsync: FsyncPolicy::EveryMillis(20),
         checkpoint_interval: None,
         direct_io: false,
+        ..EnvOptions::default()
     };
     Database::open(dir, DbOptions { engine }).expect("open")
 }

@@ -35,6 +35,7 @@ fn options() -> DbOptions {
         fsync: FsyncPolicy::EveryMillis(50),
         checkpoint_interval: None,
         direct_io: false,
+        ..EnvOptions::default()
     };
     DbOptions { engine }
 }

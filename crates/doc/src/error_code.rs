@@ -18,6 +18,7 @@ pub enum ErrorCode {
     NamespaceExists,
     IndexNotFound,
     WriteConflict,
+    TransactionTooLargeForCache,
     InvalidOptions,
     DuplicateKey,
     Unauthorized,
@@ -188,6 +189,7 @@ impl ErrorCode {
             ErrorCode::InvalidNamespace => 73,
             ErrorCode::InvalidOptions => 72,
             ErrorCode::WriteConflict => 112,
+            ErrorCode::TransactionTooLargeForCache => 388,
             ErrorCode::DataCorruptionDetected => 301,
             ErrorCode::InvalidIdField => 53,
             ErrorCode::IndexOptionsConflict => 85,
@@ -352,6 +354,7 @@ impl ErrorCode {
             ErrorCode::InvalidNamespace => "InvalidNamespace",
             ErrorCode::InvalidOptions => "InvalidOptions",
             ErrorCode::WriteConflict => "WriteConflict",
+            ErrorCode::TransactionTooLargeForCache => "TransactionTooLargeForCache",
             ErrorCode::DataCorruptionDetected => "DataCorruptionDetected",
             ErrorCode::InvalidIdField => "InvalidIdField",
             ErrorCode::IndexOptionsConflict => "IndexOptionsConflict",
@@ -537,6 +540,7 @@ mod tests {
         assert_eq!(CommandNotFound.name(), "CommandNotFound");
         assert_eq!(DuplicateKey.code(), 11000);
         assert_eq!(WriteConflict.code(), 112);
+        assert_eq!(TransactionTooLargeForCache.code(), 388);
         assert_eq!(NamespaceNotFound.code(), 26);
         assert_eq!(CursorNotFound.code(), 43);
         assert_eq!(DataCorruptionDetected.code(), 301);

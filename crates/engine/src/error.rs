@@ -81,6 +81,11 @@ pub enum Error {
     /// snapshot wrote it (first writer wins). Nothing waits; abort and retry.
     #[error("write conflict on a key of tree {tree:?}: {reason}")]
     WriteConflict { tree: String, reason: String },
+    /// A transaction's write set would exceed the environment's limit
+    /// (`EnvOptions::txn_limit`). The write is refused and the transaction stays open;
+    /// retrying the same transaction meets the same limit.
+    #[error("transaction too large: its writes would hold {bytes} bytes, the limit is {limit}")]
+    TransactionTooLarge { bytes: usize, limit: usize },
 }
 
 impl Error {

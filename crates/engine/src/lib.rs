@@ -29,6 +29,7 @@ pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
 pub use error::{Error, Location, Result};
 pub use options::{
     Compression, EnvOptions, FsyncPolicy, TreeOptions, JEMALLOC_CONF, MAX_KEY_OR_VALUE_BYTES,
+    MIN_TXN_MAX_BYTES,
 };
 pub use read_view::ReadView;
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};

@@ -93,6 +93,22 @@ pub struct EnvOptions {
     pub checkpoint_interval: Option<Duration>,
     /// Use O_DIRECT where the filesystem allows it.
     pub direct_io: bool,
+    /// The most memory one transaction's write set may hold (its writes stay in memory,
+    /// charged to the cache, until commit); `None` means `default_txn_max_bytes`.
+    pub txn_max_bytes: Option<usize>,
+}
+
+/// The smallest write-set limit: a 16 MiB document replaced with its old and new index
+/// entries fits with room to spare.
+pub const MIN_TXN_MAX_BYTES: usize = 64 << 20;
+
+impl EnvOptions {
+    /// The write-set limit in force: `txn_max_bytes`, else a quarter of the cache but at
+    /// least `MIN_TXN_MAX_BYTES`.
+    pub fn txn_limit(&self) -> usize {
+        self.txn_max_bytes
+            .unwrap_or_else(|| (self.cache_bytes / 4).max(MIN_TXN_MAX_BYTES))
+    }
 }
 
 impl Default for EnvOptions {
@@ -103,6 +119,7 @@ impl Default for EnvOptions {
             fsync: FsyncPolicy::EveryCommit,
             checkpoint_interval: Some(Duration::from_secs(60)),
             direct_io: true,
+            txn_max_bytes: None,
         }
     }
 }

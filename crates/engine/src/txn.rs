@@ -9,6 +9,11 @@
 //! write set and releases the locks: nothing was logged or applied. So a crash keeps a
 //! transaction whole or not at all (R1), and commit writes one message per changed key and
 //! nothing else.
+//!
+//! The write set's memory is charged to the cache while the transaction lives (a write that
+//! grows it makes room first, like a load) and is bounded by `EnvOptions::txn_limit`: a write
+//! that would take it past the limit fails with `Error::TransactionTooLarge`, MongoDB's
+//! `TransactionTooLargeForCache`.
 
 use crate::env::{BatchOp, EnvInner};
 use crate::mvcc::{LockId, LockMode, Refusal, SnapshotGuard, Ts, TxnId};
@@ -25,6 +30,11 @@ pub(crate) struct TreeWrites {
     pub keys: BTreeMap<Vec<u8>, Vec<msg::MsgOp>>,
 }
 
+/// What a write-set key costs in memory beyond its bytes: its map slot and vectors.
+const KEY_OVERHEAD: usize = 64;
+/// What one operation on a key costs beyond its payload.
+const OP_OVERHEAD: usize = 32;
+
 /// A lock a transaction took, and whether it took it to write the key.
 pub(crate) type Held = (LockId, LockMode);
 
@@ -38,6 +48,8 @@ pub struct Txn {
     counts: BTreeMap<u64, (Arc<Tree>, i64)>,
     /// Keys this transaction locked, by tree id, to release at the end.
     held: Vec<Held>,
+    /// The write set's memory as charged to the cache (KEY_OVERHEAD, OP_OVERHEAD).
+    bytes: usize,
     finished: bool,
 }
 
@@ -62,6 +74,7 @@ impl Txn {
             writes: BTreeMap::new(),
             counts: BTreeMap::new(),
             held: Vec::new(),
+            bytes: 0,
             finished: false,
         }
     }
@@ -164,8 +177,13 @@ impl Txn {
         self.env.check_usable()?;
         crate::env::check_sizes(&op)?;
         let key = crate::env::op_key(&op).to_vec();
-        self.lock(tree, &key, LockMode::Exclusive)?;
         let m = crate::env::to_msg(&op);
+        let bytes = self.bytes_after(tree, &key, &m);
+        let limit = self.env.options.txn_limit();
+        if bytes > limit {
+            return Err(Error::TransactionTooLarge { bytes, limit });
+        }
+        self.lock(tree, &key, LockMode::Exclusive)?;
         let writes = self
             .writes
             .entry(tree.tree.id())
@@ -178,6 +196,34 @@ impl Txn {
             ops.clear();
         }
         ops.push(m);
+        self.charge(&tree.tree, bytes)
+    }
+
+    /// The write set's memory once `m` on `key` is recorded: a put or delete drops the key's
+    /// earlier operations, an update adds to them.
+    fn bytes_after(&self, tree: &TreeHandle, key: &[u8], m: &msg::MsgOp) -> usize {
+        let ops = self
+            .writes
+            .get(&tree.tree.id())
+            .and_then(|w| w.keys.get(key));
+        let (added_key, dropped) = match ops {
+            None => (KEY_OVERHEAD + key.len(), 0),
+            Some(ops) if !matches!(m, msg::MsgOp::Update(_)) => {
+                (0, ops.iter().map(op_bytes).sum::<usize>())
+            }
+            Some(_) => (0, 0),
+        };
+        self.bytes + added_key + op_bytes(m) - dropped
+    }
+
+    /// Moves the cache charge to `bytes`; a grown write set makes room for itself, so a
+    /// transaction's memory presses on eviction like a node's.
+    fn charge(&mut self, tree: &Tree, bytes: usize) -> Result<()> {
+        let old = std::mem::replace(&mut self.bytes, bytes);
+        self.env.cache.recharge(old, bytes);
+        if bytes > old {
+            tree.make_room(0)?;
+        }
         Ok(())
     }
 
@@ -233,6 +279,7 @@ impl Txn {
         self.env.release_locks(self.id, &held, committed);
         self.writes.clear();
         self.counts.clear();
+        self.env.cache.recharge(std::mem::take(&mut self.bytes), 0);
         self.env.active_txns.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -245,6 +292,11 @@ impl Drop for Txn {
             crate::counters::EngineStats::bump(&self.env.stats.txn_aborts);
         }
     }
+}
+
+/// What one recorded operation costs in the write set.
+fn op_bytes(m: &msg::MsgOp) -> usize {
+    OP_OVERHEAD + m.payload().len()
 }
 
 /// Applies a transaction's own operations on `key` to the value its snapshot sees.

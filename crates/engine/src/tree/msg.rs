@@ -23,7 +23,6 @@ pub enum MsgOp {
 }
 
 impl MsgOp {
-    #[cfg(test)]
     pub fn payload(&self) -> &[u8] {
         match self {
             MsgOp::Put(v) | MsgOp::Update(v) => v,
