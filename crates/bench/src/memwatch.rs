@@ -85,8 +85,13 @@ impl<'scope> MemWatch<'scope> {
         let (p, s) = (peaks.clone(), stop.clone());
         let thread = scope.spawn(move || {
             while !s.load(Ordering::Relaxed) {
+                // The charge is read on both sides of the allocator's statistics and the
+                // higher kept: an eviction between the two reads (up to a tenth of the
+                // budget at once) would otherwise count as memory the cache does not charge.
+                let before = charge();
                 if let Some(j) = jemalloc_now() {
-                    let (rss, c) = (crate::process::rss_now_bytes(), charge());
+                    let rss = crate::process::rss_now_bytes();
+                    let c = before.max(charge());
                     p.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .record(j, rss, c);

@@ -3,11 +3,18 @@
 //! read before installing it, and a writer whose change pushed the total over the budget
 //! evicts (clock order, clean partitions first) before it returns — backpressure, not a soft
 //! overshoot. Only nodes pinned by operations in flight can hold the total over the budget.
+//!
+//! Memory an operation holds outside the node table for a while — a partition or node being
+//! read and decoded, a node image being encoded and written — is charged too, for as long as
+//! it is held (`InFlight`), so the budget bounds the engine's memory, not only its cache.
 
 use crate::tree::Tree;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+
+/// Eviction frees down to the budget less this fraction of it (`eviction_target`).
+const EVICTION_SLACK_DIVISOR: usize = 50;
 
 /// Shared cache accounting.
 #[derive(Debug)]
@@ -61,6 +68,13 @@ impl Cache {
         }
     }
 
+    /// Charges `bytes` held outside the node table until the guard is dropped. The caller
+    /// makes room first where it holds no tree lock (`Tree::hold`).
+    pub(crate) fn in_flight(&self, bytes: usize) -> InFlight<'_> {
+        self.recharge(0, bytes);
+        InFlight { cache: self, bytes }
+    }
+
     /// Registers a tree whose nodes count against this budget.
     pub(crate) fn register(&self, tree: &Arc<Tree>) {
         let mut trees = self.trees.lock();
@@ -82,8 +96,24 @@ impl Cache {
             .collect()
     }
 
-    /// Where eviction stops: a little under the budget so it does not run on every call.
+    /// Where eviction stops: a little under the budget so it does not run on every call,
+    /// and only a little, because what one eviction frees at once waits in the allocator
+    /// (resident, not reused) until loads take it back: at a tenth of a 400 MiB budget that
+    /// was 40 MiB at a time.
     pub fn eviction_target(&self) -> usize {
-        self.budget_bytes - self.budget_bytes / 10
+        self.budget_bytes - self.budget_bytes / EVICTION_SLACK_DIVISOR
+    }
+}
+
+/// A charge for memory in flight (see the module doc), released when dropped.
+#[must_use = "the charge is released when the guard is dropped"]
+pub(crate) struct InFlight<'a> {
+    cache: &'a Cache,
+    bytes: usize,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.cache.recharge(self.bytes, 0);
     }
 }

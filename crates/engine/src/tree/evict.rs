@@ -3,9 +3,10 @@
 //! checkpoint (mark dirty nodes pending, write them, end the block file's checkpoint).
 
 use super::format;
-use super::node::{Basement, NodeBody};
+use super::node::{alloc_bytes, Basement, NodeBody};
 use super::{Tree, TreeState};
 use crate::block::NodeId;
+use crate::cache::InFlight;
 use crate::counters::EngineStats;
 use crate::{Category, Result};
 use std::sync::atomic::Ordering;
@@ -49,6 +50,9 @@ impl Tree {
             );
         }
         let (bytes, descs) = format::encode(&node.body, self.options.compression);
+        // The image and write_block's aligned copy of it. A tree lock is held here, so no
+        // room is made: the next `make_room` of any thread evicts for it.
+        let _image = self.cache.in_flight(2 * alloc_bytes(bytes.capacity()));
         self.file.write_block(id, &bytes, for_checkpoint, cat)?;
         EngineStats::bump(&self.stats.nodes_written);
         let cache = self.cache.clone();
@@ -114,6 +118,13 @@ impl Tree {
             tree.evict_some(incoming)?;
         }
         Ok(())
+    }
+
+    /// Makes room for `bytes` an operation is about to hold outside the node table and
+    /// charges them until the guard drops. Not under a tree lock (`make_room` takes them).
+    pub(crate) fn hold(&self, bytes: usize) -> Result<InFlight<'_>> {
+        self.make_room(bytes)?;
+        Ok(self.cache.in_flight(bytes))
     }
 
     /// One clock pass over this tree's nodes, evicting until the cache target is met.

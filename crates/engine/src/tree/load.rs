@@ -86,8 +86,13 @@ impl Tree {
     }
 
     fn load_node(&self, id: NodeId) -> Result<()> {
+        // The image read and what it decodes to (partitions are about twice their stored
+        // size), held until the node's own charge replaces them.
+        let len = self.image_of(id)?.extent.len as usize;
+        let flight = self.hold(3 * len)?;
         let (img, body) = self.read_node_image(id, Category::UserRead)?;
         let node = Node::new(body, false);
+        drop(flight);
         self.make_room(node.mem_bytes())?;
         self.install_node(id, img, node);
         Ok(())
@@ -174,6 +179,9 @@ impl Tree {
         if end > extent.len as u64 {
             return Err(self.corrupt(id, &extent, format!("partition {i} extends past the block")));
         }
+        // The stored bytes and the decompressed ones, held until the partition's own charge
+        // replaces them.
+        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
         let stored =
             self.file
                 .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
@@ -187,6 +195,7 @@ impl Tree {
         };
         EngineStats::bump(reads);
         bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
+        drop((flight, stored));
         self.make_room(match &part {
             format::Partition::Basement(b) => b.mem_bytes(),
             format::Partition::Buffer(b) => b.mem_bytes(),
