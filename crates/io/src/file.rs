@@ -181,6 +181,29 @@ impl DataFile {
         Ok(())
     }
 
+    /// Gives the pages of `[offset, offset + len)` back to the filesystem (a hole: reads
+    /// return zeros, the file's length is unchanged, a later write allocates again). For
+    /// space the caller no longer references. `Ok(false)` where the filesystem cannot
+    /// punch holes; the range is then left as it was.
+    pub fn punch_hole(&self, offset: u64, len: u64) -> Result<bool> {
+        assert_eq!(offset % PAGE_SIZE as u64, 0, "unaligned hole at {offset}");
+        assert_eq!(len % PAGE_SIZE as u64, 0, "unaligned hole length {len}");
+        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+            return Ok(false);
+        };
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: fallocate on an open descriptor with plain integer arguments.
+        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off, n) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(false),
+            _ => Err(self.os_err("fallocate(punch hole)", offset, e)),
+        }
+    }
+
     /// Truncates or extends the file to `len` bytes (a page multiple).
     pub fn set_len(&self, len: u64) -> Result<()> {
         assert_eq!(len % PAGE_SIZE as u64, 0, "unaligned file length {len}");
@@ -292,6 +315,35 @@ mod tests {
         f.read_exact_at(4000, 200, Category::UserRead)
             .expect("read");
         assert_eq!(stats.snapshot().user_read.read_bytes, 2 * PAGE_SIZE as u64);
+    }
+
+    #[test]
+    fn a_punched_hole_reads_as_zeros_frees_its_pages_and_keeps_the_rest() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (f, _) = open(dir.path(), None);
+        let mut data = AlignedBuf::zeroed(8 * PAGE_SIZE);
+        data.iter_mut().for_each(|b| *b = 0xA5);
+        f.write_at(0, &data, Category::Checkpoint).expect("write");
+        f.sync(Category::Checkpoint).expect("sync");
+        let blocks = |f: &DataFile| std::fs::metadata(f.path()).expect("stat").blocks();
+        let before = blocks(&f);
+        let page = PAGE_SIZE as u64;
+        if !f.punch_hole(2 * page, 4 * page).expect("punch") {
+            return; // the filesystem cannot punch holes; nothing to check
+        }
+        let got = f
+            .read_exact_at(0, 8 * PAGE_SIZE, Category::UserRead)
+            .expect("read");
+        assert!(got[..2 * PAGE_SIZE].iter().all(|&b| b == 0xA5));
+        assert!(got[2 * PAGE_SIZE..6 * PAGE_SIZE].iter().all(|&b| b == 0));
+        assert!(got[6 * PAGE_SIZE..].iter().all(|&b| b == 0xA5));
+        assert_eq!(f.len().expect("len"), 8 * page, "the length is kept");
+        assert!(
+            blocks(&f) + 4 * page / 512 <= before,
+            "pages not freed: {before} -> {} blocks",
+            blocks(&f)
+        );
     }
 
     #[test]

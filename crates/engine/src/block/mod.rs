@@ -51,6 +51,14 @@
 //!   bytes. A reader that read an image without the lock installs it only if `image()` still
 //!   returns the same `Image`.
 //!
+//! - **B11 (holes).** The blocks B5 retires are punched out of the file
+//!   (`fallocate(PUNCH_HOLE)`) before they join the free list, so the space the previous
+//!   checkpoint held goes back to the filesystem instead of waiting, allocated, for reuse.
+//!   They count as in flight while the lock is released for the punch (B2), so no
+//!   allocation can take them first; a punch is never made into a referenced extent, and a
+//!   reader racing with it reads zeros, which fail the checksum like any reused extent
+//!   (B10). Where the filesystem cannot punch, the pages simply stay allocated.
+//!
 //! Readers take the lock only to look up an image and then read without it, so reads run
 //! concurrently. A node may be rewritten or freed while it is being read (its old extent may
 //! be reused at once, B3): the read then fails its checksum or returns the old image's bytes,
@@ -75,6 +83,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Sorts `ranges` and merges those that touch, so each run of freed pages is one call.
+fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (offset, len) in ranges {
+        match out.last_mut() {
+            Some(last) if last.0 + last.1 == offset => last.1 += len,
+            _ => out.push((offset, len)),
+        }
+    }
+    out
+}
 
 /// The id of a node (block) in one tree file. `NodeId(0)` means "no node".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,6 +137,8 @@ pub struct BlockFile {
     path: PathBuf,
     next_id: AtomicU64,
     state: Mutex<State>,
+    /// Bytes given back to the filesystem as holes since open (B11).
+    punched_bytes: AtomicU64,
 }
 
 /// Everything that changes, under one lock.
@@ -217,6 +240,7 @@ impl BlockFile {
             file,
             path: path.to_owned(),
             next_id: AtomicU64::new(1),
+            punched_bytes: AtomicU64::new(0),
             state: Mutex::new(State {
                 durable: Btt::new(),
                 durable_btt: (DATA_START, btt_size),
@@ -306,6 +330,7 @@ impl BlockFile {
             file,
             path: path.to_owned(),
             next_id: AtomicU64::new(h.next_node_id),
+            punched_bytes: AtomicU64::new(0),
             state: Mutex::new(State {
                 live: durable.clone(),
                 durable,
@@ -536,13 +561,46 @@ impl BlockFile {
         let old_btt = std::mem::replace(&mut st.durable_btt, (btt_offset, btt_size));
         st.durable_seq = seq;
         // B5: retire what only the old D referenced.
-        for (id, e) in old_durable {
-            if !btt::references(&st.durable, id, &e) && !btt::references(&st.live, id, &e) {
-                st.alloc.free(e.offset, alloc_len(u64::from(e.len)));
+        let retired: Vec<(u64, u64)> = old_durable
+            .into_iter()
+            .filter(|(id, e)| {
+                !btt::references(&st.durable, *id, e) && !btt::references(&st.live, *id, e)
+            })
+            .map(|(_, e)| (e.offset, alloc_len(u64::from(e.len))))
+            .collect();
+        // The old D's table is freed but not punched: it is small, and while nothing
+        // reuses it the older header slot stays a fallback (docs/format-blockfile.md).
+        st.alloc.free(old_btt.0, old_btt.1);
+        // B11: the blocks' pages go back to the filesystem before the allocator can hand
+        // them out; meanwhile they count as in flight (B2).
+        let retired_bytes: u64 = retired.iter().map(|r| r.1).sum();
+        st.in_flight += retired_bytes;
+        drop(st);
+        let retired = merge_ranges(retired);
+        self.punch_holes(&retired);
+        let mut st = self.state.lock();
+        st.in_flight -= retired_bytes;
+        for (offset, len) in retired {
+            st.alloc.free(offset, len);
+        }
+        Ok(())
+    }
+
+    /// Punches `ranges` out of the file (B11). A failure leaves the pages allocated and
+    /// costs nothing else: the space is unreferenced either way, so it is not an error.
+    fn punch_holes(&self, ranges: &[(u64, u64)]) {
+        for &(offset, len) in ranges {
+            match self.file.punch_hole(offset, len) {
+                Ok(true) => {
+                    self.punched_bytes.fetch_add(len, Ordering::Relaxed);
+                }
+                Ok(false) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not return freed pages to the filesystem");
+                    return;
+                }
             }
         }
-        st.alloc.free(old_btt.0, old_btt.1);
-        Ok(())
     }
 
     /// Sequence number of the last durable checkpoint.
@@ -553,6 +611,11 @@ impl BlockFile {
     /// Allocated length of the file in bytes (headers, blocks, tables and free space).
     pub fn file_len(&self) -> u64 {
         self.state.lock().alloc.end()
+    }
+
+    /// Bytes given back to the filesystem as holes since open (B11).
+    pub fn punched_bytes(&self) -> u64 {
+        self.punched_bytes.load(Ordering::Relaxed)
     }
 
     /// Bytes on the free list.
