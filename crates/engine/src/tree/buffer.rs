@@ -218,6 +218,13 @@ impl MsgBuffer {
             + alloc_bytes(self.starts.capacity() * std::mem::size_of::<u32>())
     }
 
+    /// The smallest key with a message here.
+    pub fn first_key(&self) -> Option<&[u8]> {
+        self.starts
+            .first()
+            .map(|&s| key_at(&self.arena, s as usize))
+    }
+
     /// Pending messages for `key`, oldest first.
     pub fn get(&self, key: &[u8]) -> Msgs<'_> {
         let lo = self.lower_bound(key);

@@ -10,7 +10,7 @@ use super::buffer::MsgRef;
 use super::entry::Applied;
 use super::evict::AfterWrite;
 use super::msg::{self, MsgBuffer, MsgOp};
-use super::node::{Internal, Leaf, Node, NodeBody};
+use super::node::{Basement, Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::counters::EngineStats;
@@ -239,6 +239,7 @@ impl Tree {
             let applied = st.modify(child, &cache, |n| {
                 n.dirty = true;
                 n.touch();
+                n.note_flush(&msgs);
                 push_down(&mut n.body, &*merge, &msgs, horizon)
             });
             self.stats.count_versions(applied);
@@ -291,8 +292,18 @@ impl Tree {
         self.prepare_modify(st, parent)?;
         self.prepare_modify(st, child)?;
         let cache = self.cache.clone();
-        let body = st.remove_node(child, &cache).expect("child is cached").body;
-        let (first, rest) = match body {
+        let node = st.remove_node(child, &cache).expect("child is cached");
+        let appends = node.appends;
+        let right_edge = appends >= SEQUENTIAL_FLUSHES;
+        let full_cuts = match &node.body {
+            NodeBody::Leaf(l) if right_edge => full_leaf_cuts(l, self.options.node_size_bytes),
+            _ => None,
+        };
+        let (first, rest) = match node.body {
+            NodeBody::Leaf(l) if full_cuts.is_some() => {
+                EngineStats::bump(&self.stats.leaf_splits);
+                split_leaf_at_basements(l, full_cuts.as_deref().unwrap_or_default())
+            }
             NodeBody::Leaf(l) => {
                 EngineStats::bump(&self.stats.leaf_splits);
                 split_leaf(
@@ -307,9 +318,15 @@ impl Tree {
             }
         };
         st.insert_node(child, Node::new(first, true), &cache);
+        let pieces = rest.len();
         for (at, (pivot, piece)) in (c..).zip(rest) {
             let id = self.file.allocate_node_id();
-            st.insert_node(id, Node::new(piece, true), &cache);
+            let mut node = Node::new(piece, true);
+            if right_edge && at + 1 == c + pieces {
+                // The new right edge keeps taking the appends.
+                node.appends = appends;
+            }
+            st.insert_node(id, node, &cache);
             st.modify(parent, &cache, |n| {
                 n.dirty = true;
                 let p = internal_mut(n);
@@ -484,6 +501,12 @@ fn push_down(body: &mut NodeBody, merge: &msg::MergeFn, msgs: &MsgBuffer, horizo
     applied
 }
 
+/// Flushes in a row that must land after a leaf's last key for its split to leave it
+/// full: it keeps every basement but the last, and the new right leaf takes the next
+/// appends. An even split would leave every leaf of a sequential fill half full for good
+/// (PerconaFT splits such leaves unevenly too).
+const SEQUENTIAL_FLUSHES: u32 = 4;
+
 /// Serialized bytes of messages a flush moves at a time: a sixteenth of a node (one
 /// child's share of a full buffer), never less than a basement.
 fn flush_piece_bytes(node_bytes: usize, basement_bytes: usize) -> usize {
@@ -530,6 +553,27 @@ fn split_leaf(
         Some(cuts) => split_leaf_at_basements(l, &cuts),
         None => split_leaf_by_entries(l, target_bytes, basement_bytes),
     }
+}
+
+/// Where to cut a leaf that takes sequential appends so that every piece but the last is
+/// full: each cut goes before the basement that would take its piece past `node_bytes`. The
+/// last piece, which takes the next appends, holds the rest. `None` when no cut leaves both
+/// sides non-empty (one basement).
+fn full_leaf_cuts(l: &Leaf, node_bytes: usize) -> Option<Vec<usize>> {
+    let mut cuts = Vec::new();
+    let mut piece = 0usize;
+    for (i, b) in l.basements.iter().enumerate() {
+        let bytes = b.as_ref().map_or(0, Basement::bytes);
+        if i > 0 && piece > 0 && piece + bytes > node_bytes {
+            cuts.push(i);
+            piece = 0;
+        }
+        piece += bytes;
+    }
+    if cuts.is_empty() && l.basements.len() >= 2 {
+        cuts.push(l.basements.len() - 1);
+    }
+    (!cuts.is_empty()).then_some(cuts)
 }
 
 /// Where to cut a leaf whose basements weigh `sizes` into pieces of about `target_bytes`:
@@ -780,5 +824,36 @@ mod tests {
         );
         assert_eq!(basement_cuts(&[0, 0], 1), None, "empty pieces");
         assert_eq!(basement_cuts(&[5], 1), None, "one basement");
+    }
+
+    #[test]
+    fn a_leaf_taking_appends_is_cut_into_full_pieces_and_a_remainder() {
+        let l = leaf_of(400, 1000);
+        let sizes: Vec<usize> = l.basements.iter().flatten().map(Basement::bytes).collect();
+        let node_bytes = 4 * sizes[0] + sizes[0] / 2;
+        let cuts = full_leaf_cuts(&l, node_bytes).expect("cuts");
+        let mut start = 0;
+        for &cut in &cuts {
+            let piece: usize = sizes[start..cut].iter().sum();
+            assert!(
+                piece <= node_bytes,
+                "piece of {piece} bytes over {node_bytes}"
+            );
+            assert!(
+                piece + sizes[cut] > node_bytes,
+                "piece of {piece} bytes could have taken the next basement"
+            );
+            start = cut;
+        }
+        assert!(start < sizes.len(), "the last piece is empty");
+        let (first, rest) = split_leaf_at_basements(l.clone(), &cuts);
+        let mut all = keys(&first);
+        rest.iter().for_each(|(_, p)| all.extend(keys(p)));
+        assert_eq!(all, keys(&NodeBody::Leaf(l)), "every entry kept, in order");
+        assert_eq!(
+            full_leaf_cuts(&leaf_of(3, 1 << 20), 10),
+            None,
+            "one basement"
+        );
     }
 }

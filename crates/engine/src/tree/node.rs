@@ -61,6 +61,15 @@ pub struct Leaf {
 }
 
 impl Leaf {
+    /// The largest key of the loaded basements.
+    pub fn last_key(&self) -> Option<&[u8]> {
+        self.basements
+            .iter()
+            .rev()
+            .flatten()
+            .find_map(Basement::last_key)
+    }
+
     pub fn empty() -> Self {
         Leaf {
             pivots: Vec::new(),
@@ -317,6 +326,9 @@ pub struct Node {
     pub checkpoint_pending: bool,
     /// Clock reference bit.
     pub referenced: AtomicBool,
+    /// Of a leaf: how many flushes in a row landed wholly after its last key (sequential
+    /// inserts at its right edge); its split then leaves it full (`flush.rs`). In memory only.
+    pub appends: u32,
 }
 
 impl Node {
@@ -326,6 +338,23 @@ impl Node {
             dirty,
             checkpoint_pending: false,
             referenced: AtomicBool::new(true),
+            appends: 0,
+        }
+    }
+
+    /// Counts a flush of `msgs` into this leaf: one more append if they all come after its
+    /// last key, else the count starts over.
+    pub fn note_flush(&mut self, msgs: &MsgBuffer) {
+        if let NodeBody::Leaf(l) = &self.body {
+            let after = match (l.last_key(), msgs.first_key()) {
+                (Some(last), Some(first)) => first > last,
+                _ => true,
+            };
+            self.appends = if after {
+                self.appends.saturating_add(1)
+            } else {
+                0
+            };
         }
     }
 
