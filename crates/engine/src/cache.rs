@@ -112,6 +112,14 @@ pub(crate) struct InFlight<'a> {
     bytes: usize,
 }
 
+impl InFlight<'_> {
+    /// Moves the charge to `bytes` (what is held turned out larger or smaller).
+    pub(crate) fn set(&mut self, bytes: usize) {
+        self.cache.recharge(self.bytes, bytes);
+        self.bytes = bytes;
+    }
+}
+
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.cache.recharge(self.bytes, 0);

@@ -49,11 +49,14 @@ impl Tree {
                 self.file.path().display()
             );
         }
+        // The image is charged from before it is encoded (at most the raw bytes of the
+        // partitions) until it is written (its vector and write_block's aligned copy). A
+        // tree lock is held here, so no room is made: the next `make_room` evicts for it.
+        let mut image = self.cache.in_flight(raw_bytes(&node.body));
         let (bytes, descs) = format::encode(&node.body, self.options.compression);
-        // The image and write_block's aligned copy of it. A tree lock is held here, so no
-        // room is made: the next `make_room` of any thread evicts for it.
-        let _image = self.cache.in_flight(2 * alloc_bytes(bytes.capacity()));
+        image.set(alloc_bytes(bytes.capacity()) + bytes.len());
         self.file.write_block(id, &bytes, for_checkpoint, cat)?;
+        drop((image, bytes));
         EngineStats::bump(&self.stats.nodes_written);
         let cache = self.cache.clone();
         st.modify(id, &cache, |n| {
@@ -225,4 +228,12 @@ pub(crate) struct CheckpointMark {
     pub root: NodeId,
     pub next_msn: u64,
     pub count: i64,
+}
+
+/// The uncompressed bytes of a node's loaded partitions: what its image holds at most.
+fn raw_bytes(body: &NodeBody) -> usize {
+    match body {
+        NodeBody::Leaf(l) => l.loaded_bytes(),
+        NodeBody::Internal(n) => n.buffers.iter().flatten().map(|b| b.bytes()).sum(),
+    }
 }
