@@ -438,6 +438,41 @@ fn every_millis_syncs_in_the_background() {
 }
 
 #[test]
+fn every_millis_syncs_early_once_a_megabyte_is_pending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = WalOptions {
+        fsync: FsyncPolicy::EveryMillis(60_000),
+        ..opts(64 << 20)
+    };
+    let wal = Wal::open(dir.path(), Lsn(0), opts, stats(), None).expect("open");
+    let started = std::time::Instant::now();
+    let small = wal.append(&[put(1, 1)]).expect("append");
+    wal.commit(small).expect("commit returns at once");
+    let value = vec![7u8; 64 << 10];
+    let mut end = small;
+    for i in 0..20u64 {
+        let rec = LogRecord::Put {
+            txn: TxnId(2),
+            tree: 1,
+            key: i.to_le_bytes().to_vec(),
+            value: value.clone(),
+        };
+        end = wal.append(&[rec]).expect("append");
+        wal.commit(end).expect("commit returns at once");
+    }
+    // 1.25 MB pending: the syncer runs now, not at the end of its 60 s period.
+    while wal.durable_lsn() < Lsn(1 << 20) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "nothing synced early: durable {:?} of {end:?}",
+            wal.durable_lsn()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    wal.close().expect("close");
+}
+
+#[test]
 fn a_record_larger_than_a_file_gets_a_file_of_its_own() {
     let dir = tempfile::tempdir().expect("tempdir");
     let wal = Wal::open(dir.path(), Lsn(0), opts(SMALL_FILES), stats(), None).expect("open");

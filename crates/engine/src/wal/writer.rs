@@ -40,8 +40,15 @@ pub(crate) struct Shared {
     pub files: Mutex<Vec<Lsn>>,
     /// Set to stop the background syncer.
     pub stop: Mutex<bool>,
+    /// Wakes the background syncer: to stop, or early because `pending` grew large.
     pub stop_signal: Condvar,
 }
+
+/// Pending bytes past which an append wakes the `EveryMillis` syncer before its period
+/// ends: a fast writer would otherwise hold its period's worth of log twice over (the
+/// pending frames and the leader's aligned copy; 3.6 MB each at 300k puts/s and 100 ms).
+/// Syncing earlier is always allowed; the policy bounds only how late.
+const EARLY_SYNC_BYTES: usize = 1 << 20;
 
 impl Shared {
     pub fn new(writer: LogWriter, files: Vec<Lsn>) -> Shared {
@@ -90,12 +97,16 @@ impl Shared {
         for (at, end, crc) in frames {
             frame::seal_frame(&mut group[at..end], base.advance(at as u64), crc);
         }
+        let before = st.pending.len();
         if st.pending.is_empty() {
             st.pending = group;
         } else {
             st.pending.extend_from_slice(&group);
         }
         st.end = st.pending_start.advance(st.pending.len() as u64);
+        if before < EARLY_SYNC_BYTES && st.pending.len() >= EARLY_SYNC_BYTES {
+            self.stop_signal.notify_all();
+        }
         Ok(st.end)
     }
 
@@ -143,13 +154,17 @@ impl Shared {
     }
 
     /// Background syncer of `FsyncPolicy::EveryMillis`: syncs everything appended every
-    /// `millis` ms until told to stop or the log is poisoned.
+    /// `millis` ms, or at once when `EARLY_SYNC_BYTES` are pending, until told to stop or
+    /// the log is poisoned.
     pub fn run_syncer(&self, millis: u64) {
         let period = std::time::Duration::from_millis(millis.max(1));
         loop {
+            // Appends wake the syncer when they cross the threshold; one that crossed it
+            // while the syncer was busy syncing is caught here instead of waiting a period.
+            let large = self.state.lock().pending.len() >= EARLY_SYNC_BYTES;
             {
                 let mut stop = self.stop.lock();
-                if !*stop {
+                if !*stop && !large {
                     self.stop_signal.wait_for(&mut stop, period);
                 }
                 if *stop {
