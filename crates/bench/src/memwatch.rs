@@ -86,8 +86,8 @@ impl<'scope> MemWatch<'scope> {
         let thread = scope.spawn(move || {
             while !s.load(Ordering::Relaxed) {
                 // The charge is read on both sides of the allocator's statistics and the
-                // higher kept: an eviction between the two reads (up to a tenth of the
-                // budget at once) would otherwise count as memory the cache does not charge.
+                // higher kept: an eviction between the two reads would otherwise count what
+                // it freed as memory the cache does not charge.
                 let before = charge();
                 if let Some(j) = jemalloc_now() {
                     let rss = crate::process::rss_now_bytes();

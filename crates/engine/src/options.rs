@@ -94,7 +94,7 @@ pub struct EnvOptions {
     /// Use O_DIRECT where the filesystem allows it.
     pub direct_io: bool,
     /// The most memory one transaction's write set may hold (its writes stay in memory,
-    /// charged to the cache, until commit); `None` means `default_txn_max_bytes`.
+    /// charged to the cache, until commit); `None` means the default of `txn_limit`.
     pub txn_max_bytes: Option<usize>,
 }
 

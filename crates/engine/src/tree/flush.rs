@@ -299,12 +299,12 @@ impl Tree {
             NodeBody::Leaf(l) if right_edge => full_leaf_cuts(l, self.options.node_size_bytes),
             _ => None,
         };
-        let (first, rest) = match node.body {
-            NodeBody::Leaf(l) if full_cuts.is_some() => {
+        let (first, rest) = match (node.body, full_cuts) {
+            (NodeBody::Leaf(l), Some(cuts)) => {
                 EngineStats::bump(&self.stats.leaf_splits);
-                split_leaf_at_basements(l, full_cuts.as_deref().unwrap_or_default())
+                split_leaf_at_basements(l, &cuts)
             }
-            NodeBody::Leaf(l) => {
+            (NodeBody::Leaf(l), None) => {
                 EngineStats::bump(&self.stats.leaf_splits);
                 split_leaf(
                     l,
@@ -312,7 +312,7 @@ impl Tree {
                     self.options.basement_size_bytes,
                 )
             }
-            NodeBody::Internal(n) => {
+            (NodeBody::Internal(n), _) => {
                 EngineStats::bump(&self.stats.internal_splits);
                 split_internal(n)
             }
@@ -502,8 +502,8 @@ fn push_down(body: &mut NodeBody, merge: &msg::MergeFn, msgs: &MsgBuffer, horizo
 }
 
 /// Flushes in a row that must land after a leaf's last key for its split to leave it
-/// full: it keeps every basement but the last, and the new right leaf takes the next
-/// appends. An even split would leave every leaf of a sequential fill half full for good
+/// full: it is cut into full pieces (`full_leaf_cuts`), and the last, new right leaf takes
+/// the next appends. An even split would leave every leaf of a sequential fill half full for good
 /// (PerconaFT splits such leaves unevenly too).
 const SEQUENTIAL_FLUSHES: u32 = 4;
 
