@@ -227,6 +227,73 @@ fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
 }
 
 #[test]
+fn a_put_buffered_above_answers_a_lookup_without_reading_below() {
+    use super::Stall;
+    let (_dir, env, t) = filled_with_first();
+    env.checkpoint().expect("checkpoint: every node clean");
+    let tree = &t.tree;
+    let mut st = tree.write_state();
+    let root = buffer_second_at_root(tree, &mut st, (0..2000).step_by(10));
+    let now = tree.snapshots.visible();
+    // The puts of `second` are stamped `now`; a snapshot one commit older does not see them.
+    let before = crate::mvcc::Ts(now.0 - 1);
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        unreachable!("checked by buffer_second_at_root")
+    };
+    let in_root: std::collections::BTreeSet<Vec<u8>> = n
+        .buffers
+        .iter()
+        .flatten()
+        .flat_map(|b| b.iter().map(|(k, _)| k.to_vec()))
+        .collect();
+    // Shed everything below the root: any read that goes past it must stall on a load.
+    let cache = tree.cache.clone();
+    let below: Vec<_> = st.nodes.keys().copied().filter(|&id| id != root).collect();
+    for id in below {
+        if !st.nodes[&id].dirty && st.nodes[&id].body.has_evictable_partitions() {
+            st.modify(id, &cache, |n| n.body.evict_partitions());
+        }
+    }
+    let (mut answered, mut went_below) = (0, 0);
+    for i in 0..2000 {
+        let k = key(i);
+        let second = i % 10 == 0;
+        for (snapshot, sees_second) in [(now, second), (before, false)] {
+            match tree.lookup(&st, &k, snapshot) {
+                Ok(v) => {
+                    let want: &[u8] = if sees_second { b"second" } else { b"first" };
+                    assert_eq!(v.as_deref(), Some(want), "key {i} at {snapshot:?}");
+                    assert!(
+                        in_root.contains(&k),
+                        "key {i} answered with nothing buffered"
+                    );
+                    answered += 1;
+                }
+                Err(Stall::Load(_)) => {
+                    assert!(
+                        !(sees_second && in_root.contains(&k)),
+                        "key {i} with a visible put buffered in the root read below"
+                    );
+                    went_below += 1;
+                }
+                Err(s) => panic!("key {i} at {snapshot:?}: {s:?}"),
+            }
+        }
+    }
+    assert!(
+        answered >= 200 && went_below >= 1000,
+        "{answered} answered, {went_below} went below"
+    );
+    drop(st);
+    for i in (0..2000).step_by(7) {
+        let want: &[u8] = if i % 10 == 0 { b"second" } else { b"first" };
+        assert_eq!(t.get(&key(i)).expect("get").as_deref(), Some(want));
+    }
+    t.verify().expect("verify");
+    env.close().expect("close");
+}
+
+#[test]
 fn a_loaded_buffer_keeps_its_filter_until_the_node_is_whole() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (env, t) = open(dir.path());

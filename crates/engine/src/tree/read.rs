@@ -5,9 +5,13 @@
 //!
 //! A leaf entry's versions are all older than any message buffered above it for the same key
 //! (messages move down in MSN order), so the snapshot's value is: the entry's newest version
-//! at or below the snapshot, then the buffered messages at or below it in MSN order.
+//! at or below the snapshot, then the buffered messages at or below it in MSN order. For
+//! the same reason a lookup stops descending at the first buffer holding a put or delete
+//! the snapshot sees: nothing below can change the answer, so a key whose newest write is
+//! still buffered costs that buffer's read, not the leaf's too.
 
 use super::buffer::MsgRef;
+use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
 use super::node::NodeBody;
 use super::{Load, Stall, Step, Tree, TreeState};
@@ -79,6 +83,11 @@ impl Tree {
                         }
                         None if n.filter_rules_out(c, key) => {}
                         None => return Err(Stall::Load(Load::Partition(id, c))),
+                    }
+                    // A put or delete the snapshot sees decides the value: what lies below
+                    // is older (read module doc), so the leaf is not read.
+                    if pending.iter().any(|m| !matches!(m.op, OpRef::Update(_))) {
+                        break None;
                     }
                     id = n.children[c];
                 }
