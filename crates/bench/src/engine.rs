@@ -77,6 +77,10 @@ pub struct EngineArgs {
     /// Seconds of the txn phase per thread count [default: 10, or 2 with --quick]
     #[arg(long, value_name = "SECS")]
     pub txn_seconds: Option<f64>,
+    /// Run without the engine's heap governor (which holds resident memory under the
+    /// cache + 64 MiB, as `shale serve` does), for A/B runs
+    #[arg(long)]
+    pub no_heap_governor: bool,
 }
 
 /// The settings of one run after defaults are applied.
@@ -103,6 +107,8 @@ struct Params {
     read_seconds_limit: f64,
     /// Seconds of the txn phase per thread count.
     txn_seconds: f64,
+    /// Whether the engine's heap governor ran (`EnvOptions::heap`).
+    heap_governor: bool,
 }
 
 impl Params {
@@ -161,6 +167,7 @@ impl Params {
             txn_seconds: args
                 .txn_seconds
                 .unwrap_or(if args.quick { 2.0 } else { 10.0 }),
+            heap_governor: !args.no_heap_governor,
         })
     }
 
@@ -170,6 +177,9 @@ impl Params {
             tree_defaults: TreeOptions::default(),
             fsync: FsyncPolicy::EveryMillis(FSYNC_MILLIS),
             direct_io: self.direct_io,
+            heap: self
+                .heap_governor
+                .then(|| std::sync::Arc::new(shale_heap::JemallocProbe) as _),
             ..EnvOptions::default()
         }
     }
@@ -231,6 +241,11 @@ struct Phase {
     resident_bytes: Option<u64>,
     /// Memory peaks sampled over the phase (`memwatch.rs`).
     memory: MemPeaks,
+    /// How far the heap governor had lowered the cache's working limit at the phase's end.
+    cache_shrink_bytes: u64,
+    /// Times the governor had jemalloc return freed pages in the phase, and their bytes.
+    heap_releases: u64,
+    heap_released_bytes: u64,
     flushes: u64,
     leaf_splits: u64,
     nodes_read: u64,
@@ -481,6 +496,9 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         allocated_bytes: heap.map(|h| h.allocated),
         resident_bytes: heap.map(|h| h.resident),
         memory: MemPeaks::default(), // set by `measure`, which runs the sampler
+        cache_shrink_bytes: now.cache_shrink_bytes,
+        heap_releases: d(|c| c.heap_releases),
+        heap_released_bytes: d(|c| c.heap_released_bytes),
         flushes: d(|c| c.flushes),
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
@@ -910,6 +928,7 @@ mod tests {
             threads: None,
             read_seconds: None,
             txn_seconds: None,
+            no_heap_governor: false,
         };
         let p = Params::from_args(&args).expect("params");
         assert_eq!(p.cache_bytes, 20 * MIB);
@@ -951,6 +970,9 @@ mod tests {
             allocated_bytes: None,
             resident_bytes: None,
             memory: MemPeaks::default(),
+            cache_shrink_bytes: 0,
+            heap_releases: 0,
+            heap_released_bytes: 0,
             flushes: 0,
             leaf_splits: 0,
             nodes_read: 0,

@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]
-static JEMALLOC_CONF: &[u8; 69] = shale_engine::JEMALLOC_CONF;
+static JEMALLOC_CONF: &[u8; 69] = shale_heap::JEMALLOC_CONF;
 
 #[derive(Debug, Parser)]
 #[command(name = "shale-bench", version, about = "ShaleDB benchmark runner")]

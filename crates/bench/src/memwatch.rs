@@ -121,36 +121,13 @@ impl Drop for MemWatch<'_> {
     }
 }
 
-/// One reading of jemalloc's statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Jemalloc {
-    pub allocated: u64,
-    pub resident: u64,
-    /// Dirty pages of all arenas, in bytes (`None` if the statistic cannot be read).
-    pub dirty: Option<u64>,
-    pub metadata: Option<u64>,
-}
+/// One reading of jemalloc's statistics (`shale_heap::stats`).
+pub type Jemalloc = shale_heap::Stats;
 
-/// jemalloc's statistics, refreshed (they are cached per epoch): what the sampler reads,
-/// and what a phase records at its end.
+/// jemalloc's statistics, refreshed: what the sampler reads, and what a phase records at
+/// its end.
 pub fn jemalloc_now() -> Option<Jemalloc> {
-    tikv_jemalloc_ctl::epoch::advance().ok()?;
-    let allocated = tikv_jemalloc_ctl::stats::allocated::read().ok()?;
-    let resident = tikv_jemalloc_ctl::stats::resident::read().ok()?;
-    let metadata = tikv_jemalloc_ctl::stats::metadata::read().ok();
-    // 4096 is MALLCTL_ARENAS_ALL: the sum over every arena.
-    // SAFETY: the name is a NUL-terminated mallctl of type size_t.
-    let dirty_pages =
-        unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"stats.arenas.4096.pdirty\0") };
-    // SAFETY: as above; `arenas.page` is a size_t.
-    let page = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"arenas.page\0") }.ok();
-    let dirty = dirty_pages.ok().zip(page).map(|(n, p)| (n * p) as u64);
-    Some(Jemalloc {
-        allocated: allocated as u64,
-        resident: resident as u64,
-        dirty,
-        metadata: metadata.map(|m| m as u64),
-    })
+    shale_heap::stats()
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]
-static JEMALLOC_CONF: &[u8; 69] = shale_engine::JEMALLOC_CONF;
+static JEMALLOC_CONF: &[u8; 69] = shale_heap::JEMALLOC_CONF;
 
 #[derive(Parser)]
 #[command(
@@ -115,6 +115,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     logging::init(&settings)?;
     log_startup(&settings);
     let mut options = DbOptions::default();
+    // The heap governor keeps the process's heap under the cache + 64 MiB (engine `heap.rs`).
+    options.engine.heap = Some(Arc::new(shale_heap::JemallocProbe));
     if let Some(gb) = settings.cache_size_gb {
         options.engine.cache_bytes = (gb * (1u64 << 30) as f64) as usize;
     }

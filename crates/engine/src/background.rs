@@ -1,8 +1,10 @@
 //! The environment's background threads: the flusher, which moves messages down wherever a
 //! root's buffers exceed the node size (so writers never flush on their own thread), and the
-//! checkpointer, which checkpoints at the configured interval. Both stop when the environment
-//! shuts down; both stop working (and log why) once the environment is poisoned. A panic in
-//! either (a bug) poisons the environment, so writers waiting on the flusher's progress get
+//! checkpointer, which checkpoints at the configured interval, and — when the binary gave
+//! the environment a `HeapProbe` — the heap governor, which keeps the process's heap under
+//! the cache budget plus its headroom (`heap.rs`). All stop when the environment shuts down;
+//! the first two stop working (and log why) once the environment is poisoned. A panic in
+//! any (a bug) poisons the environment, so writers waiting on the flusher's progress get
 //! an error instead of waiting forever.
 
 use crate::env::EnvInner;
@@ -14,6 +16,9 @@ use std::time::{Duration, Instant};
 
 /// How long the flusher sleeps when nobody wakes it.
 const FLUSHER_IDLE: Duration = Duration::from_millis(100);
+/// How often the heap governor reads the allocator (`heap.rs`): at a few hundred MB/s of
+/// freed pages, 10 ms is a few MiB of overshoot at most.
+const GOVERNOR_TICK: Duration = Duration::from_millis(10);
 
 pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
     let mut threads = Vec::new();
@@ -31,6 +36,15 @@ pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
                 .name("shale-checkpointer".into())
                 .spawn(move || guarded(&e, "checkpointer", |e| checkpointer(e, interval)))
                 .expect("spawning the checkpointer thread"),
+        );
+    }
+    if let Some(probe) = env.options.heap.clone() {
+        let e = env.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("shale-heap".into())
+                .spawn(move || guarded(&e, "heap governor", |e| governor(e, &*probe)))
+                .expect("spawning the heap governor thread"),
         );
     }
     threads
@@ -71,6 +85,25 @@ fn flusher(env: &EnvInner) {
         env.work.1.notify_all();
         if !worked {
             env.work.1.wait_for(&mut g, FLUSHER_IDLE);
+        }
+    }
+}
+
+/// Keeps the heap under the cache budget plus its headroom (`heap.rs`), evicting at once
+/// when it lowers the cache's working limit.
+fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
+    let mut governor = crate::heap::Governor::default();
+    while !env.shutdown.load(Ordering::SeqCst) {
+        std::thread::sleep(GOVERNOR_TICK);
+        if !governor.tick(&env.cache, env.options.heap_headroom_bytes, probe) {
+            continue;
+        }
+        let any_tree = env.trees.read().values().next().cloned();
+        if let Some(t) = any_tree {
+            // Eviction covers every tree of the cache, whichever it starts from. An error
+            // here (a dirty node that cannot be written) poisons the environment, as in the
+            // flusher.
+            let _ = env.poison_on(t.evict_if_needed());
         }
     }
 }

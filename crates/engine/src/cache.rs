@@ -7,6 +7,10 @@
 //! Memory an operation holds outside the node table for a while — a partition or node being
 //! read and decoded, a node image being encoded and written — is charged too, for as long as
 //! it is held (`InFlight`), so the budget bounds the engine's memory, not only its cache.
+//!
+//! Eviction works against the *working limit*: the budget less a shrink the heap governor
+//! sets while memory the cache cannot see (allocator overhead, uncharged allocations) would
+//! take the process over its memory limit (`heap.rs`). Without a governor the two are equal.
 
 use crate::tree::Tree;
 use parking_lot::Mutex;
@@ -20,12 +24,20 @@ const EVICTION_SLACK_DIVISOR: usize = 50;
 #[derive(Debug)]
 pub struct Cache {
     budget_bytes: usize,
+    /// Set by the heap governor: the working limit is `budget_bytes - shrink_bytes`.
+    shrink_bytes: AtomicUsize,
     used_bytes: AtomicUsize,
     peak_bytes: AtomicUsize,
     pub(crate) hits: AtomicU64,
     pub(crate) misses: AtomicU64,
     pub(crate) evictions: AtomicU64,
     pub(crate) partial_evictions: AtomicU64,
+    /// Times the governor asked the allocator to return dirty pages, and how many bytes
+    /// were dirty when it did.
+    pub(crate) heap_releases: AtomicU64,
+    pub(crate) heap_released_bytes: AtomicU64,
+    /// The allocator's resident bytes at the governor's last reading (0 without one).
+    pub(crate) heap_resident_bytes: AtomicU64,
     trees: Mutex<Vec<Weak<Tree>>>,
     next_victim: AtomicUsize,
 }
@@ -35,12 +47,16 @@ impl Cache {
         assert!(budget_bytes > 0, "cache budget must be positive");
         Cache {
             budget_bytes,
+            shrink_bytes: AtomicUsize::new(0),
             used_bytes: AtomicUsize::new(0),
             peak_bytes: AtomicUsize::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             partial_evictions: AtomicU64::new(0),
+            heap_releases: AtomicU64::new(0),
+            heap_released_bytes: AtomicU64::new(0),
+            heap_resident_bytes: AtomicU64::new(0),
             trees: Mutex::new(Vec::new()),
             next_victim: AtomicUsize::new(0),
         }
@@ -48,6 +64,21 @@ impl Cache {
 
     pub fn budget_bytes(&self) -> usize {
         self.budget_bytes
+    }
+
+    /// What eviction keeps the charge under: the budget less the governor's shrink.
+    pub fn limit_bytes(&self) -> usize {
+        self.budget_bytes - self.shrink_bytes()
+    }
+
+    pub fn shrink_bytes(&self) -> usize {
+        self.shrink_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The governor's setting; at most half the budget whatever it asks.
+    pub(crate) fn set_shrink(&self, bytes: usize) {
+        self.shrink_bytes
+            .store(bytes.min(self.budget_bytes / 2), Ordering::Relaxed);
     }
 
     pub fn used_bytes(&self) -> usize {
@@ -96,12 +127,12 @@ impl Cache {
             .collect()
     }
 
-    /// Where eviction stops: a little under the budget so it does not run on every call,
+    /// Where eviction stops: a little under the working limit so it does not run on every call,
     /// and only a little, because what one eviction frees at once waits in the allocator
     /// (resident, not reused) until loads take it back: at a tenth of a 400 MiB budget that
     /// was 40 MiB at a time.
     pub fn eviction_target(&self) -> usize {
-        self.budget_bytes - self.budget_bytes / EVICTION_SLACK_DIVISOR
+        self.limit_bytes() - self.budget_bytes / EVICTION_SLACK_DIVISOR
     }
 }
 

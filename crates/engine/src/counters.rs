@@ -59,6 +59,13 @@ pub struct EngineCounters {
     pub cache_misses: u64,
     pub cache_evictions: u64,
     pub cache_partial_evictions: u64,
+    /// How far the heap governor has lowered the cache's working limit below the budget.
+    pub cache_shrink_bytes: u64,
+    /// Times the governor had the allocator return freed pages, and the bytes it returned.
+    pub heap_releases: u64,
+    pub heap_released_bytes: u64,
+    /// The allocator's resident bytes at the governor's last reading (0 without a probe).
+    pub heap_resident_bytes: u64,
     pub flushes: u64,
     pub messages_flushed: u64,
     pub leaf_splits: u64,
@@ -129,6 +136,10 @@ impl EngineCounters {
             cache_misses: g(&cache.misses),
             cache_evictions: g(&cache.evictions),
             cache_partial_evictions: g(&cache.partial_evictions),
+            cache_shrink_bytes: cache.shrink_bytes() as u64,
+            heap_releases: g(&cache.heap_releases),
+            heap_released_bytes: g(&cache.heap_released_bytes),
+            heap_resident_bytes: g(&cache.heap_resident_bytes),
             flushes: g(&s.flushes),
             messages_flushed: g(&s.messages_flushed),
             leaf_splits: g(&s.leaf_splits),

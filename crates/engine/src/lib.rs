@@ -14,6 +14,7 @@ mod codec;
 mod counters;
 mod env;
 mod error;
+mod heap;
 mod lock;
 pub mod mvcc;
 mod options;
@@ -27,9 +28,10 @@ pub mod wal;
 pub use counters::EngineCounters;
 pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
 pub use error::{Error, Location, Result};
+pub use heap::{HeapProbe, HeapSample};
 pub use options::{
-    Compression, EnvOptions, FsyncPolicy, TreeOptions, JEMALLOC_CONF, MAX_KEY_OR_VALUE_BYTES,
-    MIN_TXN_MAX_BYTES,
+    Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM,
+    MAX_KEY_OR_VALUE_BYTES, MIN_TXN_MAX_BYTES,
 };
 pub use read_view::ReadView;
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};

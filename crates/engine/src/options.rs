@@ -96,7 +96,21 @@ pub struct EnvOptions {
     /// The most memory one transaction's write set may hold (its writes stay in memory,
     /// charged to the cache, until commit); `None` means the default of `txn_limit`.
     pub txn_max_bytes: Option<usize>,
+    /// The allocator's statistics, from a binary that knows its allocator. With one, a
+    /// governor keeps the heap's resident memory under `cache_bytes + heap_headroom_bytes`
+    /// (releasing freed pages, then lowering the cache's working limit); without one the
+    /// budget bounds the cache's charge alone (`heap.rs`).
+    pub heap: Option<std::sync::Arc<dyn crate::HeapProbe>>,
+    /// What the heap may hold beyond the cache budget when `heap` is set.
+    pub heap_headroom_bytes: usize,
 }
+
+/// The default `heap_headroom_bytes`: the process's memory target is the cache + 64 MiB,
+/// and 16 MiB of that is left to what the allocator does not see (thread stacks, page
+/// tables: 8 MiB at 10x a 400 MiB cache) and to what it allocates between two of the
+/// governor's readings (the allocator's resident peak passed a 56 MiB headroom by 5 MiB in
+/// a sequential fill; docs/benchmarks.md).
+pub const DEFAULT_HEAP_HEADROOM: usize = 48 << 20;
 
 /// The smallest write-set limit: a 16 MiB document replaced with its old and new index
 /// entries fits with room to spare.
@@ -120,17 +134,8 @@ impl Default for EnvOptions {
             checkpoint_interval: Some(Duration::from_secs(60)),
             direct_io: true,
             txn_max_bytes: None,
+            heap: None,
+            heap_headroom_bytes: DEFAULT_HEAP_HEADROOM,
         }
     }
 }
-
-/// jemalloc settings for binaries that use it with this engine (`shale`, `shale-bench`):
-/// one arena, so memory freed by one thread (an eviction) is reused by the next allocation
-/// of any thread instead of waiting as dirty pages in the arena of the thread that
-/// allocated it; and a background thread returns freed pages to the OS after 200 ms, so
-/// resident memory follows the cache budget instead of the largest burst of node images.
-/// At 10x a 400 MiB cache one arena took the peak RSS from 561.5 to 483.1 MiB over the
-/// baseline (docs/benchmarks.md). Allocation-heavy paths keep per-thread caches, and the
-/// machines measured have 2 cores; on many cores a few arenas may be worth measuring.
-pub const JEMALLOC_CONF: &[u8; 69] =
-    b"narenas:1,background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0\0";

@@ -72,7 +72,7 @@ fn engine_write_bytes_match_proc_self_io() {
             fsync: FsyncPolicy::EveryCommit,
             checkpoint_interval: None,
             direct_io: true,
-            txn_max_bytes: None,
+            ..EnvOptions::default()
         },
     )
     .expect("open");

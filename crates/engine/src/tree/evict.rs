@@ -111,7 +111,7 @@ impl Tree {
     /// does not push the charge over the budget first and evict after. Only nodes pinned
     /// by operations in flight can keep the charge above the budget.
     pub(crate) fn make_room(&self, incoming: usize) -> Result<()> {
-        if self.cache.used_bytes() + incoming <= self.cache.budget_bytes() {
+        if self.cache.used_bytes() + incoming <= self.cache.limit_bytes() {
             return Ok(());
         }
         for tree in self.cache.victims() {
@@ -140,7 +140,7 @@ impl Tree {
     fn evict_some(&self, incoming: usize) -> Result<()> {
         let mut st = self.write_state();
         let ring = st.clock.len();
-        let over_budget = || self.cache.used_bytes() + incoming > self.cache.budget_bytes();
+        let over_budget = || self.cache.used_bytes() + incoming > self.cache.limit_bytes();
         for step in 0..ring * CLOCK_SWEEPS {
             if self.cache.used_bytes() + incoming <= self.cache.eviction_target()
                 || st.clock.is_empty()
