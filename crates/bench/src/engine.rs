@@ -837,6 +837,8 @@ fn print_memory(phases: &[Phase]) {
         "alloc at end",
         "overhead peak",
         "of it dirty",
+        "shrink at end",
+        "releases",
     ]);
     for ph in phases {
         let m = &ph.memory;
@@ -851,6 +853,8 @@ fn print_memory(phases: &[Phase]) {
             opt(ph.allocated_bytes, mib),
             opt(m.overhead_peak_bytes, mib),
             opt(m.dirty_at_overhead_peak_bytes, mib),
+            mib(ph.cache_shrink_bytes),
+            format!("{} ({})", ph.heap_releases, mib(ph.heap_released_bytes)),
         ]);
     }
     print!("{}", t.render());
