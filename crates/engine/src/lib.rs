@@ -11,6 +11,7 @@ mod bytes;
 mod cache;
 mod catalog;
 mod codec;
+mod codec_helper;
 mod counters;
 mod env;
 mod error;

@@ -10,7 +10,7 @@ use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use crate::block::NodeId;
 use crate::bytes::{put_bytes, Reader};
-use crate::codec::{checksum, compress, decompress};
+use crate::codec::{checksum, decompress};
 use crate::Compression;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
@@ -37,9 +37,10 @@ pub struct Header {
 /// of its partitions.
 ///
 /// The header's length depends only on the partition count, pivots and children, so it is
-/// reserved first and each partition is encoded and compressed straight after it, one at a
-/// time: encoding a node holds the block and one partition's raw and compressed bytes, not
-/// every partition twice over.
+/// reserved first and each partition is encoded and compressed straight after it, in order,
+/// every other one on the compression helper thread (`codec_helper.rs`): encoding a node
+/// holds the block and about two partitions' raw and compressed bytes, not every partition
+/// twice over.
 pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
     let (leaf, height, pivots, children, n_parts) = match body {
         NodeBody::Leaf(l) => (true, 0, &l.pivots, &[][..], l.basements.len()),
@@ -62,18 +63,16 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
         + 4;
     let mut out = vec![0u8; header_len];
     let mut descs = Vec::with_capacity(n_parts);
-    for i in 0..n_parts {
-        let raw = raw_part(i);
-        let stored = compress(codec, &raw);
+    crate::codec_helper::compress_in_order(codec, n_parts, raw_part, |stored, raw_len| {
         descs.push(PartDesc {
             offset: out.len() as u32,
             stored_len: stored.len() as u32,
-            raw_len: raw.len() as u32,
+            raw_len: raw_len as u32,
             crc: checksum(&stored),
             codec,
         });
         out.extend_from_slice(&stored);
-    }
+    });
     let mut h = Vec::with_capacity(header_len);
     h.extend_from_slice(NODE_MAGIC);
     h.push(NODE_FORMAT_VERSION);
