@@ -17,11 +17,14 @@ use std::borrow::Cow;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::OnceLock;
 
+/// A compressed partition and its raw length.
+type Compressed = (Vec<u8>, usize);
+
 /// A partition to compress and where to send the result.
 struct Job {
     codec: Compression,
     raw: Vec<u8>,
-    reply: Sender<(Vec<u8>, usize)>,
+    reply: Sender<Compressed>,
 }
 
 /// The helper's queue; `None` if the thread could not be started.
@@ -72,32 +75,35 @@ pub(crate) fn compress_in_order<'a>(
         }
         return;
     };
-    let (reply, results) = channel();
-    let send = |i: usize| -> bool {
+    // One reply channel per job: if the helper dies on a job, its sender is dropped with the
+    // job and the wait below ends with an error instead of blocking for ever.
+    let send = |i: usize| -> Option<Receiver<Compressed>> {
+        let (reply, result) = channel();
         let job = Job {
             codec,
             raw: raw(i).into_owned(),
-            reply: reply.clone(),
+            reply,
         };
-        helper.lock().send(job).is_ok()
+        helper.lock().send(job).ok().map(|()| result)
     };
     // Pairs: the helper compresses partition i + 1 while this thread compresses partition i.
     let mut alive = true;
-    let mut pending = None;
+    let mut pending: Option<(usize, Receiver<Compressed>)> = None;
     for i in 0..n {
-        if pending == Some(i) {
-            pending = None;
-            match results.recv() {
+        match pending.take() {
+            Some((p, result)) if p == i => match result.recv() {
                 Ok((stored, len)) => {
                     emit(stored, len);
                     continue;
                 }
                 // The helper is gone: this partition and the rest are done here.
                 Err(_) => alive = false,
-            }
-        } else if alive && i + 1 < n && i % 2 == 0 {
-            alive = send(i + 1);
-            pending = alive.then_some(i + 1);
+            },
+            other => pending = other,
+        }
+        if alive && pending.is_none() && i + 1 < n && i % 2 == 0 {
+            pending = send(i + 1).map(|r| (i + 1, r));
+            alive = pending.is_some();
         }
         let (stored, len) = local(i);
         emit(stored, len);
