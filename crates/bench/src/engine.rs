@@ -12,7 +12,7 @@
 use crate::device::WorkDir;
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::machine::Machine;
-use crate::memwatch::{jemalloc_now, MemPeaks, MemWatch};
+use crate::memwatch::{MemPeaks, MemWatch};
 use crate::process;
 use crate::report::{num, write_json, Table};
 use anyhow::{anyhow, bail, Context, Result};
@@ -456,7 +456,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let (basements_read, basement_read_bytes) =
         (d(|c| c.basements_read), d(|c| c.basement_read_bytes));
     let rss_peak = process::rss_peak_bytes();
-    let heap = jemalloc_now();
+    let heap = shale_heap::stats();
     Phase {
         name: end.name,
         ops: end.ops,

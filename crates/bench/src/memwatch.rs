@@ -39,8 +39,8 @@ pub struct MemPeaks {
 }
 
 impl MemPeaks {
-    fn record(&mut self, j: Jemalloc, rss: Option<u64>, charge: u64) {
-        let Jemalloc {
+    fn record(&mut self, j: shale_heap::Stats, rss: Option<u64>, charge: u64) {
+        let shale_heap::Stats {
             allocated,
             resident,
             dirty,
@@ -89,7 +89,7 @@ impl<'scope> MemWatch<'scope> {
                 // higher kept: an eviction between the two reads would otherwise count what
                 // it freed as memory the cache does not charge.
                 let before = charge();
-                if let Some(j) = jemalloc_now() {
+                if let Some(j) = shale_heap::stats() {
                     let rss = crate::process::rss_now_bytes();
                     let c = before.max(charge());
                     p.lock()
@@ -121,15 +121,6 @@ impl Drop for MemWatch<'_> {
     }
 }
 
-/// One reading of jemalloc's statistics (`shale_heap::stats`).
-pub type Jemalloc = shale_heap::Stats;
-
-/// jemalloc's statistics, refreshed: what the sampler reads, and what a phase records at
-/// its end.
-pub fn jemalloc_now() -> Option<Jemalloc> {
-    shale_heap::stats()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,7 +128,7 @@ mod tests {
     #[test]
     fn peaks_keep_the_highest_and_the_charge_at_the_widest_gap() {
         let mut p = MemPeaks::default();
-        let j = |allocated, resident| Jemalloc {
+        let j = |allocated, resident| shale_heap::Stats {
             allocated,
             resident,
             dirty: Some(resident / 2),

@@ -75,10 +75,10 @@ impl Cache {
         self.shrink_bytes.load(Ordering::Relaxed)
     }
 
-    /// The governor's setting; at most half the budget whatever it asks.
+    /// The governor's setting (`heap::shrink` caps it at a quarter of the budget).
     pub(crate) fn set_shrink(&self, bytes: usize) {
-        self.shrink_bytes
-            .store(bytes.min(self.budget_bytes / 2), Ordering::Relaxed);
+        assert!(bytes < self.budget_bytes, "shrink {bytes} leaves no cache");
+        self.shrink_bytes.store(bytes, Ordering::Relaxed);
     }
 
     pub fn used_bytes(&self) -> usize {

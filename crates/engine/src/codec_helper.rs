@@ -12,7 +12,6 @@
 
 use crate::codec::compress;
 use crate::Compression;
-use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::OnceLock;
@@ -28,8 +27,8 @@ struct Job {
 }
 
 /// The helper's queue; `None` if the thread could not be started.
-fn helper() -> Option<&'static Mutex<Sender<Job>>> {
-    static HELPER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
+fn helper() -> Option<&'static Sender<Job>> {
+    static HELPER: OnceLock<Option<Sender<Job>>> = OnceLock::new();
     HELPER
         .get_or_init(|| {
             let (tx, rx) = channel::<Job>();
@@ -37,7 +36,7 @@ fn helper() -> Option<&'static Mutex<Sender<Job>>> {
                 .name("shale-compress".into())
                 .spawn(move || serve(rx))
                 .ok()
-                .map(|_| Mutex::new(tx))
+                .map(|_| tx)
         })
         .as_ref()
 }
@@ -84,7 +83,7 @@ pub(crate) fn compress_in_order<'a>(
             raw: raw(i).into_owned(),
             reply,
         };
-        helper.lock().send(job).ok().map(|()| result)
+        helper.send(job).ok().map(|()| result)
     };
     // Pairs: the helper compresses partition i + 1 while this thread compresses partition i.
     let mut alive = true;

@@ -31,8 +31,6 @@ use std::sync::atomic::Ordering;
 /// One reading of the allocator's statistics, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HeapSample {
-    /// Live allocations.
-    pub allocated: usize,
     /// Pages the allocator has mapped and touched (what it adds to the RSS).
     pub resident: usize,
     /// Of `resident`, pages freed and not yet returned to the OS.
@@ -167,11 +165,7 @@ mod tests {
             charged,
             shrink,
             quiet_ticks: HOLD_TICKS,
-            heap: HeapSample {
-                allocated: resident - dirty,
-                resident,
-                dirty,
-            },
+            heap: HeapSample { resident, dirty },
         }
     }
 

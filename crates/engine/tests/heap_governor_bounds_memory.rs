@@ -37,14 +37,9 @@ impl HeapProbe for ModelHeap {
         let env = self.env.lock().expect("probe lock").upgrade()?;
         let charged = env.counters().cache_used_bytes as usize;
         let dirty = self.dirty.fetch_add(DIRTY_PER_SAMPLE, Ordering::SeqCst) + DIRTY_PER_SAMPLE;
-        let allocated = charged + self.beyond.load(Ordering::SeqCst);
-        let resident = allocated + dirty;
+        let resident = charged + self.beyond.load(Ordering::SeqCst) + dirty;
         self.peak.fetch_max(resident, Ordering::SeqCst);
-        Some(HeapSample {
-            allocated,
-            resident,
-            dirty,
-        })
+        Some(HeapSample { resident, dirty })
     }
 
     fn release(&self) {

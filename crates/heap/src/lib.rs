@@ -83,7 +83,6 @@ impl HeapProbe for JemallocProbe {
         let s = stats()?;
         let size = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
         Some(HeapSample {
-            allocated: size(s.allocated),
             resident: size(s.resident),
             dirty: size(s.dirty.unwrap_or(0)),
         })

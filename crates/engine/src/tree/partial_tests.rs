@@ -143,6 +143,21 @@ fn buffer_second_at_root(
     root
 }
 
+/// The keys with a message in any loaded buffer of the internal node `id`.
+fn buffered_keys(
+    st: &super::TreeState,
+    id: crate::block::NodeId,
+) -> std::collections::BTreeSet<Vec<u8>> {
+    let NodeBody::Internal(n) = &st.nodes[&id].body else {
+        unreachable!("checked by buffer_second_at_root")
+    };
+    n.buffers
+        .iter()
+        .flatten()
+        .flat_map(|b| b.iter().map(|(k, _)| k.to_vec()))
+        .collect()
+}
+
 #[test]
 fn a_flush_of_a_shed_root_loads_it_whole_first() {
     use super::{Load, Stall};
@@ -184,15 +199,7 @@ fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
     let mut st = tree.write_state();
     let root = buffer_second_at_root(tree, &mut st, (0..2000).step_by(10));
     let ts = tree.snapshots.visible();
-    let NodeBody::Internal(n) = &st.nodes[&root].body else {
-        unreachable!("checked by buffer_second_at_root")
-    };
-    let buffered: std::collections::BTreeSet<Vec<u8>> = n
-        .buffers
-        .iter()
-        .flatten()
-        .flat_map(|b| b.iter().map(|(k, _)| k.to_vec()))
-        .collect();
+    let buffered = buffered_keys(&st, root);
     let cache = tree.cache.clone();
     st.modify(root, &cache, |n| n.body.evict_partitions());
     let stalls_on_root = |st: &super::TreeState, k: &[u8]| {
@@ -237,15 +244,7 @@ fn a_put_buffered_above_answers_a_lookup_without_reading_below() {
     let now = tree.snapshots.visible();
     // The puts of `second` are stamped `now`; a snapshot one commit older does not see them.
     let before = crate::mvcc::Ts(now.0 - 1);
-    let NodeBody::Internal(n) = &st.nodes[&root].body else {
-        unreachable!("checked by buffer_second_at_root")
-    };
-    let in_root: std::collections::BTreeSet<Vec<u8>> = n
-        .buffers
-        .iter()
-        .flatten()
-        .flat_map(|b| b.iter().map(|(k, _)| k.to_vec()))
-        .collect();
+    let in_root = buffered_keys(&st, root);
     // Shed everything below the root: any read that goes past it must stall on a load.
     let cache = tree.cache.clone();
     let below: Vec<_> = st.nodes.keys().copied().filter(|&id| id != root).collect();
