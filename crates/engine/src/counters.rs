@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct EngineStats {
     pub(crate) flushes: AtomicU64,
     pub(crate) messages_flushed: AtomicU64,
+    pub(crate) messages_injected: AtomicU64,
+    pub(crate) abort_messages: AtomicU64,
     pub(crate) leaf_splits: AtomicU64,
     pub(crate) internal_splits: AtomicU64,
     pub(crate) leaf_merges: AtomicU64,
@@ -68,6 +70,11 @@ pub struct EngineCounters {
     pub heap_resident_bytes: u64,
     pub flushes: u64,
     pub messages_flushed: u64,
+    /// Messages added at tree roots: one per write of a batch or a transaction (a
+    /// transaction's commit adds none), and one per key of an aborted transaction.
+    pub messages_injected: u64,
+    /// Abort messages among them (docs/transactions.md, "Provisional versions").
+    pub abort_messages: u64,
     pub leaf_splits: u64,
     pub internal_splits: u64,
     pub leaf_merges: u64,
@@ -106,6 +113,9 @@ pub struct EngineCounters {
     pub versions_collected: u64,
     /// Lock-table entries: held keys plus recent commits a live snapshot could conflict with.
     pub lock_entries: u64,
+    /// Transactions in the status table: live ones that wrote, and committed ones whose
+    /// timestamp is still above the horizon (T2).
+    pub txn_status_entries: u64,
 }
 
 /// MVCC figures read from the environment rather than counted.
@@ -115,6 +125,7 @@ pub(crate) struct MvccGauges {
     pub open_snapshots: u64,
     pub oldest_snapshot_age_ms: u64,
     pub lock_entries: u64,
+    pub txn_status_entries: u64,
 }
 
 impl EngineCounters {
@@ -142,6 +153,8 @@ impl EngineCounters {
             heap_resident_bytes: g(&cache.heap_resident_bytes),
             flushes: g(&s.flushes),
             messages_flushed: g(&s.messages_flushed),
+            messages_injected: g(&s.messages_injected),
+            abort_messages: g(&s.abort_messages),
             leaf_splits: g(&s.leaf_splits),
             internal_splits: g(&s.internal_splits),
             leaf_merges: g(&s.leaf_merges),
@@ -167,6 +180,7 @@ impl EngineCounters {
             versions_retained_total: retained,
             versions_collected: collected,
             lock_entries: m.lock_entries,
+            txn_status_entries: m.txn_status_entries,
         }
     }
 }

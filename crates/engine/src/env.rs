@@ -20,7 +20,7 @@ use crate::lock::DirLock;
 use crate::mvcc::{LockMode, LockTable, Snapshots, Ts};
 use crate::tree::{MergeFn, MsgOp, Tree, TreeContext};
 use crate::txn::{Held, Txn};
-use crate::wal::{Change, LogRecord, TxnId, Wal, WalOptions};
+use crate::wal::{Change, LiveTxn, LogRecord, TxnId, Wal, WalOptions};
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
 use parking_lot::{Condvar, Mutex, RwLock};
 use shale_io::{FaultInjector, IoStats};
@@ -102,6 +102,9 @@ impl WriteBatch {
     }
 }
 
+/// The `(tree, key)`s a live transaction has written (or is about to write).
+pub(crate) type LiveKeys = Vec<(u64, Vec<u8>)>;
+
 pub(crate) struct EnvInner {
     pub dir: PathBuf,
     pub options: EnvOptions,
@@ -117,6 +120,9 @@ pub(crate) struct EnvInner {
     pub apply_lock: Mutex<()>,
     pub checkpoint_lock: Mutex<()>,
     pub next_txn: AtomicU64,
+    /// Each live transaction's `(tree, key)`s that its provisional writes may have reached,
+    /// registered before each write (T1); a checkpoint logs them at its redo point (R8).
+    pub live: Mutex<HashMap<u64, LiveKeys>>,
     pub snapshots: Arc<Snapshots>,
     pub locks: LockTable,
     pub active_txns: AtomicU64,
@@ -314,6 +320,7 @@ impl Env {
             open_snapshots: self.inner.snapshots.open_count(),
             oldest_snapshot_age_ms: self.inner.snapshots.oldest_age_ms(),
             lock_entries: self.inner.locks.len() as u64,
+            txn_status_entries: self.inner.snapshots.status().len() as u64,
         };
         EngineCounters::collect(
             self.inner.io_stats.snapshot(),
@@ -462,14 +469,14 @@ impl EnvInner {
         }
         let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         let held = self.lock_batch(txn, &batch)?;
-        let committed = self.commit_group(txn, &batch.ops, &batch.counts, |ts| {
+        let committed = self.commit_group(txn, &batch.ops, &batch.counts, false, |ts| {
             self.release_locks(txn, &held, Some(ts));
         });
         if committed.is_err() {
             self.release_locks(txn, &held, None);
         }
         committed?;
-        self.after_write(&batch.ops)
+        self.after_write(batch.ops.iter().map(|(t, _)| t))
     }
 
     /// Locks every key of a batch (a blind write conflicts only with live holders, L1).
@@ -493,11 +500,16 @@ impl EnvInner {
     /// their trees with the commit's timestamp, under the apply lock (R2, M1); publishes the
     /// timestamp and calls `released` (still under the lock, so a conflicting writer sees the
     /// commit), then waits for group commit (R1). Returns the commit's timestamp.
+    ///
+    /// A transaction whose writes are already in the trees as provisional versions
+    /// (`provisional`) sends no message per key: it is marked committed at the timestamp
+    /// before the timestamp is published (T1), and its versions become visible with it.
     pub(crate) fn commit_group(
         &self,
         txn: TxnId,
         ops: &[(Arc<Tree>, BatchOp)],
         counts: &[(Arc<Tree>, i64)],
+        provisional: bool,
         released: impl FnOnce(Ts),
     ) -> Result<Ts> {
         // One group record holds the whole commit (docs/format-wal.md, version 2).
@@ -511,8 +523,14 @@ impl EnvInner {
             let _apply = self.apply_lock.lock();
             let end = self.poison_on(self.wal.append(&records))?;
             let ts = Ts(end.0);
-            for (tree, op) in ops {
-                self.poison_on(tree.apply(op_key(op), ts, to_msg(op)))?;
+            if provisional {
+                self.snapshots.status().commit(txn.0, ts);
+                self.live.lock().remove(&txn.0);
+            } else {
+                for (tree, op) in ops {
+                    let msg = to_msg(op);
+                    self.poison_on(tree.apply(op_key(op), ts, msg.as_op_ref()))?;
+                }
             }
             for (tree, delta) in counts {
                 tree.add_count(*delta);
@@ -521,15 +539,19 @@ impl EnvInner {
             released(ts);
             end
         };
+        self.snapshots.status().prune(self.snapshots.horizon());
         self.poison_on(self.wal.commit(end))?;
         EngineStats::bump(&self.stats.commits);
         Ok(Ts(end.0))
     }
 
-    /// Wakes the flusher, waits out backpressure and evicts, after a commit to these trees.
-    pub(crate) fn after_write(&self, ops: &[(Arc<Tree>, BatchOp)]) -> Result<()> {
+    /// Wakes the flusher, waits out backpressure and evicts, after writes to these trees.
+    pub(crate) fn after_write<'a>(
+        &self,
+        trees: impl IntoIterator<Item = &'a Arc<Tree>>,
+    ) -> Result<()> {
         let mut waited = false;
-        for (tree, _) in ops {
+        for tree in trees {
             if tree.needs_flush() {
                 self.work.1.notify_all();
             }
@@ -554,7 +576,7 @@ impl EnvInner {
         self.check_usable()?;
         let _one = self.checkpoint_lock.lock();
         let started = Instant::now();
-        let (redo_lsn, marks) = {
+        let (redo_lsn, live_end, marks) = {
             let _apply = self.apply_lock.lock();
             let redo_lsn = self.wal.end_lsn();
             let trees: Vec<Arc<Tree>> = self.trees.read().values().cloned().collect();
@@ -565,10 +587,14 @@ impl EnvInner {
                     (t, m)
                 })
                 .collect();
-            (redo_lsn, marks)
+            // R8: the live transactions and the next id, at the redo point, after the marks
+            // (every provisional write in a marked image was registered before it was made).
+            let live = self.poison_on(self.wal.append(&[self.live_record()]))?;
+            (redo_lsn, live, marks)
         };
-        // R5: the log up to the redo point is durable before any header names it.
-        self.poison_on(self.wal.sync_to(redo_lsn))?;
+        // R5: the log up to the redo point is durable before any header names it, and with
+        // it the live-transaction record that starts at the redo point (R8).
+        self.poison_on(self.wal.sync_to(live_end))?;
         for (tree, mark) in &marks {
             self.poison_on(tree.checkpoint_finish(mark, redo_lsn.0))?;
         }
@@ -581,6 +607,27 @@ impl EnvInner {
             "checkpoint done"
         );
         Ok(())
+    }
+}
+
+impl EnvInner {
+    /// The `Live` record a checkpoint logs at its redo point (R8, T3): called under the
+    /// apply lock, so no transaction commits or finishes its abort meanwhile.
+    fn live_record(&self) -> LogRecord {
+        let mut txns: Vec<LiveTxn> = self
+            .live
+            .lock()
+            .iter()
+            .map(|(txn, keys)| LiveTxn {
+                txn: TxnId(*txn),
+                keys: keys.clone(),
+            })
+            .collect();
+        txns.sort_by_key(|t| t.txn);
+        LogRecord::Live {
+            next_txn: self.next_txn.load(Ordering::SeqCst),
+            txns,
+        }
     }
 }
 

@@ -103,6 +103,7 @@ pub(crate) fn open_and_recover(
         apply_lock: Mutex::new(()),
         checkpoint_lock: Mutex::new(()),
         next_txn: AtomicU64::new(max_txn + 1),
+        live: Mutex::new(HashMap::new()),
         snapshots,
         locks: LockTable::default(),
         active_txns: AtomicU64::new(0),
@@ -156,6 +157,11 @@ fn redo(
             LogRecord::Abort { txn } => {
                 open.remove(&txn);
             }
+            LogRecord::Live { next_txn, txns } => {
+                // T3: ids continue above every id a checkpoint's trees may hold.
+                max_txn = max_txn.max(next_txn.saturating_sub(1));
+                applied += abort_live(trees, redo_from, lsn, txns)?;
+            }
             _ => {}
         }
         Ok(())
@@ -170,6 +176,34 @@ fn redo(
         "recovery replayed the log"
     );
     Ok((end, max_txn))
+}
+
+/// Aborts the provisional writes that transactions live at a checkpoint's redo point left in
+/// its trees (R8): a transaction that committed later is redone whole from its group record
+/// after this, one that did not never happened. Only trees whose redo point is at or before
+/// the record take the aborts (a later checkpoint's image has its own record); an abort
+/// that finds no provisional version of its transaction changes nothing.
+fn abort_live(
+    trees: &HashMap<u64, Arc<Tree>>,
+    redo_from: &HashMap<u64, u64>,
+    lsn: Lsn,
+    txns: Vec<wal::LiveTxn>,
+) -> Result<u64> {
+    let mut aborted = 0;
+    for live in txns {
+        let stamp = Ts::provisional(live.txn.0);
+        for (tree, key) in live.keys {
+            let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
+                continue;
+            };
+            if lsn.0 < redo {
+                continue;
+            }
+            t.abort_provisional(&key, stamp)?;
+            aborted += 1;
+        }
+    }
+    Ok(aborted)
 }
 
 /// Redoes one commit's changes at timestamp `ts` on the trees whose checkpoint does not
@@ -199,7 +233,7 @@ fn redo_commit(
             Change::Delete { key, .. } => (key, MsgOp::Delete),
             Change::Update { key, payload, .. } => (key, MsgOp::Update(payload)),
         };
-        t.apply(&key, ts, op)?;
+        t.apply(&key, ts, op.as_op_ref())?;
         applied += 1;
         // No flusher runs yet: keep the root within its size as we go.
         while t.needs_flush() {

@@ -2,13 +2,16 @@
 //!
 //! A transaction reads as of the snapshot taken at `begin` plus its own writes. Each write
 //! first takes the key's exclusive lock (L1, L2 in `mvcc::locks`): a conflict fails at once
-//! with `Error::WriteConflict`. Writes stay in the transaction's write set — provisional
-//! versions live there, not in the trees — until `commit`, which logs them as one group
-//! record (the changes and the commit) and applies them to the trees with the commit's timestamp,
-//! all under the apply lock, then waits for group commit. `abort` (or drop) only forgets the
-//! write set and releases the locks: nothing was logged or applied. So a crash keeps a
-//! transaction whole or not at all (R1), and commit writes one message per changed key and
-//! nothing else.
+//! with `Error::WriteConflict`. The write then goes into the tree at once as a message
+//! stamped provisional (`mvcc::status`): readers skip it while the transaction lives. It is
+//! also kept in the write set, from which the transaction reads its own writes and which
+//! `commit` logs as one group record (the changes and the commit). Commit, under the apply
+//! lock, appends that record and marks the transaction committed at its timestamp before
+//! publishing it — no message per key: every provisional version becomes visible at once,
+//! and leaves resolve them lazily (E2). `abort` (or drop) sends one abort message per key
+//! written, then forgets the transaction and releases the locks (T1). A crash keeps a
+//! transaction whole or not at all: redo applies a logged group; provisional versions in a
+//! checkpoint of a transaction live at its redo point are aborted by recovery (R1, R8).
 //!
 //! The write set's memory is charged to the cache while the transaction lives (a write that
 //! grows it makes room first, like a load) and is bounded by `EnvOptions::txn_limit`: a write
@@ -50,6 +53,8 @@ pub struct Txn {
     held: Vec<Held>,
     /// The write set's memory as charged to the cache (KEY_OVERHEAD, OP_OVERHEAD).
     bytes: usize,
+    /// The transaction is in the status table: its writes may be in trees (T1).
+    provisional: bool,
     finished: bool,
 }
 
@@ -75,6 +80,7 @@ impl Txn {
             counts: BTreeMap::new(),
             held: Vec::new(),
             bytes: 0,
+            provisional: false,
             finished: false,
         }
     }
@@ -184,6 +190,7 @@ impl Txn {
             return Err(Error::TransactionTooLarge { bytes, limit });
         }
         self.lock(tree, &key, LockMode::Exclusive)?;
+        self.write_provisional(tree, &key, &m)?;
         let writes = self
             .writes
             .entry(tree.tree.id())
@@ -197,6 +204,28 @@ impl Txn {
         }
         ops.push(m);
         self.charge(&tree.tree, bytes)
+    }
+
+    /// Puts `m` into the tree as a provisional version of this transaction: the status
+    /// table knows the transaction and the key is registered before the message goes in
+    /// (T1, R8).
+    fn write_provisional(&mut self, tree: &TreeHandle, key: &[u8], m: &msg::MsgOp) -> Result<()> {
+        if !self.provisional {
+            self.env.snapshots.status().begin(self.id.0);
+            self.provisional = true;
+        }
+        let known = self
+            .writes
+            .get(&tree.tree.id())
+            .is_some_and(|w| w.keys.contains_key(key));
+        if !known {
+            let mut live = self.env.live.lock();
+            let keys = live.entry(self.id.0).or_default();
+            keys.push((tree.tree.id(), key.to_vec()));
+        }
+        tree.tree
+            .apply(key, Ts::provisional(self.id.0), m.as_op_ref())?;
+        self.env.after_write([&tree.tree])
     }
 
     /// The write set's memory once `m` on `key` is recorded: a put or delete drops the key's
@@ -262,19 +291,51 @@ impl Txn {
         let held = std::mem::take(&mut self.held);
         let env = self.env.clone();
         let id = self.id;
-        let ts = self.env.commit_group(id, &ops, &counts, |ts| {
-            env.release_locks(id, &held, Some(ts));
-        });
-        if ts.is_err() {
+        let ts = self
+            .env
+            .commit_group(id, &ops, &counts, self.provisional, |ts| {
+                env.release_locks(id, &held, Some(ts));
+            });
+        if let Err(e) = &ts {
+            // The write set is gone, so no abort message can be sent: the environment is
+            // poisoned by the failure, and the transaction stays live in the status table
+            // so that its provisional versions stay invisible.
+            self.env
+                .poison(format!("commit of transaction {} failed: {e}", id.0));
+            self.provisional = false;
             self.env.release_locks(id, &held, None);
         }
-        let ts = ts?;
-        self.env.after_write(&ops)?;
-        Ok(Some(ts))
+        ts.map(Some)
     }
 
-    /// Releases whatever locks remain and leaves the active set.
+    /// Sends an abort message for every key this transaction wrote, then forgets it (T1).
+    /// If a message cannot be sent the environment is poisoned and the transaction stays
+    /// live in the status table, so its versions stay invisible.
+    fn abort_provisional(&mut self) {
+        if !std::mem::take(&mut self.provisional) {
+            return;
+        }
+        let stamp = Ts::provisional(self.id.0);
+        for w in self.writes.values() {
+            for key in w.keys.keys() {
+                if let Err(e) = w.tree.abort_provisional(key, stamp) {
+                    self.env
+                        .poison(format!("abort of transaction {} failed: {e}", self.id.0));
+                    return;
+                }
+            }
+        }
+        let _apply = self.env.apply_lock.lock();
+        self.env.live.lock().remove(&self.id.0);
+        self.env.snapshots.status().forget(self.id.0);
+    }
+
+    /// Releases whatever locks remain and leaves the active set; an uncommitted
+    /// transaction's provisional writes are aborted first.
     fn end(&mut self, committed: Option<Ts>) {
+        if committed.is_none() {
+            self.abort_provisional();
+        }
         let held = std::mem::take(&mut self.held);
         self.env.release_locks(self.id, &held, committed);
         self.writes.clear();

@@ -131,7 +131,10 @@ fn check_txn_cursor(t: &TreeHandle, x: &ModelTxn, ti: usize, rng: &mut StdRng) {
         c.next().expect("next");
     }
     let want_fwd: Vec<_> = want.iter().filter(|(k, _)| *k >= probe).cloned().collect();
-    assert!(got == want_fwd, "txn cursor forward from {probe:?} differs");
+    assert!(
+        got == want_fwd,
+        "txn cursor forward from {probe:?} differs: got {got:?} want {want_fwd:?}"
+    );
     c.seek_for_prev(&probe).expect("seek_for_prev");
     let mut back = Vec::new();
     while c.valid() && back.len() < 30 {
@@ -175,7 +178,17 @@ fn check_committed(trees: &[TreeHandle], m: &Model) {
         }
         assert!(
             got == m.committed[ti],
-            "tree {ti} differs from the committed model"
+            "tree {ti} differs from the committed model: {:?}",
+            got.iter()
+                .filter(|(k, v)| m.committed[ti].get(*k) != Some(*v))
+                .map(|(k, v)| (k, v, m.committed[ti].get(k)))
+                .chain(
+                    m.committed[ti]
+                        .iter()
+                        .filter(|(k, _)| !got.contains_key(*k))
+                        .map(|(k, v)| (k, v, None))
+                )
+                .collect::<Vec<_>>()
         );
     }
 }

@@ -14,6 +14,7 @@
 //! It must never: hand out a snapshot below a horizon that collection already used (a new
 //! snapshot reads `visible`, which only grows, and the horizon never exceeds `visible`).
 
+use super::status::TxnStatus;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,8 @@ pub struct Snapshots {
     visible: AtomicU64,
     /// Registered snapshot timestamp → (how many holders, when the oldest holder registered).
     open: Mutex<BTreeMap<Ts, (usize, Instant)>>,
+    /// Which transactions' provisional versions readers see (`status.rs`).
+    status: TxnStatus,
 }
 
 impl Snapshots {
@@ -37,7 +40,19 @@ impl Snapshots {
         Arc::new(Snapshots {
             visible: AtomicU64::new(visible.0),
             open: Mutex::new(BTreeMap::new()),
+            status: TxnStatus::default(),
         })
+    }
+
+    /// The transaction status table: what a provisional stamp stands for.
+    pub fn status(&self) -> &TxnStatus {
+        &self.status
+    }
+
+    /// Whether a reader at `snapshot` sees what `stamp` wrote (a commit timestamp or a
+    /// provisional stamp, `status.rs`).
+    pub fn sees(&self, stamp: Ts, snapshot: Ts) -> bool {
+        self.status.sees(stamp, snapshot)
     }
 
     /// The newest commit that every tree has fully applied.

@@ -31,7 +31,7 @@ use super::entry::{Applied, Entry, Version, VERSION_OVERHEAD_BYTES};
 use super::node::{alloc_bytes, ENTRY_OVERHEAD_BYTES};
 use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
-use crate::mvcc::Ts;
+use crate::mvcc::{Ts, TxnStatus};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -117,11 +117,16 @@ impl<'a> EntryRef<'a> {
         self.versions().next().and_then(|v| v.value)
     }
 
-    /// The value a reader at `snapshot` sees (`None`: absent or deleted at that snapshot).
+    /// The value a reader at `snapshot` sees (`None`: absent or deleted at that snapshot),
+    /// for entries without provisional versions.
+    #[cfg(test)]
     pub fn value_at(self, snapshot: Ts) -> Option<&'a [u8]> {
-        self.versions()
-            .find(|v| v.ts <= snapshot)
-            .and_then(|v| v.value)
+        self.value_seen(|ts| ts <= snapshot)
+    }
+
+    /// The value of the newest version `sees` accepts (`None`: absent or deleted).
+    pub fn value_seen(self, sees: impl Fn(Ts) -> bool) -> Option<&'a [u8]> {
+        self.versions().find(|v| sees(v.ts)).and_then(|v| v.value)
     }
 
     /// An owned copy.
@@ -263,9 +268,17 @@ impl Basement {
         self.find(key).ok().map(|i| self.entry(i).1)
     }
 
-    /// Records the version that commit `ts` gives `key` (`None` deletes), collecting the
-    /// versions no snapshot at or after `horizon` can see (M2).
-    pub fn apply(&mut self, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) -> Applied {
+    /// Records the version that commit `ts` (or a transaction's provisional stamp) gives
+    /// `key` (`None` deletes), resolving a provisional version under it first (E2) and
+    /// collecting the versions no snapshot at or after `horizon` can see (M2).
+    pub fn apply(
+        &mut self,
+        key: &[u8],
+        ts: Ts,
+        value: Option<Vec<u8>>,
+        horizon: Ts,
+        status: &TxnStatus,
+    ) -> Applied {
         let i = match self.find(key) {
             Ok(i) => i,
             Err(at) => {
@@ -281,28 +294,73 @@ impl Basement {
                 return Applied::default();
             }
         };
-        let mut entry = self.entry(i).1.to_entry();
-        self.bytes -= entry_bytes(key, &entry);
+        let mut entry = self.take_entry(i);
+        let mut applied = Applied::default();
+        if entry.is_provisional() && entry.newest_ts() != ts {
+            applied.collected += entry.resolve(status, true);
+            assert!(
+                !entry.is_provisional(),
+                "a live transaction's provisional version met another writer's message (E2)"
+            );
+        }
+        applied.add(entry.push(ts, value, horizon));
+        let keep = !entry.is_dead(horizon);
+        self.put_entry(i, key, keep.then_some(&entry));
+        applied
+    }
+
+    /// Drops the provisional version of `key` that the transaction stamped `stamp` wrote,
+    /// if it is there (the transaction's abort message arrived).
+    pub fn abort(&mut self, key: &[u8], stamp: Ts) {
+        let Ok(i) = self.find(key) else {
+            return;
+        };
+        if self.entry(i).1.versions().next().map(|v| v.ts) != Some(stamp) {
+            return;
+        }
+        let mut entry = self.take_entry(i);
+        let keep = entry.abort(stamp);
+        self.put_entry(i, key, keep.then_some(&entry));
+    }
+
+    /// Entry `i` as an owned copy, its bytes counted as garbage until `put_entry`.
+    fn take_entry(&mut self, i: usize) -> Entry {
+        let entry = self.entry(i).1.to_entry();
+        self.bytes -= entry_bytes(self.entry(i).0, &entry);
         self.garbage += self.entry_range(i).len();
         self.canonical = false;
-        let applied = entry.push(ts, value, horizon);
-        if entry.is_dead(horizon) {
-            self.starts.remove(i);
-        } else {
-            let versions: Vec<VersionRef<'_>> = EntryRef::Owned(&entry).versions().collect();
-            self.starts[i] = self.append(key, &versions, false);
-            self.bytes += entry_bytes(key, &entry);
+        entry
+    }
+
+    /// Puts entry `i` back after `take_entry`, changed, or removes it (`None`); packs the
+    /// arena when garbage passes a quarter of it.
+    fn put_entry(&mut self, i: usize, key: &[u8], entry: Option<&Entry>) {
+        match entry {
+            None => {
+                self.starts.remove(i);
+            }
+            Some(entry) => {
+                let versions: Vec<VersionRef<'_>> = EntryRef::Owned(entry).versions().collect();
+                self.starts[i] = self.append(key, &versions, false);
+                self.bytes += entry_bytes(key, entry);
+            }
         }
         if self.garbage > GARBAGE_MIN_BYTES && self.garbage * 4 > self.arena.len() {
             self.pack();
         }
-        applied
     }
 
-    /// Collects every entry against `horizon` (before the basement is written). A basement
-    /// whose entries are all single values has nothing to collect and is left as it is.
-    pub fn collect(&mut self, horizon: Ts) -> u64 {
-        let collectable = |e: EntryRef<'_>| e.version_count() > 1 || e.newest_value().is_none();
+    /// Collects every entry against `horizon` (before the basement is written), resolving
+    /// provisional versions of ended transactions first (E2). A basement whose entries are
+    /// all single committed values has nothing to collect and is left as it is.
+    /// Without `status` (a checkpoint's image) provisional versions stay as they are.
+    pub fn collect(&mut self, horizon: Ts, status: Option<&TxnStatus>) -> u64 {
+        let collectable = |e: EntryRef<'_>| {
+            e.version_count() > 1
+                || e.versions()
+                    .next()
+                    .is_some_and(|v| v.value.is_none() || v.ts.is_provisional())
+        };
         if !self.iter().any(|(_, e)| collectable(e)) {
             return 0;
         }
@@ -315,6 +373,9 @@ impl Basement {
                 continue;
             }
             let mut owned = e.to_entry();
+            if let Some(status) = status {
+                collected += owned.resolve(status, false);
+            }
             collected += owned.collect(horizon);
             if !owned.is_dead(horizon) {
                 out.push_last(k, EntryRef::Owned(&owned));
@@ -563,10 +624,22 @@ mod tests {
         let mut b = Basement::new();
         for i in 0..50u32 {
             let key = format!("k{i:03}").into_bytes();
-            b.apply(&key, Ts(10), Some(vec![i as u8; i as usize]), Ts(0));
+            b.apply(
+                &key,
+                Ts(10),
+                Some(vec![i as u8; i as usize]),
+                Ts(0),
+                &TxnStatus::default(),
+            );
         }
-        b.apply(b"k007", Ts(20), None, Ts(0));
-        b.apply(b"k008", Ts(20), Some(b"new".to_vec()), Ts(0));
+        b.apply(b"k007", Ts(20), None, Ts(0), &TxnStatus::default());
+        b.apply(
+            b"k008",
+            Ts(20),
+            Some(b"new".to_vec()),
+            Ts(0),
+            &TxnStatus::default(),
+        );
         b
     }
 
@@ -626,7 +699,13 @@ mod tests {
             horizon = horizon.max(ts.saturating_sub(next(20)));
             let value = (next(5) > 0).then(|| vec![step as u8; next(200) as usize]);
             let garbage = b.garbage;
-            b.apply(&key, Ts(ts), value.clone(), Ts(horizon));
+            b.apply(
+                &key,
+                Ts(ts),
+                value.clone(),
+                Ts(horizon),
+                &TxnStatus::default(),
+            );
             rewrites += usize::from(b.garbage < garbage);
             match model.get_mut(&key) {
                 Some(e) => {
@@ -644,7 +723,7 @@ mod tests {
                 sums_agree(&b);
                 assert_eq!(b, Basement::from_entries(model.clone()), "step {step}");
                 if step % 3_000 == 0 {
-                    b.collect(Ts(horizon));
+                    b.collect(Ts(horizon), None);
                     for e in model.values_mut() {
                         e.collect(Ts(horizon));
                     }
@@ -667,7 +746,13 @@ mod tests {
     #[test]
     fn a_change_appends_and_packing_makes_the_arena_canonical_again() {
         let mut b = Basement::decode(sample().encode().into_owned()).expect("well formed");
-        b.apply(b"k100", Ts(30), Some(b"x".to_vec()), Ts(0));
+        b.apply(
+            b"k100",
+            Ts(30),
+            Some(b"x".to_vec()),
+            Ts(0),
+            &TxnStatus::default(),
+        );
         assert!(!b.is_packed());
         assert_eq!(b.len(), 51);
         let before = b.clone();
@@ -680,14 +765,20 @@ mod tests {
     #[test]
     fn collecting_rewrites_a_basement_only_when_something_can_go() {
         let mut single = Basement::new();
-        single.apply(b"a", Ts(1), Some(b"v".to_vec()), Ts(0));
+        single.apply(
+            b"a",
+            Ts(1),
+            Some(b"v".to_vec()),
+            Ts(0),
+            &TxnStatus::default(),
+        );
         let mut single = Basement::decode(single.encode().into_owned()).expect("ok");
-        assert_eq!(single.collect(Ts(100)), 0);
+        assert_eq!(single.collect(Ts(100), None), 0);
         assert!(single.is_packed());
 
         let mut many = Basement::decode(sample().encode().into_owned()).expect("ok");
         assert_eq!(
-            many.collect(Ts(100)),
+            many.collect(Ts(100), None),
             2,
             "k007 and k008 lose their old versions"
         );
@@ -705,7 +796,7 @@ mod tests {
             );
         }
         let mut out_of_order = Basement::new();
-        out_of_order.apply(b"b", Ts(1), Some(vec![]), Ts(0));
+        out_of_order.apply(b"b", Ts(1), Some(vec![]), Ts(0), &TxnStatus::default());
         let mut raw = out_of_order.encode().into_owned();
         raw[0] = 2;
         raw.extend_from_within(4..);

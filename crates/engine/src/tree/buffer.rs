@@ -19,7 +19,8 @@
 //! Q1. every offset starts a whole message inside the arena that was validated (read from
 //!     disk) or written here: its op code is known (a delete has no payload); in offset
 //!     order keys do not decrease and one key's messages have increasing MSNs and
-//!     non-decreasing timestamps. The accessors rely on Q1 and index without checking again.
+//!     non-decreasing commit timestamps (a provisional stamp may be followed by any stamp:
+//!     `mvcc::stamps_in_order`). The accessors rely on Q1 and index without checking again.
 //! Q2. `bytes` is the sum of the messages' sizes and the offsets are the count.
 //! Q3. the arena is empty (no messages), or holds the count slot, the messages, and
 //!     `arena.len() - 4 - bytes` bytes of garbage; when `canonical` and not empty it is the
@@ -33,7 +34,7 @@ use super::msg::{Msn, OpRef, MSG_OVERHEAD_BYTES};
 use super::node::alloc_bytes;
 use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
-use crate::mvcc::Ts;
+use crate::mvcc::{stamps_in_order, Ts};
 use std::borrow::Cow;
 #[cfg(test)]
 use std::collections::BTreeMap;
@@ -185,7 +186,8 @@ impl MsgBuffer {
             let prev = prev as usize;
             let last = msg_at(&self.arena, prev);
             assert!(
-                key_at(&self.arena, prev) != key || (last.msn < m.msn && last.ts <= m.ts),
+                key_at(&self.arena, prev) != key
+                    || (last.msn < m.msn && stamps_in_order(last.ts, m.ts)),
                 "messages for one key must arrive in MSN and commit order"
             );
         }
@@ -484,8 +486,9 @@ fn check_raw(raw: &[u8]) -> Result<(Vec<u32>, usize), String> {
         if OpRef::from_code(code, payload).is_none() {
             return Err(format!("bad message op {code}"));
         }
-        let out_of_order = prev
-            .is_some_and(|(pk, pmsn, pts)| pk > key || (pk == key && (pmsn >= msn || pts > ts)));
+        let out_of_order = prev.is_some_and(|(pk, pmsn, pts)| {
+            pk > key || (pk == key && (pmsn >= msn || !stamps_in_order(Ts(pts), Ts(ts))))
+        });
         if out_of_order {
             return Err("buffer messages out of order".into());
         }

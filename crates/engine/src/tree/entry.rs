@@ -4,10 +4,12 @@
 //! are collected against the horizon (M2 in docs/recovery.md): when a message is applied and
 //! before a leaf is written.
 //!
-//! Uncommitted writes never reach a leaf: a transaction keeps them in its write set until
-//! commit (docs/transactions.md), so every version here is committed.
+//! A transaction's writes reach the trees as it makes them, stamped provisional
+//! (`mvcc::status`): an entry's newest version may be one, above the committed ones. It is
+//! resolved — given its commit timestamp, or dropped by its transaction's abort message —
+//! when another message for the key is applied and before the leaf is written (E2).
 
-use crate::mvcc::Ts;
+use crate::mvcc::{Resolved, Ts, TxnStatus, OLD_TS};
 
 /// Bytes a version costs against node sizes besides its value (timestamp, flag, length).
 pub const VERSION_OVERHEAD_BYTES: usize = 8 + 1 + 4;
@@ -27,6 +29,10 @@ impl Version {
 
 /// A key's versions. `older` is newest first and every timestamp there is below `newest.ts`
 /// (E1); most entries have no older version and so no second allocation.
+///
+/// E2. Only the newest version can be provisional: a message from any other writer finds
+/// the key's provisional version's transaction ended (it held the key's lock until then),
+/// and resolves it first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     newest: Version,
@@ -129,6 +135,50 @@ impl Entry {
         applied
     }
 
+    /// Gives a provisional newest version of a committed transaction its commit's timestamp
+    /// (E2). With `old_too`, one whose transaction left the table (`Resolved::Old`) becomes
+    /// `OLD_TS` and the versions under it, which nobody can see, go — only when a message of
+    /// another writer is being applied: then any abort of that transaction has arrived
+    /// before it (T2), so it committed. Before a leaf is written it may still have an abort
+    /// buffered above, so it stays. Returns how many versions went. A live one stays.
+    pub fn resolve(&mut self, status: &TxnStatus, old_too: bool) -> u64 {
+        if !self.newest.ts.is_provisional() {
+            return 0;
+        }
+        match status.resolve(self.newest.ts) {
+            Resolved::Live => 0,
+            Resolved::Committed(ts) => {
+                assert!(
+                    self.older.first().is_none_or(|v| v.ts < ts),
+                    "a provisional version commits above the versions under it (E1)"
+                );
+                self.newest.ts = ts;
+                0
+            }
+            Resolved::Old if !old_too => 0,
+            Resolved::Old => {
+                self.newest.ts = OLD_TS;
+                std::mem::take(&mut self.older).len() as u64
+            }
+        }
+    }
+
+    /// Drops the newest version if transaction stamp `stamp` wrote it (its abort message
+    /// arrived); false if the entry is left without a version.
+    pub fn abort(&mut self, stamp: Ts) -> bool {
+        if self.newest.ts != stamp {
+            return true;
+        }
+        if self.older.is_empty() {
+            return false;
+        }
+        self.newest = self.older.remove(0);
+        if self.older.is_empty() {
+            self.older = Vec::new();
+        }
+        true
+    }
+
     /// Drops every version older than the newest one at or below `horizon` (M2); returns how
     /// many.
     pub fn collect(&mut self, horizon: Ts) -> u64 {
@@ -148,6 +198,16 @@ impl Entry {
             self.older = Vec::new();
         }
         dropped as u64
+    }
+
+    /// The newest version's stamp.
+    pub fn newest_ts(&self) -> Ts {
+        self.newest.ts
+    }
+
+    /// Whether the newest version is provisional.
+    pub fn is_provisional(&self) -> bool {
+        self.newest.ts.is_provisional()
     }
 
     /// A delete that every snapshot sees, with nothing older: the entry can go.

@@ -38,7 +38,7 @@ impl Tree {
         cat: Category,
         after: AfterWrite,
     ) -> Result<()> {
-        self.collect_versions(st, id);
+        self.collect_versions(st, id, !for_checkpoint);
         if after == AfterWrite::StaysClean {
             self.pack_leaf(st, id);
         }
@@ -81,16 +81,22 @@ impl Tree {
         });
     }
 
-    /// Drops the versions of a leaf that no snapshot can see before it is written (M2).
-    fn collect_versions(&self, st: &mut TreeState, id: NodeId) {
+    /// Drops the versions of a leaf that no snapshot can see before it is written (M2), and
+    /// resolves provisional versions of ended transactions (E2) — but not in a checkpoint's
+    /// image: that is the state at its redo point, and a transaction committed since then
+    /// is redone from the log after its provisional versions are aborted (R8), which
+    /// needs them still provisional.
+    fn collect_versions(&self, st: &mut TreeState, id: NodeId, resolve: bool) {
         let horizon = self.snapshots.horizon();
+        let snapshots = self.snapshots.clone();
+        let status = resolve.then(|| snapshots.status());
         let cache = self.cache.clone();
         let collected = st.modify(id, &cache, |n| match &mut n.body {
             NodeBody::Leaf(l) => l
                 .basements
                 .iter_mut()
                 .flatten()
-                .map(|b| b.collect(horizon))
+                .map(|b| b.collect(horizon, status))
                 .sum(),
             NodeBody::Internal(_) => 0,
         });

@@ -9,19 +9,20 @@
 use super::buffer::MsgRef;
 use super::entry::Applied;
 use super::evict::AfterWrite;
-use super::msg::{self, MsgBuffer, MsgOp};
+use super::msg::{self, MsgBuffer, OpRef};
 use super::node::{Basement, Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::counters::EngineStats;
-use crate::mvcc::Ts;
+use crate::mvcc::{Ts, TxnStatus};
 use crate::Category;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 impl Tree {
-    /// Adds one change, sent by the commit with timestamp `ts`, at the root.
-    pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], ts: Ts, op: &MsgOp) -> Step<()> {
+    /// Adds one change at the root, stamped with the timestamp of the commit that sent it or
+    /// with its transaction's provisional stamp.
+    pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], ts: Ts, op: OpRef<'_>) -> Step<()> {
         let root = st.root;
         self.prepare_modify(st, root)?;
         let msn = Tree::next_msn(st);
@@ -29,11 +30,13 @@ impl Tree {
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
         let basement_bytes = self.options.basement_size_bytes;
-        let msg = MsgRef {
-            msn,
-            ts,
-            op: op.as_op_ref(),
-        };
+        let msg = MsgRef { msn, ts, op };
+        EngineStats::bump(&self.stats.messages_injected);
+        if matches!(op, OpRef::Abort) {
+            EngineStats::bump(&self.stats.abort_messages);
+        }
+        let snapshots = self.snapshots.clone();
+        let status = snapshots.status();
         let applied = st.modify(root, &cache, |n| {
             n.dirty = true;
             n.touch();
@@ -44,7 +47,7 @@ impl Tree {
                     None
                 }
                 NodeBody::Leaf(l) => {
-                    let applied = apply_to_leaf(l, &*merge, key, msg, horizon);
+                    let applied = apply_to_leaf(l, &*merge, key, msg, horizon, status);
                     l.recut_oversized(basement_bytes);
                     Some(applied)
                 }
@@ -224,6 +227,7 @@ impl Tree {
         let cache = self.cache.clone();
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
+        let snapshots = self.snapshots.clone();
         let basement_bytes = self.options.basement_size_bytes;
         let piece_bytes = flush_piece_bytes(self.options.node_size_bytes, basement_bytes);
         let mut moved = 0u64;
@@ -240,7 +244,7 @@ impl Tree {
                 n.dirty = true;
                 n.touch();
                 n.note_flush(&msgs);
-                push_down(&mut n.body, &*merge, &msgs, horizon)
+                push_down(&mut n.body, &*merge, &msgs, horizon, snapshots.status())
             });
             self.stats.count_versions(applied);
         }
@@ -479,7 +483,13 @@ impl Tree {
 
 /// Moves flushed messages into a child: into its buffers, or applied to its entries as new
 /// versions (collecting against `horizon`).
-fn push_down(body: &mut NodeBody, merge: &msg::MergeFn, msgs: &MsgBuffer, horizon: Ts) -> Applied {
+fn push_down(
+    body: &mut NodeBody,
+    merge: &msg::MergeFn,
+    msgs: &MsgBuffer,
+    horizon: Ts,
+    status: &TxnStatus,
+) -> Applied {
     let mut applied = Applied::default();
     match body {
         NodeBody::Internal(n) => {
@@ -493,7 +503,7 @@ fn push_down(body: &mut NodeBody, merge: &msg::MergeFn, msgs: &MsgBuffer, horizo
         NodeBody::Leaf(l) => {
             for (k, list) in msgs.iter() {
                 for m in list {
-                    applied.add(apply_to_leaf(l, merge, k, m, horizon));
+                    applied.add(apply_to_leaf(l, merge, k, m, horizon, status));
                 }
             }
         }
@@ -520,18 +530,23 @@ fn apply_to_leaf(
     key: &[u8],
     m: MsgRef<'_>,
     horizon: Ts,
+    status: &TxnStatus,
 ) -> Applied {
     let b = l.basement_index(key);
     let basement = l.basements[b]
         .as_mut()
         .expect("a changed leaf is fully loaded (N3)");
+    l.parts.clear();
+    if matches!(m.op, OpRef::Abort) {
+        basement.abort(key, m.ts);
+        return Applied::default();
+    }
     let current = basement
         .get(key)
         .and_then(|e| e.newest_value())
         .map(<[u8]>::to_vec);
     let new = msg::apply(merge, key, current, m.op);
-    l.parts.clear();
-    basement.apply(key, m.ts, new, horizon)
+    basement.apply(key, m.ts, new, horizon, status)
 }
 
 /// Splits a leaf into pieces of about `target_bytes`; later pieces come with their pivot.

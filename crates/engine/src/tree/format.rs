@@ -15,7 +15,9 @@ use crate::Compression;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
-pub const NODE_FORMAT_VERSION: u8 = 2;
+pub const NODE_FORMAT_VERSION: u8 = 3;
+/// The oldest node format version read (2 holds no provisional stamps or aborts).
+pub const OLDEST_NODE_FORMAT_VERSION: u8 = 2;
 const KIND_LEAF: u8 = 0;
 const KIND_INTERNAL: u8 = 1;
 /// Bytes before the partition descriptors.
@@ -301,7 +303,7 @@ fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
         return Err(format!("bad node magic {magic:02x?}"));
     }
     let version = r.u8()?;
-    if version != NODE_FORMAT_VERSION {
+    if !(OLDEST_NODE_FORMAT_VERSION..=NODE_FORMAT_VERSION).contains(&version) {
         return Err(format!("unsupported node format version {version}"));
     }
     Ok(())

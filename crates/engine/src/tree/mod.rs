@@ -198,8 +198,18 @@ impl Tree {
     /// Applies one change of the commit with timestamp `ts` (already logged by the caller).
     /// Does not evict: the caller holds the environment's apply lock and evicts after
     /// releasing it.
-    pub(crate) fn apply(&self, key: &[u8], ts: Ts, op: MsgOp) -> Result<()> {
-        self.with_write(|t, st| t.inject(st, key, ts, &op))
+    pub(crate) fn apply(&self, key: &[u8], ts: Ts, op: msg::OpRef<'_>) -> Result<()> {
+        self.with_write(|t, st| t.inject(st, key, ts, op))
+    }
+
+    /// Sends the abort message of the transaction stamped `stamp` for `key`: readers and the
+    /// leaf drop what it wrote there (`mvcc::status`, T1).
+    pub(crate) fn abort_provisional(&self, key: &[u8], stamp: Ts) -> Result<()> {
+        assert!(
+            stamp.is_provisional(),
+            "only a provisional write is aborted"
+        );
+        self.with_write(|t, st| t.inject(st, key, stamp, msg::OpRef::Abort))
     }
 
     /// The newest committed value of `key`, or `None`. The snapshot is read under the tree's

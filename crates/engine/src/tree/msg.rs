@@ -46,6 +46,9 @@ pub enum OpRef<'a> {
     Put(&'a [u8]),
     Delete,
     Update(&'a [u8]),
+    /// Drops the provisional version its stamp's transaction wrote to the key (the
+    /// transaction aborted). Readers drop that transaction's messages and version under it.
+    Abort,
 }
 
 impl<'a> OpRef<'a> {
@@ -56,6 +59,7 @@ impl<'a> OpRef<'a> {
             1 => Some(OpRef::Put(payload)),
             2 if payload.is_empty() => Some(OpRef::Delete),
             3 => Some(OpRef::Update(payload)),
+            4 if payload.is_empty() => Some(OpRef::Abort),
             _ => None,
         }
     }
@@ -65,13 +69,14 @@ impl<'a> OpRef<'a> {
             OpRef::Put(_) => 1,
             OpRef::Delete => 2,
             OpRef::Update(_) => 3,
+            OpRef::Abort => 4,
         }
     }
 
     pub fn payload(self) -> &'a [u8] {
         match self {
             OpRef::Put(v) | OpRef::Update(v) => v,
-            OpRef::Delete => &[],
+            OpRef::Delete | OpRef::Abort => &[],
         }
     }
 
@@ -81,6 +86,7 @@ impl<'a> OpRef<'a> {
             OpRef::Put(v) => MsgOp::Put(v.to_vec()),
             OpRef::Delete => MsgOp::Delete,
             OpRef::Update(v) => MsgOp::Update(v.to_vec()),
+            OpRef::Abort => unreachable!("tests build no abort messages as owned ops"),
         }
     }
 }
@@ -99,7 +105,8 @@ pub struct Msg {
 /// returns the new value (`None` deletes the entry).
 pub type MergeFn = dyn Fn(&[u8], Option<&[u8]>, &[u8]) -> Option<Vec<u8>> + Send + Sync;
 
-/// Applies `op` to the current value of `key`.
+/// Applies `op` to the current value of `key` (an abort changes nothing here: what it
+/// undoes is dropped before values are folded).
 pub fn apply(
     merge: &MergeFn,
     key: &[u8],
@@ -110,6 +117,8 @@ pub fn apply(
         OpRef::Put(v) => Some(v.to_vec()),
         OpRef::Delete => None,
         OpRef::Update(payload) => merge(key, current.as_deref(), payload),
+        // Readers drop an abort and what it aborts before folding (`read.rs`).
+        OpRef::Abort => current,
     }
 }
 

@@ -505,7 +505,7 @@ mod tests {
         let basement = leaf.basements[0].as_mut().expect("loaded");
         for i in 0..2_000u32 {
             let key = format!("k{i:06}").into_bytes();
-            basement.apply(&key, Ts(1), Some(vec![7; 40]), Ts(0));
+            basement.apply(&key, Ts(1), Some(vec![7; 40]), Ts(0), &Default::default());
         }
         let total = leaf.loaded_bytes();
         leaf.recut_oversized(4096);

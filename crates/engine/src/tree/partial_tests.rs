@@ -126,7 +126,10 @@ fn buffer_second_at_root(
     let ts = tree.snapshots.visible();
     let put = super::msg::MsgOp::Put(b"second".to_vec());
     for i in keys {
-        assert!(tree.inject(st, &key(i), ts, &put).is_ok(), "root is cached");
+        assert!(
+            tree.inject(st, &key(i), ts, put.as_op_ref()).is_ok(),
+            "root is cached"
+        );
     }
     assert!(
         matches!(&st.nodes[&root].body, NodeBody::Internal(_)),

@@ -5,7 +5,11 @@
 //!
 //! A leaf entry's versions are all older than any message buffered above it for the same key
 //! (messages move down in MSN order), so the snapshot's value is: the entry's newest version
-//! at or below the snapshot, then the buffered messages at or below it in MSN order. For
+//! the snapshot sees, then the buffered messages it sees in MSN order. What a snapshot sees
+//! is decided by `TxnStatus::sees` (a commit at or below it, or a provisional write of a
+//! transaction that committed at or below it), less whatever an aborted transaction wrote:
+//! its abort messages lie above everything it wrote (they came later), so a reader going
+//! down collects their stamps and skips that transaction's messages and version below. For
 //! the same reason a lookup stops descending at the first buffer holding a put or delete
 //! the snapshot sees: nothing below can change the answer, so a key whose newest write is
 //! still buffered costs that buffer's read, not the leaf's too.
@@ -15,7 +19,7 @@ use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
 use super::node::NodeBody;
 use super::{Load, Stall, Step, Tree, TreeState};
-use crate::mvcc::Ts;
+use crate::mvcc::{Ts, TxnStatus};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
@@ -70,6 +74,10 @@ impl Tree {
     /// Point lookup as of `snapshot`.
     pub(crate) fn lookup(&self, st: &TreeState, key: &[u8], snapshot: Ts) -> Step<Option<Vec<u8>>> {
         let mut pending: Vec<MsgRef<'_>> = Vec::new();
+        // Stamps of aborted transactions seen on the way down: what they wrote lies below
+        // their abort messages (T2) and is skipped.
+        let mut aborted: Vec<Ts> = Vec::new();
+        let status = self.snapshots.status();
         let mut id = st.root;
         let base = loop {
             let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
@@ -79,7 +87,10 @@ impl Tree {
                     let c = n.child_index(key);
                     match &n.buffers[c] {
                         Some(buffer) => {
-                            pending.extend(buffer.get(key).filter(|m| m.ts <= snapshot))
+                            // Aborts first: one may follow what it aborts in this buffer.
+                            aborted.extend(buffer.get(key).filter_map(abort_stamp));
+                            let seen = |m: &MsgRef<'_>| sees(status, &aborted, snapshot, m);
+                            pending.extend(buffer.get(key).filter(seen))
                         }
                         None if n.filter_rules_out(c, key) => {}
                         None => return Err(Stall::Load(Load::Partition(id, c))),
@@ -98,7 +109,9 @@ impl Tree {
                         .ok_or(Stall::Load(Load::Partition(id, b)))?;
                     break basement
                         .get(key)
-                        .and_then(|e| e.value_at(snapshot))
+                        .and_then(|e| {
+                            e.value_seen(|ts| !aborted.contains(&ts) && status.sees(ts, snapshot))
+                        })
                         .map(<[u8]>::to_vec);
                 }
             }
@@ -141,22 +154,46 @@ impl Tree {
             .as_ref()
             .ok_or(Stall::Load(Load::Partition(id, b)))?;
         narrow(&mut lo, &mut hi, &leaf.pivots, b);
-        let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
-        for (k, e) in basement.iter() {
-            if let Some(v) = e.value_at(snapshot) {
-                merged.insert(k, Some(v.to_vec()));
-            }
-        }
+        let status = self.snapshots.status();
         let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
         for buf in buffers {
             for (k, list) in buf.range(lo.map(Vec::as_slice), hi.map(Vec::as_slice)) {
-                let seen = list.filter(|m| m.ts <= snapshot);
-                msgs.entry(k).or_default().extend(seen);
+                msgs.entry(k).or_default().extend(list);
+            }
+        }
+        let no_aborts = Vec::new();
+        let aborts: BTreeMap<&[u8], Vec<Ts>> = msgs
+            .iter()
+            .map(|(k, list)| {
+                (
+                    *k,
+                    list.iter()
+                        .copied()
+                        .filter_map(abort_stamp)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .filter(|(_, a)| !a.is_empty())
+            .collect();
+        let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
+        for (k, e) in basement.iter() {
+            let aborted = aborts.get(k).unwrap_or(&no_aborts);
+            if let Some(v) = e.value_seen(|ts| !aborted.contains(&ts) && status.sees(ts, snapshot))
+            {
+                merged.insert(k, Some(v.to_vec()));
             }
         }
         for (k, list) in msgs {
+            let aborted = aborts.get(k).unwrap_or(&no_aborts);
+            let seen: Vec<MsgRef<'_>> = list
+                .into_iter()
+                .filter(|m| sees(status, aborted, snapshot, m))
+                .collect();
+            if seen.is_empty() {
+                continue;
+            }
             let cur = merged.get(k).cloned().flatten();
-            merged.insert(k, fold_messages(&*self.merge, k, cur, list));
+            merged.insert(k, fold_messages(&*self.merge, k, cur, seen));
         }
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
         Ok(LeafBatch {
@@ -168,6 +205,17 @@ impl Tree {
             hi: hi.cloned(),
         })
     }
+}
+
+/// The stamp of an abort message (its transaction's provisional stamp).
+fn abort_stamp(m: MsgRef<'_>) -> Option<Ts> {
+    matches!(m.op, OpRef::Abort).then_some(m.ts)
+}
+
+/// Whether a reader at `snapshot` applies message `m`: not an abort, not written by an
+/// aborted transaction, and committed at or below the snapshot (`TxnStatus::sees`).
+fn sees(status: &TxnStatus, aborted: &[Ts], snapshot: Ts, m: &MsgRef<'_>) -> bool {
+    !matches!(m.op, OpRef::Abort) && !aborted.contains(&m.ts) && status.sees(m.ts, snapshot)
 }
 
 /// Applies the messages a snapshot sees, in MSN order, to the value below them.

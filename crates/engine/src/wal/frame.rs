@@ -32,9 +32,10 @@ pub const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 pub const FILE_HEADER_BYTES: u64 = 4096;
 /// First bytes of every log file.
 pub const MAGIC: &[u8; 8] = b"SHALELOG";
-/// The format version written in every new file header. Version 2 added the group record
-/// (docs/format-wal.md); files of version 1 still replay.
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version written in every new file header. Version 2 added the group record,
+/// version 3 the live-transaction record checkpoints write (docs/format-wal.md); files of
+/// versions 1 and 2 still replay.
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest file version replay accepts.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 /// Bytes of the file header covered by its checksum (magic, version, first LSN).
@@ -284,7 +285,8 @@ mod tests {
         };
         assert_eq!(with_version(1), Ok(Lsn(7)));
         assert_eq!(with_version(2), Ok(Lsn(7)));
-        for v in [0, 3, u32::MAX] {
+        assert_eq!(with_version(3), Ok(Lsn(7)));
+        for v in [0, 4, u32::MAX] {
             let err = with_version(v).unwrap_err();
             assert!(err.contains("unsupported log format version"), "{err}");
         }

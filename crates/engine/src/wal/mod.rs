@@ -55,7 +55,7 @@ pub use reader::replay;
 pub fn oldest_lsn(dir: &Path) -> Result<Option<Lsn>> {
     Ok(reader::list_log_files(dir)?.first().map(|(lsn, _)| *lsn))
 }
-pub use record::{Change, LogRecord, TxnId};
+pub use record::{Change, LiveTxn, LogRecord, TxnId};
 
 use crate::{Error, FsyncPolicy, Result};
 use reader::{list_log_files, os_err, read_file_header};

@@ -67,6 +67,56 @@ pub enum LogRecord {
         txn: TxnId,
         changes: Vec<Change>,
     },
+    /// Written by every checkpoint at its redo point (format version 3): the next
+    /// transaction id (T3 in `mvcc::status`) and every live transaction with the keys its
+    /// provisional writes may have reached, so recovery can abort them (R8).
+    Live {
+        next_txn: u64,
+        txns: Vec<LiveTxn>,
+    },
+}
+
+/// A transaction live at a checkpoint's redo point, with the `(tree, key)`s it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTxn {
+    pub txn: TxnId,
+    pub keys: Vec<(u64, Vec<u8>)>,
+}
+
+impl LiveTxn {
+    fn encode(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.txn.0);
+        put_varint(out, self.keys.len() as u64);
+        for (tree, key) in &self.keys {
+            put_varint(out, *tree);
+            put_vbytes(out, key);
+        }
+    }
+
+    fn decode(r: &mut Reader<'_>) -> Result<LiveTxn, String> {
+        let txn = TxnId(r.varint()?);
+        let n = r.varint()?;
+        if n > (r.remaining() / 2) as u64 {
+            return Err(format!(
+                "live transaction of {n} keys in {} bytes",
+                r.remaining()
+            ));
+        }
+        let keys = (0..n)
+            .map(|_| Ok((r.varint()?, r.vbytes()?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(LiveTxn { txn, keys })
+    }
+
+    fn encoded_len(&self) -> usize {
+        varint_len(self.txn.0)
+            + varint_len(self.keys.len() as u64)
+            + self
+                .keys
+                .iter()
+                .map(|(t, k)| varint_len(*t) + varint_len(k.len() as u64) + k.len())
+                .sum::<usize>()
+    }
 }
 
 /// One change of a `Group` record.
@@ -183,6 +233,7 @@ mod code {
     pub const CHECKPOINT_END: u8 = 9;
     pub const COUNT: u8 = 10;
     pub const GROUP: u8 = 11;
+    pub const LIVE: u8 = 12;
 }
 
 /// Appends `v` as a LEB128 varint (7 bits per byte, low first, high bit = more follows).
@@ -299,6 +350,14 @@ impl LogRecord {
                     c.encode(out);
                 }
             }
+            LogRecord::Live { next_txn, txns } => {
+                out.push(code::LIVE);
+                put_varint(out, *next_txn);
+                put_varint(out, txns.len() as u64);
+                for t in txns {
+                    t.encode(out);
+                }
+            }
         }
     }
 
@@ -371,6 +430,17 @@ impl LogRecord {
                     .collect::<Result<Vec<_>, _>>()?;
                 LogRecord::Group { txn, changes }
             }
+            code::LIVE => {
+                let next_txn = r.varint()?;
+                let n = r.varint()?;
+                if n > (r.remaining() / 2) as u64 {
+                    return Err(format!("{n} live transactions in {} bytes", r.remaining()));
+                }
+                let txns = (0..n)
+                    .map(|_| LiveTxn::decode(r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                LogRecord::Live { next_txn, txns }
+            }
             other => return Err(format!("unknown record type {other}")),
         })
     }
@@ -391,6 +461,11 @@ impl LogRecord {
                 varint_len(txn.0)
                     + varint_len(changes.len() as u64)
                     + changes.iter().map(Change::encoded_len).sum::<usize>()
+            }
+            LogRecord::Live { next_txn, txns } => {
+                varint_len(*next_txn)
+                    + varint_len(txns.len() as u64)
+                    + txns.iter().map(LiveTxn::encoded_len).sum::<usize>()
             }
         }
     }
@@ -472,6 +547,23 @@ pub(crate) mod tests {
             LogRecord::Group {
                 txn: TxnId(u64::MAX),
                 changes: Vec::new(),
+            },
+            LogRecord::Live {
+                next_txn: 99,
+                txns: vec![
+                    LiveTxn {
+                        txn: TxnId(98),
+                        keys: vec![(1, b"a".to_vec()), (u64::MAX, Vec::new())],
+                    },
+                    LiveTxn {
+                        txn: TxnId(3),
+                        keys: Vec::new(),
+                    },
+                ],
+            },
+            LogRecord::Live {
+                next_txn: 0,
+                txns: Vec::new(),
             },
         ]
     }
