@@ -127,6 +127,8 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
         "heap": { "residentBytes": c.heap_resident_bytes as i64, "releases": c.heap_releases as i64,
                   "releasedBytes": c.heap_released_bytes as i64 },
         "tree": { "flushes": c.flushes as i64, "messagesFlushed": c.messages_flushed as i64,
+                  "messagesInjected": c.messages_injected as i64,
+                  "abortMessages": c.abort_messages as i64,
                   "leafSplits": c.leaf_splits as i64, "internalSplits": c.internal_splits as i64,
                   "leafMerges": c.leaf_merges as i64, "internalMerges": c.internal_merges as i64,
                   "nodesWritten": c.nodes_written as i64, "nodesRead": c.nodes_read as i64,
@@ -142,7 +144,8 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
                           "versionsRetained": c.versions_retained as i64,
                           "versionsRetainedTotal": c.versions_retained_total as i64,
                           "versionsCollected": c.versions_collected as i64,
-                          "lockEntries": c.lock_entries as i64 },
+                          "lockEntries": c.lock_entries as i64,
+                          "statusEntries": c.txn_status_entries as i64 },
     }
 }
 
