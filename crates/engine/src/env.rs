@@ -539,7 +539,7 @@ impl EnvInner {
             released(ts);
             end
         };
-        self.snapshots.status().prune(self.snapshots.horizon());
+        self.snapshots.status().prune(|| self.snapshots.horizon());
         self.poison_on(self.wal.commit(end))?;
         EngineStats::bump(&self.stats.commits);
         Ok(Ts(end.0))

@@ -21,7 +21,7 @@ use crate::counters::EngineStats;
 use crate::env::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
 use crate::mvcc::{LockTable, Snapshots, Ts};
-use crate::tree::{MsgOp, Tree};
+use crate::tree::{MsgOp, OpRef, Tree};
 use crate::wal::{self, Change, LogRecord, Lsn, TxnId, Wal};
 use crate::{EnvOptions, Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -130,6 +130,7 @@ fn redo(
     let mut open: OpenTxns = HashMap::new();
     let mut max_txn = 0u64;
     let mut applied = 0u64;
+    let mut aborted = 0u64;
     let end = wal::replay(&wal_dir(dir), from, io_stats.clone(), |lsn, record| {
         // M1: a commit's timestamp is the log position just past its commit record (or its
         // group record), as `Wal::append` returned it when the commit was first made.
@@ -160,7 +161,7 @@ fn redo(
             LogRecord::Live { next_txn, txns } => {
                 // T3: ids continue above every id a checkpoint's trees may hold.
                 max_txn = max_txn.max(next_txn.saturating_sub(1));
-                applied += abort_live(trees, redo_from, lsn, txns)?;
+                aborted += abort_live(trees, redo_from, lsn, txns)?;
             }
             _ => {}
         }
@@ -171,6 +172,7 @@ fn redo(
     }
     tracing::info!(
         applied,
+        aborted,
         dropped_txns = open.len(),
         end = end.0,
         "recovery replayed the log"
@@ -193,14 +195,10 @@ fn abort_live(
     for live in txns {
         let stamp = Ts::provisional(live.txn.0);
         for (tree, key) in live.keys {
-            let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
-                continue;
-            };
-            if lsn.0 < redo {
-                continue;
+            if let Some(t) = redo_target(trees, redo_from, tree, lsn) {
+                redo_one(t, &key, stamp, OpRef::Abort)?;
+                aborted += 1;
             }
-            t.abort_provisional(&key, stamp)?;
-            aborted += 1;
         }
     }
     Ok(aborted)
@@ -217,13 +215,9 @@ fn redo_commit(
 ) -> Result<u64> {
     let mut applied = 0;
     for (lsn, change) in changes {
-        let tree = change.tree();
-        let (Some(t), Some(&redo)) = (trees.get(&tree), redo_from.get(&tree)) else {
+        let Some(t) = redo_target(trees, redo_from, change.tree(), lsn) else {
             continue;
         };
-        if lsn.0 < redo {
-            continue;
-        }
         let (key, op) = match change {
             Change::Count { delta, .. } => {
                 t.add_count(delta);
@@ -233,14 +227,32 @@ fn redo_commit(
             Change::Delete { key, .. } => (key, MsgOp::Delete),
             Change::Update { key, payload, .. } => (key, MsgOp::Update(payload)),
         };
-        t.apply(&key, ts, op.as_op_ref())?;
+        redo_one(t, &key, ts, op.as_op_ref())?;
         applied += 1;
-        // No flusher runs yet: keep the root within its size as we go.
-        while t.needs_flush() {
-            t.flush_once()?;
-        }
     }
     Ok(applied)
+}
+
+/// The tree a record at `lsn` for tree id `tree` is redone on: one the catalog names (R7)
+/// whose checkpoint does not already hold the record (R2, R3).
+fn redo_target<'a>(
+    trees: &'a HashMap<u64, Arc<Tree>>,
+    redo_from: &HashMap<u64, u64>,
+    tree: u64,
+    lsn: Lsn,
+) -> Option<&'a Arc<Tree>> {
+    let redo = *redo_from.get(&tree)?;
+    trees.get(&tree).filter(|_| lsn.0 >= redo)
+}
+
+/// Injects one redone message; no flusher runs yet, so the root is kept within its size as
+/// recovery goes.
+fn redo_one(t: &Tree, key: &[u8], stamp: Ts, op: OpRef<'_>) -> Result<()> {
+    t.apply(key, stamp, op)?;
+    while t.needs_flush() {
+        t.flush_once()?;
+    }
+    Ok(())
 }
 
 /// A version-1 record that a transaction's commit redoes, as (transaction, change); any

@@ -10,4 +10,4 @@ mod status;
 pub use crate::wal::TxnId;
 pub use locks::{LockId, LockMode, LockTable, Refusal};
 pub use snapshots::{SnapshotGuard, Snapshots, Ts};
-pub use status::{stamps_in_order, Resolved, TxnStatus, OLD_TS, PROVISIONAL};
+pub use status::{stamps_in_order, Resolved, TxnStatus, OLD_TS};

@@ -49,12 +49,6 @@ impl Snapshots {
         &self.status
     }
 
-    /// Whether a reader at `snapshot` sees what `stamp` wrote (a commit timestamp or a
-    /// provisional stamp, `status.rs`).
-    pub fn sees(&self, stamp: Ts, snapshot: Ts) -> bool {
-        self.status.sees(stamp, snapshot)
-    }
-
     /// The newest commit that every tree has fully applied.
     pub fn visible(&self) -> Ts {
         Ts(self.visible.load(Ordering::Acquire))

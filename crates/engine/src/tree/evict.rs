@@ -88,8 +88,7 @@ impl Tree {
     /// needs them still provisional.
     fn collect_versions(&self, st: &mut TreeState, id: NodeId, resolve: bool) {
         let horizon = self.snapshots.horizon();
-        let snapshots = self.snapshots.clone();
-        let status = resolve.then(|| snapshots.status());
+        let status = resolve.then(|| self.snapshots.status());
         let cache = self.cache.clone();
         let collected = st.modify(id, &cache, |n| match &mut n.body {
             NodeBody::Leaf(l) => l

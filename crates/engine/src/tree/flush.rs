@@ -35,8 +35,7 @@ impl Tree {
         if matches!(op, OpRef::Abort) {
             EngineStats::bump(&self.stats.abort_messages);
         }
-        let snapshots = self.snapshots.clone();
-        let status = snapshots.status();
+        let status = self.snapshots.status();
         let applied = st.modify(root, &cache, |n| {
             n.dirty = true;
             n.touch();
@@ -227,7 +226,6 @@ impl Tree {
         let cache = self.cache.clone();
         let merge = self.merge.clone();
         let horizon = self.snapshots.horizon();
-        let snapshots = self.snapshots.clone();
         let basement_bytes = self.options.basement_size_bytes;
         let piece_bytes = flush_piece_bytes(self.options.node_size_bytes, basement_bytes);
         let mut moved = 0u64;
@@ -244,7 +242,13 @@ impl Tree {
                 n.dirty = true;
                 n.touch();
                 n.note_flush(&msgs);
-                push_down(&mut n.body, &*merge, &msgs, horizon, snapshots.status())
+                push_down(
+                    &mut n.body,
+                    &*merge,
+                    &msgs,
+                    horizon,
+                    self.snapshots.status(),
+                )
             });
             self.stats.count_versions(applied);
         }

@@ -74,10 +74,7 @@ impl Tree {
     /// Point lookup as of `snapshot`.
     pub(crate) fn lookup(&self, st: &TreeState, key: &[u8], snapshot: Ts) -> Step<Option<Vec<u8>>> {
         let mut pending: Vec<MsgRef<'_>> = Vec::new();
-        // Stamps of aborted transactions seen on the way down: what they wrote lies below
-        // their abort messages (T2) and is skipped.
-        let mut aborted: Vec<Ts> = Vec::new();
-        let status = self.snapshots.status();
+        let mut view = View::new(self.snapshots.status(), snapshot);
         let mut id = st.root;
         let base = loop {
             let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
@@ -88,9 +85,9 @@ impl Tree {
                     match &n.buffers[c] {
                         Some(buffer) => {
                             // Aborts first: one may follow what it aborts in this buffer.
-                            aborted.extend(buffer.get(key).filter_map(abort_stamp));
-                            let seen = |m: &MsgRef<'_>| sees(status, &aborted, snapshot, m);
-                            pending.extend(buffer.get(key).filter(seen))
+                            let msgs = buffer.get(key);
+                            view.note_aborts(msgs.clone());
+                            pending.extend(msgs.filter(|m| view.sees(m)))
                         }
                         None if n.filter_rules_out(c, key) => {}
                         None => return Err(Stall::Load(Load::Partition(id, c))),
@@ -109,9 +106,7 @@ impl Tree {
                         .ok_or(Stall::Load(Load::Partition(id, b)))?;
                     break basement
                         .get(key)
-                        .and_then(|e| {
-                            e.value_seen(|ts| !aborted.contains(&ts) && status.sees(ts, snapshot))
-                        })
+                        .and_then(|e| e.value_seen(|ts| view.sees_stamp(ts)))
                         .map(<[u8]>::to_vec);
                 }
             }
@@ -154,41 +149,29 @@ impl Tree {
             .as_ref()
             .ok_or(Stall::Load(Load::Partition(id, b)))?;
         narrow(&mut lo, &mut hi, &leaf.pivots, b);
-        let status = self.snapshots.status();
         let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
         for buf in buffers {
             for (k, list) in buf.range(lo.map(Vec::as_slice), hi.map(Vec::as_slice)) {
                 msgs.entry(k).or_default().extend(list);
             }
         }
-        let no_aborts = Vec::new();
-        let aborts: BTreeMap<&[u8], Vec<Ts>> = msgs
-            .iter()
-            .map(|(k, list)| {
-                (
-                    *k,
-                    list.iter()
-                        .copied()
-                        .filter_map(abort_stamp)
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .filter(|(_, a)| !a.is_empty())
-            .collect();
+        // Each key is read with the aborts among its own messages (they lie above what
+        // they abort, so one view per key sees them all before its versions).
+        let view_of = |k: &[u8]| {
+            let mut view = View::new(self.snapshots.status(), snapshot);
+            view.note_aborts(msgs.get(k).into_iter().flatten().copied());
+            view
+        };
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
         for (k, e) in basement.iter() {
-            let aborted = aborts.get(k).unwrap_or(&no_aborts);
-            if let Some(v) = e.value_seen(|ts| !aborted.contains(&ts) && status.sees(ts, snapshot))
-            {
+            let view = view_of(k);
+            if let Some(v) = e.value_seen(|ts| view.sees_stamp(ts)) {
                 merged.insert(k, Some(v.to_vec()));
             }
         }
-        for (k, list) in msgs {
-            let aborted = aborts.get(k).unwrap_or(&no_aborts);
-            let seen: Vec<MsgRef<'_>> = list
-                .into_iter()
-                .filter(|m| sees(status, aborted, snapshot, m))
-                .collect();
+        for (k, list) in &msgs {
+            let view = view_of(k);
+            let seen: Vec<MsgRef<'_>> = list.iter().copied().filter(|m| view.sees(m)).collect();
             if seen.is_empty() {
                 continue;
             }
@@ -207,15 +190,40 @@ impl Tree {
     }
 }
 
-/// The stamp of an abort message (its transaction's provisional stamp).
-fn abort_stamp(m: MsgRef<'_>) -> Option<Ts> {
-    matches!(m.op, OpRef::Abort).then_some(m.ts)
+/// What one reader at `snapshot` sees of one key: commits at or below the snapshot and
+/// provisional writes of transactions committed at or below it (`TxnStatus::sees`), less
+/// what the transactions whose abort messages it has met wrote.
+struct View<'a> {
+    status: &'a TxnStatus,
+    snapshot: Ts,
+    /// Stamps of the aborted transactions met so far (few: usually none).
+    aborted: Vec<Ts>,
 }
 
-/// Whether a reader at `snapshot` applies message `m`: not an abort, not written by an
-/// aborted transaction, and committed at or below the snapshot (`TxnStatus::sees`).
-fn sees(status: &TxnStatus, aborted: &[Ts], snapshot: Ts, m: &MsgRef<'_>) -> bool {
-    !matches!(m.op, OpRef::Abort) && !aborted.contains(&m.ts) && status.sees(m.ts, snapshot)
+impl<'a> View<'a> {
+    fn new(status: &'a TxnStatus, snapshot: Ts) -> Self {
+        View {
+            status,
+            snapshot,
+            aborted: Vec::new(),
+        }
+    }
+
+    /// Notes the abort messages among `msgs`.
+    fn note_aborts<'m>(&mut self, msgs: impl Iterator<Item = MsgRef<'m>>) {
+        let aborts = msgs.filter(|m| matches!(m.op, OpRef::Abort));
+        self.aborted.extend(aborts.map(|m| m.ts));
+    }
+
+    /// Whether a version or message stamped `ts` is seen.
+    fn sees_stamp(&self, ts: Ts) -> bool {
+        !self.aborted.contains(&ts) && self.status.sees(ts, self.snapshot)
+    }
+
+    /// Whether message `m` is applied: seen, and not an abort.
+    fn sees(&self, m: &MsgRef<'_>) -> bool {
+        !matches!(m.op, OpRef::Abort) && self.sees_stamp(m.ts)
+    }
 }
 
 /// Applies the messages a snapshot sees, in MSN order, to the value below them.
