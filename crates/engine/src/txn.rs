@@ -236,7 +236,8 @@ impl Txn {
             .get(&tree.tree.id())
             .and_then(|w| w.keys.get(key));
         let (added_key, dropped) = match ops {
-            None => (KEY_OVERHEAD + key.len(), 0),
+            // The key is held twice: in the write set and in the live-key registry (R8).
+            None => (KEY_OVERHEAD + 2 * key.len(), 0),
             Some(ops) if !matches!(m, msg::MsgOp::Update(_)) => {
                 (0, ops.iter().map(op_bytes).sum::<usize>())
             }
