@@ -36,6 +36,16 @@ fn setup(dir: &Path) -> (Env, TreeHandle) {
     (env, t)
 }
 
+/// Drops the environment without a checkpoint (as a crash would leave it: everything
+/// acknowledged is in the log) and recovers it.
+fn crash_and_recover(dir: &Path, env: Env, t: TreeHandle) -> (Env, TreeHandle) {
+    drop(t);
+    drop(env);
+    let env = Env::open(dir, options()).expect("recover");
+    let t = env.open_tree("t").expect("tree");
+    (env, t)
+}
+
 /// Every key's value through a cursor of the newest commit.
 fn scan(t: &TreeHandle) -> Vec<(Vec<u8>, Option<i64>)> {
     let mut c = t.cursor();
@@ -209,10 +219,7 @@ fn crash_with_a_transaction_live_at_the_checkpoint(commit: bool) -> Vec<(Vec<u8>
         // while it was still live.
         drop(txn);
     }
-    drop(t);
-    drop(env); // a crash: no checkpoint at close
-    let env = Env::open(dir.path(), options()).expect("recover");
-    let t = env.open_tree("t").expect("tree");
+    let (env, t) = crash_and_recover(dir.path(), env, t);
     t.verify().expect("verify after recovery");
     let got = scan(&t);
     env.flush_all().expect("flush");
@@ -263,10 +270,7 @@ fn a_commit_checkpointed_before_its_versions_are_resolved_survives_a_crash() {
     // checkpoint's leaves are not resolved): after the crash the empty status table reads
     // them as committed before every snapshot (T2).
     env.checkpoint().expect("checkpoint");
-    drop(t);
-    drop(env);
-    let env = Env::open(dir.path(), options()).expect("recover");
-    let t = env.open_tree("t").expect("tree");
+    let (env, t) = crash_and_recover(dir.path(), env, t);
     assert_eq!(scan(&t), expected_after_commit());
     // A write batch on top resolves them as it reaches the leaves.
     t.update(&key(2), &1i64.to_le_bytes()).expect("update");
@@ -278,27 +282,28 @@ fn a_commit_checkpointed_before_its_versions_are_resolved_survives_a_crash() {
 #[test]
 fn new_transaction_ids_start_above_every_id_a_checkpoint_holds() {
     let dir = tempfile::tempdir().expect("tempdir");
+    // The setup's writes take ids too (each write batch is a one-statement transaction).
     let (env, t) = setup(dir.path());
-    // Burn ids, commit one transaction's provisional writes into a checkpoint, crash.
-    for _ in 0..50 {
-        env.begin().abort();
-    }
     let mut txn = env.begin();
     txn.put(&t, b"x", &1i64.to_le_bytes()).expect("put");
     env.flush_all().expect("flush");
     txn.commit().expect("commit");
+    // The checkpoint holds x's provisional version; the log after its redo point holds no
+    // transaction id at all, only the `Live` record's next id (T3).
     env.checkpoint().expect("checkpoint");
-    drop(t);
-    drop(env);
-    let env = Env::open(dir.path(), options()).expect("recover");
-    let t = env.open_tree("t").expect("tree");
-    // If ids restarted low, one of these would reuse the committed transaction's id and,
+    let (env, t) = crash_and_recover(dir.path(), env, t);
+    // If ids restarted low, one of these would take the committed transaction's id and,
     // live, hide its version from everyone else.
     let mut live = Vec::new();
-    for _ in 0..60 {
+    for i in 0..KEYS + 100 {
         let mut txn = env.begin();
-        txn.put(&t, b"other", b"v").ok();
+        txn.put(&t, format!("other{i}").as_bytes(), b"v")
+            .expect("put");
         live.push(txn);
-        assert_eq!(num(t.get(b"x").expect("get")), Some(1));
+        assert_eq!(
+            num(t.get(b"x").expect("get")),
+            Some(1),
+            "after {i} transactions"
+        );
     }
 }

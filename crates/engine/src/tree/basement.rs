@@ -620,26 +620,19 @@ mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
+    /// Applies a committed version (no transaction is live in these tests).
+    fn commit(b: &mut Basement, key: &[u8], ts: Ts, value: Option<Vec<u8>>, horizon: Ts) {
+        b.apply(key, ts, value, horizon, &TxnStatus::default());
+    }
+
     fn sample() -> Basement {
         let mut b = Basement::new();
         for i in 0..50u32 {
             let key = format!("k{i:03}").into_bytes();
-            b.apply(
-                &key,
-                Ts(10),
-                Some(vec![i as u8; i as usize]),
-                Ts(0),
-                &TxnStatus::default(),
-            );
+            commit(&mut b, &key, Ts(10), Some(vec![i as u8; i as usize]), Ts(0));
         }
-        b.apply(b"k007", Ts(20), None, Ts(0), &TxnStatus::default());
-        b.apply(
-            b"k008",
-            Ts(20),
-            Some(b"new".to_vec()),
-            Ts(0),
-            &TxnStatus::default(),
-        );
+        commit(&mut b, b"k007", Ts(20), None, Ts(0));
+        commit(&mut b, b"k008", Ts(20), Some(b"new".to_vec()), Ts(0));
         b
     }
 
@@ -699,13 +692,7 @@ mod tests {
             horizon = horizon.max(ts.saturating_sub(next(20)));
             let value = (next(5) > 0).then(|| vec![step as u8; next(200) as usize]);
             let garbage = b.garbage;
-            b.apply(
-                &key,
-                Ts(ts),
-                value.clone(),
-                Ts(horizon),
-                &TxnStatus::default(),
-            );
+            commit(&mut b, &key, Ts(ts), value.clone(), Ts(horizon));
             rewrites += usize::from(b.garbage < garbage);
             match model.get_mut(&key) {
                 Some(e) => {
@@ -746,13 +733,7 @@ mod tests {
     #[test]
     fn a_change_appends_and_packing_makes_the_arena_canonical_again() {
         let mut b = Basement::decode(sample().encode().into_owned()).expect("well formed");
-        b.apply(
-            b"k100",
-            Ts(30),
-            Some(b"x".to_vec()),
-            Ts(0),
-            &TxnStatus::default(),
-        );
+        commit(&mut b, b"k100", Ts(30), Some(b"x".to_vec()), Ts(0));
         assert!(!b.is_packed());
         assert_eq!(b.len(), 51);
         let before = b.clone();
@@ -765,13 +746,7 @@ mod tests {
     #[test]
     fn collecting_rewrites_a_basement_only_when_something_can_go() {
         let mut single = Basement::new();
-        single.apply(
-            b"a",
-            Ts(1),
-            Some(b"v".to_vec()),
-            Ts(0),
-            &TxnStatus::default(),
-        );
+        commit(&mut single, b"a", Ts(1), Some(b"v".to_vec()), Ts(0));
         let mut single = Basement::decode(single.encode().into_owned()).expect("ok");
         assert_eq!(single.collect(Ts(100), None), 0);
         assert!(single.is_packed());
@@ -796,7 +771,7 @@ mod tests {
             );
         }
         let mut out_of_order = Basement::new();
-        out_of_order.apply(b"b", Ts(1), Some(vec![]), Ts(0), &TxnStatus::default());
+        commit(&mut out_of_order, b"b", Ts(1), Some(vec![]), Ts(0));
         let mut raw = out_of_order.encode().into_owned();
         raw[0] = 2;
         raw.extend_from_within(4..);

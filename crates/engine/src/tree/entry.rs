@@ -277,6 +277,43 @@ mod tests {
     }
 
     #[test]
+    fn a_provisional_version_resolves_to_its_commit_or_goes_with_its_abort() {
+        let status = TxnStatus::default();
+        let p = Ts::provisional(3);
+        let mut e = Entry::new(Ts(10), owned("a"));
+        e.push(p, owned("b"), Ts(0));
+        status.begin(3);
+        assert_eq!(e.resolve(&status, true), 0);
+        assert!(e.is_provisional(), "a live one stays");
+        let mut aborted = e.clone();
+        assert!(aborted.abort(p));
+        assert_eq!((aborted.version_count(), at(&aborted, 100)), (1, v("a")));
+        assert!(
+            aborted.abort(p),
+            "an abort finding no version of its own changes nothing"
+        );
+        assert_eq!(aborted.version_count(), 1);
+        let mut old = e.clone();
+        status.commit(3, Ts(20));
+        e.resolve(&status, false);
+        assert_eq!(e.newest_ts(), Ts(20));
+        assert_eq!((at(&e, 19), at(&e, 20)), (v("a"), v("b")));
+        status.prune(|| Ts(20));
+        assert_eq!(old.resolve(&status, false), 0);
+        assert!(
+            old.is_provisional(),
+            "before a write an abort may lie above it"
+        );
+        assert_eq!(old.resolve(&status, true), 1, "the version under it goes");
+        assert_eq!((old.newest_ts(), old.version_count()), (OLD_TS, 1));
+        let mut only = Entry::new(p, owned("x"));
+        assert!(
+            !only.abort(p),
+            "aborting the only version empties the entry"
+        );
+    }
+
+    #[test]
     fn decoding_refuses_versions_out_of_order() {
         let ver = |ts, s: &str| Version {
             ts: Ts(ts),

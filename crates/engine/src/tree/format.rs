@@ -1,4 +1,4 @@
-//! The byte format of a node block (version 2; `docs/format-node.md` is the reference).
+//! The byte format of a node block (version 3; `docs/format-node.md` is the reference).
 //! A block is a header (kind, height, partition descriptors, pivots, child ids, CRC) followed
 //! by partitions — message buffers for internal nodes, basements for leaves — each compressed
 //! and checksummed on its own so that one basement can be read and checked alone.
@@ -14,7 +14,8 @@ use crate::codec::{checksum, decompress};
 use crate::Compression;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
-/// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC).
+/// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC);
+/// version 3: a stamp may be provisional and a message may be an abort.
 pub const NODE_FORMAT_VERSION: u8 = 3;
 /// The oldest node format version read (2 holds no provisional stamps or aborts).
 pub const OLDEST_NODE_FORMAT_VERSION: u8 = 2;
@@ -313,8 +314,9 @@ fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::mvcc::Ts;
+    use crate::tree::buffer::MsgRef;
     use crate::tree::entry::Entry;
-    use crate::tree::msg::{Msg, MsgOp, Msn};
+    use crate::tree::msg::{Msg, MsgOp, Msn, OpRef};
 
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)
@@ -322,6 +324,9 @@ mod tests {
                 let mut e = Entry::new(Ts(100), Some(vec![(i % 7) as u8; (i % 50) as usize]));
                 if i % 3 == 0 {
                     e.push(Ts(200 + i as u64), None, Ts(0));
+                }
+                if i % 5 == 0 {
+                    e.push(Ts::provisional(u64::from(i)), Some(b"p".to_vec()), Ts(0));
                 }
                 (format!("key{i:05}").into_bytes(), e)
             })
@@ -339,6 +344,23 @@ mod tests {
         buffers[0].push(b"a", msg(1, MsgOp::Put(b"x".to_vec())).as_msg_ref());
         buffers[1].push(b"m", msg(2, MsgOp::Delete).as_msg_ref());
         buffers[2].push(b"z", msg(3, MsgOp::Update(vec![1, 2])).as_msg_ref());
+        // A provisional put, its transaction's abort, then a commit older than neither.
+        let provisional = Ts::provisional(9);
+        let put = msg(4, MsgOp::Put(b"p".to_vec()));
+        buffers[2].push(
+            b"z",
+            MsgRef {
+                ts: provisional,
+                ..put.as_msg_ref()
+            },
+        );
+        let abort = MsgRef {
+            msn: Msn(5),
+            ts: provisional,
+            op: OpRef::Abort,
+        };
+        buffers[2].push(b"z", abort);
+        buffers[2].push(b"z", msg(6, MsgOp::Delete).as_msg_ref());
         NodeBody::Internal(Internal::new(
             1,
             vec![b"k".to_vec(), b"t".to_vec()],
@@ -371,6 +393,25 @@ mod tests {
                 }
                 assert_eq!(strip_parts(back), body);
             }
+        }
+    }
+
+    #[test]
+    fn version_2_blocks_are_read_and_other_versions_refused() {
+        let (bytes, _) = encode(&sample_internal(), Compression::None);
+        let header_len = decode_header(&bytes).expect("header").header_len;
+        let with_version = |v: u8| {
+            let mut b = bytes.clone();
+            b[4] = v;
+            let crc = checksum(&b[..header_len - 4]);
+            b[header_len - 4..header_len].copy_from_slice(&crc.to_le_bytes());
+            decode(&b)
+        };
+        assert!(with_version(3).is_ok());
+        assert!(with_version(2).is_ok(), "version 2 is still read");
+        for v in [0, 1, 4, u8::MAX] {
+            let err = with_version(v).expect_err("refused");
+            assert!(err.contains("unsupported node format version"), "{err}");
         }
     }
 
