@@ -16,6 +16,7 @@ mod parameters;
 mod query;
 pub mod server_status;
 mod sessions;
+mod txn_guard;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
@@ -60,13 +61,16 @@ pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
             "empty command document",
         ));
     };
-    let result = match COMMANDS
+    let handler = COMMANDS
         .iter()
         .chain(data::COMMANDS)
-        .find(|(n, _)| *n == name)
-    {
-        Some((_, handler)) => handler(ctx, db, body),
-        None => Err(MongoError::new(
+        .find(|(n, _)| *n == name);
+    // Transaction fields are refused before the command is even looked up, as mongod does on
+    // a standalone (`commitTransaction` too answers IllegalOperation, not CommandNotFound).
+    let result = match txn_guard::refuse_transaction_fields(body).map(|()| handler) {
+        Err(e) => Err(e),
+        Ok(Some((_, handler))) => handler(ctx, db, body),
+        Ok(None) => Err(MongoError::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
         )),
