@@ -1,6 +1,9 @@
 //! Any bytes as a BSON document, read by everything that reads client documents: as a
 //! filter (parse, then match the document against itself), a projection, an update, an
 //! aggregation stage, and as index keys on its own fields. Errors are fine; panics are not.
+//! Like the server's wire layer, it first refuses documents nested past mongod's limit with
+//! the iterative depth scan (docs/limits.md); the seeds include deep documents on both sides
+//! of that limit.
 
 #![no_main]
 
@@ -10,6 +13,9 @@ use shale_doc::aggregate::Pipeline;
 use shale_doc::{encode_value, ApplyContext, Matcher, Projection, UpdateSpec};
 
 fuzz_target!(|data: &[u8]| {
+    if shale_doc::check_depth(data, shale_doc::MAX_WIRE_DEPTH).is_err() {
+        return;
+    }
     let Ok(raw) = RawDocumentBuf::from_bytes(data.to_vec()) else {
         return;
     };

@@ -129,7 +129,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         log_verbosity: settings.verbosity,
         quiet: settings.quiet,
     };
+    // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
+    // docs/limits.md), and the margin keeps an unoptimised build's larger frames safe too.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(8 << 20)
         .enable_all()
         .build()
         .context("starting the async runtime")?;

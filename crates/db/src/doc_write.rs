@@ -20,6 +20,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// unique index key is taken.
 pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<()> {
     check_size(doc)?;
+    check_depth(doc, true)?;
     let id = id_of(doc)?;
     let idk = id_key(&id);
     if txn.get(&coll.docs, &idk).map_err(engine_error)?.is_some() {
@@ -60,6 +61,7 @@ pub fn replace(
     new: &RawDocument,
 ) -> DbResult<()> {
     check_size(new)?;
+    check_depth(new, false)?;
     let id = id_of(new)?;
     let idk = id_key(&id);
     let old_keys = index_keys(coll, old)?;
@@ -122,6 +124,18 @@ pub fn id_of(doc: &RawDocument) -> DbResult<Bson> {
             "document has no _id",
         )),
         Err(e) => Err(MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
+    }
+}
+
+/// Refuses a document nested deeper than mongod stores (`Overflow`, worded for an insert or
+/// for an update/replacement). Updates can build documents deeper than any the client sent.
+fn check_depth(doc: &RawDocument, inserting: bool) -> DbResult<()> {
+    match shale_doc::check_depth(doc.as_bytes(), shale_doc::MAX_STORAGE_DEPTH) {
+        Ok(_) => Ok(()),
+        Err(shale_doc::DepthError::TooDeep { .. }) => {
+            Err(shale_doc::depth::storage_depth_error(inserting))
+        }
+        Err(e) => Err(e.to_wire_error()),
     }
 }
 

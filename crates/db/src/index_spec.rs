@@ -134,10 +134,20 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
     ))
 }
 
+/// Most fields an index key pattern may have (mongod's limit). Key generation recurses once
+/// per field, so this is also its recursion bound.
+pub const MAX_KEY_FIELDS: usize = 32;
+
 /// `{a: 1, b: -1}` → paths and directions. Special index types are refused.
 pub fn parse_key_pattern(key: &Document) -> Result<Vec<(String, Direction)>, MongoError> {
     if key.is_empty() {
         return Err(bad_spec("Index keys cannot be empty."));
+    }
+    if key.len() > MAX_KEY_FIELDS {
+        return Err(bad_spec(format!(
+            "Index key pattern has {} fields; at most {MAX_KEY_FIELDS} are allowed",
+            key.len()
+        )));
     }
     let mut fields = Vec::new();
     for (path, v) in key {

@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod compare;
 pub mod compare_raw;
+pub mod depth;
 pub mod error_code;
 pub mod keystring;
 pub mod matcher;
@@ -15,6 +16,7 @@ pub mod update;
 pub use aggregate::{LookupResolver, Pipeline, RunOptions};
 pub use compare::{canonical_type_order, compare_documents, compare_values};
 pub use compare_raw::{compare_raw_documents, compare_raw_values};
+pub use depth::{check_depth, DepthError, MAX_STORAGE_DEPTH, MAX_WIRE_DEPTH};
 pub use error_code::{ErrorCode, MongoError};
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
 pub use matcher::Matcher;

@@ -227,6 +227,7 @@ fn wire_error_reply(e: &WireError) -> Document {
     let code = match e {
         WireError::ObjectTooLarge { .. } => ErrorCode::BSONObjectTooLarge,
         WireError::InvalidBson(_) => ErrorCode::InvalidBSON,
+        WireError::TooDeep { .. } => ErrorCode::Overflow,
         _ => ErrorCode::ProtocolError,
     };
     error_reply(&MongoError::new(code, e.to_string()))
@@ -388,6 +389,13 @@ mod tests {
         bad[HEADER_LEN + 5 + 4] = 0x7f; // the first element's type byte
         let (_, _, body) = open_reply(&run(&ctx, &bad).expect("reply"));
         assert_eq!(body.get_i32("code"), Ok(ErrorCode::InvalidBSON.code()));
+        // Nested past mongod's 200 levels: Overflow, and the connection goes on.
+        let mut deep = doc! {"a": 1};
+        for _ in 0..200 {
+            deep = doc! {"a": deep};
+        }
+        let (_, _, body) = open_reply(&run(&ctx, &msg(doc! {"ping": 1, "x": deep})).expect("r"));
+        assert_eq!(body.get_i32("code"), Ok(ErrorCode::Overflow.code()));
         // An opcode we do not serve: ProtocolError in an OP_MSG.
         let mut other = msg(doc! {"ping": 1});
         other[12..16].copy_from_slice(&2002i32.to_le_bytes());

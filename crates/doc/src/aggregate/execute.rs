@@ -103,8 +103,25 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::Lookup(spec) => lookup::run(spec, stream, ctx),
             Stage::Facet(spec) => facet::run(spec, stream, ctx),
         };
+        if stage.may_nest_deeper() {
+            stream = bound_depth(stream);
+        }
     }
     stream
+}
+
+/// Refuses any document a reshaping stage made deeper than a client may send (`Overflow`):
+/// each stage nests its input at most as deep as its own spec (itself within the wire limit),
+/// so checking after every such stage keeps every document any stage sees within twice the
+/// limit, and the recursive code that builds and encodes documents within its stack bound.
+/// The check is one iterative pass over the document's bytes.
+fn bound_depth(input: DocStream<'_>) -> DocStream<'_> {
+    map_docs(input, |d| {
+        match crate::depth::check_depth(d.as_bytes(), crate::depth::MAX_WIRE_DEPTH) {
+            Ok(_) => Ok(d),
+            Err(e) => Err(e.to_wire_error()),
+        }
+    })
 }
 
 /// A streaming stage that turns each document into one.

@@ -53,6 +53,7 @@ pub(crate) fn parse_field_path(path: &str) -> Result<Vec<String>, MongoError> {
             "FieldPath must not end with a '.'.",
         ));
     }
+    crate::depth::check_path_length(path.split('.').count())?;
     let parts: Vec<String> = path.split('.').map(str::to_owned).collect();
     for part in &parts {
         validate_field_name(part)?;

@@ -200,7 +200,26 @@ impl Stage {
             Stage::Facet(_) => "$facet",
         }
     }
+
+    /// True for stages whose output documents can nest deeper than their input: reshaping
+    /// stages can place `$$ROOT` or a field below new levels. Their output is depth-checked.
+    pub(crate) fn may_nest_deeper(&self) -> bool {
+        !matches!(
+            self,
+            Stage::Match { .. }
+                | Stage::Unset(_)
+                | Stage::Sort(_)
+                | Stage::Limit(_)
+                | Stage::Skip(_)
+                | Stage::Unwind(_)
+                | Stage::Count(_)
+        )
+    }
 }
+
+/// Most stages one pipeline may have (mongod's `internalPipelineLengthLimit`). The executor
+/// nests one iterator per stage, so the bound is also the executor's recursion bound.
+pub const MAX_PIPELINE_STAGES: usize = 1000;
 
 impl Pipeline {
     /// Parse and validate a pipeline given as documents.
@@ -234,6 +253,12 @@ impl Pipeline {
         stages: &[RawDocumentBuf],
         place: Place,
     ) -> Result<Pipeline, MongoError> {
+        if stages.len() > MAX_PIPELINE_STAGES {
+            return Err(MongoError::new(
+                ErrorCode::Location7749501,
+                format!("Pipeline length must be no longer than {MAX_PIPELINE_STAGES} stages"),
+            ));
+        }
         let stages = stages
             .iter()
             .map(|s| parse_stage(s, place))

@@ -107,6 +107,7 @@ fn add_level(
         let (key, value) = item.map_err(bson_error)?;
         let mut path: Vec<&str> = prefix.to_vec();
         path.extend(key.split('.'));
+        crate::depth::check_path_length(path.len())?;
         if let RawBsonRef::Document(sub) = value {
             let first = sub.iter().next().transpose().map_err(bson_error)?;
             if !first.is_some_and(|(k, _)| k.starts_with('$')) {

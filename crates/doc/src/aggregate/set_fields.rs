@@ -88,6 +88,7 @@ struct Parser<'s> {
 
 impl Parser<'_> {
     fn element(&mut self, path: Vec<String>, value: RawBsonRef<'_>) -> Result<(), MongoError> {
+        crate::depth::check_path_length(path.len())?;
         let RawBsonRef::Document(sub) = value else {
             return self.leaf(path, Expr::parse(value)?);
         };

@@ -64,7 +64,10 @@ fn join(prefix: &str, key: &str) -> String {
 fn parse_level(spec: &RawDocument, prefix: &str, state: &mut State) -> Result<(), MongoError> {
     for item in spec.iter() {
         let (key, value) = item.map_err(bson_error)?;
-        parse_entry(key, &join(prefix, key), value, state)?;
+        let full = join(prefix, key);
+        // Checked before descending: nested levels each add their key to the path.
+        crate::depth::check_path_length(full.split('.').count())?;
+        parse_entry(key, &full, value, state)?;
     }
     Ok(())
 }
@@ -345,6 +348,7 @@ fn parse_positional(
 /// Add `leaf` at the dotted `full` path, refusing paths that overlap an existing one.
 fn insert(tree: &mut Tree, full: &str, leaf: Leaf) -> Result<(), MongoError> {
     let parts: Vec<&str> = full.split('.').collect();
+    crate::depth::check_path_length(parts.len())?;
     let (last, parents) = parts.split_last().expect("split yields at least one part");
     let mut node = tree;
     for part in parents {

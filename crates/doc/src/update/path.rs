@@ -45,6 +45,12 @@ impl FieldPath {
                 "An empty update path is not valid.",
             ));
         }
+        // A path this long could only build a document deeper than any stored one (the
+        // update would fail with this error after building it) or address nothing; refusing
+        // it here keeps the builders, which recurse per component, within their bound.
+        if dotted.split('.').count() > crate::depth::MAX_WIRE_DEPTH {
+            return Err(crate::depth::storage_depth_error(false));
+        }
         let mut components = Vec::new();
         for part in dotted.split('.') {
             components.push(parse_component(dotted, part)?);

@@ -19,6 +19,11 @@ pub fn upsert_seed(filter: &Document) -> Result<Document, MongoError> {
     let mut seed = Document::new();
     let mut written: Vec<Vec<String>> = Vec::new();
     for (parts, value) in equalities {
+        // `path::write` recurses per component; a longer path could only build a document
+        // deeper than any stored one.
+        if parts.len() > crate::depth::MAX_WIRE_DEPTH {
+            return Err(crate::depth::storage_depth_error(false));
+        }
         check_overlap(&written, &parts)?;
         path::write(&mut seed, &parts, value)?;
         written.push(parts);

@@ -43,6 +43,9 @@ pub enum WireError {
          {MAX_BSON_INTERNAL_BYTES}(16MB) ({what})"
     )]
     ObjectTooLarge { what: &'static str, len: usize },
+    /// A document nested deeper than [`shale_doc::MAX_WIRE_DEPTH`] (mongod's `Overflow`).
+    #[error("{what}: BSONObj exceeded maximum nested object depth: {limit}")]
+    TooDeep { what: &'static str, limit: usize },
 }
 
 /// A little-endian reader over untrusted bytes.
@@ -94,7 +97,9 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// One BSON document, length-checked and parsed.
+    /// One BSON document, length-checked, depth-checked without recursion (so the parser,
+    /// which recurses per level, never meets a document deeper than mongod's limit) and
+    /// parsed.
     pub(crate) fn document(&mut self, what: &'static str) -> Result<bson::Document, WireError> {
         let rest = &self.buf[self.pos..];
         if rest.len() < 5 {
@@ -114,6 +119,18 @@ impl<'a> Reader<'a> {
             )));
         }
         let bytes = self.take(len as usize, what)?;
+        match shale_doc::check_depth(bytes, shale_doc::MAX_WIRE_DEPTH) {
+            Ok(_) => {}
+            Err(shale_doc::DepthError::TooDeep { limit }) => {
+                return Err(WireError::TooDeep { what, limit })
+            }
+            Err(e) => {
+                return Err(WireError::InvalidBson(format!(
+                    "{what}: {}",
+                    e.to_wire_error().message
+                )))
+            }
+        }
         bson::Document::from_reader(bytes)
             .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
     }
