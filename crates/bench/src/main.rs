@@ -52,6 +52,9 @@ enum Command {
     PkLookup(wire::WireArgs),
     /// Wire protocol: inserts with 3 secondary indexes and concurrent range queries
     Iibench(wire::WireArgs),
+    /// Wire protocol: cached find_one({_id}) from 1 and 40 clients, with the server's CPU
+    /// per query
+    PointFind(wire::WireArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -63,5 +66,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bakeoff(args) => wire::run::<wire::Bakeoff>(&args),
         Command::PkLookup(args) => wire::run::<wire::PkLookup>(&args),
         Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
+        Command::PointFind(args) => wire::run::<wire::PointFind>(&args),
     }
 }

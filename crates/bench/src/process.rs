@@ -26,6 +26,33 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// User plus system CPU seconds process `pid` has used (every thread), from
+/// `/proc/<pid>/stat` (clock-tick resolution, 10 ms on Linux).
+pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu_ticks(&stat).map(|ticks| ticks as f64 / clock_ticks_per_second())
+}
+
+/// utime + stime, in clock ticks, from a `/proc/<pid>/stat` line (fields 14 and 15; the
+/// command name in parentheses may itself hold spaces and parentheses).
+fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let n = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if n > 0 {
+        n as f64
+    } else {
+        100.0
+    }
+}
+
 /// User plus system CPU seconds this process has used (every thread).
 pub fn cpu_seconds() -> Option<f64> {
     // SAFETY: `getrusage` only writes the `rusage` it is given.
@@ -40,6 +67,14 @@ pub fn cpu_seconds() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_stat_cpu_fields_after_the_name() {
+        let line = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1";
+        assert_eq!(parse_stat_cpu_ticks(line), Some(300));
+        let own = cpu_seconds_of(std::process::id()).expect("own stat");
+        assert!(own >= 0.0);
+    }
 
     #[test]
     fn parses_vm_hwm() {

@@ -12,6 +12,7 @@ pub use connection::handle_message;
 
 use bson::Document;
 use shale_db::Database;
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,8 +73,32 @@ impl ConnectionCtx {
     }
 }
 
-/// Serves clients on every listener until `shutdown` completes, then stops accepting and
-/// returns. Connections already open are dropped with the runtime.
+/// Stack reserved for each connection's thread (resident only as deep as it is used).
+/// Request parsing is depth-bounded (docs/limits.md); the margin keeps an unoptimised
+/// build's larger frames safe too.
+pub const CONNECTION_STACK_BYTES: usize = 8 << 20;
+
+/// The sockets of open connections, so shutdown can close them and so wake their threads.
+#[derive(Default)]
+struct OpenConnections(Mutex<HashMap<u64, std::net::TcpStream>>);
+
+impl OpenConnections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, std::net::TcpStream>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Shuts every open socket down: each connection's thread finishes the command it is
+    /// running, if any, then reads the end of the stream and exits.
+    fn shut_all(&self) {
+        for socket in self.lock().values() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Serves clients on every listener until `shutdown` completes, then stops accepting, shuts
+/// the open connections' sockets and returns (their threads end once their current command
+/// does; the caller waits for them by waiting for the last handle on the database).
 pub async fn serve(
     listeners: Vec<TcpListener>,
     db: Arc<Database>,
@@ -84,6 +109,7 @@ pub async fn serve(
     commands::server_status::mark_started();
     let config = Arc::new(config);
     let next_id = Arc::new(AtomicU64::new(1));
+    let open = Arc::new(OpenConnections::default());
     let mut acceptors = tokio::task::JoinSet::new();
     for listener in listeners {
         acceptors.spawn(accept_loop(
@@ -91,19 +117,22 @@ pub async fn serve(
             db.clone(),
             config.clone(),
             next_id.clone(),
+            open.clone(),
         ));
     }
     shutdown.await;
     acceptors.shutdown().await;
+    open.shut_all();
     Ok(())
 }
 
-/// Accepts connections on one listener forever, each served by its own task.
+/// Accepts connections on one listener forever, each served by its own thread.
 async fn accept_loop(
     listener: TcpListener,
     db: Arc<Database>,
     config: Arc<ServerConfig>,
     next_id: Arc<AtomicU64>,
+    open: Arc<OpenConnections>,
 ) {
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -118,8 +147,35 @@ async fn accept_loop(
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone());
         tracing::info!(conn = id, %peer, "connection accepted");
-        tokio::spawn(connection::serve_connection(stream, ctx));
+        if let Err(e) = start_connection_thread(stream, ctx, &open) {
+            tracing::warn!(conn = id, %peer, error = %e, "cannot start a thread for the connection; closing it");
+        }
     }
+}
+
+/// Moves an accepted socket to blocking mode and starts its connection thread.
+fn start_connection_thread(
+    stream: tokio::net::TcpStream,
+    ctx: ConnectionCtx,
+    open: &Arc<OpenConnections>,
+) -> std::io::Result<()> {
+    let stream = stream.into_std()?;
+    stream.set_nonblocking(false)?;
+    let id = ctx.connection_id;
+    open.lock().insert(id, stream.try_clone()?);
+    let registry = open.clone();
+    let started = std::thread::Builder::new()
+        .name(format!("conn{id}"))
+        .stack_size(CONNECTION_STACK_BYTES)
+        .spawn(move || {
+            connection::serve_connection(stream, ctx);
+            registry.lock().remove(&id);
+        });
+    if let Err(e) = started {
+        open.lock().remove(&id);
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// Binds `addr` (port 0 picks a free port).

@@ -14,6 +14,7 @@ mod iibench;
 mod log_write_amp;
 mod nth_attribute;
 mod pk_lookup;
+mod point_find;
 mod probe;
 mod report_md;
 mod rows;
@@ -39,6 +40,7 @@ pub use iibench::Iibench;
 pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;
 pub use pk_lookup::PkLookup;
+pub use point_find::PointFind;
 
 const MIB: u64 = 1024 * 1024;
 /// The database every workload works in; dropped before a run.

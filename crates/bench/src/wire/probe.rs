@@ -1,7 +1,9 @@
 //! Truth from the OS next to what the server says: before and after each phase the runner
 //! samples `/proc/<pid>/io` of the server process (when it knows the pid), `/proc/diskstats`
 //! of the data directory's device, and the server's own `serverStatus.shale.engine` counters
-//! (when the server has them), and adds the deltas and their ratios to the phase's row.
+//! (when the server has them), and the server process's CPU seconds from `/proc/<pid>/stat`,
+//! and adds the deltas and their ratios to the phase's row (`server_cpu_us_per_op` divides
+//! the CPU by the row's operation count: queries, scans, inserts or documents loaded).
 //! Device counts are device-wide: anything else writing to the same disk shows up in them.
 
 use super::diskstats::{self, DiskStat};
@@ -89,6 +91,8 @@ pub struct Sample {
     pub proc_io: Option<ProcIo>,
     pub disk: Option<DiskStat>,
     pub engine: Option<EngineIo>,
+    /// The server's user + system CPU seconds.
+    pub server_cpu: Option<f64>,
 }
 
 /// What happened between two samples.
@@ -97,7 +101,11 @@ pub struct Delta {
     pub proc_io: Option<ProcIo>,
     pub disk: Option<DiskStat>,
     pub engine: Option<EngineIo>,
+    pub server_cpu: Option<f64>,
 }
+
+/// Figures that count a row's operations, in the order `server_cpu_us_per_op` looks for one.
+const OP_COUNT_FIGURES: &[&str] = &["queries", "scans", "inserts", "docs"];
 
 impl Probe {
     pub async fn sample(&self, client: &Client) -> Result<Sample> {
@@ -109,6 +117,7 @@ impl Probe {
             proc_io: self.pid.and_then(proc_io::read_pid),
             disk: self.disk.as_deref().and_then(diskstats::read),
             engine: EngineIo::from_server_status(&status),
+            server_cpu: self.pid.and_then(crate::process::cpu_seconds_of),
         })
     }
 }
@@ -119,6 +128,10 @@ impl Sample {
             proc_io: self.proc_io.zip(before.proc_io).map(|(a, b)| a.since(&b)),
             disk: self.disk.zip(before.disk).map(|(a, b)| a.since(&b)),
             engine: self.engine.zip(before.engine).map(|(a, b)| a.since(&b)),
+            server_cpu: self
+                .server_cpu
+                .zip(before.server_cpu)
+                .map(|(a, b)| (a - b).max(0.0)),
         }
     }
 }
@@ -168,6 +181,12 @@ impl Delta {
                 ratio(d.reads as f64, e.read_calls as f64),
             );
         }
+        if let Some(cpu) = self.server_cpu {
+            row = row.fig("server_cpu_seconds", cpu);
+            if let Some(ops) = OP_COUNT_FIGURES.iter().find_map(|f| row.get(f)) {
+                row = row.fig("server_cpu_us_per_op", ratio(cpu * 1e6, ops));
+            }
+        }
         row
     }
 }
@@ -197,8 +216,10 @@ mod tests {
             proc_io: Some(ProcIo::default()),
             disk: Some(DiskStat::default()),
             engine: Some(EngineIo::default()),
+            server_cpu: Some(1.0),
         };
         let after = Sample {
+            server_cpu: Some(1.5),
             proc_io: Some(ProcIo {
                 write_bytes: 8192,
                 ..ProcIo::default()
@@ -213,7 +234,10 @@ mod tests {
                 ..EngineIo::default()
             }),
         };
-        let row = after.since(&before).add_to(Row::new("p"));
+        let row = after
+            .since(&before)
+            .add_to(Row::new("p").fig("queries", 1000.0));
+        assert_eq!(row.get("server_cpu_us_per_op"), Some(500.0));
         assert_eq!(row.get("os_to_server_write_ratio"), Some(2.0));
         assert_eq!(row.get("dev_to_server_reads_ratio"), Some(1.5));
         assert!(row.get("os_to_server_read_ratio").expect("ratio").is_nan());
