@@ -8,7 +8,7 @@
 //! message (length outside [16, 48,000,000]) closes it. A compressed request gets a reply
 //! compressed the same way, except for the handshake and authentication commands.
 
-use crate::commands::{dispatch, error_reply};
+use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::wire::{
     decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
@@ -115,7 +115,7 @@ fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option
                 OpCode::Compressed => OpCode::Msg,
                 op => op,
             };
-            Some(encode_reply(op, header.request_id, &reply))
+            Some(encode_reply(op, header.request_id, &reply.into()))
         }
     }
 }
@@ -167,7 +167,11 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
                 Some(OpCode::Query) => OpCode::Query,
                 _ => OpCode::Msg,
             };
-            Some(encode_reply(op, header.request_id, &wire_error_reply(&e)))
+            Some(encode_reply(
+                op,
+                header.request_id,
+                &wire_error_reply(&e).into(),
+            ))
         }
     }
 }
@@ -189,7 +193,7 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
                 }
                 (reply, first_key(&msg.body), OpCode::Msg)
             }
-            Err(e) => (wire_error_reply(&e), None, OpCode::Msg),
+            Err(e) => (wire_error_reply(&e).into(), None, OpCode::Msg),
         },
         OpCode::Query => match OpQuery::decode(whole) {
             Ok(q) => {
@@ -199,16 +203,17 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
                     None => error_reply(&MongoError::new(
                         ErrorCode::ProtocolError,
                         "OP_QUERY is only supported for commands on <db>.$cmd; use OP_MSG",
-                    )),
+                    ))
+                    .into(),
                 };
                 (reply, first_key(&command), OpCode::Query)
             }
-            Err(e) => (wire_error_reply(&e), None, OpCode::Query),
+            Err(e) => (wire_error_reply(&e).into(), None, OpCode::Query),
         },
         other => {
             tracing::warn!(conn = ctx.connection_id, op = ?other, "unsupported opcode");
             let e = WireError::UnsupportedOpCode(other.as_i32());
-            (wire_error_reply(&e), None, OpCode::Msg)
+            (wire_error_reply(&e).into(), None, OpCode::Msg)
         }
     };
     let compressible = command.is_none_or(|c| !UNCOMPRESSIBLE_COMMANDS.contains(&c.as_str()));
@@ -222,17 +227,17 @@ fn first_key(body: &Document) -> Option<String> {
     body.keys().next().cloned()
 }
 
-fn run_command(ctx: &ConnectionCtx, body: &Document) -> Document {
+fn run_command(ctx: &ConnectionCtx, body: &Document) -> ReplyBody {
     match body.get_str("$db") {
         Ok(db) => run_command_in(ctx, db, body),
-        Err(_) => error_reply(&MongoError::new(
+        Err(_) => ReplyBody::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
             "OP_MSG body has no string field '$db'",
-        )),
+        ))),
     }
 }
 
-fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
+fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> ReplyBody {
     let name = body.keys().next().map(String::as_str).unwrap_or("");
     tracing::debug!(conn = ctx.connection_id, db, command = name, "command");
     dispatch(ctx, db, body)
@@ -252,9 +257,9 @@ fn wire_error_reply(e: &WireError) -> Document {
 /// Encodes `reply` as the reply to a request of opcode `request_op` (OP_REPLY for OP_QUERY,
 /// OP_MSG otherwise). A reply document over the BSON limit becomes a `BSONObjectTooLarge`
 /// error instead, so an oversized result never leaves as an unreadable message.
-fn encode_reply(request_op: OpCode, response_to: i32, reply: &Document) -> Vec<u8> {
+fn encode_reply(request_op: OpCode, response_to: i32, reply: &ReplyBody) -> Vec<u8> {
     let reply_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
-    let mut body = bson::to_vec(reply).expect("serialising an in-memory document cannot fail");
+    let mut body = reply.to_bytes();
     if body.len() > MAX_BSON_INTERNAL_BYTES {
         tracing::warn!(
             bytes = body.len(),
@@ -267,7 +272,7 @@ fn encode_reply(request_op: OpCode, response_to: i32, reply: &Document) -> Vec<u
                 body.len()
             ),
         );
-        body = bson::to_vec(&error_reply(&e)).expect("serialising an error reply cannot fail");
+        body = ReplyBody::Doc(error_reply(&e)).to_bytes();
     }
     match request_op {
         OpCode::Query => encode_op_reply_raw(reply_id, response_to, &body),

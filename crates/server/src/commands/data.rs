@@ -3,8 +3,8 @@
 //! type, `Location40414` for a missing field), namespaces, and the cursor reply shape
 //! (`cursor: {firstBatch|nextBatch, id, ns}`).
 
-use super::{aggregate, crud, ddl, query, Handler};
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use super::{aggregate, crud, ddl, query, Handler, RawHandler};
+use bson::{doc, Bson, Document, RawArrayBuf, RawBson, RawDocumentBuf};
 use shale_db::{Batch, Namespace};
 use shale_doc::{ErrorCode, MongoError};
 
@@ -15,8 +15,6 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("delete", crud::delete),
     ("findAndModify", crud::find_and_modify),
     ("findandmodify", crud::find_and_modify),
-    ("find", query::find),
-    ("getMore", query::get_more),
     ("killCursors", query::kill_cursors),
     ("count", query::count),
     ("distinct", query::distinct),
@@ -36,6 +34,11 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("dbStats", ddl::db_stats),
     ("validate", ddl::validate),
 ];
+
+/// Commands whose replies are built as raw BSON: the documents they return go from the
+/// engine to the socket without being decoded (the hot read path).
+pub const RAW_COMMANDS: &[(&str, RawHandler)] =
+    &[("find", query::find), ("getMore", query::get_more)];
 
 /// The name a command was sent under (its first key): an alias (`findandmodify`,
 /// `deleteIndexes`) names its fields in errors by the name the client used.
@@ -193,6 +196,22 @@ pub fn cursor_reply(ns: &str, batch: Batch, batch_field: &str) -> Result<Documen
     Ok(doc! { "cursor": cursor })
 }
 
+/// `{cursor: {<batch_field>: [...], id, ns}}` as raw BSON: the batch's documents are copied
+/// in as they are, never decoded.
+pub fn cursor_reply_raw(ns: &str, batch: Batch, batch_field: &str) -> RawDocumentBuf {
+    let mut docs = RawArrayBuf::new();
+    for d in batch.docs {
+        docs.push(RawBson::Document(d));
+    }
+    let mut cursor = RawDocumentBuf::new();
+    cursor.append(batch_field, RawBson::Array(docs));
+    cursor.append("id", batch.cursor_id);
+    cursor.append("ns", ns);
+    let mut reply = RawDocumentBuf::new();
+    reply.append("cursor", RawBson::Document(cursor));
+    reply
+}
+
 /// A stored or computed raw document as a reply value.
 pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
     Document::try_from(d.as_ref())
@@ -209,4 +228,24 @@ pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
 pub fn to_raw(d: &Document) -> Result<RawDocumentBuf, MongoError> {
     RawDocumentBuf::from_document(d)
         .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_cursor_replies_match_the_owned_shape() {
+        let docs = vec![
+            to_raw(&doc! {"_id": 1, "a": {"b": [1, 2]}}).expect("raw"),
+            to_raw(&doc! {"_id": "x"}).expect("raw"),
+        ];
+        let batch = || Batch {
+            docs: docs.clone(),
+            cursor_id: 42,
+        };
+        let raw = cursor_reply_raw("db.c", batch(), "firstBatch");
+        let owned = cursor_reply("db.c", batch(), "firstBatch").expect("owned");
+        assert_eq!(Document::try_from(raw.as_ref()).expect("decodes"), owned);
+    }
 }

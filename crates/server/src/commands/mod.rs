@@ -21,13 +21,43 @@ mod txn_guard;
 pub use diagnostics::COMPATIBLE_VERSION;
 
 use crate::ConnectionCtx;
-use bson::{doc, Document};
+use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
 
 /// A command's outcome: the reply fields without `ok`, or an error.
 pub type CommandResult = Result<Document, MongoError>;
 
 pub(crate) type Handler = fn(&ConnectionCtx, &str, &Document) -> CommandResult;
+
+/// A command's outcome built as raw BSON (cursor replies: documents are never decoded).
+pub type RawResult = Result<RawDocumentBuf, MongoError>;
+
+pub(crate) type RawHandler = fn(&ConnectionCtx, &str, &Document) -> RawResult;
+
+/// A reply body, owned or already serialised.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Doc(Document),
+    Raw(RawDocumentBuf),
+}
+
+impl Reply {
+    /// The body's BSON bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Reply::Doc(d) => {
+                bson::to_vec(d).expect("serialising an in-memory document cannot fail")
+            }
+            Reply::Raw(r) => r.as_bytes().to_vec(),
+        }
+    }
+}
+
+impl From<Document> for Reply {
+    fn from(d: Document) -> Reply {
+        Reply::Doc(d)
+    }
+}
 
 /// Every command the server knows, by the names clients send (aliases included).
 const COMMANDS: &[(&str, Handler)] = &[
@@ -53,14 +83,29 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("killAllSessions", sessions::kill_all_sessions),
 ];
 
-/// Runs the command in `body` against database `db` and returns the reply document.
-pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Document {
+/// Runs the command in `body` against database `db` and returns the reply.
+pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Reply {
     let Some(name) = body.keys().next() else {
-        return error_reply(&MongoError::new(
+        return Reply::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
             "empty command document",
-        ));
+        )));
     };
+    if let Some((_, raw)) = data::RAW_COMMANDS.iter().find(|(n, _)| *n == name) {
+        let result = txn_guard::refuse_transaction_fields(body).and_then(|()| raw(ctx, db, body));
+        return match result {
+            Ok(mut reply) => {
+                reply.append("ok", 1.0);
+                Reply::Raw(reply)
+            }
+            Err(e) => Reply::Doc(error_reply(&e)),
+        };
+    }
+    Reply::Doc(dispatch_owned(ctx, db, name, body))
+}
+
+/// Runs a command whose handler builds an owned reply document.
+fn dispatch_owned(ctx: &ConnectionCtx, db: &str, name: &str, body: &Document) -> Document {
     let handler = COMMANDS
         .iter()
         .chain(data::COMMANDS)
@@ -115,5 +160,9 @@ pub(crate) fn require_admin(db: &str, command: &str) -> Result<(), MongoError> {
 
 /// Names of all commands, for `listCommands` and tests.
 pub fn command_names() -> impl Iterator<Item = &'static str> {
-    COMMANDS.iter().chain(data::COMMANDS).map(|(n, _)| *n)
+    COMMANDS
+        .iter()
+        .chain(data::COMMANDS)
+        .map(|(n, _)| *n)
+        .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
 }

@@ -3,10 +3,10 @@
 //! documents and every batch stops before 16 MiB.
 
 use super::data::{
-    command_name, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
+    command_name, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
     opt_i64, req_str, type_name, wrong_type,
 };
-use super::CommandResult;
+use super::{CommandResult, RawResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::{FindSpec, Namespace};
@@ -29,7 +29,7 @@ fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), 
     Ok((spec, batch_size, single))
 }
 
-pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
     let ns = namespace(db, body, "find")?;
     let (spec, batch_size, single) = find_spec(body, "find")?;
     let batch_size = batch_size.map(|b| b as usize);
@@ -38,10 +38,10 @@ pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         ctx.db
             .cursors()
             .first_batch(&ns.to_string(), Box::new(query), batch_size, single)?;
-    cursor_reply(&ns.to_string(), batch, "firstBatch")
+    Ok(cursor_reply_raw(&ns.to_string(), batch, "firstBatch"))
 }
 
-pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
     let id = match body.get("getMore") {
         Some(Bson::Int64(id)) => *id,
         Some(other) => return Err(wrong_type("getMore.getMore", other, "long")),
@@ -55,7 +55,7 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
     let ns = Namespace::new(db, req_str(body, "getMore", "collection")?)?;
     let batch_size = opt_count(body, "getMore", "batchSize")?.map(|b| b as usize);
     let batch = ctx.db.cursors().get_more(id, &ns.to_string(), batch_size)?;
-    cursor_reply(&ns.to_string(), batch, "nextBatch")
+    Ok(cursor_reply_raw(&ns.to_string(), batch, "nextBatch"))
 }
 
 pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {

