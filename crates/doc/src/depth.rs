@@ -106,6 +106,28 @@ pub fn check_depth(bytes: &[u8], limit: usize) -> Result<usize, DepthError> {
     Ok(deepest)
 }
 
+/// The end of the value of any type `t` starting at `at`, which must not pass `limit`: one
+/// step of a flat walk over a document's elements (`raw_scan`). Nested documents are only
+/// framed (length and terminator), not walked.
+pub(crate) fn value_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<usize, DepthError> {
+    match t {
+        0x03 | 0x04 => doc_end(bytes, at, limit),
+        0x0F => {
+            let total = read_len(bytes, at, limit)?;
+            if total < 14 || at + total > limit {
+                return Err(malformed(at, "code-with-scope length"));
+            }
+            Ok(at + total)
+        }
+        t => scalar_end(bytes, t, at, limit),
+    }
+}
+
+/// The offset of the zero byte ending the field name at `at` (before `limit`).
+pub(crate) fn key_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError> {
+    cstring_end(bytes, at, limit)
+}
+
 /// The end of the scalar value of type `t` starting at `at`, which must not pass `limit`.
 fn scalar_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<usize, DepthError> {
     let fixed = |n: usize| {

@@ -11,6 +11,7 @@ pub mod error_code;
 pub mod keystring;
 pub mod matcher;
 pub mod projection;
+pub mod raw_scan;
 pub mod update;
 
 pub use aggregate::{LookupResolver, Pipeline, RunOptions};

@@ -62,15 +62,9 @@ pub fn bson_error(e: bson::raw::Error) -> MongoError {
     MongoError::new(ErrorCode::InvalidBSON, format!("malformed BSON: {e}"))
 }
 
-/// The first field named `key`, decoding no other field's value.
+/// The first field named `key`, decoding no other field's value (`raw_scan`'s byte-wise walk).
 pub fn lookup<'a>(doc: &'a RawDocument, key: &str) -> Result<Option<RawBsonRef<'a>>, MongoError> {
-    for element in doc.iter_elements() {
-        let element = element.map_err(bson_error)?;
-        if element.key() == key {
-            return element.value().map(Some).map_err(bson_error);
-        }
-    }
-    Ok(None)
+    crate::raw_scan::lookup(doc, key)
 }
 
 /// A component usable as an array index: ASCII digits only, no sign.

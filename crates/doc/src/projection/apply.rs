@@ -26,18 +26,19 @@ pub(super) fn include_document(
     ctx: &Context<'_>,
 ) -> Result<RawDocumentBuf, MongoError> {
     let mut out = RawDocumentBuf::new();
-    for element in doc.iter_elements() {
-        let element = element.map_err(bson_error)?;
-        let key = element.key();
-        let child = tree.child(key);
-        if top && key == "_id" && child.is_none() {
+    // Most fields are not named: they are framed and skipped, their keys compared as bytes.
+    for element in crate::raw_scan::elements(doc) {
+        let element = element?;
+        let child = tree.child_bytes(element.key);
+        if top && element.key == b"_id" && child.is_none() {
             if ctx.id_included {
-                out.append_ref(key, element.value().map_err(bson_error)?);
+                out.append_ref("_id", element.value(doc)?);
             }
             continue;
         }
         let Some(child) = child else { continue };
-        let value = element.value().map_err(bson_error)?;
+        let key = element.key_str()?;
+        let value = element.value(doc)?;
         if let Some(v) = include_child(child, key, value, ctx)?.as_raw() {
             out.append_ref(key, v);
         }

@@ -54,6 +54,15 @@ pub(crate) enum Leaf {
 }
 
 impl Tree {
+    /// The child for a field name given as bytes (a raw element's key, not yet checked as
+    /// UTF-8: only the fields the projection names are).
+    pub(crate) fn child_bytes(&self, key: &[u8]) -> Option<&Child> {
+        self.children
+            .iter()
+            .find(|(name, _)| name.as_bytes() == key)
+            .map(|(_, c)| c)
+    }
+
     pub(crate) fn child(&self, key: &str) -> Option<&Child> {
         self.children
             .iter()
