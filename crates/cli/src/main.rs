@@ -67,6 +67,14 @@ struct ServeArgs {
     /// Engine cache budget in GiB, fractions allowed [storage.shale.cacheSizeGB].
     #[arg(long = "cacheSizeGB", alias = "wiredTigerCacheSizeGB")]
     cache_size_gb: Option<f64>,
+    /// Most client connections open at once; more are closed as soon as they are accepted
+    /// [net.maxIncomingConnections; default 1,000,000, capped at 80% of the open-file limit].
+    #[arg(long = "maxConns")]
+    max_conns: Option<u64>,
+    /// Seconds the rest of a message may take once its first byte has arrived; a client
+    /// stalled mid-message longer is disconnected (0: wait forever) [default 60].
+    #[arg(long = "incompleteMessageTimeoutSecs", default_value_t = 60)]
+    incomplete_message_timeout_secs: u64,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
@@ -93,6 +101,7 @@ impl ServeArgs {
             bind_ip: self.bind_ip.clone(),
             bind_ip_all: self.bind_ip_all,
             cache_size_gb: self.cache_size_gb,
+            max_conns: self.max_conns,
             log_format: self.log_format.clone(),
             log_path: self.log_path.clone(),
             log_append: self.log_append,
@@ -128,6 +137,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         parsed: settings.parsed.clone(),
         log_verbosity: settings.verbosity,
         quiet: settings.quiet,
+        max_connections: Some(max_connections(settings.max_conns)),
+        incomplete_message_timeout: (args.incomplete_message_timeout_secs > 0)
+            .then(|| std::time::Duration::from_secs(args.incomplete_message_timeout_secs)),
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
     // docs/limits.md), and the margin keeps an unoptimised build's larger frames safe too.
@@ -161,6 +173,35 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "shutdown complete"
     );
     Ok(())
+}
+
+/// mongod's default connection limit.
+const DEFAULT_MAX_CONNS: u64 = 1_000_000;
+
+/// The connection limit in force: the one given (or mongod's default), capped, as mongod
+/// caps it, at 80% of the open-file limit, so the data files, the log and the listeners
+/// keep descriptors when clients take all they may.
+fn max_connections(given: Option<u64>) -> usize {
+    let wanted = given.unwrap_or(DEFAULT_MAX_CONNS);
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given.
+    let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        u64::MAX
+    };
+    let cap = (files / 10 * 8).max(1);
+    if wanted > cap {
+        tracing::info!(
+            requested = wanted,
+            open_file_limit = files,
+            "using {cap} as the connection limit (80% of the open-file limit)"
+        );
+    }
+    usize::try_from(wanted.min(cap)).unwrap_or(usize::MAX)
 }
 
 /// Checkpoints and closes the database, so the next start has no log to replay. Connection

@@ -25,6 +25,7 @@ pub struct Flags {
     pub bind_ip: Option<String>,
     pub bind_ip_all: bool,
     pub cache_size_gb: Option<f64>,
+    pub max_conns: Option<u64>,
     pub log_format: Option<String>,
     pub log_path: Option<PathBuf>,
     pub log_append: bool,
@@ -40,6 +41,8 @@ pub struct Settings {
     /// Hosts or addresses to listen on, in the order given.
     pub bind_ips: Vec<String>,
     pub cache_size_gb: Option<f64>,
+    /// `net.maxIncomingConnections` as given (the binary caps it by the descriptor limit).
+    pub max_conns: Option<u64>,
     pub log_format: LogFormat,
     pub log_path: Option<PathBuf>,
     pub log_append: bool,
@@ -79,6 +82,7 @@ struct FileConfig {
     port: Option<i64>,
     bind_ip: Option<String>,
     bind_ip_all: Option<bool>,
+    max_conns: Option<i64>,
     verbosity: Option<i64>,
     quiet: Option<bool>,
     log_path: Option<String>,
@@ -97,6 +101,7 @@ const KEYS: &[&str] = &[
     "net.port",
     "net.bindIp",
     "net.bindIpAll",
+    "net.maxIncomingConnections",
     "systemLog.verbosity",
     "systemLog.quiet",
     "systemLog.path",
@@ -127,6 +132,7 @@ fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
             "net.port" => c.port = Some(integer(key, &value)?),
             "net.bindIp" => c.bind_ip = Some(string(key, &value)?),
             "net.bindIpAll" => c.bind_ip_all = Some(boolean(key, &value)?),
+            "net.maxIncomingConnections" => c.max_conns = Some(integer(key, &value)?),
             "systemLog.verbosity" => c.verbosity = Some(integer(key, &value)?),
             "systemLog.quiet" => c.quiet = Some(boolean(key, &value)?),
             "systemLog.path" => c.log_path = Some(string(key, &value)?),
@@ -263,6 +269,24 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
             bail!("cacheSizeGB must be a positive number, not {gb}");
         }
     }
+    let max_conns = match flags.max_conns {
+        Some(n) => {
+            set_path(
+                &mut parsed,
+                "net.maxIncomingConnections",
+                Bson::Int64(n as i64),
+            );
+            Some(n)
+        }
+        None => match file.max_conns {
+            Some(n) if n < 1 => bail!("net.maxIncomingConnections must be at least 1, not {n}"),
+            Some(n) => Some(n as u64),
+            None => None,
+        },
+    };
+    if max_conns == Some(0) {
+        bail!("--maxConns must be at least 1");
+    }
     let log_format_text = match &flags.log_format {
         Some(f) => {
             set_path(&mut parsed, "systemLog.logFormat", f.clone().into());
@@ -309,6 +333,7 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         port,
         bind_ips,
         cache_size_gb,
+        max_conns,
         log_format,
         log_path,
         log_append,
@@ -427,6 +452,24 @@ processManagement:
                 .and_then(|d| d.get_f64("cacheSizeGB")),
             Ok(2.0)
         );
+    }
+
+    #[test]
+    fn max_incoming_connections_from_the_file_or_the_flag() {
+        let file = parse_config("net:\n  maxIncomingConnections: 500\n").expect("parse");
+        let s = merge(&Flags::default(), file).expect("merge");
+        assert_eq!(s.max_conns, Some(500));
+        let file = parse_config("net:\n  maxIncomingConnections: 500\n").expect("parse");
+        let flags = Flags {
+            max_conns: Some(7),
+            ..Flags::default()
+        };
+        let s = merge(&flags, file).expect("merge");
+        assert_eq!(s.max_conns, Some(7));
+        let net = s.parsed.get_document("net").expect("net");
+        assert_eq!(net.get_i64("maxIncomingConnections"), Ok(7));
+        let zero = parse_config("net:\n  maxIncomingConnections: 0\n").expect("parse");
+        assert!(merge(&Flags::default(), zero).is_err());
     }
 
     #[test]

@@ -17,10 +17,11 @@ use crate::wire::{
 use crate::{net_stats, ConnectionCtx};
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::Duration;
 
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
 
@@ -45,23 +46,23 @@ const UNCOMPRESSIBLE_COMMANDS: &[&str] = &[
 ];
 
 /// Serves `stream` (blocking) until the client disconnects or the server shuts the socket.
-pub fn serve_connection(mut stream: TcpStream, ctx: ConnectionCtx) {
+pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     let _ = stream.set_nodelay(true);
     net_stats::connection_opened();
     // Reads go through a buffer, so a small request's header and body take one `recv`.
-    let mut reader = match stream.try_clone() {
-        Ok(s) => BufReader::with_capacity(READ_BUFFER_BYTES, s),
-        Err(e) => {
-            tracing::warn!(conn = ctx.connection_id, error = %e, "cannot clone the socket");
-            net_stats::connection_closed();
-            return;
-        }
-    };
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, stream);
+    let timeout = ctx.server.incomplete_message_timeout;
+    let mut writer = stream;
     loop {
-        let (header, message) = match read_message(&mut reader) {
+        let (header, message) = match read_message(&mut reader, timeout) {
             Ok(Some(m)) => m,
             Ok(None) => break,
-            Err(e) => {
+            Err(ReadError::Stalled(t)) => {
+                tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, seconds = t.as_secs_f64(),
+                    "closing connection: the rest of a message did not arrive in time");
+                break;
+            }
+            Err(ReadError::Other(e)) => {
                 tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
                     "closing connection: message cannot be framed");
                 break;
@@ -72,7 +73,7 @@ pub fn serve_connection(mut stream: TcpStream, ctx: ConnectionCtx) {
             continue;
         };
         net_stats::reply(reply.len());
-        if let Err(e) = stream.write_all(&reply) {
+        if let Err(e) = writer.write_all(&reply) {
             tracing::debug!(conn = ctx.connection_id, error = %e, "write failed");
             break;
         }
@@ -81,14 +82,70 @@ pub fn serve_connection(mut stream: TcpStream, ctx: ConnectionCtx) {
     tracing::info!(conn = ctx.connection_id, peer = %ctx.peer, "connection ended");
 }
 
-/// Why a message could not be read: the socket failed or the header cannot be framed.
-type ReadError = Box<dyn std::error::Error + Send + Sync>;
+/// Why a message could not be read.
+enum ReadError {
+    /// The message started but its rest did not arrive within the timeout.
+    Stalled(Duration),
+    /// The socket failed or the header cannot be framed.
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for ReadError {
+    fn from(e: E) -> Self {
+        ReadError::Other(e.into())
+    }
+}
 
 /// Reads one whole message. `Ok(None)` on a clean end of stream (or a socket the server shut
-/// down while no message was in flight).
-fn read_message(stream: &mut impl Read) -> Result<Option<(MsgHeader, Vec<u8>)>, ReadError> {
+/// down while no message was in flight). Waiting for a message's first byte has no time
+/// limit; once it has come, the rest must come within `timeout`, unless it is already in
+/// the buffer (the usual case, which costs no extra system call).
+fn read_message(
+    reader: &mut BufReader<&TcpStream>,
+    timeout: Option<Duration>,
+) -> Result<Option<(MsgHeader, Vec<u8>)>, ReadError> {
+    let buffered = loop {
+        match reader.fill_buf() {
+            Ok([]) => return Ok(None),
+            Ok(b) => break b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let whole_in_buffer = buffered.len() >= HEADER_LEN
+        && usize::try_from(i32::from_le_bytes([
+            buffered[0],
+            buffered[1],
+            buffered[2],
+            buffered[3],
+        ]))
+        .is_ok_and(|n| n <= buffered.len());
+    let limit = timeout.filter(|_| !whole_in_buffer);
+    if limit.is_some() {
+        reader.get_ref().set_read_timeout(limit)?;
+    }
+    let result = read_whole(reader);
+    if let Some(t) = limit {
+        reader.get_ref().set_read_timeout(None)?;
+        if let Err(ReadError::Other(e)) = &result {
+            let stalled = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            });
+            if stalled {
+                return Err(ReadError::Stalled(t));
+            }
+        }
+    }
+    result
+}
+
+/// Reads a header and the body it announces.
+fn read_whole(reader: &mut impl Read) -> Result<Option<(MsgHeader, Vec<u8>)>, ReadError> {
     let mut head = [0u8; HEADER_LEN];
-    match stream.read_exact(&mut head) {
+    match reader.read_exact(&mut head) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -96,7 +153,7 @@ fn read_message(stream: &mut impl Read) -> Result<Option<(MsgHeader, Vec<u8>)>, 
     let header = MsgHeader::decode(&head)?;
     let mut whole = vec![0u8; header.message_length];
     whole[..HEADER_LEN].copy_from_slice(&head);
-    stream.read_exact(&mut whole[HEADER_LEN..])?;
+    reader.read_exact(&mut whole[HEADER_LEN..])?;
     Ok(Some((header, whole)))
 }
 

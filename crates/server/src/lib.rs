@@ -14,9 +14,12 @@ use bson::Document;
 use shale_db::Database;
 use std::collections::HashMap;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use wire::Compressor;
 
@@ -33,6 +36,13 @@ pub struct ServerConfig {
     pub log_verbosity: i32,
     /// `systemLog.quiet` (`getParameter.quiet`).
     pub quiet: bool,
+    /// `net.maxIncomingConnections` (`--maxConns`): connections past it are closed as soon
+    /// as they are accepted, as mongod does. `None`: no limit but the process's.
+    pub max_connections: Option<usize>,
+    /// How long the rest of a message may take once its first byte has arrived; a client
+    /// that stalls mid-message longer is disconnected. Idle connections (between messages)
+    /// never time out. `None`: wait forever.
+    pub incomplete_message_timeout: Option<std::time::Duration>,
 }
 
 /// What every command handler may use: the database and who is asking.
@@ -78,19 +88,31 @@ impl ConnectionCtx {
 /// build's larger frames safe too.
 pub const CONNECTION_STACK_BYTES: usize = 8 << 20;
 
-/// The sockets of open connections, so shutdown can close them and so wake their threads.
+/// The sockets of open connections (by raw descriptor), so shutdown can shut them and so
+/// wake their threads, and so the accept loop can count them.
+///
+/// Invariant: a descriptor is in the table only while its socket is open. A connection's
+/// thread removes its entry (under the lock) before it drops the socket, and `shut_all`
+/// holds the lock while it uses the descriptors, so it never touches a closed or reused one.
 #[derive(Default)]
-struct OpenConnections(Mutex<HashMap<u64, std::net::TcpStream>>);
+struct OpenConnections(Mutex<HashMap<u64, RawFd>>);
 
 impl OpenConnections {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, std::net::TcpStream>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, RawFd>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 
     /// Shuts every open socket down: each connection's thread finishes the command it is
     /// running, if any, then reads the end of the stream and exits.
     fn shut_all(&self) {
-        for socket in self.lock().values() {
+        for &fd in self.lock().values() {
+            // SAFETY: the descriptor is open (the table's invariant, lock held), and
+            // `ManuallyDrop` keeps this borrowed view from closing it.
+            let socket = ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
             let _ = socket.shutdown(std::net::Shutdown::Both);
         }
     }
@@ -134,22 +156,97 @@ async fn accept_loop(
     next_id: Arc<AtomicU64>,
     open: Arc<OpenConnections>,
 ) {
+    let mut failing = AcceptFailures::default();
+    let mut refusals = Refusals::default();
     loop {
         let (stream, peer) = match listener.accept().await {
-            Ok(a) => a,
+            Ok(a) => {
+                failing.recovered();
+                a
+            }
             Err(e) => {
-                // Usually EMFILE: back off instead of spinning on the error.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                // Usually EMFILE: back off, and log once per episode, not once per try.
+                let pause = failing.failed(&e);
+                tokio::time::sleep(pause).await;
                 continue;
             }
         };
+        if let Some(max) = config.max_connections {
+            let now = open.len();
+            if now >= max {
+                refusals.refused(now, max);
+                drop(stream);
+                continue;
+            }
+        }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone());
         tracing::info!(conn = id, %peer, "connection accepted");
         if let Err(e) = start_connection_thread(stream, ctx, &open) {
             tracing::warn!(conn = id, %peer, error = %e, "cannot start a thread for the connection; closing it");
         }
+    }
+}
+
+/// An episode of failing `accept` calls (file descriptors or memory exhausted): logged when
+/// it starts and when it ends, with a back-off from 10 ms to 1 s between tries.
+#[derive(Default)]
+struct AcceptFailures {
+    since: Option<Instant>,
+    count: u64,
+    pause: Duration,
+}
+
+impl AcceptFailures {
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        self.count += 1;
+        if self.since.is_none() {
+            self.since = Some(Instant::now());
+            self.pause = Duration::from_millis(10);
+            tracing::warn!(error = %e, "accept failed; backing off until it succeeds (further failures are not logged)");
+        } else {
+            self.pause = (self.pause * 2).min(Duration::from_secs(1));
+        }
+        self.pause
+    }
+
+    fn recovered(&mut self) {
+        if let Some(since) = self.since.take() {
+            tracing::info!(
+                failures = self.count,
+                seconds = since.elapsed().as_secs_f64(),
+                "accepting connections again"
+            );
+            self.count = 0;
+        }
+    }
+}
+
+/// Connections refused for `maxConns`: the first of each second is logged with how many
+/// were refused since the last line.
+#[derive(Default)]
+struct Refusals {
+    last_log: Option<Instant>,
+    unlogged: u64,
+}
+
+impl Refusals {
+    fn refused(&mut self, open: usize, max: usize) {
+        self.unlogged += 1;
+        if self
+            .last_log
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return;
+        }
+        tracing::info!(
+            open,
+            max_conns = max,
+            refused = self.unlogged,
+            "connection refused because there are too many open connections"
+        );
+        self.last_log = Some(Instant::now());
+        self.unlogged = 0;
     }
 }
 
@@ -162,17 +259,22 @@ fn start_connection_thread(
     let stream = stream.into_std()?;
     stream.set_nonblocking(false)?;
     let id = ctx.connection_id;
-    open.lock().insert(id, stream.try_clone()?);
+    // The table stays locked until the thread has started or failed to: a failed spawn drops
+    // (closes) the socket inside `spawn`, and its entry must be gone before anyone can look.
+    let mut table = open.lock();
+    table.insert(id, stream.as_raw_fd());
     let registry = open.clone();
     let started = std::thread::Builder::new()
         .name(format!("conn{id}"))
         .stack_size(CONNECTION_STACK_BYTES)
         .spawn(move || {
-            connection::serve_connection(stream, ctx);
+            connection::serve_connection(&stream, ctx);
+            // Out of the table before the socket closes (the table's invariant).
             registry.lock().remove(&id);
+            drop(stream);
         });
     if let Err(e) = started {
-        open.lock().remove(&id);
+        table.remove(&id);
         return Err(e);
     }
     Ok(())

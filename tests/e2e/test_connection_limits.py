@@ -1,0 +1,119 @@
+"""Connection-level resource bounds (issue 29, item 3): `--maxConns` closes connections past
+the limit as soon as they are accepted (mongod's behaviour), a client that stalls in the
+middle of a message is disconnected after `--incompleteMessageTimeoutSecs` while idle
+connections stay, and running out of file descriptors is logged once per episode with a
+back-off instead of once per failed accept."""
+
+import resource
+import socket
+import struct
+import subprocess
+import time
+
+from conftest import Server, free_port, shale_binary
+from wire_client import RawConnection
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    sock.settimeout(seconds)
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_max_conns_closes_the_connections_past_the_limit(tmp_path):
+    srv = Server(tmp_path / "data", args=["--maxConns", "3"])
+    try:
+        time.sleep(0.5)  # the fixture's readiness probe connection ends
+        held = [RawConnection(srv.port) for _ in range(3)]
+        for c in held:
+            assert c.command({"ping": 1}).doc["ok"] == 1.0
+        extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        assert closed_within(extra, 5)
+        extra.close()
+        held.pop().close()
+        time.sleep(0.3)  # the server sees the close and frees the slot
+        with RawConnection(srv.port) as again:
+            assert again.command({"ping": 1}).doc["ok"] == 1.0
+        assert "too many open connections" in srv.read_log()
+        for c in held:
+            assert c.command({"ping": 1}).doc["ok"] == 1.0
+            c.close()
+    finally:
+        srv.stop()
+
+
+def test_a_stalled_message_is_cut_off_and_idle_connections_stay(tmp_path):
+    srv = Server(tmp_path / "data", args=["--incompleteMessageTimeoutSecs", "1"])
+    try:
+        idle = RawConnection(srv.port)
+        stalled = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        # A header announcing 100 bytes, then only 10 of them.
+        stalled.sendall(struct.pack("<iiii", 100, 1, 0, 2013) + b"\x00" * 10)
+        assert not closed_within(stalled, 0.5)
+        assert closed_within(stalled, 5)
+        stalled.close()
+        time.sleep(1.5)  # past the timeout: an idle connection is not a stalled one
+        assert idle.command({"ping": 1}).doc["ok"] == 1.0
+        idle.close()
+        assert "did not arrive in time" in srv.read_log()
+    finally:
+        srv.stop()
+
+
+def test_running_out_of_descriptors_is_logged_once_and_recovers(tmp_path):
+    """With 32 descriptors, the connection limit (80% of them, 24) is more than the process
+    can hold beside its own files (about 15), so accepts fail with EMFILE: one log line
+    starts the episode, one ends it, and the server serves again once clients leave. (With a
+    usual limit the 80% cap refuses connections before descriptors run out.)"""
+    port = free_port()
+    dbpath = tmp_path / "data"
+    log = open(tmp_path / "shale.log", "wb")
+
+    def limit_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+
+    proc = subprocess.Popen(
+        [shale_binary(), "serve", "--dbpath", str(dbpath), "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, preexec_fn=limit_files,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with RawConnection(port) as c:
+                    assert c.command({"ping": 1}).doc["ok"] == 1.0
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        clients = []
+        for _ in range(40):
+            try:
+                clients.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+            except OSError:
+                break
+        time.sleep(2)
+        for c in clients:
+            c.close()
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with RawConnection(port) as c:
+                    assert c.command({"ping": 1}).doc["ok"] == 1.0
+                break
+            except (OSError, EOFError):
+                assert time.monotonic() < deadline, "server did not recover"
+                time.sleep(0.2)
+        assert proc.poll() is None
+        text = (tmp_path / "shale.log").read_text(errors="replace")
+        failures = text.count("accept failed")
+        assert 1 <= failures <= 3, text[-3000:]
+        assert "accepting connections again" in text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
