@@ -111,7 +111,16 @@ pub fn prepare_for_insert(doc: RawDocumentBuf) -> DbResult<RawDocumentBuf> {
             .next()
             .and_then(Result::ok)
             .is_some_and(|(k, _)| k == "_id");
-        if id_first && !has_zero_timestamp(&doc) {
+        let (ids, zero_timestamp) = scan_top_level(&doc)?;
+        if ids > 1 {
+            // Documents that come raw (an insert's document sequence) keep duplicate names
+            // as sent; mongod allows that for any field but `_id`.
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                "can't have multiple _id fields in one document",
+            ));
+        }
+        if id_first && !zero_timestamp {
             return Ok(doc);
         }
     }
@@ -151,10 +160,18 @@ fn check_id_document(id: bson::RawBsonRef<'_>) -> DbResult<()> {
     Ok(())
 }
 
-fn has_zero_timestamp(doc: &RawDocument) -> bool {
-    doc.iter().filter_map(Result::ok).any(
-        |(_, v)| matches!(v, bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0),
-    )
+/// How many top-level `_id` fields `doc` has, and whether a top-level timestamp is zero.
+fn scan_top_level(doc: &RawDocument) -> DbResult<(usize, bool)> {
+    let (mut ids, mut zero) = (0, false);
+    for element in shale_doc::raw_scan::elements(doc) {
+        let element = element?;
+        ids += usize::from(element.key == b"_id");
+        if element.kind == 0x11 {
+            zero |= matches!(element.value(doc)?,
+                bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0);
+        }
+    }
+    Ok((ids, zero))
 }
 
 /// A fresh timestamp: the current second, and an increment unique within this process.

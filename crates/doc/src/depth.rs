@@ -5,9 +5,10 @@
 //! could nest a document a million levels deep in 8 MB and overflow the stack of whichever
 //! thread parsed it. So the wire layer runs [`check_depth`] over every document it receives
 //! *before* anything recursive sees it: the scan keeps one end offset per open level on a
-//! heap stack, validates the structure as it goes (a malformed document is refused here, so
-//! no recursive parser ever walks a deep malformed one), and stops at the first level past
-//! the limit.
+//! heap stack, validates the document as it goes (lengths, terminators, UTF-8 text, boolean
+//! bytes: a malformed document is refused here, so no recursive parser ever walks a deep
+//! malformed one, and a document it accepts can be stored raw), and stops at the first level
+//! past the limit.
 //!
 //! Depth counts the top-level document as level 1; `{a: {b: 1}}` has depth 2; arrays count
 //! as levels like documents. mongod's limits (`maxBSONDepth`, `BSONDepth` in its source):
@@ -70,6 +71,7 @@ pub fn check_depth(bytes: &[u8], limit: usize) -> Result<usize, DepthError> {
         }
         let type_byte = bytes[pos];
         let key_end = cstring_end(bytes, pos + 1, end - 1)?;
+        utf8(bytes, pos + 1, key_end)?;
         let value = key_end + 1;
         match type_byte {
             0x03 | 0x04 => {
@@ -87,6 +89,7 @@ pub fn check_depth(bytes: &[u8], limit: usize) -> Result<usize, DepthError> {
                     return Err(malformed(value, "code-with-scope length"));
                 }
                 let scope = string_end(bytes, value + 4, value + total)?;
+                utf8(bytes, value + 8, scope - 1)?;
                 let scope_end = doc_end(bytes, scope, value + total)?;
                 if scope_end != value + total {
                     return Err(malformed(value, "code-with-scope length"));
@@ -100,10 +103,40 @@ pub fn check_depth(bytes: &[u8], limit: usize) -> Result<usize, DepthError> {
                 deepest = deepest.max(open.len());
                 pos = scope + 4;
             }
-            t => pos = scalar_end(bytes, t, value, end - 1)?,
+            t => {
+                let value_end = scalar_end(bytes, t, value, end - 1)?;
+                check_scalar(bytes, t, value, value_end)?;
+                pos = value_end;
+            }
         }
     }
     Ok(deepest)
+}
+
+/// The checks on a framed scalar that its length cannot show: text is UTF-8 and a boolean is
+/// 0 or 1 (as the `bson` crate's decoder requires), so a document this scan accepts can be
+/// stored raw and decoded later without error.
+fn check_scalar(bytes: &[u8], t: u8, at: usize, end: usize) -> Result<(), DepthError> {
+    match t {
+        0x02 | 0x0D | 0x0E => utf8(bytes, at + 4, end - 1),
+        0x0C => {
+            let s = string_end(bytes, at, end)?;
+            utf8(bytes, at + 4, s - 1)
+        }
+        0x0B => {
+            let pattern = cstring_end(bytes, at, end)?;
+            utf8(bytes, at, pattern)?;
+            utf8(bytes, pattern + 1, end - 1)
+        }
+        0x08 if bytes[at] > 1 => Err(malformed(at, "boolean is neither 0 nor 1")),
+        _ => Ok(()),
+    }
+}
+
+fn utf8(bytes: &[u8], from: usize, to: usize) -> Result<(), DepthError> {
+    std::str::from_utf8(&bytes[from..to])
+        .map(|_| ())
+        .map_err(|_| malformed(from, "text is not valid UTF-8"))
 }
 
 /// The end of the value of any type `t` starting at `at`, which must not pass `limit`: one
@@ -340,6 +373,36 @@ mod tests {
         deep[mid] = 0x42;
         assert!(matches!(
             check_depth(&deep, 200),
+            Err(DepthError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn text_must_be_utf8_and_booleans_0_or_1() {
+        let good = bson::to_vec(&doc! {"k": "v", "b": true}).expect("encode");
+        assert!(check_depth(&good, 10).is_ok());
+        let at = |needle: &[u8]| {
+            good.windows(needle.len())
+                .position(|w| w == needle)
+                .expect("present")
+        };
+        let mut bad_key = good.clone();
+        bad_key[at(b"k\0")] = 0xff;
+        assert!(matches!(
+            check_depth(&bad_key, 10),
+            Err(DepthError::Malformed { .. })
+        ));
+        let mut bad_string = good.clone();
+        bad_string[at(b"v\0")] = 0xc3;
+        assert!(matches!(
+            check_depth(&bad_string, 10),
+            Err(DepthError::Malformed { .. })
+        ));
+        let mut bad_bool = good.clone();
+        let b = at(b"b\0") + 2;
+        bad_bool[b] = 2;
+        assert!(matches!(
+            check_depth(&bad_bool, 10),
             Err(DepthError::Malformed { .. })
         ));
     }

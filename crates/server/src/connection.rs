@@ -244,11 +244,13 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
     let (reply, command, reply_op) = match header.op_code {
         OpCode::Msg => match OpMsg::decode(whole) {
             Ok(msg) => {
-                let reply = run_command(ctx, &msg.body);
-                if msg.flags & MSG_FLAG_MORE_TO_COME != 0 {
+                let more_to_come = msg.flags & MSG_FLAG_MORE_TO_COME != 0;
+                let command = first_key(&msg.body);
+                let reply = run_msg(ctx, msg);
+                if more_to_come {
                     return None;
                 }
-                (reply, first_key(&msg.body), OpCode::Msg)
+                (reply, command, OpCode::Msg)
             }
             Err(e) => (wire_error_reply(&e).into(), None, OpCode::Msg),
         },
@@ -284,14 +286,32 @@ fn first_key(body: &Document) -> Option<String> {
     body.keys().next().cloned()
 }
 
-fn run_command(ctx: &ConnectionCtx, body: &Document) -> ReplyBody {
-    match body.get_str("$db") {
-        Ok(db) => run_command_in(ctx, db, body),
-        Err(_) => ReplyBody::Doc(error_reply(&MongoError::new(
+/// Runs an OP_MSG: an `insert` whose documents came as a document sequence takes them raw;
+/// any other command sees its sequences folded into its body.
+fn run_msg(ctx: &ConnectionCtx, mut msg: OpMsg) -> ReplyBody {
+    let Ok(db) = msg.body.get_str("$db").map(str::to_owned) else {
+        return ReplyBody::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
             "OP_MSG body has no string field '$db'",
-        ))),
+        )));
+    };
+    let raw_insert = msg.body.keys().next().is_some_and(|k| k == "insert")
+        && matches!(msg.sequences.as_slice(), [(id, _)] if id == "documents");
+    if raw_insert {
+        let (_, docs) = msg.sequences.pop().expect("one sequence");
+        tracing::debug!(
+            conn = ctx.connection_id,
+            db,
+            command = "insert",
+            docs = docs.len(),
+            "command"
+        );
+        return crate::commands::dispatch_insert_raw(ctx, &db, &msg.body, docs);
     }
+    if let Err(e) = msg.fold_sequences() {
+        return wire_error_reply(&e).into();
+    }
+    run_command_in(ctx, &db, &msg.body)
 }
 
 fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> ReplyBody {

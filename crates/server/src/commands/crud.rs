@@ -8,7 +8,7 @@ use super::data::{
 };
 use super::CommandResult;
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
 use shale_doc::{ErrorCode, MongoError, UpdateSpec};
 
@@ -16,15 +16,37 @@ use shale_doc::{ErrorCode, MongoError, UpdateSpec};
 const MAX_BATCH: usize = 100_000;
 
 pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "insert")?;
     let docs = doc_array(body, "insert", "documents")?;
+    insert_documents(ctx, db, body, docs.into_iter().map(to_raw).collect())
+}
+
+/// `insert` whose documents came as an OP_MSG document sequence: stored as they came (raw,
+/// validated by the wire layer), never decoded.
+pub fn insert_raw(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    docs: Vec<RawDocumentBuf>,
+) -> CommandResult {
+    insert_documents(ctx, db, body, docs.into_iter().map(Ok).collect())
+}
+
+/// Prepares (`_id` first, generated if missing) and inserts `docs`; a document that failed
+/// to convert or prepare is a write error at its index.
+fn insert_documents(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    docs: Vec<Result<RawDocumentBuf, MongoError>>,
+) -> CommandResult {
+    let ns = namespace(db, body, "insert")?;
     check_batch_len(docs.len())?;
     let ordered = opt_bool(body, "insert", "ordered")?.unwrap_or(true);
     let mut prepared = Vec::with_capacity(docs.len());
     let mut early_errors = Vec::new();
     let mut positions = Vec::with_capacity(docs.len());
-    for (i, d) in docs.iter().enumerate() {
-        match to_raw(d).and_then(prepare_for_insert) {
+    for (i, d) in docs.into_iter().enumerate() {
+        match d.and_then(prepare_for_insert) {
             Ok(r) => {
                 prepared.push(r);
                 positions.push(i);

@@ -104,6 +104,18 @@ pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Reply {
     Reply::Doc(dispatch_owned(ctx, db, name, body))
 }
 
+/// Runs an `insert` whose documents came raw in an OP_MSG document sequence.
+pub fn dispatch_insert_raw(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    docs: Vec<RawDocumentBuf>,
+) -> Reply {
+    let result = txn_guard::refuse_transaction_fields(body)
+        .and_then(|()| crud::insert_raw(ctx, db, body, docs));
+    Reply::Doc(finish(result))
+}
+
 /// Runs a command whose handler builds an owned reply document.
 fn dispatch_owned(ctx: &ConnectionCtx, db: &str, name: &str, body: &Document) -> Document {
     let handler = COMMANDS
@@ -120,6 +132,11 @@ fn dispatch_owned(ctx: &ConnectionCtx, db: &str, name: &str, body: &Document) ->
             format!("no such command: '{name}'"),
         )),
     };
+    finish(result)
+}
+
+/// The reply document for a command's outcome.
+fn finish(result: CommandResult) -> Document {
     match result {
         // A handler may set `ok` itself: mongod's errmsg-style failures are `{ok: 0, errmsg}`
         // with no code.

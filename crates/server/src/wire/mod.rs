@@ -97,10 +97,33 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// One BSON document, length-checked and validated (structure, UTF-8, depth) without
+    /// recursion, kept raw: what an insert's document sequence stores as it came.
+    pub(crate) fn raw_document(
+        &mut self,
+        what: &'static str,
+    ) -> Result<bson::RawDocumentBuf, WireError> {
+        let bytes = self.checked_document_bytes(what)?;
+        bson::RawDocumentBuf::from_bytes(bytes.to_vec())
+            .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
+    }
+
     /// One BSON document, length-checked, depth-checked without recursion (so the parser,
     /// which recurses per level, never meets a document deeper than mongod's limit) and
     /// parsed.
     pub(crate) fn document(&mut self, what: &'static str) -> Result<bson::Document, WireError> {
+        let bytes = self.checked_document_bytes(what)?;
+        // Through the raw view: iterating raw elements is about twice as fast as the serde
+        // path `Document::from_reader` takes, and checks the same things.
+        let invalid =
+            |e: bson::raw::Error| WireError::InvalidBson(format!("{what}: invalid BSON: {e}"));
+        let raw = bson::RawDocument::from_bytes(bytes).map_err(invalid)?;
+        bson::Document::try_from(raw).map_err(invalid)
+    }
+
+    /// The bytes of the next document, its length and its content checked (the iterative
+    /// scan of `shale_doc::depth`).
+    fn checked_document_bytes(&mut self, what: &'static str) -> Result<&'a [u8], WireError> {
         let rest = &self.buf[self.pos..];
         if rest.len() < 5 {
             return Err(WireError::Truncated(what));
@@ -131,11 +154,6 @@ impl<'a> Reader<'a> {
                 )))
             }
         }
-        // Through the raw view: iterating raw elements is about twice as fast as the serde
-        // path `Document::from_reader` takes, and checks the same things.
-        let invalid =
-            |e: bson::raw::Error| WireError::InvalidBson(format!("{what}: invalid BSON: {e}"));
-        let raw = bson::RawDocument::from_bytes(bytes).map_err(invalid)?;
-        bson::Document::try_from(raw).map_err(invalid)
+        Ok(bytes)
     }
 }

@@ -1,9 +1,10 @@
 //! OP_MSG (opcode 2013): flag bits, a body section (kind 0), document sequences (kind 1) and
-//! the optional CRC-32C checksum. Document sequences are folded into the body as arrays under
-//! their identifier, which is how commands see them.
+//! the optional CRC-32C checksum. Document sequences are kept raw (validated, not decoded);
+//! `fold_sequences` adds them to the body as arrays under their identifier, which is how
+//! commands see them, except an insert's documents, which go to the engine as they came.
 
 use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN, MAX_MESSAGE_BYTES};
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 /// The message ends with a CRC-32C of everything before it.
 pub const MSG_FLAG_CHECKSUM: u32 = 1 << 0;
@@ -19,8 +20,10 @@ const KNOWN_BITS: u32 = MSG_FLAG_CHECKSUM | MSG_FLAG_MORE_TO_COME | MSG_FLAG_EXH
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpMsg {
     pub flags: u32,
-    /// The body with every document sequence added as an array field.
+    /// The body section.
     pub body: Document,
+    /// The document sequences (kind 1 sections), by identifier, each document raw.
+    pub sequences: Vec<(String, Vec<RawDocumentBuf>)>,
 }
 
 impl OpMsg {
@@ -54,23 +57,40 @@ impl OpMsg {
                 k => return Err(WireError::Invalid(format!("unknown section kind {k}"))),
             }
         }
-        let mut body = body.ok_or_else(|| WireError::Invalid("OP_MSG has no body".into()))?;
-        for (id, docs) in sequences {
-            if body.contains_key(&id) {
+        let body = body.ok_or_else(|| WireError::Invalid("OP_MSG has no body".into()))?;
+        for (i, (id, _)) in sequences.iter().enumerate() {
+            if body.contains_key(id) || sequences[..i].iter().any(|(other, _)| other == id) {
                 return Err(WireError::Invalid(format!(
                     "document sequence {id:?} duplicates a body field"
                 )));
             }
-            body.insert(
-                id,
-                Bson::Array(docs.into_iter().map(Bson::Document).collect()),
-            );
         }
-        Ok(OpMsg { flags, body })
+        Ok(OpMsg {
+            flags,
+            body,
+            sequences,
+        })
+    }
+
+    /// Moves every document sequence into the body as an array field (decoding its
+    /// documents), which is how command handlers see them.
+    pub fn fold_sequences(&mut self) -> Result<(), WireError> {
+        for (id, docs) in std::mem::take(&mut self.sequences) {
+            let decoded = docs
+                .iter()
+                .map(|d| {
+                    Document::try_from(d.as_ref())
+                        .map(Bson::Document)
+                        .map_err(|e| WireError::InvalidBson(format!("sequence document: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            self.body.insert(id, Bson::Array(decoded));
+        }
+        Ok(())
     }
 }
 
-fn decode_sequence(r: &mut Reader<'_>) -> Result<(String, Vec<Document>), WireError> {
+fn decode_sequence(r: &mut Reader<'_>) -> Result<(String, Vec<RawDocumentBuf>), WireError> {
     let size = r.i32("sequence size")?;
     if size < 4 || size as usize - 4 > r.remaining() {
         return Err(WireError::Invalid(format!("document sequence size {size}")));
@@ -80,7 +100,7 @@ fn decode_sequence(r: &mut Reader<'_>) -> Result<(String, Vec<Document>), WireEr
     let id = s.cstring("sequence identifier")?.to_owned();
     let mut docs = Vec::new();
     while s.remaining() > 0 {
-        docs.push(s.document("sequence document")?);
+        docs.push(s.raw_document("sequence document")?);
     }
     Ok((id, docs))
 }
@@ -166,7 +186,8 @@ mod tests {
         sections.push(1);
         sections.extend_from_slice(&((seq.len() + 4) as i32).to_le_bytes());
         sections.extend_from_slice(&seq);
-        let msg = OpMsg::decode(&message(0, &sections, false)).expect("decode");
+        let mut msg = OpMsg::decode(&message(0, &sections, false)).expect("decode");
+        msg.fold_sequences().expect("fold");
         let docs = msg.body.get_array("documents").expect("array");
         assert_eq!(docs.len(), 2);
     }
