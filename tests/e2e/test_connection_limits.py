@@ -117,3 +117,49 @@ def test_running_out_of_descriptors_is_logged_once_and_recovers(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+def rss_mib(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_requests_in_flight_hold_at_most_the_budget(tmp_path):
+    """Twenty clients each send most of a 40 MB message and stall: with a 64 MiB budget one
+    body is read at a time, the others wait before theirs is allocated, so the server's RSS
+    grows by about the budget, not by 800 MB; other clients are still served."""
+    import threading
+
+    srv = Server(
+        tmp_path / "data",
+        args=["--maxInflightRequestMiB", "64", "--incompleteMessageTimeoutSecs", "5"],
+    )
+    socks = []
+    try:
+        time.sleep(0.3)
+        before = rss_mib(srv.proc.pid)
+        declared = 40 * 1024 * 1024
+        chunk = b"\x00" * (30 * 1024 * 1024)
+
+        def stall():
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            socks.append(s)
+            try:
+                s.sendall(struct.pack("<iiii", declared, 1, 0, 2013) + chunk)
+            except OSError:
+                pass
+
+        threads = [threading.Thread(target=stall, daemon=True) for _ in range(20)]
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        grown = rss_mib(srv.proc.pid) - before
+        assert grown < 160, f"RSS grew by {grown:.0f} MiB"
+        with RawConnection(srv.port) as c:
+            assert c.command({"ping": 1}).doc["ok"] == 1.0
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()

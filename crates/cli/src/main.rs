@@ -75,6 +75,10 @@ struct ServeArgs {
     /// stalled mid-message longer is disconnected (0: wait forever) [default 60].
     #[arg(long = "incompleteMessageTimeoutSecs", default_value_t = 60)]
     incomplete_message_timeout_secs: u64,
+    /// MiB that requests in flight may hold together (their bytes, and what OP_COMPRESSED
+    /// decompresses to); a request past it waits before its body is read [default 256].
+    #[arg(long = "maxInflightRequestMiB", default_value_t = 256)]
+    max_inflight_request_mib: u64,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
@@ -140,6 +144,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: Some(max_connections(settings.max_conns)),
         incomplete_message_timeout: (args.incomplete_message_timeout_secs > 0)
             .then(|| std::time::Duration::from_secs(args.incomplete_message_timeout_secs)),
+        max_inflight_bytes: Some(
+            usize::try_from(args.max_inflight_request_mib.max(1) << 20).unwrap_or(usize::MAX),
+        ),
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
     // docs/limits.md), and the margin keeps an unoptimised build's larger frames safe too.

@@ -12,9 +12,9 @@ use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::wire::{
     decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
-    MAX_BSON_INTERNAL_BYTES, MSG_FLAG_MORE_TO_COME,
+    MAX_BSON_INTERNAL_BYTES, MAX_MESSAGE_BYTES, MSG_FLAG_MORE_TO_COME,
 };
-use crate::{net_stats, ConnectionCtx};
+use crate::{inflight, net_stats, ConnectionCtx};
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -54,7 +54,7 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     let timeout = ctx.server.incomplete_message_timeout;
     let mut writer = stream;
     loop {
-        let (header, message) = match read_message(&mut reader, timeout) {
+        let (header, message, _permit) = match read_message(&mut reader, timeout) {
             Ok(Some(m)) => m,
             Ok(None) => break,
             Err(ReadError::Stalled(t)) => {
@@ -103,7 +103,7 @@ impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for ReadError {
 fn read_message(
     reader: &mut BufReader<&TcpStream>,
     timeout: Option<Duration>,
-) -> Result<Option<(MsgHeader, Vec<u8>)>, ReadError> {
+) -> Result<Option<Message>, ReadError> {
     let buffered = loop {
         match reader.fill_buf() {
             Ok([]) => return Ok(None),
@@ -142,8 +142,12 @@ fn read_message(
     result
 }
 
-/// Reads a header and the body it announces.
-fn read_whole(reader: &mut impl Read) -> Result<Option<(MsgHeader, Vec<u8>)>, ReadError> {
+/// A whole message and the in-flight bytes it holds until its reply is written.
+type Message = (MsgHeader, Vec<u8>, inflight::Permit);
+
+/// Reads a header, takes the request's bytes from the in-flight budget (waiting while it is
+/// spent), then reads the body it announces.
+fn read_whole(reader: &mut impl Read) -> Result<Option<Message>, ReadError> {
     let mut head = [0u8; HEADER_LEN];
     match reader.read_exact(&mut head) {
         Ok(()) => {}
@@ -151,11 +155,30 @@ fn read_whole(reader: &mut impl Read) -> Result<Option<(MsgHeader, Vec<u8>)>, Re
         Err(e) => return Err(e.into()),
     }
     let header = MsgHeader::decode(&head)?;
-    let mut whole = vec![0u8; header.message_length];
-    whole[..HEADER_LEN].copy_from_slice(&head);
-    reader.read_exact(&mut whole[HEADER_LEN..])?;
-    Ok(Some((header, whole)))
+    let mut whole = Vec::with_capacity(HEADER_LEN + COMPRESSED_PREFIX_LEN);
+    whole.extend_from_slice(&head);
+    let mut bytes = header.message_length;
+    if header.op_code == OpCode::Compressed
+        && header.message_length >= HEADER_LEN + COMPRESSED_PREFIX_LEN
+    {
+        // OP_COMPRESSED says how large it will decompress to: hold that too, from the start,
+        // so a thread never waits for more while it holds a permit.
+        let mut prefix = [0u8; COMPRESSED_PREFIX_LEN];
+        reader.read_exact(&mut prefix)?;
+        whole.extend_from_slice(&prefix);
+        let size = i32::from_le_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
+        bytes += usize::try_from(size).unwrap_or(0).min(MAX_MESSAGE_BYTES) + HEADER_LEN;
+    }
+    let permit = inflight::acquire(bytes);
+    let read = whole.len();
+    whole.resize(header.message_length, 0);
+    reader.read_exact(&mut whole[read..])?;
+    Ok(Some((header, whole, permit)))
 }
+
+/// OP_COMPRESSED's fields before the compressed bytes: original opcode, uncompressed size,
+/// compressor id.
+const COMPRESSED_PREFIX_LEN: usize = 9;
 
 /// Runs one message. A handler that panics costs its request an `InternalError` reply, not
 /// the connection or the server.

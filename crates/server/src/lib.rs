@@ -4,6 +4,7 @@
 
 pub mod commands;
 mod connection;
+pub mod inflight;
 pub mod net_stats;
 pub mod ram_log;
 pub mod wire;
@@ -43,6 +44,8 @@ pub struct ServerConfig {
     /// that stalls mid-message longer is disconnected. Idle connections (between messages)
     /// never time out. `None`: wait forever.
     pub incomplete_message_timeout: Option<std::time::Duration>,
+    /// Bytes requests in flight may hold together (`inflight`); `None`: its default.
+    pub max_inflight_bytes: Option<usize>,
 }
 
 /// What every command handler may use: the database and who is asking.
@@ -129,6 +132,9 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     assert!(!listeners.is_empty(), "serve needs at least one listener");
     commands::server_status::mark_started();
+    if let Some(bytes) = config.max_inflight_bytes {
+        inflight::set_limit(bytes);
+    }
     let config = Arc::new(config);
     let next_id = Arc::new(AtomicU64::new(1));
     let open = Arc::new(OpenConnections::default());
