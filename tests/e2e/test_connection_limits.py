@@ -64,6 +64,19 @@ def test_a_stalled_message_is_cut_off_and_idle_connections_stay(tmp_path):
         srv.stop()
 
 
+def wait_for_ping(port: int, seconds: float, why: str) -> None:
+    """Retries a ping on a new connection until it answers or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with RawConnection(port) as c:
+                assert c.command({"ping": 1}).doc["ok"] == 1.0
+            return
+        except (OSError, EOFError):
+            assert time.monotonic() < deadline, why
+            time.sleep(0.1)
+
+
 def test_running_out_of_descriptors_is_logged_once_and_recovers(tmp_path):
     """With 32 descriptors, the connection limit (80% of them, 24) is more than the process
     can hold beside its own files (about 15), so accepts fail with EMFILE: one log line
@@ -81,15 +94,7 @@ def test_running_out_of_descriptors_is_logged_once_and_recovers(tmp_path):
         stdout=log, stderr=subprocess.STDOUT, preexec_fn=limit_files,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with RawConnection(port) as c:
-                    assert c.command({"ping": 1}).doc["ok"] == 1.0
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
+        wait_for_ping(port, 30, "server did not start")
         clients = []
         for _ in range(40):
             try:
@@ -99,15 +104,7 @@ def test_running_out_of_descriptors_is_logged_once_and_recovers(tmp_path):
         time.sleep(2)
         for c in clients:
             c.close()
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with RawConnection(port) as c:
-                    assert c.command({"ping": 1}).doc["ok"] == 1.0
-                break
-            except (OSError, EOFError):
-                assert time.monotonic() < deadline, "server did not recover"
-                time.sleep(0.2)
+        wait_for_ping(port, 15, "server did not recover")
         assert proc.poll() is None
         text = (tmp_path / "shale.log").read_text(errors="replace")
         failures = text.count("accept failed")
