@@ -183,6 +183,17 @@ impl FieldBound {
     pub fn is_points(&self) -> bool {
         matches!(self, FieldBound::Intervals(v) if v.iter().all(Interval::is_point))
     }
+
+    /// The encoded values of a points-only bound, ascending (each is the document tree's
+    /// key for that `_id`); `None` for any other bound.
+    pub fn point_keys(&self) -> Option<Vec<Vec<u8>>> {
+        match self {
+            FieldBound::Intervals(v) if self.is_points() => {
+                Some(v.iter().map(|i| i.lo.bytes().to_vec()).collect())
+            }
+            _ => None,
+        }
+    }
 }
 
 fn encode(v: &Bson) -> Vec<u8> {

@@ -95,6 +95,10 @@ pub struct Scan {
     seen: HashSet<Vec<u8>>,
     /// For an `$or` plan: the clauses' scans, run in turn.
     clauses: Vec<Scan>,
+    /// For `_id` bounds that are all points (`$in` on `_id`): their keys, read one point
+    /// lookup each instead of one cursor each (a cursor per range made a 20,000-id `$in`
+    /// cost more than a full scan).
+    points: Option<Vec<Vec<u8>>>,
     pub stats: ScanStats,
 }
 
@@ -107,6 +111,10 @@ impl Scan {
                 .collect(),
             _ => Vec::new(),
         };
+        let points = match (&plan.access, plan.bounds.first()) {
+            (Access::IdRanges { point: false }, Some((_, b))) => b.point_keys(),
+            _ => None,
+        };
         Scan {
             coll,
             plan,
@@ -114,6 +122,7 @@ impl Scan {
             cursor: None,
             seen: HashSet::new(),
             clauses,
+            points,
             stats: ScanStats::default(),
         }
     }
@@ -146,6 +155,9 @@ impl Scan {
     pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
         if matches!(self.plan.access, Access::IdRanges { point: true }) {
             return self.next_point(snap);
+        }
+        if self.points.is_some() {
+            return self.next_of_points(snap);
         }
         if matches!(self.plan.access, Access::Or(_)) {
             return self.next_of_clauses(snap);
@@ -224,6 +236,27 @@ impl Scan {
 
     /// One `_id`: a point read of the document tree (the range's start is the document's
     /// key), no cursor.
+    /// The next document of an `_id` point list, in the scan's direction.
+    fn next_of_points(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        let Some(keys) = &self.points else {
+            return Ok(None);
+        };
+        while self.range < keys.len() {
+            let i = if self.plan.backward {
+                keys.len() - 1 - self.range
+            } else {
+                self.range
+            };
+            self.range += 1;
+            self.stats.keys_examined += 1;
+            if let Some(bytes) = snap.get(&self.coll.docs, &keys[i])? {
+                self.stats.docs_examined += 1;
+                return Ok(Some(raw(bytes)?));
+            }
+        }
+        Ok(None)
+    }
+
     fn next_point(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
         let Some(range) = self.current_range().cloned() else {
             return Ok(None);

@@ -101,20 +101,61 @@ fn is_nan(v: RawBsonRef<'_>) -> bool {
     }
 }
 
+/// Above this many values, `$in` tests a value by binary search instead of one by one.
+const SEARCHED_IN_LIST: usize = 8;
+
 /// The argument list of `$in`: values compared for equality, and regexes matched.
 #[derive(Debug, Clone, Default)]
 pub struct InList {
     pub equalities: Vec<RawBson>,
     pub regexes: Vec<RegexPred>,
+    /// For a long list: the equalities' index-key encodings, sorted. The encoding orders
+    /// and equates values exactly as the comparison does (index bounds rely on it: an `$in`
+    /// read through an index seeks these same keys), so a present value matches one of them
+    /// iff its own encoding is in this list. A 20,000-value `$in` tests each document in
+    /// ~15 comparisons instead of 20,000.
+    sorted_keys: Option<Vec<Vec<u8>>>,
 }
 
 impl InList {
+    fn index_equalities(&mut self) {
+        if self.equalities.len() <= SEARCHED_IN_LIST {
+            return;
+        }
+        let mut keys = Vec::with_capacity(self.equalities.len());
+        for v in &self.equalities {
+            let Ok(owned) = bson::Bson::try_from(v.clone()) else {
+                return;
+            };
+            let mut k = Vec::new();
+            crate::keystring::encode_value(&owned, &mut k);
+            keys.push(k);
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        self.sorted_keys = Some(keys);
+    }
+
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
+        if let (Some(keys), Some(v)) = (&self.sorted_keys, value) {
+            if let Ok(owned) = bson::Bson::try_from(v.to_raw_bson()) {
+                let mut k = Vec::new();
+                crate::keystring::encode_value(&owned, &mut k);
+                if keys.binary_search(&k).is_ok() {
+                    return Ok(true);
+                }
+                return self.test_regexes(value);
+            }
+        }
         for argument in &self.equalities {
             if compare_matches(CompareOp::Eq, argument.as_raw_bson_ref(), value)? {
                 return Ok(true);
             }
         }
+        self.test_regexes(value)
+    }
+
+    fn test_regexes(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
         for re in &self.regexes {
             if re.test(value)? {
                 return Ok(true);
@@ -171,6 +212,7 @@ pub(crate) fn parse_in_list(op: &str, arg: RawBsonRef<'_>) -> Result<InList, Mon
             other => list.equalities.push(other.to_raw_bson()),
         }
     }
+    list.index_equalities();
     Ok(list)
 }
 
@@ -187,6 +229,71 @@ mod tests {
             .as_ref()
             .map(|d| d.get("v").expect("valid").expect("present"));
         compare_matches(op, arg, val).expect("compares")
+    }
+
+    #[test]
+    fn a_long_in_list_searches_as_the_comparison_matches() {
+        let dec = |n: u128| {
+            Bson::Decimal128(bson::Decimal128::from_bytes(
+                ((6176u128 << 113) | n).to_le_bytes(),
+            ))
+        };
+        let mut values: Vec<Bson> = vec![
+            Bson::Int32(1),
+            Bson::Int64(2),
+            Bson::Double(3.5),
+            Bson::Double(f64::NAN),
+            Bson::String("a".into()),
+            Bson::String("".into()),
+            Bson::Null,
+            Bson::Boolean(true),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)]),
+            Bson::Document(doc! {"x": 1}),
+            dec(7),
+            Bson::MinKey,
+            Bson::ObjectId(bson::oid::ObjectId::from_bytes([1; 12])),
+        ];
+        values.extend((100..130).map(Bson::Int32));
+        let arg = RawDocumentBuf::from_document(&doc! {"v": values}).expect("encodes");
+        let list = parse_in_list("$in", arg.get("v").expect("ok").expect("v")).expect("list");
+        assert!(list.sorted_keys.is_some());
+        let probes: Vec<Bson> = vec![
+            Bson::Int32(1),
+            Bson::Double(1.0),
+            Bson::Int64(1),
+            Bson::Double(2.0),
+            Bson::Int32(3),
+            Bson::Double(3.5),
+            Bson::Double(f64::NAN),
+            Bson::String("a".into()),
+            Bson::String("b".into()),
+            Bson::String("".into()),
+            Bson::Null,
+            Bson::Boolean(false),
+            Bson::Boolean(true),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)]),
+            Bson::Array(vec![Bson::Int32(2), Bson::Int32(1)]),
+            Bson::Document(doc! {"x": 1}),
+            Bson::Document(doc! {"x": 1.0}),
+            Bson::Document(doc! {"x": 2}),
+            dec(7),
+            Bson::Int32(7),
+            Bson::MinKey,
+            Bson::MaxKey,
+            Bson::Int32(129),
+            Bson::Int32(130),
+            Bson::ObjectId(bson::oid::ObjectId::from_bytes([1; 12])),
+        ];
+        for p in probes {
+            let d = RawDocumentBuf::from_document(&doc! {"v": p.clone()}).expect("encodes");
+            let v = d.get("v").expect("ok");
+            let linear = list
+                .equalities
+                .iter()
+                .any(|a| compare_matches(CompareOp::Eq, a.as_raw_bson_ref(), v).expect("cmp"));
+            assert_eq!(list.test(v).expect("test"), linear, "{p:?}");
+        }
+        assert!(list.test(None).expect("missing"), "null in the list");
     }
 
     #[test]
