@@ -23,3 +23,19 @@ def test_in_on_id_reads_only_its_ids(coll):
     got = sorted(d["_id"] for d in coll.find({"v": {"$in": values}}))
     ints = {v for v in values if not isinstance(v, str)}
     assert got == [i for i in range(20_000) if i % 1000 in ints]
+
+
+def test_in_through_a_secondary_index_reads_each_leaf_once(coll):
+    """500 values through an index: one cursor seeks range after range, so the result is
+    exact in both directions and only the matching keys are examined."""
+    coll.insert_many([{"_id": i, "v": i * 3} for i in range(20_000)])
+    coll.create_index("v")
+    values = [v * 3 for v in random.Random(3).sample(range(20_000), 500)] + [1, 2]
+    wanted = sorted(v for v in values if v % 3 == 0)
+    assert [d["v"] for d in coll.find({"v": {"$in": values}}).sort("v", 1)] == wanted
+    assert [d["v"] for d in coll.find({"v": {"$in": values}}).sort("v", -1)] == wanted[::-1]
+    stats = coll.database.command(
+        "explain", {"find": coll.name, "filter": {"v": {"$in": values}}},
+        verbosity="executionStats",
+    )["executionStats"]
+    assert stats["totalKeysExamined"] == len(wanted)

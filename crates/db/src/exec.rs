@@ -92,6 +92,9 @@ pub struct Scan {
     /// Index of the range being read (counting from the end when backward).
     range: usize,
     cursor: Option<AnyCursor>,
+    /// The cursor left its range: seek it to the next one (one cursor serves every range,
+    /// so a leaf read for one range serves the next ones inside it).
+    reposition: bool,
     seen: HashSet<Vec<u8>>,
     /// For an `$or` plan: the clauses' scans, run in turn.
     clauses: Vec<Scan>,
@@ -120,6 +123,7 @@ impl Scan {
             plan,
             range: 0,
             cursor: None,
+            reposition: false,
             seen: HashSet::new(),
             clauses,
             points,
@@ -173,6 +177,10 @@ impl Scan {
                     position(&mut c, &range, backward)?;
                     self.cursor = Some(c);
                 }
+                Some(c) if self.reposition => {
+                    position(c, &range, backward)?;
+                    self.reposition = false;
+                }
                 Some(c) => c.step(backward)?,
             }
             let Some(c) = &self.cursor else { continue };
@@ -182,7 +190,7 @@ impl Scan {
                 Some((k, _)) => range.end.as_ref().is_none_or(|e| k < &e[..]),
             };
             if !in_range {
-                self.cursor = None;
+                self.reposition = true;
                 self.range += 1;
                 continue;
             }

@@ -18,6 +18,8 @@ pub struct Cursor {
     batch: LeafBatch,
     /// Index into `batch.entries`; `None` when the cursor is not on an entry.
     pos: Option<usize>,
+    /// Whether `batch` was read (a new cursor holds none).
+    fetched: bool,
 }
 
 impl Cursor {
@@ -27,6 +29,7 @@ impl Cursor {
             snapshot,
             batch: LeafBatch::default(),
             pos: None,
+            fetched: false,
         }
     }
 
@@ -55,7 +58,9 @@ impl Cursor {
 
     /// Positions at the first entry with key >= `key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
-        self.fetch(Target::Containing(key.to_vec()))?;
+        if !self.covers(key) {
+            self.fetch(Target::Containing(key.to_vec()))?;
+        }
         let i = self
             .batch
             .entries
@@ -65,7 +70,9 @@ impl Cursor {
 
     /// Positions at the last entry with key <= `key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
-        self.fetch(Target::Containing(key.to_vec()))?;
+        if !self.covers(key) {
+            self.fetch(Target::Containing(key.to_vec()))?;
+        }
         let i = self
             .batch
             .entries
@@ -100,9 +107,19 @@ impl Cursor {
         self.settle_backward(i)
     }
 
+    /// True when the batch in hand holds `key`'s range `[lo, hi)`: it was read as of this
+    /// cursor's snapshot, which does not change, so a seek inside it needs no new read (a
+    /// scan over many nearby ranges, such as an `$in` through an index, reads each leaf once).
+    fn covers(&self, key: &[u8]) -> bool {
+        self.fetched
+            && self.batch.lo.as_deref().is_none_or(|lo| lo <= key)
+            && self.batch.hi.as_deref().is_none_or(|hi| key < hi)
+    }
+
     fn fetch(&mut self, target: Target) -> Result<()> {
         let ts = self.snapshot.ts();
         self.batch = self.tree.with_read(|t, st| t.scan_leaf(st, &target, ts))?;
+        self.fetched = true;
         Ok(())
     }
 
