@@ -156,11 +156,6 @@ pub(crate) fn value_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<
     }
 }
 
-/// The offset of the zero byte ending the field name at `at` (before `limit`).
-pub(crate) fn key_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError> {
-    cstring_end(bytes, at, limit)
-}
-
 /// The end of the scalar value of type `t` starting at `at`, which must not pass `limit`.
 fn scalar_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<usize, DepthError> {
     let fixed = |n: usize| {
@@ -218,7 +213,7 @@ fn string_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError
 }
 
 /// The offset of the zero byte ending the C string at `at`, before `limit`.
-fn cstring_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError> {
+pub(crate) fn cstring_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError> {
     bytes
         .get(at..limit)
         .and_then(|s| s.iter().position(|&b| b == 0))

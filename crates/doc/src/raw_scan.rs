@@ -13,7 +13,7 @@ use bson::oid::ObjectId;
 use bson::raw::{RawArray, RawBsonRef, RawDocument};
 use bson::{DateTime, Decimal128, Timestamp};
 
-use crate::depth::{key_end, value_end, DepthError};
+use crate::depth::{cstring_end, value_end};
 use crate::error_code::{ErrorCode, MongoError};
 
 /// One element: its key's bytes, type byte and value's bytes.
@@ -51,25 +51,8 @@ impl<'a> Iterator for Elements<'a> {
             return None;
         }
         let kind = self.bytes[self.pos];
-        let step = key_end(self.bytes, self.pos + 1, last).and_then(|k| {
-            // The common fixed-size types inline; everything else through the full framing.
-            let fixed = match kind {
-                0x10 => 4,
-                0x01 | 0x09 | 0x11 | 0x12 => 8,
-                0x08 => 1,
-                0x07 => 12,
-                0x0A => 0,
-                _ => return Ok((k, value_end(self.bytes, kind, k + 1, last)?)),
-            };
-            let end = k + 1 + fixed;
-            if end > last {
-                return Err(DepthError::Malformed {
-                    offset: k + 1,
-                    reason: "value runs past its document",
-                });
-            }
-            Ok((k, end))
-        });
+        let step = cstring_end(self.bytes, self.pos + 1, last)
+            .and_then(|k| Ok((k, value_end(self.bytes, kind, k + 1, last)?)));
         match step {
             Ok((k, end)) => {
                 let element = Element {
@@ -82,7 +65,7 @@ impl<'a> Iterator for Elements<'a> {
             }
             Err(e) => {
                 self.failed = true;
-                Some(Err(scan_error(e)))
+                Some(Err(e.to_wire_error()))
             }
         }
     }
@@ -172,15 +155,6 @@ fn as_array(doc: &RawDocument) -> &RawArray {
     // Cargo.lock), so the two references have the same layout; the bson crate makes the same
     // cast in `RawArray::from_doc`. `arrays_read_like_bson` checks the result.
     unsafe { &*(doc as *const RawDocument as *const RawArray) }
-}
-
-fn scan_error(e: DepthError) -> MongoError {
-    match e {
-        DepthError::Malformed { offset, reason } => {
-            invalid(&format!("malformed BSON at offset {offset}: {reason}"))
-        }
-        DepthError::TooDeep { .. } => invalid("malformed BSON"),
-    }
 }
 
 fn invalid(message: &str) -> MongoError {

@@ -62,7 +62,7 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
                     "closing connection: the rest of a message did not arrive in time");
                 break;
             }
-            Err(ReadError::Other(e)) => {
+            Err(e) => {
                 tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
                     "closing connection: message cannot be framed");
                 break;
@@ -86,13 +86,31 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
 enum ReadError {
     /// The message started but its rest did not arrive within the timeout.
     Stalled(Duration),
-    /// The socket failed or the header cannot be framed.
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    /// The socket failed.
+    Io(std::io::Error),
+    /// The header cannot be framed.
+    Frame(WireError),
 }
 
-impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for ReadError {
-    fn from(e: E) -> Self {
-        ReadError::Other(e.into())
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Stalled(t) => write!(f, "no complete message within {t:?}"),
+            ReadError::Io(e) => e.fmt(f),
+            ReadError::Frame(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+impl From<WireError> for ReadError {
+    fn from(e: WireError) -> Self {
+        ReadError::Frame(e)
     }
 }
 
@@ -127,14 +145,11 @@ fn read_message(
     let result = read_whole(reader);
     if let Some(t) = limit {
         reader.get_ref().set_read_timeout(None)?;
-        if let Err(ReadError::Other(e)) = &result {
-            let stalled = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
-                matches!(
-                    io.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                )
-            });
-            if stalled {
+        if let Err(ReadError::Io(e)) = &result {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
                 return Err(ReadError::Stalled(t));
             }
         }
@@ -195,7 +210,7 @@ fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option
                 OpCode::Compressed => OpCode::Msg,
                 op => op,
             };
-            Some(encode_reply(op, header.request_id, &reply.into()))
+            Some(encode_reply(op, header.request_id, reply.into()))
         }
     }
 }
@@ -250,7 +265,7 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
             Some(encode_reply(
                 op,
                 header.request_id,
-                &wire_error_reply(&e).into(),
+                wire_error_reply(&e).into(),
             ))
         }
     }
@@ -300,7 +315,7 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
     };
     let compressible = command.is_none_or(|c| !UNCOMPRESSIBLE_COMMANDS.contains(&c.as_str()));
     Some(Reply {
-        bytes: encode_reply(reply_op, header.request_id, &reply),
+        bytes: encode_reply(reply_op, header.request_id, reply),
         compressible,
     })
 }
@@ -357,9 +372,9 @@ fn wire_error_reply(e: &WireError) -> Document {
 /// Encodes `reply` as the reply to a request of opcode `request_op` (OP_REPLY for OP_QUERY,
 /// OP_MSG otherwise). A reply document over the BSON limit becomes a `BSONObjectTooLarge`
 /// error instead, so an oversized result never leaves as an unreadable message.
-fn encode_reply(request_op: OpCode, response_to: i32, reply: &ReplyBody) -> Vec<u8> {
+fn encode_reply(request_op: OpCode, response_to: i32, reply: ReplyBody) -> Vec<u8> {
     let reply_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
-    let mut body = reply.to_bytes();
+    let mut body = reply.into_bytes();
     if body.len() > MAX_BSON_INTERNAL_BYTES {
         tracing::warn!(
             bytes = body.len(),
@@ -372,7 +387,7 @@ fn encode_reply(request_op: OpCode, response_to: i32, reply: &ReplyBody) -> Vec<
                 body.len()
             ),
         );
-        body = ReplyBody::Doc(error_reply(&e)).to_bytes();
+        body = ReplyBody::Doc(error_reply(&e)).into_bytes();
     }
     match request_op {
         OpCode::Query => encode_op_reply_raw(reply_id, response_to, &body),

@@ -14,15 +14,27 @@ use std::sync::{Condvar, Mutex};
 /// The budget when the server is not told otherwise.
 pub const DEFAULT_LIMIT_BYTES: usize = 256 << 20;
 
+/// Taking and returning bytes is one atomic operation while the budget has room (every
+/// request does it, from every connection's thread); the lock and condition variable are
+/// for waiting only.
+///
+/// No lost wake-up: a waiter counts itself in `waiters` and then re-reads `used` under the
+/// lock; a returner lowers `used` and then reads `waiters` (all sequentially consistent), so
+/// either the waiter sees the room or the returner sees the waiter and notifies under the
+/// lock, which the waiter holds until `wait` releases it.
 struct Budget {
     limit: AtomicUsize,
-    used: Mutex<usize>,
+    used: AtomicUsize,
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
     freed: Condvar,
 }
 
 static BUDGET: Budget = Budget {
     limit: AtomicUsize::new(DEFAULT_LIMIT_BYTES),
-    used: Mutex::new(0),
+    used: AtomicUsize::new(0),
+    waiters: AtomicUsize::new(0),
+    lock: Mutex::new(()),
     freed: Condvar::new(),
 };
 
@@ -33,7 +45,7 @@ pub fn set_limit(bytes: usize) {
 
 /// Bytes held by requests in flight now.
 pub fn in_use() -> usize {
-    *BUDGET.used.lock().unwrap_or_else(|p| p.into_inner())
+    BUDGET.used.load(Ordering::SeqCst)
 }
 
 /// Bytes one request holds until dropped.
@@ -42,22 +54,42 @@ pub struct Permit {
     bytes: usize,
 }
 
+/// Whether `bytes` more fit when `used` are held (a request larger than the whole budget
+/// fits when nothing else is held).
+fn fits(used: usize, bytes: usize) -> bool {
+    used == 0 || used.saturating_add(bytes) <= BUDGET.limit.load(Ordering::Relaxed)
+}
+
 /// Waits until `bytes` fit in the budget (or nothing else holds any) and takes them.
 pub fn acquire(bytes: usize) -> Permit {
-    let limit = BUDGET.limit.load(Ordering::Relaxed);
-    let mut used = BUDGET.used.lock().unwrap_or_else(|p| p.into_inner());
-    while *used > 0 && *used + bytes > limit {
-        used = BUDGET.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+    loop {
+        let used = BUDGET.used.load(Ordering::SeqCst);
+        if fits(used, bytes) {
+            if BUDGET
+                .used
+                .compare_exchange_weak(used, used + bytes, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return Permit { bytes };
+            }
+            continue;
+        }
+        let guard = BUDGET.lock.lock().unwrap_or_else(|p| p.into_inner());
+        BUDGET.waiters.fetch_add(1, Ordering::SeqCst);
+        if !fits(BUDGET.used.load(Ordering::SeqCst), bytes) {
+            drop(BUDGET.freed.wait(guard).unwrap_or_else(|p| p.into_inner()));
+        }
+        BUDGET.waiters.fetch_sub(1, Ordering::SeqCst);
     }
-    *used += bytes;
-    Permit { bytes }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut used = BUDGET.used.lock().unwrap_or_else(|p| p.into_inner());
-        *used -= self.bytes;
-        BUDGET.freed.notify_all();
+        BUDGET.used.fetch_sub(self.bytes, Ordering::SeqCst);
+        if BUDGET.waiters.load(Ordering::SeqCst) > 0 {
+            let _guard = BUDGET.lock.lock().unwrap_or_else(|p| p.into_inner());
+            BUDGET.freed.notify_all();
+        }
     }
 }
 
@@ -89,6 +121,23 @@ mod tests {
         assert!(done.load(Ordering::SeqCst));
         // Larger than the whole budget: runs alone.
         drop(acquire(1000));
+        assert_eq!(in_use(), base);
+        // Many threads taking and returning: never over the budget, and no waiter is left
+        // behind (a lost wake-up would hang the joins).
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..300 {
+                        let p = acquire(30 + (t * 7 + i) % 41);
+                        assert!(in_use() <= 100, "over budget: {}", in_use());
+                        drop(p);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("worker");
+        }
         assert_eq!(in_use(), base);
         set_limit(DEFAULT_LIMIT_BYTES);
     }

@@ -101,6 +101,14 @@ fn is_nan(v: RawBsonRef<'_>) -> bool {
     }
 }
 
+/// A value's index-key encoding (`None` if it does not convert).
+fn key_of(v: RawBsonRef<'_>) -> Option<Vec<u8>> {
+    let owned = bson::Bson::try_from(v.to_raw_bson()).ok()?;
+    let mut k = Vec::new();
+    crate::keystring::encode_value(&owned, &mut k);
+    Some(k)
+}
+
 /// Above this many values, `$in` tests a value by binary search instead of one by one.
 const SEARCHED_IN_LIST: usize = 8;
 
@@ -124,11 +132,9 @@ impl InList {
         }
         let mut keys = Vec::with_capacity(self.equalities.len());
         for v in &self.equalities {
-            let Ok(owned) = bson::Bson::try_from(v.clone()) else {
+            let Some(k) = key_of(v.as_raw_bson_ref()) else {
                 return;
             };
-            let mut k = Vec::new();
-            crate::keystring::encode_value(&owned, &mut k);
             keys.push(k);
         }
         keys.sort_unstable();
@@ -137,15 +143,11 @@ impl InList {
     }
 
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
-        if let (Some(keys), Some(v)) = (&self.sorted_keys, value) {
-            if let Ok(owned) = bson::Bson::try_from(v.to_raw_bson()) {
-                let mut k = Vec::new();
-                crate::keystring::encode_value(&owned, &mut k);
-                if keys.binary_search(&k).is_ok() {
-                    return Ok(true);
-                }
-                return self.test_regexes(value);
+        if let (Some(keys), Some(k)) = (&self.sorted_keys, value.and_then(key_of)) {
+            if keys.binary_search(&k).is_ok() {
+                return Ok(true);
             }
+            return self.test_regexes(value);
         }
         for argument in &self.equalities {
             if compare_matches(CompareOp::Eq, argument.as_raw_bson_ref(), value)? {

@@ -42,13 +42,13 @@ pub enum Reply {
 }
 
 impl Reply {
-    /// The body's BSON bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The body's BSON bytes (a raw reply's own buffer, not a copy).
+    pub fn into_bytes(self) -> Vec<u8> {
         match self {
             Reply::Doc(d) => {
-                bson::to_vec(d).expect("serialising an in-memory document cannot fail")
+                bson::to_vec(&d).expect("serialising an in-memory document cannot fail")
             }
-            Reply::Raw(r) => r.as_bytes().to_vec(),
+            Reply::Raw(r) => r.into_bytes(),
         }
     }
 }
@@ -85,23 +85,7 @@ const COMMANDS: &[(&str, Handler)] = &[
 
 /// Runs the command in `body` against database `db` and returns the reply.
 pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Reply {
-    let Some(name) = body.keys().next() else {
-        return Reply::Doc(error_reply(&MongoError::new(
-            ErrorCode::FailedToParse,
-            "empty command document",
-        )));
-    };
-    if let Some((_, raw)) = data::RAW_COMMANDS.iter().find(|(n, _)| *n == name) {
-        let result = txn_guard::refuse_transaction_fields(body).and_then(|()| raw(ctx, db, body));
-        return match result {
-            Ok(mut reply) => {
-                reply.append("ok", 1.0);
-                Reply::Raw(reply)
-            }
-            Err(e) => Reply::Doc(error_reply(&e)),
-        };
-    }
-    Reply::Doc(dispatch_owned(ctx, db, name, body))
+    dispatch_with(ctx, db, body, None)
 }
 
 /// Runs an `insert` whose documents came raw in an OP_MSG document sequence.
@@ -111,28 +95,52 @@ pub fn dispatch_insert_raw(
     body: &Document,
     docs: Vec<RawDocumentBuf>,
 ) -> Reply {
-    let result = txn_guard::refuse_transaction_fields(body)
-        .and_then(|()| crud::insert_raw(ctx, db, body, docs));
-    Reply::Doc(finish(result))
+    dispatch_with(ctx, db, body, Some(docs))
 }
 
-/// Runs a command whose handler builds an owned reply document.
-fn dispatch_owned(ctx: &ConnectionCtx, db: &str, name: &str, body: &Document) -> Document {
-    let handler = COMMANDS
+/// Routes a command to its handler: raw insert documents, a raw-reply handler, or an
+/// owned-reply handler. Transaction fields are refused first, before the command is even
+/// looked up, as mongod does on a standalone (`commitTransaction` too answers
+/// IllegalOperation, not CommandNotFound).
+fn dispatch_with(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    raw_documents: Option<Vec<RawDocumentBuf>>,
+) -> Reply {
+    let Some(name) = body.keys().next() else {
+        return Reply::Doc(error_reply(&MongoError::new(
+            ErrorCode::FailedToParse,
+            "empty command document",
+        )));
+    };
+    if let Err(e) = txn_guard::refuse_transaction_fields(body) {
+        return Reply::Doc(error_reply(&e));
+    }
+    if let Some(docs) = raw_documents {
+        return Reply::Doc(finish(crud::insert_raw(ctx, db, body, docs)));
+    }
+    if let Some((_, raw)) = data::RAW_COMMANDS.iter().find(|(n, _)| *n == name) {
+        return match raw(ctx, db, body) {
+            Ok(mut reply) => {
+                reply.append("ok", 1.0);
+                Reply::Raw(reply)
+            }
+            Err(e) => Reply::Doc(error_reply(&e)),
+        };
+    }
+    let result = match COMMANDS
         .iter()
         .chain(data::COMMANDS)
-        .find(|(n, _)| *n == name);
-    // Transaction fields are refused before the command is even looked up, as mongod does on
-    // a standalone (`commitTransaction` too answers IllegalOperation, not CommandNotFound).
-    let result = match txn_guard::refuse_transaction_fields(body).map(|()| handler) {
-        Err(e) => Err(e),
-        Ok(Some((_, handler))) => handler(ctx, db, body),
-        Ok(None) => Err(MongoError::new(
+        .find(|(n, _)| *n == name)
+    {
+        Some((_, handler)) => handler(ctx, db, body),
+        None => Err(MongoError::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
         )),
     };
-    finish(result)
+    Reply::Doc(finish(result))
 }
 
 /// The reply document for a command's outcome.
