@@ -21,8 +21,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use shale_engine::{
-    CategoryCounters, EngineCounters, Env, EnvOptions, FsyncPolicy, IoCounters, TreeHandle,
-    TreeOptions, WriteBatch, MAX_KEY_OR_VALUE_BYTES,
+    CategoryCounters, Compression, EngineCounters, Env, EnvOptions, FsyncPolicy, IoCounters,
+    TreeHandle, TreeOptions, WriteBatch, MAX_KEY_OR_VALUE_BYTES,
 };
 use shale_io::proc_io::{self, ProcIo};
 use std::io::Write;
@@ -81,6 +81,16 @@ pub struct EngineArgs {
     /// cache + 64 MiB, as `shale serve` does), for A/B runs
     #[arg(long)]
     pub no_heap_governor: bool,
+    /// Target uncompressed size of a leaf basement (the unit of a point read), in KiB
+    /// [default: the engine's]
+    #[arg(long, value_name = "KIB")]
+    pub basement_kib: Option<usize>,
+    /// Target uncompressed node size, in KiB [default: the engine's]
+    #[arg(long, value_name = "KIB")]
+    pub node_kib: Option<usize>,
+    /// Partition codec: zstd, lz4 or none [default: the engine's]
+    #[arg(long, value_name = "CODEC")]
+    pub compression: Option<String>,
 }
 
 /// The settings of one run after defaults are applied.
@@ -141,7 +151,7 @@ impl Params {
         let keys = (data_bytes / (KEY_BYTES + args.value_bytes) as u64).max(1);
         let cache_bytes = cache_mib * MIB;
         let env = EnvOptions::default();
-        let tree = TreeOptions::default();
+        let tree = tree_options(args)?;
         Ok(Params {
             dir: String::new(),
             quick: args.quick,
@@ -171,10 +181,23 @@ impl Params {
         })
     }
 
+    fn tree_options(&self) -> TreeOptions {
+        TreeOptions {
+            node_size_bytes: self.node_size_bytes,
+            basement_size_bytes: self.basement_size_bytes,
+            fanout: self.fanout,
+            compression: match self.compression.as_str() {
+                "lz4" => Compression::Lz4,
+                "none" => Compression::None,
+                _ => Compression::Zstd,
+            },
+        }
+    }
+
     fn env_options(&self) -> EnvOptions {
         EnvOptions {
             cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
-            tree_defaults: TreeOptions::default(),
+            tree_defaults: self.tree_options(),
             fsync: FsyncPolicy::EveryMillis(FSYNC_MILLIS),
             direct_io: self.direct_io,
             heap: self
@@ -183,6 +206,31 @@ impl Params {
             ..EnvOptions::default()
         }
     }
+}
+
+/// The tree layout of a run: the engine's defaults, less what the flags override.
+fn tree_options(args: &EngineArgs) -> Result<TreeOptions> {
+    let mut tree = TreeOptions::default();
+    if let Some(kib) = args.node_kib {
+        if !(4..=65_536).contains(&kib) {
+            bail!("--node-kib must be in [4, 65536], got {kib}");
+        }
+        tree.node_size_bytes = kib << 10;
+    }
+    if let Some(kib) = args.basement_kib {
+        if kib == 0 || kib << 10 > tree.node_size_bytes {
+            bail!("--basement-kib must be in [1, the node size], got {kib}");
+        }
+        tree.basement_size_bytes = kib << 10;
+    }
+    tree.compression = match args.compression.as_deref() {
+        None => tree.compression,
+        Some("zstd") => Compression::Zstd,
+        Some("lz4") => Compression::Lz4,
+        Some("none") => Compression::None,
+        Some(other) => bail!("--compression must be zstd, lz4 or none, got {other:?}"),
+    };
+    Ok(tree)
 }
 
 /// The figures of one phase. Byte and read counts are deltas over the phase except
