@@ -337,3 +337,27 @@ def test_concurrent_with_transaction_increments_lose_nothing(client):
         t.join()
     assert errors == []
     assert coll.find_one({"_id": 1}) == {"_id": 1, "n": 40}
+
+
+def test_a_transaction_past_the_write_set_limit_fails_and_leaves_nothing(tmp_path):
+    # A 0.25 GiB cache gives the engine's smallest write-set limit, 64 MiB.
+    srv = Server(tmp_path / "data", args=["--cacheSizeGB", "0.25"])
+    try:
+        client = srv.client()
+        coll = client.txn.big
+        coll.insert_one({"_id": "seed"})
+        pad = "x" * (12 << 20)
+        with client.start_session() as session:
+            session.start_transaction()
+            with pytest.raises(OperationFailure) as info:
+                for i in range(8):
+                    coll.insert_one({"_id": i, "pad": pad}, session=session)
+            assert info.value.code == 388, info.value.details
+            assert not info.value.has_error_label(TRANSIENT)
+            with pytest.raises(OperationFailure) as info:
+                session.commit_transaction()
+            assert info.value.code == NO_SUCH_TRANSACTION
+        assert list(coll.find()) == [{"_id": "seed"}]
+        client.close()
+    finally:
+        srv.stop()

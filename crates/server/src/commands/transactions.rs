@@ -84,14 +84,17 @@ fn run_checked(
     st.last_use = Instant::now();
     let Some(txn) = enter(ctx, &mut st, f, name, body)? else {
         // A retried commit of a committed transaction.
-        return Ok(Reply::Doc(doc! {"ok": 1.0}));
+        return Ok(ok_reply());
     };
     match name {
-        "commitTransaction" => commit(ctx, &mut st, &txn, f).map(ok_reply),
+        "commitTransaction" => {
+            commit(ctx, &mut st, &txn, f)?;
+            Ok(ok_reply())
+        }
         "abortTransaction" => {
             ctx.db.abort_user_txn(&txn);
             st.phase = TxnPhase::Aborted;
-            Ok(ok_reply(()))
+            Ok(ok_reply())
         }
         _ => Ok(statement(ctx, &mut st, txn, run)),
     }
@@ -302,7 +305,7 @@ fn aborted(n: i64, why: Option<&str>) -> MongoError {
     MongoError::new(ErrorCode::NoSuchTransaction, message)
 }
 
-fn ok_reply(_: ()) -> Reply {
+fn ok_reply() -> Reply {
     Reply::Doc(doc! {"ok": 1.0})
 }
 
