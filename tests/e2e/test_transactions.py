@@ -361,3 +361,18 @@ def test_a_transaction_past_the_write_set_limit_fails_and_leaves_nothing(tmp_pat
         client.close()
     finally:
         srv.stop()
+
+
+def test_cursors_opened_in_a_transaction_close_when_it_ends(server):
+    s = lsid()
+    with RawConnection(server.port) as conn:
+        docs = [{"_id": i} for i in range(5)]
+        assert conn.command(txn_cmd({"insert": "cur", "documents": docs}, s, 1, start=True)).doc["ok"] == 1.0
+        r = conn.command(txn_cmd({"find": "cur", "batchSize": 2}, s, 1))
+        cursor = r.doc["cursor"]
+        assert cursor["firstBatch"] == docs[:2] and cursor["id"] != 0
+        r = conn.command(txn_cmd({"getMore": cursor["id"], "collection": "cur", "batchSize": 2}, s, 1))
+        assert r.doc["cursor"]["nextBatch"] == docs[2:4]
+        assert conn.command(commit(1, s)).doc["ok"] == 1.0
+        r = conn.command({"getMore": cursor["id"], "collection": "cur", "$db": "txn"})
+        assert r.doc["code"] == 43, r.doc

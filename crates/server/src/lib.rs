@@ -208,8 +208,9 @@ async fn reap_transactions(db: Arc<Database>, sessions: Arc<SessionTable>, limit
         tick.tick().await;
         let (db, sessions) = (db.clone(), sessions.clone());
         let reaped = tokio::task::spawn_blocking(move || {
-            sessions.forget_idle();
-            db.reap_user_txns(limit)
+            let reaped = db.reap_user_txns(limit);
+            sessions.forget_idle(&db);
+            reaped
         })
         .await;
         if let Err(e) = reaped {

@@ -40,6 +40,9 @@ pub struct SessionState {
     pub txn_number: i64,
     pub phase: TxnPhase,
     pub last_use: Instant,
+    /// Client cursors the transaction opened (namespace, id): closed when it ends, as
+    /// mongod closes them, since they hold its uncommitted reads.
+    pub cursors: Vec<(String, i64)>,
 }
 
 /// Where the session's transaction numbered `txn_number` stands.
@@ -63,12 +66,12 @@ impl Session {
 impl SessionState {
     /// The open transaction, if any, after noting one the database ended on its own
     /// (killed by DDL, the reaper or shutdown) as aborted.
-    pub fn open_txn(&mut self) -> Option<UserTxn> {
+    pub fn open_txn(&mut self, db: &Database) -> Option<UserTxn> {
         if let TxnPhase::InProgress(t) = &self.phase {
             if t.ended().is_none() {
                 return Some(t.clone());
             }
-            self.phase = TxnPhase::Aborted;
+            self.finish(db, TxnPhase::Aborted);
         }
         None
     }
@@ -77,7 +80,16 @@ impl SessionState {
     pub fn abort(&mut self, db: &Database) {
         if let TxnPhase::InProgress(t) = &self.phase {
             db.abort_user_txn(t);
-            self.phase = TxnPhase::Aborted;
+            self.finish(db, TxnPhase::Aborted);
+        }
+    }
+
+    /// Records how the transaction ended and closes the cursors it opened.
+    pub fn finish(&mut self, db: &Database, phase: TxnPhase) {
+        debug_assert!(!matches!(phase, TxnPhase::InProgress(_)));
+        self.phase = phase;
+        for (ns, id) in self.cursors.drain(..) {
+            db.cursors().kill(&ns, &[id]);
         }
     }
 }
@@ -97,6 +109,7 @@ impl SessionTable {
                         txn_number: NO_TXN_NUMBER,
                         phase: TxnPhase::None,
                         last_use: Instant::now(),
+                        cursors: Vec::new(),
                     }),
                 })
             })
@@ -123,13 +136,16 @@ impl SessionTable {
     }
 
     /// Forgets sessions idle past `SESSION_IDLE_LIMIT` with no open transaction (their
-    /// transactions are reaped by the database's lifetime limit long before). A session
-    /// running a command is skipped.
-    pub fn forget_idle(&self) -> usize {
+    /// transactions are reaped by the database's lifetime limit long before), closing the
+    /// cursors of a transaction the database ended. A session running a command is skipped.
+    pub fn forget_idle(&self, db: &Database) -> usize {
         let mut map = self.lock();
         let before = map.len();
         map.retain(|_, s| match s.state.try_lock() {
-            Ok(mut st) => st.last_use.elapsed() < SESSION_IDLE_LIMIT || st.open_txn().is_some(),
+            Ok(mut st) => {
+                let open = st.open_txn(db).is_some();
+                open || st.last_use.elapsed() < SESSION_IDLE_LIMIT
+            }
             Err(_) => true,
         });
         before - map.len()
@@ -180,9 +196,9 @@ mod tests {
         let s = table.checkout(bson::Uuid::new());
         let mut st = s.lock();
         st.phase = TxnPhase::InProgress(db.begin_user_txn());
-        assert!(st.open_txn().is_some());
+        assert!(st.open_txn(&db).is_some());
         db.abort_all_user_txns("test");
-        assert!(st.open_txn().is_none());
+        assert!(st.open_txn(&db).is_none());
         assert!(matches!(st.phase, TxnPhase::Aborted));
     }
 }

@@ -92,8 +92,7 @@ fn run_checked(
             Ok(ok_reply())
         }
         "abortTransaction" => {
-            ctx.db.abort_user_txn(&txn);
-            st.phase = TxnPhase::Aborted;
+            st.abort(&ctx.db);
             Ok(ok_reply())
         }
         _ => Ok(statement(ctx, &mut st, txn, run)),
@@ -173,7 +172,7 @@ fn enter(
             "Only the first command in a transaction may specify a readConcern",
         ));
     }
-    if let Some(txn) = st.open_txn() {
+    if let Some(txn) = st.open_txn(&ctx.db) {
         return Ok(Some(txn));
     }
     match st.phase {
@@ -231,11 +230,11 @@ fn commit(
 ) -> Result<(), MongoError> {
     match ctx.db.commit_user_txn(txn) {
         Ok(()) => {
-            st.phase = TxnPhase::Committed;
+            st.finish(&ctx.db, TxnPhase::Committed);
             Ok(())
         }
         Err(e) => {
-            st.phase = TxnPhase::Aborted;
+            st.finish(&ctx.db, TxnPhase::Aborted);
             Err(restate(e, f.txn_number))
         }
     }
@@ -257,14 +256,29 @@ fn statement(
         Reply::Raw(_) => false,
     };
     if !failed {
+        st.cursors.extend(opened_cursor(&reply));
         return reply;
     }
-    ctx.db.abort_user_txn(&txn);
-    st.phase = TxnPhase::Aborted;
+    st.abort(&ctx.db);
     match reply {
         Reply::Doc(d) if !is_ok(&d) => Reply::Doc(labelled(d)),
         other => other,
     }
+}
+
+/// The client cursor a statement's reply leaves open (`cursor: {id, ns}` with a nonzero id).
+fn opened_cursor(reply: &Reply) -> Option<(String, i64)> {
+    let (id, ns) = match reply {
+        Reply::Raw(r) => {
+            let c = r.get_document("cursor").ok()?;
+            (c.get_i64("id").ok()?, c.get_str("ns").ok()?.to_owned())
+        }
+        Reply::Doc(d) => {
+            let c = d.get_document("cursor").ok()?;
+            (c.get_i64("id").ok()?, c.get_str("ns").ok()?.to_owned())
+        }
+    };
+    (id != 0).then_some((ns, id))
 }
 
 fn is_ok(d: &Document) -> bool {
