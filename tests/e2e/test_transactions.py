@@ -376,3 +376,17 @@ def test_cursors_opened_in_a_transaction_close_when_it_ends(server):
         assert conn.command(commit(1, s)).doc["ok"] == 1.0
         r = conn.command({"getMore": cursor["id"], "collection": "cur", "$db": "txn"})
         assert r.doc["code"] == 43, r.doc
+
+
+def test_closing_a_connection_does_not_end_its_transaction(server):
+    s = lsid()
+    with RawConnection(server.port) as first:
+        r = first.command(txn_cmd({"insert": "conn", "documents": [{"_id": 1}]}, s, 1, start=True))
+        assert r.doc["ok"] == 1.0
+    with RawConnection(server.port) as second:
+        r = second.command(txn_cmd({"insert": "conn", "documents": [{"_id": 2}]}, s, 1))
+        assert r.doc["ok"] == 1.0, r.doc
+        assert second.command(commit(1, s)).doc["ok"] == 1.0
+    c = server.client()
+    assert sorted(d["_id"] for d in c.txn.conn.find()) == [1, 2]
+    c.close()
