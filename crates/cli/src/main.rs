@@ -79,6 +79,12 @@ struct ServeArgs {
     /// decompresses to); a request past it waits before its body is read [default 256].
     #[arg(long = "maxInflightRequestMiB", default_value_t = 256)]
     max_inflight_request_mib: u64,
+    /// Seconds a multi-document transaction may stay open before the server aborts it
+    /// (mongod's transactionLifetimeLimitSeconds parameter; this server has no
+    /// --setParameter yet) [default 60].
+    #[arg(long = "transactionLifetimeLimitSeconds", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    transaction_lifetime_limit_secs: u64,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
@@ -147,6 +153,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_inflight_bytes: Some(
             usize::try_from(args.max_inflight_request_mib.max(1) << 20).unwrap_or(usize::MAX),
         ),
+        transaction_lifetime_limit: Some(std::time::Duration::from_secs(
+            args.transaction_lifetime_limit_secs,
+        )),
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
     // docs/limits.md), and the margin keeps an unoptimised build's larger frames safe too.

@@ -4,31 +4,73 @@
 //! the same database through a snapshot query. Results are computed whole (the executor's
 //! output borrows the pipeline), then served by a cursor.
 
+use crate::exec::Snap;
 use crate::namespace::Namespace;
 use crate::query_ops::FindSpec;
 use crate::{Database, DbResult};
 use bson::{Document, RawDocument, RawDocumentBuf};
 use shale_doc::aggregate::{LookupResolver, Pipeline, RunOptions};
 use shale_doc::{ErrorCode, MongoError};
+use shale_engine::Txn;
 
 /// Largest total size of an aggregation's results held for its cursor.
-const MAX_RESULT_BYTES: usize = 256 << 20;
+pub(crate) const MAX_RESULT_BYTES: usize = 256 << 20;
 
+/// `$lookup`'s foreign collections: each scanned on its own snapshot outside a transaction,
+/// or on the transaction's (its own writes included) inside one, where the caller already
+/// holds the data lock, so nothing here takes it again.
 struct Foreign<'a> {
     db: &'a Database,
     name: &'a str,
+    txn: Option<&'a Txn>,
 }
 
 impl LookupResolver for Foreign<'_> {
     fn scan(&self, collection: &str) -> Result<Vec<RawDocumentBuf>, MongoError> {
         let ns = Namespace::new(self.name, collection)?;
-        let mut q = self.db.find(&ns, &FindSpec::default())?;
         let mut out = Vec::new();
-        while let Some(d) = q.next_doc()? {
-            out.push(d);
+        match self.txn {
+            None => {
+                let mut q = self.db.find(&ns, &FindSpec::default())?;
+                while let Some(d) = q.next_doc()? {
+                    out.push(d);
+                }
+            }
+            Some(txn) => {
+                if let Some(mut q) = self.db.query_for(&ns, &FindSpec::default())? {
+                    while let Some(d) = q.next(Snap::Txn(txn))? {
+                        out.push(d);
+                    }
+                }
+            }
         }
         Ok(out)
     }
+}
+
+/// Collects a pipeline's output, refusing more than `MAX_RESULT_BYTES` in all.
+fn collect_results(
+    results: impl Iterator<Item = DbResult<RawDocumentBuf>>,
+) -> DbResult<Vec<RawDocumentBuf>> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    for d in results {
+        let d = d?;
+        bytes += d.as_bytes().len();
+        if bytes > MAX_RESULT_BYTES {
+            return Err(too_large());
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The error for results past `MAX_RESULT_BYTES` (a transaction's materialized find too).
+pub(crate) fn too_large() -> MongoError {
+    MongoError::new(
+        ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+        format!("aggregation results exceed {MAX_RESULT_BYTES} bytes; add $limit or $project"),
+    )
 }
 
 fn to_doc(d: &RawDocument) -> DbResult<Document> {
@@ -66,21 +108,34 @@ impl Database {
         let resolver = Foreign {
             db: self,
             name: &ns.db,
+            txn: None,
         };
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
-        for d in pipeline.run_from(prefix.stages, input, &resolver, RunOptions::default()) {
-            let d = d?;
-            bytes += d.as_bytes().len();
-            if bytes > MAX_RESULT_BYTES {
-                return Err(MongoError::new(
-                    ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
-                    format!("aggregation results exceed {MAX_RESULT_BYTES} bytes; add $limit or $project"),
-                ));
-            }
-            out.push(d);
-        }
-        Ok(out)
+        collect_results(pipeline.run_from(prefix.stages, input, &resolver, RunOptions::default()))
+    }
+
+    /// `aggregate` inside a session transaction: every stage reads `txn`'s snapshot and own
+    /// writes. The caller holds the data lock.
+    pub(crate) fn aggregate_txn(
+        &self,
+        txn: &Txn,
+        ns: &Namespace,
+        stages: &[Document],
+        hint: Option<bson::Bson>,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        let pipeline = Pipeline::parse(stages)?;
+        let prefix = pipeline.prefix();
+        let spec = prefix_spec(&prefix, hint)?;
+        let mut query = self.query_for(ns, &spec)?;
+        let input = std::iter::from_fn(move || match &mut query {
+            Some(q) => q.next(Snap::Txn(txn)).transpose(),
+            None => None,
+        });
+        let resolver = Foreign {
+            db: self,
+            name: &ns.db,
+            txn: Some(txn),
+        };
+        collect_results(pipeline.run_from(prefix.stages, input, &resolver, RunOptions::default()))
     }
 
     /// The stage names of a pipeline and how its prefix is planned (aggregate explain).

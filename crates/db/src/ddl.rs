@@ -1,7 +1,10 @@
 //! Catalog commands: create, drop, rename and list collections and databases; create, list
 //! and drop indexes (an index build scans the collection under the DDL lock and refuses a
 //! unique index the data violates). DDL holds the database's DDL lock exclusively, so no
-//! write or query runs against a collection while its trees change.
+//! write or query runs against a collection while its trees change; DDL that replaces or
+//! removes an existing collection, or builds or drops its indexes, first aborts every live
+//! session transaction (they hold no lock between statements). Creating a collection
+//! aborts none: an insert in a transaction creates its collection.
 
 use crate::catalog::{Collection, Index};
 use crate::doc_write::{duplicate, id_of};
@@ -13,6 +16,9 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLockReadGuard};
+
+/// Why DDL aborts the live session transactions (docs/plan-wire-transactions.md §0.3).
+const KILLED_BY_DDL: &str = "a catalog change (drop, rename or index build) ended it";
 
 /// Documents per transaction while building an index.
 const BUILD_CHUNK: usize = 1000;
@@ -79,6 +85,9 @@ impl Database {
     /// (counting `_id_`), or `None` if it did not exist.
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
+        if self.catalog.get(ns).is_some() {
+            self.kill_user_txns(KILLED_BY_DDL);
+        }
         self.cursors.kill_namespace(&ns.to_string());
         Ok(self
             .catalog
@@ -90,6 +99,9 @@ impl Database {
     pub fn drop_database(&self, db: &str) -> DbResult<()> {
         validate_db_name(db)?;
         let _ddl = self.ddl_lock();
+        if !self.catalog.list(Some(db)).is_empty() {
+            self.kill_user_txns(KILLED_BY_DDL);
+        }
         self.cursors.kill_namespace(&format!("{db}."));
         for c in self.catalog.list(Some(db)) {
             self.catalog.remove(self.engine(), &c.ns)?;
@@ -147,13 +159,14 @@ impl Database {
                 "Can't rename a collection to itself",
             ));
         }
+        if self.catalog.get(to).is_some() && !drop_target {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                "target namespace exists",
+            ));
+        }
+        self.kill_user_txns(KILLED_BY_DDL);
         if self.catalog.get(to).is_some() {
-            if !drop_target {
-                return Err(MongoError::new(
-                    ErrorCode::NamespaceExists,
-                    "target namespace exists",
-                ));
-            }
             self.cursors.kill_namespace(&to.to_string());
             self.catalog.remove(self.engine(), to)?;
         }
@@ -195,6 +208,12 @@ impl Database {
         for (stored, def) in parsed {
             if def.name == "_id_" || is_existing(&coll, &stored)? {
                 continue;
+            }
+            if built == 0 && !created_collection {
+                // A build scans a fresh snapshot: a live transaction's writes would miss
+                // the index, and its later reads could be planned onto an index filled
+                // after its snapshot.
+                self.kill_user_txns(KILLED_BY_DDL);
             }
             let (id, tree) = self.catalog.create_index_tree(self.engine(), &stored)?;
             let index = Arc::new(Index {
@@ -348,6 +367,7 @@ impl Database {
                 ));
             }
         }
+        self.kill_user_txns(KILLED_BY_DDL);
         let (keep, gone): (Vec<Arc<Index>>, Vec<Arc<Index>>) = coll
             .indexes
             .iter()

@@ -6,6 +6,8 @@
 //! Concurrency: writes and queries hold the data lock shared for one operation (one batch of
 //! a cursor); DDL holds it exclusively, so trees never change under an operation. Inside,
 //! engine transactions give snapshot isolation and first-writer-wins conflicts, retried here.
+//! A session transaction (`user_txn.rs`) spans operations without holding the lock between
+//! them; DDL that would change trees under it aborts it first.
 
 mod aggregate_ops;
 mod bounds;
@@ -21,6 +23,8 @@ mod plan;
 mod query_ops;
 mod sort;
 mod stats;
+mod txn_ops;
+mod user_txn;
 mod write_ops;
 
 pub use cursors::{Batch, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES};
@@ -30,6 +34,7 @@ pub use exec::ViewQuery;
 pub use index_spec::default_name as default_index_name;
 pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use query_ops::FindSpec;
+pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
 pub use write_ops::{
     prepare_for_insert, DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult,
 };
@@ -57,6 +62,8 @@ pub struct Database {
     cursors: CursorTable,
     /// Shared by data operations, exclusive for DDL.
     ddl: RwLock<()>,
+    /// Open session transactions (`user_txn.rs`).
+    user_txns: user_txn::UserTxns,
 }
 
 impl Database {
@@ -69,6 +76,7 @@ impl Database {
             catalog,
             cursors: CursorTable::default(),
             ddl: RwLock::new(()),
+            user_txns: user_txn::UserTxns::default(),
         })
     }
 
@@ -84,6 +92,8 @@ impl Database {
 
     /// Checkpoints and closes the engine.
     pub fn close(self) -> Result<(), MongoError> {
+        // An engine transaction must not outlive the environment it writes to.
+        self.abort_all_user_txns("the database is closing");
         self.cursors.kill_namespace("");
         drop(self.catalog);
         self.env.close().map_err(engine_error)

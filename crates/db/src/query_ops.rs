@@ -8,7 +8,7 @@ use crate::plan::plan;
 use crate::sort::SortSpec;
 use crate::write_ops::{matcher, to_raw};
 use crate::{Database, DbResult};
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::{compare_values, Projection};
 use std::time::Instant;
 
@@ -27,15 +27,25 @@ impl Database {
     /// Plans and starts a query on one snapshot. A missing collection gives no documents.
     pub fn find(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<ViewQuery> {
         let _guard = self.data_lock();
+        let query = self.query_for(ns, spec)?;
+        let view = self.engine().read_view();
+        Ok(match query {
+            Some(q) => ViewQuery::new(view, q),
+            None => ViewQuery::empty(view),
+        })
+    }
+
+    /// Plans a query with no snapshot and no lock (the caller holds the data lock): `None`
+    /// when the collection does not exist. The spec is checked either way.
+    pub(crate) fn query_for(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<Option<Query>> {
         let matcher = matcher(&spec.filter)?;
         let sort = SortSpec::parse(spec.sort.as_ref().unwrap_or(&Document::new()))?;
         let projection = match &spec.projection {
             Some(p) if !p.is_empty() => Some(Projection::parse(&to_raw(p)?)?),
             _ => None,
         };
-        let view = self.engine().read_view();
         let Some(coll) = self.catalog.get(ns) else {
-            return Ok(ViewQuery::empty(view));
+            return Ok(None);
         };
         let p = plan(&coll, &spec.filter, &sort, spec.hint.as_ref())?;
         let in_memory = (!p.sort_covered && !sort.is_empty()).then_some(sort);
@@ -46,7 +56,7 @@ impl Database {
             limit: spec.limit,
             projection,
         };
-        Ok(ViewQuery::new(view, Query::new(Scan::new(coll, p), shape)))
+        Ok(Some(Query::new(Scan::new(coll, p), shape)))
     }
 
     /// Number of documents matching `filter`, after skip and limit. Without a filter it is
@@ -69,15 +79,7 @@ impl Database {
             let n = total.saturating_sub(skip);
             return Ok(limit.filter(|l| *l > 0).map_or(n, |l| n.min(l)));
         }
-        let spec = FindSpec {
-            filter: filter.clone(),
-            skip,
-            limit: limit.filter(|l| *l > 0),
-            hint,
-            projection: Some(doc! {"_id": 1}),
-            ..FindSpec::default()
-        };
-        let mut q = self.find(ns, &spec)?;
+        let mut q = self.find(ns, &count_spec(filter, skip, limit, hint))?;
         let mut n = 0;
         while q.next_doc()?.is_some() {
             n += 1;
@@ -88,18 +90,8 @@ impl Database {
     /// The distinct values of `key` among documents matching `filter` (array elements count
     /// one by one), in MongoDB's order.
     pub fn distinct(&self, ns: &Namespace, key: &str, filter: &Document) -> DbResult<Vec<Bson>> {
-        let spec = FindSpec {
-            filter: filter.clone(),
-            ..FindSpec::default()
-        };
-        let mut q = self.find(ns, &spec)?;
-        let mut values = Vec::new();
-        while let Some(d) = q.next_doc()? {
-            values.extend(present_values(&d, key)?);
-        }
-        values.sort_by(compare_values);
-        values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
-        Ok(values)
+        let mut q = self.find(ns, &distinct_spec(filter))?;
+        distinct_values(std::iter::from_fn(|| q.next_doc().transpose()), key)
     }
 
     /// `explain` of a find: the plan, and with `executionStats` the work of running it.
@@ -152,4 +144,43 @@ impl Database {
         }
         Ok(out)
     }
+}
+
+/// The find a filtered `count` runs (only `_id` is read back).
+pub(crate) fn count_spec(
+    filter: &Document,
+    skip: u64,
+    limit: Option<u64>,
+    hint: Option<Bson>,
+) -> FindSpec {
+    FindSpec {
+        filter: filter.clone(),
+        skip,
+        limit: limit.filter(|l| *l > 0),
+        hint,
+        projection: Some(doc! {"_id": 1}),
+        ..FindSpec::default()
+    }
+}
+
+/// The find a `distinct` runs.
+pub(crate) fn distinct_spec(filter: &Document) -> FindSpec {
+    FindSpec {
+        filter: filter.clone(),
+        ..FindSpec::default()
+    }
+}
+
+/// The distinct values of `key` in `docs`, in MongoDB's order.
+pub(crate) fn distinct_values(
+    docs: impl Iterator<Item = DbResult<RawDocumentBuf>>,
+    key: &str,
+) -> DbResult<Vec<Bson>> {
+    let mut values = Vec::new();
+    for d in docs {
+        values.extend(present_values(&d?, key)?);
+    }
+    values.sort_by(compare_values);
+    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    Ok(values)
 }

@@ -11,6 +11,7 @@ use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
 use crate::plan::plan;
 use crate::sort::SortSpec;
+use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
 use bson::{oid::ObjectId, Bson, Document, RawDocument, RawDocumentBuf};
 use shale_doc::{
@@ -217,6 +218,39 @@ impl Database {
         Ok(value)
     }
 
+    /// Runs a write to `coll`: in its own retried transaction (`in_write_txn`), or once in
+    /// the session transaction, which persists multikey flags at its commit.
+    fn run_write<T>(
+        &self,
+        mode: &mut Mode<'_>,
+        coll: &Arc<Collection>,
+        f: impl FnMut(&mut Txn) -> DbResult<T>,
+    ) -> DbResult<T> {
+        match mode {
+            Mode::Own => self.in_write_txn(coll, f),
+            Mode::User(st) => {
+                st.touch_written(coll);
+                let mut f = f;
+                f(st.txn_mut())
+            }
+        }
+    }
+
+    /// `run_write` for writes that cannot make an index multikey (deletes).
+    fn run_txn<T>(
+        &self,
+        mode: &mut Mode<'_>,
+        f: impl FnMut(&mut Txn) -> DbResult<T>,
+    ) -> DbResult<T> {
+        match mode {
+            Mode::Own => self.in_txn(f),
+            Mode::User(st) => {
+                let mut f = f;
+                f(st.txn_mut())
+            }
+        }
+    }
+
     /// Inserts `docs` (already prepared: `_id` first). Ordered inserts stop at the first error.
     pub fn insert(
         &self,
@@ -225,10 +259,21 @@ impl Database {
         ordered: bool,
     ) -> DbResult<WriteResult> {
         let (coll, _guard) = self.collection_or_create(ns)?;
+        self.insert_into(&coll, docs, ordered, &mut Mode::Own)
+    }
+
+    /// `insert` once the collection is in hand (and the data lock held).
+    pub(crate) fn insert_into(
+        &self,
+        coll: &Arc<Collection>,
+        docs: &[RawDocumentBuf],
+        ordered: bool,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<WriteResult> {
         let mut result = WriteResult::default();
         let mut next = 0;
         while next < docs.len() {
-            let (end, inserted, errors) = self.insert_chunk(&coll, docs, next, ordered)?;
+            let (end, inserted, errors) = self.insert_chunk(coll, docs, next, ordered, mode)?;
             result.n += inserted;
             let stop = ordered && !errors.is_empty();
             result.errors.extend(errors);
@@ -248,13 +293,19 @@ impl Database {
         docs: &[RawDocumentBuf],
         start: usize,
         ordered: bool,
+        mode: &mut Mode<'_>,
     ) -> DbResult<ChunkOutcome> {
-        self.in_write_txn(coll, |txn| {
+        let in_session = mode.in_session();
+        self.run_write(mode, coll, |txn| {
             let (mut i, mut bytes, mut n, mut errors) = (start, 0usize, 0i64, Vec::new());
             while i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES {
                 match doc_write::insert(txn, coll, &docs[i]) {
                     Ok(()) => n += 1,
-                    Err(e) if e.code == ErrorCode::WriteConflict => return Err(e),
+                    Err(e)
+                        if e.code == ErrorCode::WriteConflict || fails_command(&e, in_session) =>
+                    {
+                        return Err(e)
+                    }
                     Err(e) => {
                         errors.push((i, e));
                         if ordered {
@@ -279,9 +330,20 @@ impl Database {
             let g = self.data_lock();
             (self.catalog.get(ns), g)
         };
+        self.update_into(coll.as_ref(), ops, ordered, &mut Mode::Own)
+    }
+
+    /// `update` once the collection (if any) is in hand and the data lock held.
+    pub(crate) fn update_into(
+        &self,
+        coll: Option<&Arc<Collection>>,
+        ops: &[UpdateOp],
+        ordered: bool,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<WriteResult> {
         let mut result = WriteResult::default();
         for (i, op) in ops.iter().enumerate() {
-            let Some(coll) = &coll else {
+            let Some(coll) = coll else {
                 if let Err(e) = matcher(&op.filter) {
                     result.errors.push((i, e));
                     if ordered {
@@ -290,7 +352,7 @@ impl Database {
                 }
                 continue;
             };
-            match self.update_one_statement(coll, op) {
+            match self.update_one_statement(coll, op, mode) {
                 Ok((matched, modified, upserted)) => {
                     result.n += matched + i64::from(upserted.is_some());
                     result.n_modified += modified;
@@ -298,6 +360,7 @@ impl Database {
                         result.upserted.push((i, id));
                     }
                 }
+                Err(e) if fails_command(&e, mode.in_session()) => return Err(e),
                 Err(e) => {
                     result.errors.push((i, e));
                     if ordered {
@@ -313,10 +376,11 @@ impl Database {
         &self,
         coll: &Arc<Collection>,
         op: &UpdateOp,
+        mode: &mut Mode<'_>,
     ) -> DbResult<(i64, i64, Option<Bson>)> {
         let matcher = matcher(&op.filter)?;
         let sort = SortSpec::parse(&Document::new())?;
-        self.in_write_txn(coll, |txn| {
+        self.run_write(mode, coll, |txn| {
             let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
@@ -347,6 +411,17 @@ impl Database {
     /// Runs delete statements in order; ordered deletes stop at the first error.
     pub fn delete(&self, ns: &Namespace, ops: &[DeleteOp], ordered: bool) -> DbResult<WriteResult> {
         let _guard = self.data_lock();
+        self.delete_from(ns, ops, ordered, &mut Mode::Own)
+    }
+
+    /// `delete` with the data lock held.
+    pub(crate) fn delete_from(
+        &self,
+        ns: &Namespace,
+        ops: &[DeleteOp],
+        ordered: bool,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<WriteResult> {
         let mut result = WriteResult::default();
         let Some(coll) = self.catalog.get(ns) else {
             // Still validate the filters, as mongod does.
@@ -361,8 +436,9 @@ impl Database {
             return Ok(result);
         };
         for (i, op) in ops.iter().enumerate() {
-            match self.delete_statement(&coll, op) {
+            match self.delete_statement(&coll, op, mode) {
                 Ok(n) => result.n += n,
+                Err(e) if fails_command(&e, mode.in_session()) => return Err(e),
                 Err(e) => {
                     result.errors.push((i, e));
                     if ordered {
@@ -374,10 +450,15 @@ impl Database {
         Ok(result)
     }
 
-    fn delete_statement(&self, coll: &Arc<Collection>, op: &DeleteOp) -> DbResult<i64> {
+    fn delete_statement(
+        &self,
+        coll: &Arc<Collection>,
+        op: &DeleteOp,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<i64> {
         let matcher = matcher(&op.filter)?;
         let sort = SortSpec::parse(&Document::new())?;
-        self.in_txn(|txn| {
+        self.run_txn(mode, |txn| {
             let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
@@ -415,13 +496,24 @@ impl Database {
                 }
             }
         };
+        self.find_and_modify_on(&coll, op, &mut Mode::Own)
+    }
+
+    /// `find_and_modify` once the collection is in hand and the data lock held.
+    pub(crate) fn find_and_modify_on(
+        &self,
+        coll: &Arc<Collection>,
+        op: &FindAndModifyOp,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<FindAndModifyResult> {
+        let coll = coll.clone();
         let matcher = matcher(&op.filter)?;
         let sort = SortSpec::parse(op.sort.as_ref().unwrap_or(&Document::new()))?;
         let projection = match &op.fields {
             Some(f) if !f.is_empty() => Some(Projection::parse(&to_raw(f)?)?),
             _ => None,
         };
-        let mut out = self.in_write_txn(&coll, |txn| {
+        let mut out = self.run_write(mode, &coll, |txn| {
             let p = plan(&coll, &op.filter, &sort, op.hint.as_ref())?;
             let in_memory = (!p.sort_covered).then(|| sort.clone());
             let shape = QueryShape {
@@ -520,6 +612,19 @@ fn upsert_document(
 ) -> DbResult<RawDocumentBuf> {
     let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
     prepare_for_insert(to_raw(&seed)?)
+}
+
+/// Whether `e` fails the whole write command inside a session transaction instead of being
+/// one statement's write error: a write conflict (the driver retries the whole transaction
+/// on it, which it does only for a command error with its label) and a write set over the
+/// engine's limit. Outside one, a conflict is retried by `in_txn` and only one that outlasts
+/// the retries is reported, as a write error.
+fn fails_command(e: &MongoError, in_session: bool) -> bool {
+    in_session
+        && matches!(
+            e.code,
+            ErrorCode::WriteConflict | ErrorCode::TransactionTooLargeForCache
+        )
 }
 
 pub(crate) fn matcher(filter: &Document) -> DbResult<Matcher> {

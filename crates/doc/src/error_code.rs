@@ -25,6 +25,16 @@ pub enum ErrorCode {
     ProtocolError,
     BSONObjectTooLarge,
     DataCorruptionDetected,
+    // Multi-document transaction codes (server transactions).
+    ConflictingOperationInProgress,
+    CommandFailed,
+    TransactionTooOld,
+    NoSuchTransaction,
+    TransactionCommitted,
+    OperationNotSupportedInTransaction,
+    LockTimeout,
+    SnapshotTooOld,
+    SnapshotUnavailable,
     // Catalog, index and write codes (shale-db).
     InvalidIdField,
     IndexOptionsConflict,
@@ -203,6 +213,15 @@ impl ErrorCode {
             ErrorCode::QueryPlanKilled => 175,
             ErrorCode::OperationFailed => 96,
             ErrorCode::IllegalOperation => 20,
+            ErrorCode::ConflictingOperationInProgress => 117,
+            ErrorCode::CommandFailed => 125,
+            ErrorCode::TransactionTooOld => 225,
+            ErrorCode::NoSuchTransaction => 251,
+            ErrorCode::TransactionCommitted => 256,
+            ErrorCode::OperationNotSupportedInTransaction => 263,
+            ErrorCode::LockTimeout => 24,
+            ErrorCode::SnapshotTooOld => 239,
+            ErrorCode::SnapshotUnavailable => 246,
             ErrorCode::Overflow => 15,
             ErrorCode::InvalidIndexSpecificationOption => 197,
             ErrorCode::NoQueryExecutionPlans => 291,
@@ -371,6 +390,15 @@ impl ErrorCode {
             ErrorCode::QueryPlanKilled => "QueryPlanKilled",
             ErrorCode::OperationFailed => "OperationFailed",
             ErrorCode::IllegalOperation => "IllegalOperation",
+            ErrorCode::ConflictingOperationInProgress => "ConflictingOperationInProgress",
+            ErrorCode::CommandFailed => "CommandFailed",
+            ErrorCode::TransactionTooOld => "TransactionTooOld",
+            ErrorCode::NoSuchTransaction => "NoSuchTransaction",
+            ErrorCode::TransactionCommitted => "TransactionCommitted",
+            ErrorCode::OperationNotSupportedInTransaction => "OperationNotSupportedInTransaction",
+            ErrorCode::LockTimeout => "LockTimeout",
+            ErrorCode::SnapshotTooOld => "SnapshotTooOld",
+            ErrorCode::SnapshotUnavailable => "SnapshotUnavailable",
             ErrorCode::Overflow => "Overflow",
             ErrorCode::InvalidIndexSpecificationOption => "InvalidIndexSpecificationOption",
             ErrorCode::NoQueryExecutionPlans => "NoQueryExecutionPlans",
@@ -557,5 +585,13 @@ mod tests {
         assert_eq!(QueryExceededMemoryLimitNoDiskUseAllowed.code(), 292);
         assert_eq!(Location40324.code(), 40324);
         assert_eq!(Location5107201.name(), "Location5107201");
+        assert_eq!(NoSuchTransaction.code(), 251);
+        assert_eq!(TransactionCommitted.code(), 256);
+        assert_eq!(TransactionTooOld.code(), 225);
+        assert_eq!(OperationNotSupportedInTransaction.code(), 263);
+        assert_eq!(
+            OperationNotSupportedInTransaction.name(),
+            "OperationNotSupportedInTransaction"
+        );
     }
 }

@@ -7,11 +7,13 @@ mod connection;
 pub mod inflight;
 pub mod net_stats;
 pub mod ram_log;
+pub mod session_table;
 pub mod wire;
 
 pub use connection::handle_message;
 
 use bson::Document;
+use session_table::SessionTable;
 use shale_db::Database;
 use std::collections::HashMap;
 use std::future::Future;
@@ -46,6 +48,20 @@ pub struct ServerConfig {
     pub incomplete_message_timeout: Option<std::time::Duration>,
     /// Bytes requests in flight may hold together (`inflight`); `None`: its default.
     pub max_inflight_bytes: Option<usize>,
+    /// mongod's `transactionLifetimeLimitSeconds`: a session transaction older than this is
+    /// aborted by the reaper. `None`: mongod's default, 60 s.
+    pub transaction_lifetime_limit: Option<Duration>,
+}
+
+/// mongod's default `transactionLifetimeLimitSeconds`.
+pub const DEFAULT_TRANSACTION_LIFETIME_LIMIT: Duration = Duration::from_secs(60);
+
+impl ServerConfig {
+    /// The transaction lifetime limit in force.
+    pub fn transaction_lifetime_limit(&self) -> Duration {
+        self.transaction_lifetime_limit
+            .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT)
+    }
 }
 
 /// What every command handler may use: the database and who is asking.
@@ -60,6 +76,11 @@ pub struct ConnectionCtx {
     /// The compressors this client agreed to in its last handshake, in its order (a
     /// `hello` without `compression` reports them again, as mongod does).
     pub compressors: Arc<Mutex<Vec<Compressor>>>,
+    /// The server's sessions that carry transactions (shared by every connection).
+    pub sessions: Arc<SessionTable>,
+    /// The session transaction a command runs in: set only on the context the transaction
+    /// runner makes for one statement (`commands/transactions.rs`).
+    pub txn: Option<shale_db::UserTxn>,
 }
 
 impl ConnectionCtx {
@@ -68,6 +89,7 @@ impl ConnectionCtx {
         connection_id: u64,
         peer: SocketAddr,
         server: Arc<ServerConfig>,
+        sessions: Arc<SessionTable>,
     ) -> Self {
         ConnectionCtx {
             db,
@@ -75,14 +97,16 @@ impl ConnectionCtx {
             peer,
             server,
             compressors: Arc::default(),
+            sessions,
+            txn: None,
         }
     }
 
     /// A context with no real client behind it (tests, embedding): connection 0 from
-    /// 127.0.0.1:0 on a server with a default configuration.
+    /// 127.0.0.1:0 on a server with a default configuration and its own session table.
     pub fn detached(db: Arc<Database>) -> Self {
         let peer = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        ConnectionCtx::new(db, 0, peer, Arc::default())
+        ConnectionCtx::new(db, 0, peer, Arc::default(), Arc::default())
     }
 }
 
@@ -138,30 +162,75 @@ pub async fn serve(
     let config = Arc::new(config);
     let next_id = Arc::new(AtomicU64::new(1));
     let open = Arc::new(OpenConnections::default());
+    let sessions = Arc::new(SessionTable::default());
     let mut acceptors = tokio::task::JoinSet::new();
     for listener in listeners {
         acceptors.spawn(accept_loop(
             listener,
-            db.clone(),
-            config.clone(),
+            Shared {
+                db: db.clone(),
+                config: config.clone(),
+                sessions: sessions.clone(),
+            },
             next_id.clone(),
             open.clone(),
         ));
     }
+    acceptors.spawn(reap_transactions(
+        db.clone(),
+        sessions.clone(),
+        config.transaction_lifetime_limit(),
+    ));
     shutdown.await;
     acceptors.shutdown().await;
     open.shut_all();
+    // Connections still finishing a command may end a transaction themselves; what is
+    // left open is aborted by `Database::close`.
+    sessions.end_all(&db);
     Ok(())
+}
+
+/// What every connection shares: the database, the configuration, the session table.
+struct Shared {
+    db: Arc<Database>,
+    config: Arc<ServerConfig>,
+    sessions: Arc<SessionTable>,
+}
+
+/// Aborts session transactions past the lifetime limit (releasing their snapshots and key
+/// locks) and forgets idle sessions, until the server stops. Runs the work on the blocking
+/// pool: aborting takes the data lock, which DDL can hold for an index build.
+async fn reap_transactions(db: Arc<Database>, sessions: Arc<SessionTable>, limit: Duration) {
+    let period = (limit / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let (db, sessions) = (db.clone(), sessions.clone());
+        let reaped = tokio::task::spawn_blocking(move || {
+            let reaped = db.reap_user_txns(limit);
+            sessions.forget_idle(&db);
+            reaped
+        })
+        .await;
+        if let Err(e) = reaped {
+            tracing::warn!(error = %e, "the transaction reaper failed");
+        }
+    }
 }
 
 /// Accepts connections on one listener forever, each served by its own thread.
 async fn accept_loop(
     listener: TcpListener,
-    db: Arc<Database>,
-    config: Arc<ServerConfig>,
+    shared: Shared,
     next_id: Arc<AtomicU64>,
     open: Arc<OpenConnections>,
 ) {
+    let Shared {
+        db,
+        config,
+        sessions,
+    } = shared;
     let mut failing = AcceptFailures::default();
     let mut refusals = Refusals::default();
     loop {
@@ -186,7 +255,7 @@ async fn accept_loop(
             }
         }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone());
+        let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone(), sessions.clone());
         tracing::info!(conn = id, %peer, "connection accepted");
         if let Err(e) = start_connection_thread(stream, ctx, &open) {
             tracing::warn!(conn = id, %peer, error = %e, "cannot start a thread for the connection; closing it");

@@ -42,11 +42,20 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     };
     let hint = opt_hint(body)?;
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
+        if ctx.txn.is_some() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                "Cannot run 'explain' in a multi-document transaction.",
+            ));
+        }
         // The plan a run with the same hint would use.
         return ctx.db.explain_aggregate(&ns, &stages, hint);
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
-    let results = ctx.db.aggregate(&ns, &stages, hint)?;
+    let results = match &ctx.txn {
+        Some(t) => ctx.db.aggregate_in(t, &ns, &stages, hint)?,
+        None => ctx.db.aggregate(&ns, &stages, hint)?,
+    };
     let Some(cursor) = cursor else {
         let docs = results
             .iter()

@@ -1,7 +1,8 @@
 //! Write commands: `insert`, `update`, `delete` and `findAndModify`, with MongoDB's reply
 //! fields (`n`, `nModified`, `upserted`, `writeErrors[].index/code/errmsg`). A statement's
 //! parse error is a write error at its index, as mongod reports it; an ordered batch stops
-//! at the first error.
+//! at the first error. Inside a session transaction (`ctx.txn`) every batch stops at its
+//! first error, as mongod's does.
 
 use super::data::{
     command_name, doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw,
@@ -59,7 +60,10 @@ fn insert_documents(
             }
         }
     }
-    let mut result = ctx.db.insert(&ns, &prepared, ordered)?;
+    let mut result = match &ctx.txn {
+        Some(t) => ctx.db.insert_in(t, &ns, &prepared)?,
+        None => ctx.db.insert(&ns, &prepared, ordered)?,
+    };
     // Errors refer to positions in the prepared list; map them back to the request.
     for e in &mut result.errors {
         e.0 = positions[e.0];
@@ -121,7 +125,10 @@ fn run_updates(
     if ops.is_empty() {
         return Ok(());
     }
-    let r = ctx.db.update(ns, ops, ordered)?;
+    let r = match &ctx.txn {
+        Some(t) => ctx.db.update_in(t, ns, ops)?,
+        None => ctx.db.update(ns, ops, ordered)?,
+    };
     into.n += r.n;
     into.n_modified += r.n_modified;
     into.upserted
@@ -248,7 +255,10 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             hint: hint(s),
         });
     }
-    let result = ctx.db.delete(&ns, &ops, ordered)?;
+    let result = match &ctx.txn {
+        Some(t) => ctx.db.delete_in(t, &ns, &ops)?,
+        None => ctx.db.delete(&ns, &ops, ordered)?,
+    };
     Ok(write_reply(result, false))
 }
 
@@ -284,7 +294,10 @@ pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comman
         upsert,
         hint: hint(body),
     };
-    let r = ctx.db.find_and_modify(&ns, &op)?;
+    let r = match &ctx.txn {
+        Some(t) => ctx.db.find_and_modify_in(t, &ns, &op)?,
+        None => ctx.db.find_and_modify(&ns, &op)?,
+    };
     let mut last = doc! { "n": r.n as i32 };
     if !remove {
         last.insert("updatedExisting", r.updated_existing);

@@ -16,13 +16,15 @@ mod parameters;
 mod query;
 pub mod server_status;
 mod sessions;
-mod txn_guard;
+mod transactions;
+mod txn_fields;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
 use crate::ConnectionCtx;
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
+use txn_fields::Kind;
 
 /// A command's outcome: the reply fields without `ok`, or an error.
 pub type CommandResult = Result<Document, MongoError>;
@@ -81,6 +83,8 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("refreshSessions", sessions::refresh_sessions),
     ("killSessions", sessions::kill_sessions),
     ("killAllSessions", sessions::kill_all_sessions),
+    ("commitTransaction", transactions::commit_plain),
+    ("abortTransaction", transactions::abort_plain),
 ];
 
 /// Runs the command in `body` against database `db` and returns the reply.
@@ -98,10 +102,9 @@ pub fn dispatch_insert_raw(
     dispatch_with(ctx, db, body, Some(docs))
 }
 
-/// Routes a command to its handler: raw insert documents, a raw-reply handler, or an
-/// owned-reply handler. Transaction fields are refused first, before the command is even
-/// looked up, as mongod does on a standalone (`commitTransaction` too answers
-/// IllegalOperation, not CommandNotFound).
+/// Checks a command's session fields, then runs it: as it is, or as a statement of its
+/// session's transaction. A retryable write (a transaction number without `autocommit`) is
+/// refused before it runs.
 fn dispatch_with(
     ctx: &ConnectionCtx,
     db: &str,
@@ -114,9 +117,27 @@ fn dispatch_with(
             "empty command document",
         )));
     };
-    if let Err(e) = txn_guard::refuse_transaction_fields(body) {
-        return Reply::Doc(error_reply(&e));
+    match txn_fields::classify(body) {
+        Err(e) => Reply::Doc(error_reply(&e)),
+        Ok(Kind::RetryableWrite) => Reply::Doc(error_reply(&txn_fields::retryable_write_refused())),
+        Ok(Kind::Transaction(f)) if command_names().any(|n| n == name) => {
+            transactions::run(ctx, db, name, body, &f, |c| {
+                route(c, db, name, body, raw_documents)
+            })
+        }
+        Ok(_) => route(ctx, db, name, body, raw_documents),
     }
+}
+
+/// Routes a command to its handler: raw insert documents, a raw-reply handler, or an
+/// owned-reply handler.
+fn route(
+    ctx: &ConnectionCtx,
+    db: &str,
+    name: &str,
+    body: &Document,
+    raw_documents: Option<Vec<RawDocumentBuf>>,
+) -> Reply {
     if let Some(docs) = raw_documents {
         return Reply::Doc(finish(crud::insert_raw(ctx, db, body, docs)));
     }

@@ -95,6 +95,18 @@ const PARAMETERS: &[Parameter] = &[
             Bson::Double(interval.map_or(0.0, |d| d.as_secs_f64()))
         },
     },
+    Parameter {
+        // Set at startup with `serve --transactionLifetimeLimitSeconds`.
+        name: "transactionLifetimeLimitSeconds",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| {
+            Bson::Int32(
+                i32::try_from(ctx.server.transaction_lifetime_limit().as_secs())
+                    .unwrap_or(i32::MAX),
+            )
+        },
+    },
 ];
 
 /// Which parameters a `getParameter` asks for, and how to show them.

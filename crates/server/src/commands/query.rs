@@ -1,6 +1,7 @@
 //! Read commands: `find`, `getMore`, `killCursors`, `count`, `distinct` and `explain`.
 //! A find's cursor holds its snapshot between batches; the first batch defaults to 101
-//! documents and every batch stops before 16 MiB.
+//! documents and every batch stops before 16 MiB. Inside a session transaction a find is
+//! read whole on the transaction's snapshot and served from memory.
 
 use super::data::{
     command_name, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
@@ -9,7 +10,7 @@ use super::data::{
 use super::{CommandResult, RawResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
-use shale_db::{FindSpec, Namespace};
+use shale_db::{DocSource, FindSpec, Namespace, VecSource};
 use shale_doc::{ErrorCode, MongoError};
 
 /// Parses a find command's query fields.
@@ -33,11 +34,15 @@ pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
     let ns = namespace(db, body, "find")?;
     let (spec, batch_size, single) = find_spec(body, "find")?;
     let batch_size = batch_size.map(|b| b as usize);
-    let query = ctx.db.find(&ns, &spec)?;
-    let batch =
-        ctx.db
-            .cursors()
-            .first_batch(&ns.to_string(), Box::new(query), batch_size, single)?;
+    let source: Box<dyn DocSource> = match &ctx.txn {
+        // Read whole on the transaction's snapshot: later getMores cannot reach it.
+        Some(t) => Box::new(VecSource(ctx.db.find_in(t, &ns, &spec)?.into_iter())),
+        None => Box::new(ctx.db.find(&ns, &spec)?),
+    };
+    let batch = ctx
+        .db
+        .cursors()
+        .first_batch(&ns.to_string(), source, batch_size, single)?;
     Ok(cursor_reply_raw(&ns.to_string(), batch, "firstBatch"))
 }
 
@@ -100,7 +105,10 @@ pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         }
         _ => None,
     };
-    let n = ctx.db.count(&ns, &filter, skip, limit, hint)?;
+    let n = match &ctx.txn {
+        Some(t) => ctx.db.count_in(t, &ns, &filter, skip, limit, hint)?,
+        None => ctx.db.count(&ns, &filter, skip, limit, hint)?,
+    };
     Ok(doc! { "n": n as i64 })
 }
 
@@ -110,7 +118,10 @@ pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
     let filter = opt_doc(body, "distinct", "query")?
         .cloned()
         .unwrap_or_default();
-    let values = ctx.db.distinct(&ns, key, &filter)?;
+    let values = match &ctx.txn {
+        Some(t) => ctx.db.distinct_in(t, &ns, key, &filter)?,
+        None => ctx.db.distinct(&ns, key, &filter)?,
+    };
     Ok(doc! { "values": values })
 }
 

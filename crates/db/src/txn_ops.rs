@@ -1,0 +1,191 @@
+//! The statements a session transaction runs: insert, update, delete, findAndModify, find,
+//! count, distinct and aggregate over a caller-held `UserTxn` (`user_txn.rs`). Each takes
+//! the data lock once, then the transaction's slot, and runs the same code as its
+//! stand-alone twin against the transaction: reads see its snapshot and its own writes,
+//! writes are made once (no conflict retry, no commit).
+//!
+//! Differences from the stand-alone commands, as mongod has them inside a transaction:
+//! a batch stops at its first error whatever `ordered` says; a write conflict (and a write
+//! set past the engine's limit) fails the command instead of being a write error. The
+//! caller aborts the transaction after any failed statement; a failed statement may have
+//! left some of its writes in the transaction, so it must not be committed.
+//!
+//! Must never take the data lock twice on one thread (a waiting DDL writer would block the
+//! second read), so the reads here plan with `query_for` and never call `find`.
+
+use crate::aggregate_ops::{too_large, MAX_RESULT_BYTES};
+use crate::catalog::Collection;
+use crate::exec::{Query, Snap};
+use crate::namespace::Namespace;
+use crate::query_ops::{count_spec, distinct_spec, distinct_values, FindSpec};
+use crate::user_txn::{no_such_transaction, Mode, UserTxn};
+use crate::write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
+use crate::{Database, DbResult};
+use bson::{Bson, Document, RawDocumentBuf};
+use shale_engine::Txn;
+use std::sync::{Arc, RwLockReadGuard};
+
+impl Database {
+    /// `insert` in `t` (the collection is created, outside the transaction, if missing).
+    pub fn insert_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        docs: &[RawDocumentBuf],
+    ) -> DbResult<WriteResult> {
+        refuse_ended(t)?;
+        let (coll, _guard) = self.collection_or_create(ns)?;
+        t.with_open(|st| self.insert_into(&coll, docs, true, &mut Mode::User(st)))
+    }
+
+    /// `update` in `t`.
+    pub fn update_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        ops: &[UpdateOp],
+    ) -> DbResult<WriteResult> {
+        let (coll, _guard) = self.write_target(t, ns, ops.iter().any(|o| o.upsert))?;
+        t.with_open(|st| self.update_into(coll.as_ref(), ops, true, &mut Mode::User(st)))
+    }
+
+    /// `delete` in `t`.
+    pub fn delete_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        ops: &[DeleteOp],
+    ) -> DbResult<WriteResult> {
+        let _guard = self.data_lock();
+        t.with_open(|st| self.delete_from(ns, ops, true, &mut Mode::User(st)))
+    }
+
+    /// `find_and_modify` in `t`.
+    pub fn find_and_modify_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        op: &FindAndModifyOp,
+    ) -> DbResult<FindAndModifyResult> {
+        let (coll, _guard) = self.write_target(t, ns, op.upsert && !op.remove)?;
+        let Some(coll) = coll else {
+            crate::write_ops::matcher(&op.filter)?;
+            return t.with_open(|_| Ok(FindAndModifyResult::default()));
+        };
+        t.with_open(|st| self.find_and_modify_on(&coll, op, &mut Mode::User(st)))
+    }
+
+    /// `find` in `t`, read whole: a client cursor cannot reach the transaction in its later
+    /// batches (it sits behind the slot and the data lock), so the results are collected
+    /// now, up to `MAX_RESULT_BYTES`, and served from memory.
+    pub fn find_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        spec: &FindSpec,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        self.read_in(t, ns, spec, |txn, q| {
+            let (mut out, mut bytes) = (Vec::new(), 0usize);
+            while let Some(d) = q.next(Snap::Txn(txn))? {
+                bytes += d.as_bytes().len();
+                if bytes > MAX_RESULT_BYTES {
+                    return Err(too_large());
+                }
+                out.push(d);
+            }
+            Ok(out)
+        })
+    }
+
+    /// `count` in `t`: always counted by a scan of the transaction's snapshot (the O(1)
+    /// count of the stand-alone command is the newest commit's, not the snapshot's).
+    pub fn count_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        filter: &Document,
+        skip: u64,
+        limit: Option<u64>,
+        hint: Option<Bson>,
+    ) -> DbResult<u64> {
+        let spec = count_spec(filter, skip, limit, hint);
+        self.read_in(t, ns, &spec, |txn, q| {
+            let mut n = 0;
+            while q.next(Snap::Txn(txn))?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// `distinct` in `t`.
+    pub fn distinct_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        key: &str,
+        filter: &Document,
+    ) -> DbResult<Vec<Bson>> {
+        self.read_in(t, ns, &distinct_spec(filter), |txn, q| {
+            distinct_values(
+                std::iter::from_fn(|| q.next(Snap::Txn(txn)).transpose()),
+                key,
+            )
+        })
+    }
+
+    /// `aggregate` in `t` (`$lookup` reads the transaction's snapshot too).
+    pub fn aggregate_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        stages: &[Document],
+        hint: Option<Bson>,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        let _guard = self.data_lock();
+        t.with_open(|st| self.aggregate_txn(st.txn(), ns, stages, hint))
+    }
+
+    /// Plans `spec` and runs `f` over the query in `t`; a missing collection reads as empty
+    /// (`f` sees a query over nothing only if the collection exists, else `T::default()`).
+    fn read_in<T: Default>(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        spec: &FindSpec,
+        f: impl FnOnce(&Txn, &mut Query) -> DbResult<T>,
+    ) -> DbResult<T> {
+        let _guard = self.data_lock();
+        t.with_open(|st| match self.query_for(ns, spec)? {
+            Some(mut q) => f(st.txn(), &mut q),
+            None => Ok(T::default()),
+        })
+    }
+
+    /// The collection a write in `t` targets and the data lock: created if `create` and
+    /// missing (outside the transaction: docs/compat.md), else `None` if missing. An ended
+    /// transaction is refused first, so it creates nothing.
+    fn write_target(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        create: bool,
+    ) -> DbResult<(Option<Arc<Collection>>, RwLockReadGuard<'_, ()>)> {
+        if create {
+            refuse_ended(t)?;
+            let (c, g) = self.collection_or_create(ns)?;
+            return Ok((Some(c), g));
+        }
+        let g = self.data_lock();
+        Ok((self.catalog.get(ns), g))
+    }
+}
+
+/// NoSuchTransaction if `t` has ended (checked before a write creates its collection, so an
+/// ended transaction creates nothing).
+fn refuse_ended(t: &UserTxn) -> DbResult<()> {
+    match t.ended() {
+        Some(end) => Err(no_such_transaction(end)),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,210 @@
+//! A command's session fields (`lsid`, `txnNumber`, `autocommit`, `startTransaction`):
+//! checked in mongod's order (`initializeOperationSessionInfo`) with its error codes and
+//! messages, and classified as a plain command, a retryable write, or a statement of a
+//! multi-document transaction. Nothing here keeps state; `transactions.rs` runs the
+//! transaction statements against the session table.
+
+use bson::{spec::BinarySubtype, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
+
+/// What a command's session fields ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// No transaction number: run it as it is (an `lsid` alone needs no state).
+    Plain,
+    /// `txnNumber` without `autocommit`: a retryable write (not supported yet).
+    RetryableWrite,
+    /// `autocommit: false`: a statement of a multi-document transaction.
+    Transaction(TxnFields),
+}
+
+/// The fields of a transaction statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TxnFields {
+    pub lsid: bson::Uuid,
+    pub txn_number: i64,
+    /// `startTransaction: true`: the first statement.
+    pub start: bool,
+}
+
+fn invalid(message: &str) -> MongoError {
+    MongoError::new(ErrorCode::InvalidOptions, message)
+}
+
+/// Checks and classifies `body`'s session fields.
+pub fn classify(body: &Document) -> Result<Kind, MongoError> {
+    const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
+    if !FIELDS.iter().any(|f| body.contains_key(f)) {
+        // An lsid alone is left unchecked, as before sessions had state.
+        return Ok(Kind::Plain);
+    }
+    let txn_number = txn_number(body)?;
+    let lsid = lsid(body)?;
+    if txn_number.is_some() && lsid.is_none() {
+        return Err(invalid(
+            "Transaction number requires a session ID to also be specified",
+        ));
+    }
+    let autocommit = flag(body, "autocommit")?;
+    let start = flag(body, "startTransaction")?;
+    if autocommit.is_some() && txn_number.is_none() {
+        return Err(invalid(
+            "'autocommit' field requires a transaction number to also be specified",
+        ));
+    }
+    if autocommit == Some(true) {
+        return Err(invalid("Specifying autocommit=true is not allowed."));
+    }
+    if start.is_some() && autocommit.is_none() {
+        return Err(invalid(
+            "'startTransaction' field requires 'autocommit' field to also be specified",
+        ));
+    }
+    if start == Some(false) {
+        return Err(invalid("Specifying startTransaction=false is not allowed."));
+    }
+    Ok(match (lsid, txn_number, autocommit) {
+        (Some(lsid), Some(n), Some(false)) => Kind::Transaction(TxnFields {
+            lsid,
+            txn_number: n,
+            start: start == Some(true),
+        }),
+        (_, Some(_), _) => Kind::RetryableWrite,
+        _ => Kind::Plain,
+    })
+}
+
+/// The error for a retryable write (a transaction number without `autocommit`): retryable
+/// writes need the replica-set write history this server does not keep yet. mongod gives
+/// this answer on a standalone.
+pub fn retryable_write_refused() -> MongoError {
+    MongoError::new(
+        ErrorCode::IllegalOperation,
+        "Transaction numbers are only allowed on a replica set member or mongos",
+    )
+}
+
+/// `txnNumber`: a non-negative long (an int is accepted too).
+fn txn_number(body: &Document) -> Result<Option<i64>, MongoError> {
+    let n = match body.get("txnNumber") {
+        None => return Ok(None),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'OperationSessionInfo.txnNumber' is the wrong type '{}', \
+                     expected type 'long'",
+                    shale_doc::type_name(other)
+                ),
+            ))
+        }
+    };
+    if n < 0 {
+        return Err(invalid("Transaction number cannot be negative"));
+    }
+    Ok(Some(n))
+}
+
+/// `lsid: {id: UUID, ...}`; absent is `None`.
+fn lsid(body: &Document) -> Result<Option<bson::Uuid>, MongoError> {
+    let Some(v) = body.get("lsid") else {
+        return Ok(None);
+    };
+    let id = match v {
+        Bson::Document(d) => d.get("id"),
+        _ => None,
+    };
+    match id {
+        Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => {
+            let bytes: [u8; 16] = b.bytes.as_slice().try_into().map_err(|_| {
+                MongoError::new(ErrorCode::InvalidOptions, "lsid.id must be a 16-byte UUID")
+            })?;
+            Ok(Some(bson::Uuid::from_bytes(bytes)))
+        }
+        _ => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            "BSON field 'OperationSessionInfo.lsid' must be an object with a UUID 'id'",
+        )),
+    }
+}
+
+/// A boolean session flag.
+fn flag(body: &Document, field: &str) -> Result<Option<bool>, MongoError> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Bson::Boolean(b)) => Ok(Some(*b)),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!(
+                "BSON field 'OperationSessionInfo.{field}' is the wrong type '{}', expected \
+                 type 'bool'",
+                shale_doc::type_name(other)
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn code(body: Document) -> i32 {
+        classify(&body).expect_err("refused").code.code()
+    }
+
+    #[test]
+    fn session_fields_are_checked_in_mongods_order() {
+        let id = bson::Uuid::new();
+        let start = doc! {"insert": "c", "lsid": {"id": id}, "txnNumber": 1i64,
+        "autocommit": false, "startTransaction": true};
+        assert_eq!(
+            classify(&start),
+            Ok(Kind::Transaction(TxnFields {
+                lsid: id,
+                txn_number: 1,
+                start: true
+            }))
+        );
+        let next = doc! {"find": "c", "lsid": {"id": id}, "txnNumber": 1, "autocommit": false};
+        assert!(matches!(classify(&next), Ok(Kind::Transaction(f)) if !f.start));
+        let retryable = doc! {"insert": "c", "lsid": {"id": id}, "txnNumber": 7i64};
+        assert_eq!(classify(&retryable), Ok(Kind::RetryableWrite));
+        assert_eq!(
+            classify(&doc! {"find": "c", "lsid": {"id": id}}),
+            Ok(Kind::Plain)
+        );
+        assert_eq!(code(doc! {"find": "c", "txnNumber": 1i64}), 72);
+        assert_eq!(
+            code(doc! {"find": "c", "lsid": {"id": id}, "txnNumber": -1i64}),
+            72
+        );
+        assert_eq!(
+            code(doc! {"find": "c", "lsid": {"id": id}, "autocommit": false}),
+            72
+        );
+        assert_eq!(
+            code(doc! {"find": "c", "lsid": {"id": id}, "txnNumber": 1i64, "autocommit": true}),
+            72
+        );
+        assert_eq!(
+            code(
+                doc! {"find": "c", "lsid": {"id": id}, "txnNumber": 1i64, "startTransaction": true}
+            ),
+            72
+        );
+        assert_eq!(
+            code(
+                doc! {"find": "c", "lsid": {"id": id}, "txnNumber": 1i64, "autocommit": false,
+                "startTransaction": false}
+            ),
+            72
+        );
+        assert_eq!(
+            code(doc! {"find": "c", "lsid": {"id": 1}, "txnNumber": 1i64}),
+            14
+        );
+    }
+}
