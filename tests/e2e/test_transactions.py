@@ -212,9 +212,11 @@ def test_the_session_state_machine_answers_with_mongods_codes(server):
         s2 = lsid()
         assert conn.command(txn_cmd({"insert": "d", "documents": [{"_id": 1}]}, s2, 1, start=True)).doc["ok"] == 1.0
         for doc in [{"create": "x"}, {"createIndexes": "d", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
-                    {"drop": "d"}, {"listCollections": 1}]:
+                    {"drop": "d"}, {"listCollections": 1}, {"count": "d"}]:
             r = conn.command(txn_cmd(doc, s2, 1))
             assert r.doc["code"] == NOT_IN_TRANSACTION, (doc, r.doc)
+        r = conn.command(txn_cmd({"count": "d", "query": {}}, s2, 1))
+        assert r.doc["errmsg"].startswith("Cannot run 'count' in a multi-document transaction.")
         r = conn.command(txn_cmd({"insert": "d", "documents": [{"_id": 2}], "writeConcern": {"w": 1}}, s2, 1))
         assert r.doc["code"] == INVALID_OPTIONS
         assert conn.command(commit(1, s2)).doc["ok"] == 1.0

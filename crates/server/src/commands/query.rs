@@ -105,10 +105,12 @@ pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         }
         _ => None,
     };
-    let n = match &ctx.txn {
-        Some(t) => ctx.db.count_in(t, &ns, &filter, skip, limit, hint)?,
-        None => ctx.db.count(&ns, &filter, skip, limit, hint)?,
-    };
+    // The transaction runner refuses `count` in a transaction, as mongod does.
+    debug_assert!(
+        ctx.txn.is_none(),
+        "count never runs in a session transaction"
+    );
+    let n = ctx.db.count(&ns, &filter, skip, limit, hint)?;
     Ok(doc! { "n": n as i64 })
 }
 

@@ -18,8 +18,8 @@ use shale_doc::{ErrorCode, MongoError};
 use std::time::Instant;
 
 /// The commands a transaction may run (mongod also allows `create` and `createIndexes`;
-/// not yet here). `count` is refused by mongod inside a transaction; ShaleDB runs it on the
-/// transaction's snapshot (docs/compat.md).
+/// not yet here). `count` is refused with mongod's own message for it (drivers count
+/// with an `aggregate`, which runs); the db's `count_in` stays for embedders.
 const ALLOWED: &[&str] = &[
     "find",
     "getMore",
@@ -31,7 +31,6 @@ const ALLOWED: &[&str] = &[
     "findandmodify",
     "aggregate",
     "distinct",
-    "count",
     "commitTransaction",
     "abortTransaction",
 ];
@@ -101,6 +100,13 @@ fn run_checked(
 
 /// Refuses a command a transaction may not run, and the databases it may not use.
 fn check_allowed(db: &str, name: &str, ends: bool) -> Result<(), MongoError> {
+    if name == "count" {
+        return Err(MongoError::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            "Cannot run 'count' in a multi-document transaction. Please see \
+             http://dochub.mongodb.org/core/transaction-count for a recommended alternative.",
+        ));
+    }
     if !ALLOWED.contains(&name) {
         return Err(MongoError::new(
             ErrorCode::OperationNotSupportedInTransaction,
@@ -382,6 +388,7 @@ mod tests {
             ("app", "create"),
             ("app", "drop"),
             ("app", "listCollections"),
+            ("app", "count"),
             ("local", "find"),
         ] {
             let e = check_allowed(db, name, false).expect_err("refused");
