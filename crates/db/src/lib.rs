@@ -14,6 +14,7 @@ mod bounds;
 mod catalog;
 mod cursors;
 mod ddl;
+mod doc_prepare;
 mod doc_write;
 mod exec;
 mod index_keys;
@@ -29,15 +30,14 @@ mod write_ops;
 
 pub use cursors::{Batch, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES};
 pub use ddl::CreateIndexesResult;
+pub use doc_prepare::prepare_for_insert;
 pub use doc_write::MAX_DOCUMENT_BYTES;
 pub use exec::ViewQuery;
 pub use index_spec::default_name as default_index_name;
 pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use query_ops::FindSpec;
 pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
-pub use write_ops::{
-    prepare_for_insert, DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult,
-};
+pub use write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 
 use catalog::Catalog;
 use shale_doc::{ErrorCode, MongoError};

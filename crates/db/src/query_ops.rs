@@ -1,12 +1,13 @@
 //! Read commands: find (a snapshot query a client cursor can hold), count (O(1) from the
 //! engine's exact count when there is no filter), distinct, and explain.
 
+use crate::doc_prepare::to_raw;
 use crate::exec::{Query, QueryShape, Scan, ViewQuery};
 use crate::index_keys::present_values;
 use crate::namespace::Namespace;
 use crate::plan::plan;
 use crate::sort::SortSpec;
-use crate::write_ops::{matcher, to_raw};
+use crate::write_ops::matcher;
 use crate::{Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::{compare_values, Projection};

@@ -1,4 +1,6 @@
 //! Write commands on documents: insert, update (with upsert), delete and findAndModify.
+//! The documents they store are made in `doc_prepare.rs`; this file finds, writes and
+//! retries.
 //! Each runs in engine transactions — an insert batch commits in chunks, each update or
 //! delete statement in its own — and retries on `WriteConflict` as mongod does for writes
 //! outside a multi-document transaction. Reads inside a write see the transaction's snapshot
@@ -6,6 +8,7 @@
 //! so a document moved ahead by its own update is not visited twice.
 
 use crate::catalog::Collection;
+use crate::doc_prepare::{to_raw, updated_document, upsert_document};
 use crate::doc_write::{self, id_of};
 use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
@@ -13,10 +16,8 @@ use crate::plan::plan;
 use crate::sort::SortSpec;
 use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
-use bson::{oid::ObjectId, Bson, Document, RawDocument, RawDocumentBuf};
-use shale_doc::{
-    compare_values, ApplyContext, ErrorCode, Matcher, MongoError, Projection, UpdateSpec,
-};
+use bson::{Bson, Document, RawDocument, RawDocumentBuf};
+use shale_doc::{ErrorCode, Matcher, MongoError, Projection, UpdateSpec};
 use shale_engine::Txn;
 use std::sync::Arc;
 
@@ -76,113 +77,6 @@ pub struct FindAndModifyResult {
     pub n: i64,
     pub updated_existing: bool,
     pub upserted: Option<Bson>,
-}
-
-/// Gives `doc` an `_id` (a new ObjectId) if it has none, puts `_id` first and fills
-/// top-level zero timestamps; a document that needs none of that is returned as it is.
-pub fn prepare_for_insert(doc: RawDocumentBuf) -> DbResult<RawDocumentBuf> {
-    let id = doc
-        .get("_id")
-        .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
-    if let Some(id) = id {
-        match id.element_type() {
-            bson::spec::ElementType::Array => {
-                return Err(MongoError::new(
-                    ErrorCode::InvalidIdField,
-                    "The '_id' value cannot be of type array",
-                ))
-            }
-            bson::spec::ElementType::RegularExpression => {
-                return Err(MongoError::new(
-                    ErrorCode::InvalidIdField,
-                    "The '_id' value cannot be of type regex",
-                ))
-            }
-            bson::spec::ElementType::Undefined => {
-                return Err(MongoError::new(
-                    ErrorCode::InvalidIdField,
-                    "The '_id' value cannot be of type undefined",
-                ))
-            }
-            bson::spec::ElementType::EmbeddedDocument => check_id_document(id)?,
-            _ => {}
-        }
-        let id_first = doc
-            .iter()
-            .next()
-            .and_then(Result::ok)
-            .is_some_and(|(k, _)| k == "_id");
-        let (ids, zero_timestamp) = scan_top_level(&doc)?;
-        if ids > 1 {
-            // Documents that come raw (an insert's document sequence) keep duplicate names
-            // as sent; mongod allows that for any field but `_id`.
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                "can't have multiple _id fields in one document",
-            ));
-        }
-        if id_first && !zero_timestamp {
-            return Ok(doc);
-        }
-    }
-    let mut out = RawDocumentBuf::new();
-    match id {
-        Some(v) => out.append("_id", v.to_raw_bson()),
-        None => out.append("_id", ObjectId::new()),
-    }
-    for item in &doc {
-        let (k, v) = item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
-        match v {
-            _ if k == "_id" => {}
-            // A top-level zero timestamp is replaced by the current time, as mongod does.
-            bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0 => {
-                out.append(k, now_timestamp())
-            }
-            v => out.append(k, v.to_raw_bson()),
-        }
-    }
-    Ok(out)
-}
-
-/// `_id` documents may not hold `$`-prefixed fields (they could not be queried).
-fn check_id_document(id: bson::RawBsonRef<'_>) -> DbResult<()> {
-    if let bson::RawBsonRef::Document(d) = id {
-        for item in d {
-            let (k, _) =
-                item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
-            if k.starts_with('$') {
-                return Err(MongoError::new(
-                    ErrorCode::DollarPrefixedFieldName,
-                    format!("_id fields may not contain '$'-prefixed fields: {k} is not valid for storage."),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// How many top-level `_id` fields `doc` has, and whether a top-level timestamp is zero.
-fn scan_top_level(doc: &RawDocument) -> DbResult<(usize, bool)> {
-    let (mut ids, mut zero) = (0, false);
-    for element in shale_doc::raw_scan::elements(doc) {
-        let element = element?;
-        ids += usize::from(element.key == b"_id");
-        if element.kind == 0x11 {
-            zero |= matches!(element.value(doc)?,
-                bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0);
-        }
-    }
-    Ok((ids, zero))
-}
-
-/// A fresh timestamp: the current second, and an increment unique within this process.
-fn now_timestamp() -> bson::Timestamp {
-    static INCREMENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32);
-    let increment = INCREMENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    bson::Timestamp { time, increment }
 }
 
 impl Database {
@@ -569,49 +463,11 @@ fn apply_update(
     pos: Option<usize>,
     now: bson::DateTime,
 ) -> DbResult<Option<RawDocumentBuf>> {
-    let mut d = Document::try_from(doc)
-        .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
-    let old_id = d.get("_id").cloned();
-    let mut ctx = ApplyContext::new(now);
-    if let Some(p) = pos {
-        ctx = ctx.with_matched_index(p);
-    }
-    if !update.apply(&mut d, &ctx)?.modified {
+    let Some(new) = updated_document(update, doc, pos, now)? else {
         return Ok(None);
-    }
-    let same_id = match (&old_id, d.get("_id")) {
-        (Some(a), Some(b)) => {
-            compare_values(a, b) == std::cmp::Ordering::Equal
-                && a.element_type() == b.element_type()
-        }
-        (Some(a), None) => {
-            // A replacement without `_id` keeps the old one.
-            let mut with_id = Document::new();
-            with_id.insert("_id", a.clone());
-            with_id.extend(std::mem::take(&mut d));
-            d = with_id;
-            true
-        }
-        _ => false,
     };
-    if !same_id {
-        return Err(MongoError::new(
-            ErrorCode::ImmutableField,
-            "Performing an update on the path '_id' would modify the immutable field '_id'",
-        ));
-    }
-    let new = prepare_for_insert(to_raw(&d)?)?;
     doc_write::replace(txn, coll, doc, &new)?;
     Ok(Some(new))
-}
-
-fn upsert_document(
-    update: &UpdateSpec,
-    filter: &Document,
-    now: bson::DateTime,
-) -> DbResult<RawDocumentBuf> {
-    let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
-    prepare_for_insert(to_raw(&seed)?)
 }
 
 /// Whether `e` fails the whole write command inside a session transaction instead of being
@@ -629,11 +485,6 @@ fn fails_command(e: &MongoError, in_session: bool) -> bool {
 
 pub(crate) fn matcher(filter: &Document) -> DbResult<Matcher> {
     Matcher::parse(&to_raw(filter)?)
-}
-
-pub(crate) fn to_raw(d: &Document) -> DbResult<RawDocumentBuf> {
-    RawDocumentBuf::from_document(d)
-        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
 }
 
 fn backoff(attempt: u32) {

@@ -1,0 +1,253 @@
+//! The documents writes store, made from what clients send: an inserted document gets its
+//! `_id` (first, of an allowed type) and its top-level zero timestamps filled; an update or
+//! replacement makes a new document that keeps its `_id`; an upsert seeds one from its
+//! filter. Pure: nothing here reads or writes a collection (`write_ops.rs` does).
+
+use crate::DbResult;
+use bson::{oid::ObjectId, Document, RawDocument, RawDocumentBuf};
+use shale_doc::{compare_values, ApplyContext, ErrorCode, MongoError, UpdateSpec};
+
+/// Gives `doc` an `_id` (a new ObjectId) if it has none, puts `_id` first and fills
+/// top-level zero timestamps; a document that needs none of that is returned as it is.
+pub fn prepare_for_insert(doc: RawDocumentBuf) -> DbResult<RawDocumentBuf> {
+    let id = doc
+        .get("_id")
+        .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+    if let Some(id) = id {
+        match id.element_type() {
+            bson::spec::ElementType::Array => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type array",
+                ))
+            }
+            bson::spec::ElementType::RegularExpression => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type regex",
+                ))
+            }
+            bson::spec::ElementType::Undefined => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIdField,
+                    "The '_id' value cannot be of type undefined",
+                ))
+            }
+            bson::spec::ElementType::EmbeddedDocument => check_id_document(id)?,
+            _ => {}
+        }
+        let id_first = doc
+            .iter()
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|(k, _)| k == "_id");
+        let (ids, zero_timestamp) = scan_top_level(&doc)?;
+        if ids > 1 {
+            // Documents that come raw (an insert's document sequence) keep duplicate names
+            // as sent; mongod allows that for any field but `_id`.
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                "can't have multiple _id fields in one document",
+            ));
+        }
+        if id_first && !zero_timestamp {
+            return Ok(doc);
+        }
+    }
+    let mut out = RawDocumentBuf::new();
+    match id {
+        Some(v) => out.append("_id", v.to_raw_bson()),
+        None => out.append("_id", ObjectId::new()),
+    }
+    for item in &doc {
+        let (k, v) = item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+        match v {
+            _ if k == "_id" => {}
+            // A top-level zero timestamp is replaced by the current time, as mongod does.
+            bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0 => {
+                out.append(k, now_timestamp())
+            }
+            v => out.append(k, v.to_raw_bson()),
+        }
+    }
+    Ok(out)
+}
+
+/// `_id` documents may not hold `$`-prefixed fields (they could not be queried).
+fn check_id_document(id: bson::RawBsonRef<'_>) -> DbResult<()> {
+    if let bson::RawBsonRef::Document(d) = id {
+        for item in d {
+            let (k, _) =
+                item.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+            if k.starts_with('$') {
+                return Err(MongoError::new(
+                    ErrorCode::DollarPrefixedFieldName,
+                    format!("_id fields may not contain '$'-prefixed fields: {k} is not valid for storage."),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many top-level `_id` fields `doc` has, and whether a top-level timestamp is zero.
+fn scan_top_level(doc: &RawDocument) -> DbResult<(usize, bool)> {
+    let (mut ids, mut zero) = (0, false);
+    for element in shale_doc::raw_scan::elements(doc) {
+        let element = element?;
+        ids += usize::from(element.key == b"_id");
+        if element.kind == 0x11 {
+            zero |= matches!(element.value(doc)?,
+                bson::RawBsonRef::Timestamp(t) if t.time == 0 && t.increment == 0);
+        }
+    }
+    Ok((ids, zero))
+}
+
+/// A fresh timestamp: the current second, and an increment unique within this process.
+fn now_timestamp() -> bson::Timestamp {
+    static INCREMENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32);
+    let increment = INCREMENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    bson::Timestamp { time, increment }
+}
+
+/// `doc` after `update` (`pos`: the matched array position for `$`), ready to store; `None`
+/// when the update changes nothing. An `_id` may not change; a replacement without one
+/// keeps the old.
+pub(crate) fn updated_document(
+    update: &UpdateSpec,
+    doc: &RawDocument,
+    pos: Option<usize>,
+    now: bson::DateTime,
+) -> DbResult<Option<RawDocumentBuf>> {
+    let mut d = Document::try_from(doc)
+        .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
+    let old_id = d.get("_id").cloned();
+    let mut ctx = ApplyContext::new(now);
+    if let Some(p) = pos {
+        ctx = ctx.with_matched_index(p);
+    }
+    if !update.apply(&mut d, &ctx)?.modified {
+        return Ok(None);
+    }
+    let same_id = match (&old_id, d.get("_id")) {
+        (Some(a), Some(b)) => {
+            compare_values(a, b) == std::cmp::Ordering::Equal
+                && a.element_type() == b.element_type()
+        }
+        (Some(a), None) => {
+            // A replacement without `_id` keeps the old one.
+            let mut with_id = Document::new();
+            with_id.insert("_id", a.clone());
+            with_id.extend(std::mem::take(&mut d));
+            d = with_id;
+            true
+        }
+        _ => false,
+    };
+    if !same_id {
+        return Err(MongoError::new(
+            ErrorCode::ImmutableField,
+            "Performing an update on the path '_id' would modify the immutable field '_id'",
+        ));
+    }
+    prepare_for_insert(to_raw(&d)?).map(Some)
+}
+
+/// The document an upsert inserts: the update applied to the filter's equality fields.
+pub(crate) fn upsert_document(
+    update: &UpdateSpec,
+    filter: &Document,
+    now: bson::DateTime,
+) -> DbResult<RawDocumentBuf> {
+    let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
+    prepare_for_insert(to_raw(&seed)?)
+}
+
+/// `d` as raw BSON.
+pub(crate) fn to_raw(d: &Document) -> DbResult<RawDocumentBuf> {
+    RawDocumentBuf::from_document(d)
+        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Bson};
+
+    fn raw(d: Document) -> RawDocumentBuf {
+        to_raw(&d).expect("raw")
+    }
+
+    fn now() -> bson::DateTime {
+        bson::DateTime::from_millis(1_000)
+    }
+
+    #[test]
+    fn an_insert_gets_its_id_first_and_zero_timestamps_filled() {
+        let ready = raw(doc! {"_id": 1, "a": 2});
+        assert_eq!(prepare_for_insert(ready.clone()).expect("ok"), ready);
+        let moved = prepare_for_insert(raw(doc! {"a": 2, "_id": 1})).expect("ok");
+        assert_eq!(moved.iter().next().expect("first").expect("ok").0, "_id");
+        let generated = prepare_for_insert(raw(doc! {"a": 2})).expect("ok");
+        assert!(matches!(
+            generated.get("_id").expect("ok"),
+            Some(bson::RawBsonRef::ObjectId(_))
+        ));
+        let zero = bson::Timestamp {
+            time: 0,
+            increment: 0,
+        };
+        let filled = prepare_for_insert(raw(doc! {"_id": 1, "ts": zero})).expect("ok");
+        assert!(matches!(
+            filled.get("ts").expect("ok"),
+            Some(bson::RawBsonRef::Timestamp(t)) if t.time != 0 || t.increment != 0
+        ));
+    }
+
+    #[test]
+    fn ids_of_forbidden_types_are_refused() {
+        for id in [
+            Bson::Array(vec![]),
+            Bson::RegularExpression(bson::Regex {
+                pattern: "a".into(),
+                options: String::new(),
+            }),
+            Bson::Undefined,
+        ] {
+            let e = prepare_for_insert(raw(doc! {"_id": id.clone()})).expect_err("refused");
+            assert_eq!(e.code, ErrorCode::InvalidIdField, "{id:?}");
+        }
+        let e = prepare_for_insert(raw(doc! {"_id": {"$x": 1}})).expect_err("refused");
+        assert_eq!(e.code, ErrorCode::DollarPrefixedFieldName);
+    }
+
+    #[test]
+    fn an_update_keeps_the_id_and_may_not_change_it() {
+        let old = raw(doc! {"_id": 1, "a": 1});
+        let set = UpdateSpec::parse(&doc! {"$set": {"a": 2}}, None).expect("parse");
+        let new = updated_document(&set, &old, None, now()).expect("ok");
+        assert_eq!(new, Some(raw(doc! {"_id": 1, "a": 2})));
+        let same = UpdateSpec::parse(&doc! {"$set": {"a": 1}}, None).expect("parse");
+        assert_eq!(
+            updated_document(&same, &old, None, now()).expect("ok"),
+            None
+        );
+        let replace = UpdateSpec::parse(&doc! {"b": 3}, None).expect("parse");
+        let new = updated_document(&replace, &old, None, now()).expect("ok");
+        assert_eq!(new, Some(raw(doc! {"_id": 1, "b": 3})));
+        let moved = UpdateSpec::parse(&doc! {"$set": {"_id": 2}}, None).expect("parse");
+        let e = updated_document(&moved, &old, None, now()).expect_err("refused");
+        assert_eq!(e.code, ErrorCode::ImmutableField);
+    }
+
+    #[test]
+    fn an_upsert_seeds_from_the_filter() {
+        let set = UpdateSpec::parse(&doc! {"$set": {"b": 2}}, None).expect("parse");
+        let doc = upsert_document(&set, &doc! {"_id": 7, "a": 1}, now()).expect("ok");
+        assert_eq!(doc, raw(doc! {"_id": 7, "a": 1, "b": 2}));
+    }
+}
