@@ -85,6 +85,12 @@ struct ServeArgs {
     #[arg(long = "transactionLifetimeLimitSeconds", default_value_t = 60,
           value_parser = clap::value_parser!(u64).range(1..))]
     transaction_lifetime_limit_secs: u64,
+    /// Minutes a logical session may stay idle before the server ends it, aborting its
+    /// transaction and closing its cursors (mongod's localLogicalSessionTimeoutMinutes
+    /// parameter) [default 30].
+    #[arg(long = "localLogicalSessionTimeoutMinutes", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    session_timeout_minutes: u64,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
@@ -155,6 +161,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         transaction_lifetime_limit: Some(std::time::Duration::from_secs(
             args.transaction_lifetime_limit_secs,
+        )),
+        session_timeout: Some(std::time::Duration::from_secs(
+            args.session_timeout_minutes.saturating_mul(60),
         )),
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,

@@ -1,7 +1,9 @@
 //! Client cursors: queries that outlive one command. A cursor owns its snapshot, so every
 //! batch of one query reads the same consistent state; it is found by id and namespace,
 //! batches are cut by document count and bytes, and a cursor idle longer than the timeout
-//! (mongod's `cursorTimeoutMillis`, 10 minutes) is closed, releasing its snapshot.
+//! (mongod's `cursorTimeoutMillis`, 10 minutes) is closed, releasing its snapshot. A cursor
+//! may carry its owner, an opaque 16-byte id the caller chose (the server's logical session
+//! id): the caller checks it on each getMore and closes an owner's cursors when it ends.
 
 use crate::exec::ViewQuery;
 use crate::DbResult;
@@ -39,8 +41,12 @@ impl DocSource for VecSource {
     }
 }
 
+/// Who opened a cursor: an opaque id of the caller's choosing (a logical session id).
+pub type CursorOwner = [u8; 16];
+
 struct Entry {
     ns: String,
+    owner: Option<CursorOwner>,
     source: Box<dyn DocSource>,
     /// A document read but not sent because the batch was full.
     held: Option<RawDocumentBuf>,
@@ -81,16 +87,19 @@ impl std::fmt::Debug for CursorTable {
 }
 
 impl CursorTable {
-    /// The first batch of `source`; registers a cursor if documents remain.
+    /// The first batch of `source`; registers a cursor, owned by `owner`, if documents
+    /// remain.
     pub fn first_batch(
         &self,
         ns: &str,
         source: Box<dyn DocSource>,
         batch_size: Option<usize>,
         single_batch: bool,
+        owner: Option<CursorOwner>,
     ) -> DbResult<Batch> {
         let mut entry = Entry {
             ns: ns.to_owned(),
+            owner,
             source,
             held: None,
             last_used: Instant::now(),
@@ -143,6 +152,20 @@ impl CursorTable {
             docs,
             cursor_id: id,
         })
+    }
+
+    /// The owner of open cursor `id`: `None` when there is no such cursor, `Some(None)` for
+    /// a cursor opened without one.
+    pub fn owner(&self, id: i64) -> Option<Option<CursorOwner>> {
+        self.lock().get(&id).map(|e| e.owner)
+    }
+
+    /// Closes every cursor `owner` opened; returns how many.
+    pub fn kill_owned(&self, owner: &CursorOwner) -> usize {
+        let mut open = self.lock();
+        let before = open.len();
+        open.retain(|_, e| e.owner.as_ref() != Some(owner));
+        before - open.len()
     }
 
     /// Closes the given cursors of `ns`; returns (killed, not found).
@@ -218,5 +241,41 @@ fn fill(entry: &mut Entry, limit: usize) -> DbResult<(Vec<RawDocumentBuf>, bool)
             entry.held = Some(d);
             Ok((docs, false))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs(n: i32) -> Box<dyn DocSource> {
+        let v: Vec<RawDocumentBuf> = (0..n)
+            .map(|i| {
+                let mut d = RawDocumentBuf::new();
+                d.append("_id", i);
+                d
+            })
+            .collect();
+        Box::new(VecSource(v.into_iter()))
+    }
+
+    #[test]
+    fn an_owners_cursors_are_found_and_closed_together() {
+        let table = CursorTable::default();
+        let (a, b) = ([1u8; 16], [2u8; 16]);
+        let first = |owner| {
+            table
+                .first_batch("db.c", docs(5), Some(1), false, owner)
+                .expect("batch")
+                .cursor_id
+        };
+        let (a1, a2, b1, none) = (first(Some(a)), first(Some(a)), first(Some(b)), first(None));
+        assert_eq!(table.owner(a1), Some(Some(a)));
+        assert_eq!(table.owner(none), Some(None));
+        assert_eq!(table.owner(-7), None);
+        assert_eq!(table.kill_owned(&a), 2);
+        assert_eq!((table.owner(a1), table.owner(a2)), (None, None));
+        assert_eq!(table.owner(b1), Some(Some(b)));
+        assert_eq!(table.len(), 2);
     }
 }

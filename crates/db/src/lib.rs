@@ -28,7 +28,9 @@ mod txn_ops;
 mod user_txn;
 mod write_ops;
 
-pub use cursors::{Batch, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES};
+pub use cursors::{
+    Batch, CursorOwner, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES,
+};
 pub use ddl::CreateIndexesResult;
 pub use doc_prepare::prepare_for_insert;
 pub use doc_write::MAX_DOCUMENT_BYTES;

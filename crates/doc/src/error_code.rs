@@ -21,6 +21,7 @@ pub enum ErrorCode {
     TransactionTooLargeForCache,
     InvalidOptions,
     DuplicateKey,
+    UnsupportedFormat,
     Unauthorized,
     ProtocolError,
     BSONObjectTooLarge,
@@ -51,6 +52,10 @@ pub enum ErrorCode {
     QueryExceededMemoryLimitNoDiskUseAllowed,
     CommandNotSupported,
     Location40414,
+    Location40602,
+    Location50736,
+    Location50737,
+    Location50738,
     Location40415,
     // Update operator codes (update/).
     PathNotViable,
@@ -191,6 +196,7 @@ impl ErrorCode {
             ErrorCode::BadValue => 2,
             ErrorCode::NoSuchKey => 4,
             ErrorCode::FailedToParse => 9,
+            ErrorCode::UnsupportedFormat => 12,
             ErrorCode::Unauthorized => 13,
             ErrorCode::TypeMismatch => 14,
             ErrorCode::InvalidLength => 16,
@@ -228,6 +234,10 @@ impl ErrorCode {
             ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed => 292,
             ErrorCode::CommandNotSupported => 115,
             ErrorCode::Location40414 => 40414,
+            ErrorCode::Location40602 => 40602,
+            ErrorCode::Location50736 => 50736,
+            ErrorCode::Location50737 => 50737,
+            ErrorCode::Location50738 => 50738,
             ErrorCode::Location40415 => 40415,
             ErrorCode::PathNotViable => 28,
             ErrorCode::ConflictingUpdateOperators => 40,
@@ -368,6 +378,7 @@ impl ErrorCode {
             ErrorCode::BadValue => "BadValue",
             ErrorCode::NoSuchKey => "NoSuchKey",
             ErrorCode::FailedToParse => "FailedToParse",
+            ErrorCode::UnsupportedFormat => "UnsupportedFormat",
             ErrorCode::Unauthorized => "Unauthorized",
             ErrorCode::TypeMismatch => "TypeMismatch",
             ErrorCode::InvalidLength => "InvalidLength",
@@ -407,6 +418,10 @@ impl ErrorCode {
             }
             ErrorCode::CommandNotSupported => "CommandNotSupported",
             ErrorCode::Location40414 => "Location40414",
+            ErrorCode::Location40602 => "Location40602",
+            ErrorCode::Location50736 => "Location50736",
+            ErrorCode::Location50737 => "Location50737",
+            ErrorCode::Location50738 => "Location50738",
             ErrorCode::Location40415 => "Location40415",
             ErrorCode::PathNotViable => "PathNotViable",
             ErrorCode::ConflictingUpdateOperators => "ConflictingUpdateOperators",
@@ -589,6 +604,8 @@ mod tests {
         assert_eq!(TransactionCommitted.code(), 256);
         assert_eq!(TransactionTooOld.code(), 225);
         assert_eq!(OperationNotSupportedInTransaction.code(), 263);
+        assert_eq!(UnsupportedFormat.code(), 12);
+        assert_eq!(Location50738.code(), 50738);
         assert_eq!(
             OperationNotSupportedInTransaction.name(),
             "OperationNotSupportedInTransaction"

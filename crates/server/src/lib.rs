@@ -51,6 +51,9 @@ pub struct ServerConfig {
     /// mongod's `transactionLifetimeLimitSeconds`: a session transaction older than this is
     /// aborted by the reaper. `None`: mongod's default, 60 s.
     pub transaction_lifetime_limit: Option<Duration>,
+    /// mongod's `localLogicalSessionTimeoutMinutes`: a session idle this long is ended (its
+    /// transaction aborted, its cursors closed). `None`: mongod's default, 30 minutes.
+    pub session_timeout: Option<Duration>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -61,6 +64,18 @@ impl ServerConfig {
     pub fn transaction_lifetime_limit(&self) -> Duration {
         self.transaction_lifetime_limit
             .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT)
+    }
+
+    /// The idle time after which a session ends.
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+            .unwrap_or(session_table::DEFAULT_SESSION_TIMEOUT)
+    }
+
+    /// `localLogicalSessionTimeoutMinutes` as reported (`hello`, `startSession`,
+    /// `getParameter`): whole minutes, at least 1.
+    pub fn session_timeout_minutes(&self) -> i32 {
+        i32::try_from((self.session_timeout().as_secs() / 60).max(1)).unwrap_or(i32::MAX)
     }
 }
 
@@ -81,6 +96,9 @@ pub struct ConnectionCtx {
     /// The session transaction a command runs in: set only on the context the transaction
     /// runner makes for one statement (`commands/transactions.rs`).
     pub txn: Option<shale_db::UserTxn>,
+    /// The command's logical session (`lsid.id`): set only on the context dispatch makes for
+    /// one command that carries one. Cursors it opens belong to that session.
+    pub lsid: Option<bson::Uuid>,
 }
 
 impl ConnectionCtx {
@@ -99,7 +117,13 @@ impl ConnectionCtx {
             compressors: Arc::default(),
             sessions,
             txn: None,
+            lsid: None,
         }
+    }
+
+    /// The owner of the cursors this command opens: its session, if it has one.
+    pub fn cursor_owner(&self) -> Option<shale_db::CursorOwner> {
+        self.lsid.map(|id| id.bytes())
     }
 
     /// A context with no real client behind it (tests, embedding): connection 0 from
@@ -180,6 +204,7 @@ pub async fn serve(
         db.clone(),
         sessions.clone(),
         config.transaction_lifetime_limit(),
+        config.session_timeout(),
     ));
     shutdown.await;
     acceptors.shutdown().await;
@@ -198,9 +223,15 @@ struct Shared {
 }
 
 /// Aborts session transactions past the lifetime limit (releasing their snapshots and key
-/// locks) and forgets idle sessions, until the server stops. Runs the work on the blocking
-/// pool: aborting takes the data lock, which DDL can hold for an index build.
-async fn reap_transactions(db: Arc<Database>, sessions: Arc<SessionTable>, limit: Duration) {
+/// locks) and ends sessions idle past `session_timeout`, until the server stops. Runs the
+/// work on the blocking pool: aborting takes the data lock, which DDL can hold for an index
+/// build.
+async fn reap_transactions(
+    db: Arc<Database>,
+    sessions: Arc<SessionTable>,
+    limit: Duration,
+    session_timeout: Duration,
+) {
     let period = (limit / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -209,7 +240,10 @@ async fn reap_transactions(db: Arc<Database>, sessions: Arc<SessionTable>, limit
         let (db, sessions) = (db.clone(), sessions.clone());
         let reaped = tokio::task::spawn_blocking(move || {
             let reaped = db.reap_user_txns(limit);
-            sessions.forget_idle(&db);
+            let expired = sessions.expire(&db, session_timeout);
+            if expired > 0 {
+                tracing::info!(sessions = expired, "ended idle logical sessions");
+            }
             reaped
         })
         .await;

@@ -1,13 +1,17 @@
-//! The server's logical sessions that carry transactions, keyed by `lsid`: each session's
-//! active transaction number and where its transaction stands. Only commands with
-//! `txnNumber` and `autocommit: false` create entries (drivers put an implicit `lsid` on
-//! every command, and those need no state). A session outlives the connection that used
-//! it: drivers run one transaction's statements on any pooled connection.
+//! The server's logical sessions, keyed by `lsid`: every command that carries an `lsid`
+//! marks its session used (mongod's logical session cache); a session owns the cursors
+//! opened under it (tagged in the db's cursor table) and its transaction state (the active
+//! transaction number and where that transaction stands). Ending a session (`endSessions`,
+//! the kill commands, expiry after `localLogicalSessionTimeoutMinutes` idle) aborts its
+//! transaction and closes its cursors. A session outlives the connection that used it:
+//! drivers run one session's commands on any pooled connection.
 //!
-//! Locking: a session's mutex is held for a whole transaction command, so one session's
-//! statements run one at a time, as mongod's session checkout makes them; the table's
-//! mutex is held only to find or remove an entry. The order is session → the database's
-//! locks; the database never takes a session's mutex, and the reaper only tries it.
+//! Locking: a session's state mutex is held for a whole transaction command, so one
+//! session's statements run one at a time, as mongod's session checkout makes them; its
+//! last use has its own mutex, so a plain command never waits for a transaction's; the
+//! table's mutex is held only to find, touch or remove entries. The order is table → last
+//! use, and session state → the database's locks; the database never takes a session's
+//! mutex, and the reaper only tries it.
 
 use shale_db::{Database, UserTxn};
 use std::collections::HashMap;
@@ -17,11 +21,34 @@ use std::time::{Duration, Instant};
 /// mongod's `kUninitializedTxnNumber`: no transaction has started on the session.
 pub const NO_TXN_NUMBER: i64 = -1;
 
-/// How long a session with no open transaction is kept after its last use (mongod's
-/// `localLogicalSessionTimeoutMinutes`, 30).
-const SESSION_IDLE_LIMIT: Duration = Duration::from_secs(30 * 60);
+/// mongod's default `localLogicalSessionTimeoutMinutes`.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// All sessions that have run a transaction.
+/// A SHA-256 digest of a user name, mongod's session `uid`.
+pub type UserDigest = [u8; 32];
+
+/// The `uid` of every session here: the digest of the empty user name, which mongod gives
+/// sessions when authentication is off (this server has none).
+pub fn no_auth_uid() -> UserDigest {
+    use sha2::Digest;
+    sha2::Sha256::digest(b"").into()
+}
+
+/// The `uid` of sessions that user `user` of database `db` opens (mongod's
+/// `getLogicalSessionUserDigestFor`: SHA-256 of `user@db`). No session here has one.
+pub fn user_uid(user: &str, db: &str) -> UserDigest {
+    use sha2::Digest;
+    sha2::Sha256::digest(format!("{user}@{db}").as_bytes()).into()
+}
+
+/// A session as mongod prints it in messages: `<id> - <uid in base64> -  - `.
+pub fn describe_lsid(id: &bson::Uuid) -> String {
+    use base64::Engine;
+    let uid = base64::engine::general_purpose::STANDARD.encode(no_auth_uid());
+    format!("{id} - {uid} -  - ")
+}
+
+/// Every session the server has seen and not yet ended.
 #[derive(Debug, Default)]
 pub struct SessionTable {
     map: Mutex<HashMap<bson::Uuid, Arc<Session>>>,
@@ -30,7 +57,25 @@ pub struct SessionTable {
 /// One logical session.
 #[derive(Debug)]
 pub struct Session {
+    id: bson::Uuid,
     state: Mutex<SessionState>,
+    last_use: Mutex<LastUse>,
+}
+
+/// When a session was last used: a monotonic time for expiry, a wall-clock one to report.
+#[derive(Debug, Clone, Copy)]
+pub struct LastUse {
+    pub at: Instant,
+    pub wall: bson::DateTime,
+}
+
+impl LastUse {
+    fn now() -> LastUse {
+        LastUse {
+            at: Instant::now(),
+            wall: bson::DateTime::now(),
+        }
+    }
 }
 
 /// A session's transaction state (mongod's `TransactionParticipant`, reduced).
@@ -39,7 +84,6 @@ pub struct SessionState {
     /// The highest `txnNumber` the session has started, or `NO_TXN_NUMBER`.
     pub txn_number: i64,
     pub phase: TxnPhase,
-    pub last_use: Instant,
     /// Client cursors the transaction opened (namespace, id): closed when it ends, as
     /// mongod closes them, since they hold its uncommitted reads.
     pub cursors: Vec<(String, i64)>,
@@ -57,9 +101,39 @@ pub enum TxnPhase {
 }
 
 impl Session {
+    fn new(id: bson::Uuid) -> Session {
+        Session {
+            id,
+            state: Mutex::new(SessionState {
+                txn_number: NO_TXN_NUMBER,
+                phase: TxnPhase::None,
+                cursors: Vec::new(),
+            }),
+            last_use: Mutex::new(LastUse::now()),
+        }
+    }
+
     /// Locks the session for one command (waits while another command of it runs).
     pub fn lock(&self) -> MutexGuard<'_, SessionState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn id(&self) -> bson::Uuid {
+        self.id
+    }
+
+    pub fn last_use(&self) -> LastUse {
+        *self.last_use.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_use.lock().unwrap_or_else(|p| p.into_inner()) = LastUse::now();
+    }
+
+    /// Ends the session's work: aborts its transaction and closes every cursor it opened.
+    fn close(&self, db: &Database) {
+        self.lock().abort(db);
+        db.cursors().kill_owned(&self.id.bytes());
     }
 }
 
@@ -99,56 +173,84 @@ impl SessionTable {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The session `lsid`, created if new.
+    /// The session `lsid`, created if new, marked used now.
     pub fn checkout(&self, lsid: bson::Uuid) -> Arc<Session> {
-        self.lock()
+        let mut map = self.lock();
+        let session = map
             .entry(lsid)
-            .or_insert_with(|| {
-                Arc::new(Session {
-                    state: Mutex::new(SessionState {
-                        txn_number: NO_TXN_NUMBER,
-                        phase: TxnPhase::None,
-                        last_use: Instant::now(),
-                        cursors: Vec::new(),
-                    }),
-                })
-            })
-            .clone()
+            .or_insert_with(|| Arc::new(Session::new(lsid)));
+        // Touched under the table's lock, so expiry never removes a session just used.
+        session.touch();
+        session.clone()
     }
 
-    /// `endSessions` / `killSessions`: forgets the sessions and aborts their transactions.
-    pub fn end(&self, db: &Database, ids: &[bson::Uuid]) {
+    /// Marks `lsid` used now (a command that carries it, `refreshSessions`).
+    pub fn touch(&self, lsid: bson::Uuid) {
+        self.checkout(lsid);
+    }
+
+    /// `endSessions` / `killSessions`: ends the sessions `ids` (unknown ids are ignored).
+    pub fn end(&self, db: &Database, ids: &[bson::Uuid]) -> usize {
+        self.end_where(db, |id, _| ids.contains(id))
+    }
+
+    /// Ends every session whose id and `uid` satisfy `matches`; returns how many.
+    pub fn end_where(
+        &self,
+        db: &Database,
+        matches: impl Fn(&bson::Uuid, &UserDigest) -> bool,
+    ) -> usize {
+        let uid = no_auth_uid();
         let ended: Vec<Arc<Session>> = {
             let mut map = self.lock();
+            let ids: Vec<bson::Uuid> = map.keys().filter(|id| matches(id, &uid)).copied().collect();
             ids.iter().filter_map(|id| map.remove(id)).collect()
         };
-        for s in ended {
-            s.lock().abort(db);
+        for s in &ended {
+            s.close(db);
         }
+        ended.len()
     }
 
-    /// `killAllSessions`: forgets every session and aborts its transaction.
-    pub fn end_all(&self, db: &Database) {
-        let all: Vec<Arc<Session>> = self.lock().drain().map(|(_, s)| s).collect();
-        for s in all {
-            s.lock().abort(db);
-        }
+    /// `killAllSessions` and shutdown: ends every session.
+    pub fn end_all(&self, db: &Database) -> usize {
+        self.end_where(db, |_, _| true)
     }
 
-    /// Forgets sessions idle past `SESSION_IDLE_LIMIT` with no open transaction (their
-    /// transactions are reaped by the database's lifetime limit long before), closing the
-    /// cursors of a transaction the database ended. A session running a command is skipped.
-    pub fn forget_idle(&self, db: &Database) -> usize {
-        let mut map = self.lock();
-        let before = map.len();
-        map.retain(|_, s| match s.state.try_lock() {
-            Ok(mut st) => {
-                let open = st.open_txn(db).is_some();
-                open || st.last_use.elapsed() < SESSION_IDLE_LIMIT
+    /// Ends the sessions idle for `timeout` or longer (mongod's session expiry), aborting
+    /// their transactions and closing their cursors, and notes transactions the database
+    /// ended on its own. A session running a transaction command is skipped.
+    pub fn expire(&self, db: &Database, timeout: Duration) -> usize {
+        let expired: Vec<Arc<Session>> = {
+            let mut map = self.lock();
+            let ids: Vec<bson::Uuid> = map
+                .iter()
+                .filter(|(_, s)| s.last_use().at.elapsed() >= timeout && s.state.try_lock().is_ok())
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for s in &expired {
+            s.close(db);
+        }
+        self.note_killed_transactions(db);
+        expired.len()
+    }
+
+    /// Closes the cursors of transactions the database ended (DDL, the lifetime reaper),
+    /// so they do not wait for the session's next command.
+    fn note_killed_transactions(&self, db: &Database) {
+        let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
+        for s in sessions {
+            if let Ok(mut st) = s.state.try_lock() {
+                st.open_txn(db);
             }
-            Err(_) => true,
-        });
-        before - map.len()
+        }
+    }
+
+    /// Every session with its last use, in no particular order (`$listLocalSessions`).
+    pub fn list(&self) -> Vec<(bson::Uuid, LastUse)> {
+        self.lock().values().map(|s| (s.id, s.last_use())).collect()
     }
 
     /// How many sessions the table holds.
@@ -200,5 +302,64 @@ mod tests {
         db.abort_all_user_txns("test");
         assert!(st.open_txn(&db).is_none());
         assert!(matches!(st.phase, TxnPhase::Aborted));
+    }
+
+    fn open_cursor(db: &Database, owner: bson::Uuid) -> i64 {
+        let docs: Vec<bson::RawDocumentBuf> = (0..3)
+            .map(|i| {
+                let mut d = bson::RawDocumentBuf::new();
+                d.append("_id", i);
+                d
+            })
+            .collect();
+        let source = Box::new(shale_db::VecSource(docs.into_iter()));
+        db.cursors()
+            .first_batch("db.c", source, Some(1), false, Some(owner.bytes()))
+            .expect("batch")
+            .cursor_id
+    }
+
+    #[test]
+    fn an_idle_session_expires_with_its_cursors_and_transaction() {
+        let (_dir, db) = open_db();
+        let table = SessionTable::default();
+        let (idle, busy) = (bson::Uuid::new(), bson::Uuid::new());
+        let t = db.begin_user_txn();
+        table.checkout(idle).lock().phase = TxnPhase::InProgress(t.clone());
+        let cursor = open_cursor(&db, idle);
+        let kept = open_cursor(&db, busy);
+        table.touch(busy);
+        assert_eq!(table.expire(&db, Duration::from_secs(60)), 0);
+        std::thread::sleep(Duration::from_millis(20));
+        table.touch(busy);
+        assert_eq!(table.expire(&db, Duration::from_millis(10)), 1);
+        assert_eq!(t.ended(), Some(shale_db::TxnEnd::Aborted));
+        assert_eq!(db.cursors().owner(cursor), None);
+        assert_eq!(db.cursors().owner(kept), Some(Some(busy.bytes())));
+        let listed: Vec<bson::Uuid> = table.list().into_iter().map(|(id, _)| id).collect();
+        assert_eq!(listed, vec![busy]);
+    }
+
+    #[test]
+    fn a_session_running_a_transaction_command_does_not_expire() {
+        let (_dir, db) = open_db();
+        let table = SessionTable::default();
+        let s = table.checkout(bson::Uuid::new());
+        let _running = s.lock();
+        assert_eq!(table.expire(&db, Duration::ZERO), 0);
+        assert_eq!(table.len(), 1);
+    }
+
+    #[test]
+    fn ending_sessions_by_uid_matches_only_the_empty_user() {
+        let (_dir, db) = open_db();
+        let table = SessionTable::default();
+        let id = bson::Uuid::new();
+        let cursor = open_cursor(&db, id);
+        table.touch(id);
+        let named = user_uid("u", "admin");
+        assert_eq!(table.end_where(&db, |_, uid| uid == &named), 0);
+        assert_eq!(table.end_where(&db, |_, uid| uid == &no_auth_uid()), 1);
+        assert_eq!(db.cursors().owner(cursor), None);
     }
 }

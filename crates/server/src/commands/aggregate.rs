@@ -1,45 +1,29 @@
 //! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
 //! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
-//! shows how the pipeline's leading stages are planned.
+//! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves only
+//! `$listLocalSessions` (`list_local_sessions.rs`).
 
 use super::data::{
     cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint, raw_to_bson,
     type_name, wrong_type,
 };
-use super::CommandResult;
+use super::{list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::VecSource;
 use shale_doc::{ErrorCode, MongoError};
 
 pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    if matches!(
+    let stages = pipeline(body)?;
+    let collectionless = matches!(
         body.get("aggregate"),
         Some(Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
-    ) {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "database-level aggregation ({aggregate: 1}) is not supported by shale",
-        ));
+    );
+    list_local_sessions::check_placement(&stages, !collectionless)?;
+    if collectionless {
+        return aggregate_database(ctx, db, body, &stages);
     }
     let ns = namespace(db, body, "aggregate")?;
-    let stages: Vec<Document> = match body.get("pipeline") {
-        Some(Bson::Array(a)) => a
-            .iter()
-            .map(|s| match s {
-                Bson::Document(d) => Ok(d.clone()),
-                other => Err(MongoError::new(
-                    ErrorCode::TypeMismatch,
-                    format!(
-                        "Each element of the 'pipeline' array must be an object, not {}",
-                        type_name(other)
-                    ),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(other) => return Err(wrong_type("aggregate.pipeline", other, "array")),
-        None => return Err(missing("aggregate.pipeline")),
-    };
     let hint = opt_hint(body)?;
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         if ctx.txn.is_some() {
@@ -56,6 +40,56 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         Some(t) => ctx.db.aggregate_in(t, &ns, &stages, hint)?,
         None => ctx.db.aggregate(&ns, &stages, hint)?,
     };
+    reply(ctx, &ns.to_string(), results, cursor)
+}
+
+/// `{aggregate: 1}`: only a pipeline led by `$listLocalSessions` is served.
+fn aggregate_database(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    stages: &[Document],
+) -> CommandResult {
+    if !list_local_sessions::leads(stages) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "database-level aggregation ({aggregate: 1}) is supported by shale only for \
+             $listLocalSessions",
+        ));
+    }
+    let cursor = opt_doc(body, "aggregate", "cursor")?;
+    let results = list_local_sessions::run(ctx, stages)?;
+    reply(ctx, &format!("{db}.$cmd.aggregate"), results, cursor)
+}
+
+/// The parsed `pipeline` array.
+fn pipeline(body: &Document) -> Result<Vec<Document>, MongoError> {
+    match body.get("pipeline") {
+        Some(Bson::Array(a)) => a
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "Each element of the 'pipeline' array must be an object, not {}",
+                        type_name(other)
+                    ),
+                )),
+            })
+            .collect(),
+        Some(other) => Err(wrong_type("aggregate.pipeline", other, "array")),
+        None => Err(missing("aggregate.pipeline")),
+    }
+}
+
+/// Results as a cursor (`cursor: {batchSize}`), or inline (`{result: [...]}`) without one.
+fn reply(
+    ctx: &ConnectionCtx,
+    ns: &str,
+    results: Vec<bson::RawDocumentBuf>,
+    cursor: Option<&Document>,
+) -> CommandResult {
     let Some(cursor) = cursor else {
         let docs = results
             .iter()
@@ -68,6 +102,6 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     let batch = ctx
         .db
         .cursors()
-        .first_batch(&ns.to_string(), source, batch_size, false)?;
-    cursor_reply(&ns.to_string(), batch, "firstBatch")
+        .first_batch(ns, source, batch_size, false, ctx.cursor_owner())?;
+    cursor_reply(ns, batch, "firstBatch")
 }

@@ -126,6 +126,7 @@ fn cursor_of(
             Box::new(VecSource(docs.into_iter())),
             Some(n),
             false,
+            ctx.cursor_owner(),
         )?,
     };
     cursor_reply(ns, batch, "firstBatch")

@@ -71,7 +71,7 @@ fn common_fields(ctx: &ConnectionCtx, body: &Document) -> CommandResult {
         "maxMessageSizeBytes": MAX_MESSAGE_BYTES as i32,
         "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
         "localTime": bson::DateTime::now(),
-        "logicalSessionTimeoutMinutes": 30,
+        "logicalSessionTimeoutMinutes": ctx.server.session_timeout_minutes(),
         "connectionId": ctx.connection_id as i64,
         "minWireVersion": 0,
         "maxWireVersion": MAX_WIRE_VERSION,

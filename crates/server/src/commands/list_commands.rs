@@ -63,6 +63,7 @@ const HELP: &[(&str, &str)] = &[
     ("hostInfo", "returns information about the daemon's host"),
     ("isMaster", "Check if this server is primary for a replica set\n{ isMaster : 1 }"),
     ("killAllSessions", "kill all logical sessions, for a user, and their operations"),
+    ("killAllSessionsByPattern", "kill logical sessions by pattern"),
     ("killSessions", "kill a logical session and its operations"),
     ("listCommands", "get a list of all db commands"),
     ("logout", "de-authenticate"),

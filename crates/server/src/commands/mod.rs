@@ -12,6 +12,7 @@ mod get_log;
 mod hello;
 mod host_info;
 mod list_commands;
+mod list_local_sessions;
 mod parameters;
 mod query;
 pub mod server_status;
@@ -83,6 +84,10 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("refreshSessions", sessions::refresh_sessions),
     ("killSessions", sessions::kill_sessions),
     ("killAllSessions", sessions::kill_all_sessions),
+    (
+        "killAllSessionsByPattern",
+        sessions::kill_all_sessions_by_pattern,
+    ),
     ("commitTransaction", transactions::commit_plain),
     ("abortTransaction", transactions::abort_plain),
 ];
@@ -117,15 +122,34 @@ fn dispatch_with(
             "empty command document",
         )));
     };
-    match txn_fields::classify(body) {
-        Err(e) => Reply::Doc(error_reply(&e)),
-        Ok(Kind::RetryableWrite) => Reply::Doc(error_reply(&txn_fields::retryable_write_refused())),
-        Ok(Kind::Transaction(f)) if command_names().any(|n| n == name) => {
+    let kind = match txn_fields::classify(body) {
+        Ok(Kind::RetryableWrite) => Err(txn_fields::retryable_write_refused()),
+        other => other,
+    };
+    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(body)?)));
+    let (kind, lsid) = match lsid {
+        Ok(ok) => ok,
+        Err(e) => return Reply::Doc(error_reply(&e)),
+    };
+    let in_session;
+    let ctx = match lsid {
+        Some(id) => {
+            ctx.sessions.touch(id);
+            in_session = ConnectionCtx {
+                lsid: Some(id),
+                ..ctx.clone()
+            };
+            &in_session
+        }
+        None => ctx,
+    };
+    match kind {
+        Kind::Transaction(f) if command_names().any(|n| n == name) => {
             transactions::run(ctx, db, name, body, &f, |c| {
                 route(c, db, name, body, raw_documents)
             })
         }
-        Ok(_) => route(ctx, db, name, body, raw_documents),
+        _ => route(ctx, db, name, body, raw_documents),
     }
 }
 

@@ -50,10 +50,11 @@ const PARAMETERS: &[Parameter] = &[
         value: |_| Bson::Int64(100 * 1024 * 1024),
     },
     Parameter {
+        // Set at startup with `serve --localLogicalSessionTimeoutMinutes`.
         name: "localLogicalSessionTimeoutMinutes",
         settable_at_runtime: false,
         settable_at_startup: true,
-        value: |_| Bson::Int32(30),
+        value: |ctx| Bson::Int32(ctx.server.session_timeout_minutes()),
     },
     Parameter {
         name: "logComponentVerbosity",

@@ -8,6 +8,7 @@ use super::data::{
     opt_i64, req_str, type_name, wrong_type,
 };
 use super::{CommandResult, RawResult};
+use crate::session_table::describe_lsid;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::{DocSource, FindSpec, Namespace, VecSource};
@@ -39,10 +40,13 @@ pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
         Some(t) => Box::new(VecSource(ctx.db.find_in(t, &ns, &spec)?.into_iter())),
         None => Box::new(ctx.db.find(&ns, &spec)?),
     };
-    let batch = ctx
-        .db
-        .cursors()
-        .first_batch(&ns.to_string(), source, batch_size, single)?;
+    let batch = ctx.db.cursors().first_batch(
+        &ns.to_string(),
+        source,
+        batch_size,
+        single,
+        ctx.cursor_owner(),
+    )?;
     Ok(cursor_reply_raw(&ns.to_string(), batch, "firstBatch"))
 }
 
@@ -59,8 +63,50 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
     };
     let ns = Namespace::new(db, req_str(body, "getMore", "collection")?)?;
     let batch_size = opt_count(body, "getMore", "batchSize")?.map(|b| b as usize);
+    if let Some(owner) = ctx.db.cursors().owner(id) {
+        check_session(id, owner, ctx.lsid)?;
+    }
     let batch = ctx.db.cursors().get_more(id, &ns.to_string(), batch_size)?;
     Ok(cursor_reply_raw(&ns.to_string(), batch, "nextBatch"))
+}
+
+/// A getMore must run in the session its cursor was opened in, or in none if it was opened
+/// in none (mongod's `validateLSID`, with its codes and messages).
+fn check_session(
+    id: i64,
+    owner: Option<shale_db::CursorOwner>,
+    lsid: Option<bson::Uuid>,
+) -> Result<(), MongoError> {
+    let owner = owner.map(bson::Uuid::from_bytes);
+    let (code, message) = match (owner, lsid) {
+        (None, Some(l)) => (
+            ErrorCode::Location50736,
+            format!(
+                "Cannot run getMore on cursor {id}, which was not created in a session, in \
+                 session {}",
+                describe_lsid(&l)
+            ),
+        ),
+        (Some(o), None) => (
+            ErrorCode::Location50737,
+            format!(
+                "Cannot run getMore on cursor {id}, which was created in session {}, without \
+                 an lsid",
+                describe_lsid(&o)
+            ),
+        ),
+        (Some(o), Some(l)) if o != l => (
+            ErrorCode::Location50738,
+            format!(
+                "Cannot run getMore on cursor {id}, which was created in session {}, in \
+                 session {}",
+                describe_lsid(&o),
+                describe_lsid(&l)
+            ),
+        ),
+        _ => return Ok(()),
+    };
+    Err(MongoError::new(code, message))
 }
 
 pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
@@ -212,4 +258,37 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
         doc! { "host": "localhost", "port": 27017, "version": super::COMPATIBLE_VERSION, "gitVersion": "unknown" },
     );
     Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_get_more_runs_in_its_cursors_session_only() {
+        let (a, b) = (bson::Uuid::new(), bson::Uuid::new());
+        assert!(check_session(7, None, None).is_ok());
+        assert!(check_session(7, Some(a.bytes()), Some(a)).is_ok());
+        let code = |owner: Option<bson::Uuid>, lsid| {
+            check_session(7, owner.map(|o| o.bytes()), lsid)
+                .expect_err("refused")
+                .code
+                .code()
+        };
+        assert_eq!(code(None, Some(a)), 50736);
+        assert_eq!(code(Some(a), None), 50737);
+        assert_eq!(code(Some(a), Some(b)), 50738);
+        let e = check_session(7, Some(a.bytes()), Some(b)).expect_err("refused");
+        assert_eq!(
+            e.message,
+            format!(
+                "Cannot run getMore on cursor 7, which was created in session {}, in session {}",
+                describe_lsid(&a),
+                describe_lsid(&b)
+            )
+        );
+        assert!(
+            describe_lsid(&a).ends_with(" - 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU= -  - ")
+        );
+    }
 }

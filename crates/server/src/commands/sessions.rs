@@ -1,21 +1,24 @@
 //! Logical-session commands: `startSession`, `endSessions`, `refreshSessions`,
-//! `killSessions`, `killAllSessions`. Drivers call them around every session they use. They
-//! check their arguments as mongod does; ending or killing a session forgets it in the
-//! session table and aborts its open transaction (`session_table.rs`).
+//! `killSessions`, `killAllSessions`, `killAllSessionsByPattern`. Drivers call the first
+//! ones around every session they use. They check their arguments as mongod does; ending
+//! or killing a session forgets it in the session table, aborts its open transaction and
+//! closes its cursors (`session_table.rs`). Sessions belong to users by a digest of the
+//! user name (`uid`); with no authentication every session has the empty user's, so a
+//! pattern naming a user matches none.
 
 use super::data::{missing, wrong_type};
 use super::CommandResult;
+use crate::session_table::{user_uid, UserDigest};
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document};
 use shale_doc::{type_name, ErrorCode, MongoError};
 
-/// Minutes an idle session lives (mongod's `localLogicalSessionTimeoutMinutes`).
-pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
-
-pub fn start_session(_ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
+pub fn start_session(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
+    let id = bson::Uuid::new();
+    ctx.sessions.touch(id);
     Ok(doc! {
-        "id": { "id": bson::Uuid::new() },
-        "timeoutMinutes": SESSION_TIMEOUT_MINUTES,
+        "id": { "id": id },
+        "timeoutMinutes": ctx.server.session_timeout_minutes(),
     })
 }
 
@@ -25,8 +28,10 @@ pub fn end_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandR
     Ok(Document::new())
 }
 
-pub fn refresh_sessions(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    session_ids(body, "refreshSessions")?;
+pub fn refresh_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    for id in session_ids(body, "refreshSessions")? {
+        ctx.sessions.touch(id);
+    }
     Ok(Document::new())
 }
 
@@ -36,17 +41,133 @@ pub fn kill_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Command
     Ok(Document::new())
 }
 
-/// `killAllSessions: [{user, db}, ...]` (an empty array means every user's sessions).
+/// `killAllSessions: [{user, db}, ...]`: the sessions of those users, or every session for
+/// an empty array.
 pub fn kill_all_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let users = array_arg(body, "killAllSessions")?;
-    for u in users {
-        if !matches!(u, Bson::Document(_)) {
-            return Err(wrong_type("killAllSessions.killAllSessions", u, "object"));
-        }
+    let users = user_uids(array_arg(body, "killAllSessions")?, "killAllSessions")?;
+    if users.is_empty() {
+        ctx.sessions.end_all(&ctx.db);
+    } else {
+        ctx.sessions
+            .end_where(&ctx.db, |_, uid| users.contains(uid));
     }
-    // No authentication: every session belongs to the one (absent) user.
-    ctx.sessions.end_all(&ctx.db);
     Ok(Document::new())
+}
+
+/// `killAllSessionsByPattern: [{lsid}, {uid}, {users}, {roles}, ...]`: the sessions any
+/// pattern matches (an empty array or an empty pattern matches every session).
+pub fn kill_all_sessions_by_pattern(
+    ctx: &ConnectionCtx,
+    _db: &str,
+    body: &Document,
+) -> CommandResult {
+    const C: &str = "killAllSessionsByPattern";
+    let patterns = array_arg(body, C)?
+        .iter()
+        .map(|p| match p {
+            Bson::Document(d) => Pattern::parse(d),
+            other => Err(wrong_type(&format!("{C}.{C}"), other, "object")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if patterns.is_empty() {
+        ctx.sessions.end_all(&ctx.db);
+    } else {
+        ctx.sessions.end_where(&ctx.db, |id, uid| {
+            patterns.iter().any(|p| p.matches(id, uid))
+        });
+    }
+    Ok(Document::new())
+}
+
+/// One `killAllSessionsByPattern` pattern (mongod's `KillAllSessionsByPattern`).
+#[derive(Debug, Default, PartialEq)]
+struct Pattern {
+    lsid: Option<bson::Uuid>,
+    uid: Option<UserDigest>,
+    users: Option<Vec<UserDigest>>,
+    /// Roles name no session here: no user has any.
+    roles: bool,
+}
+
+impl Pattern {
+    fn parse(d: &Document) -> Result<Pattern, MongoError> {
+        const C: &str = "KillAllSessionsByPattern";
+        let mut p = Pattern::default();
+        for (k, v) in d {
+            match k.as_str() {
+                "lsid" => p.lsid = Some(lsid_id(v, &format!("{C}.lsid"))?),
+                "uid" => p.uid = Some(digest(v, &format!("{C}.uid"))?),
+                "users" => match v {
+                    Bson::Array(a) => p.users = Some(user_uids(a, &format!("{C}.users"))?),
+                    other => return Err(wrong_type(&format!("{C}.users"), other, "array")),
+                },
+                "roles" => p.roles = true,
+                other => {
+                    return Err(MongoError::new(
+                        ErrorCode::Location40415,
+                        format!("BSON field '{C}.{other}' is an unknown field."),
+                    ))
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    fn matches(&self, id: &bson::Uuid, uid: &UserDigest) -> bool {
+        self.lsid.is_none_or(|l| &l == id)
+            && self.uid.is_none_or(|u| &u == uid)
+            && self.users.as_ref().is_none_or(|us| us.contains(uid))
+            && !self.roles
+    }
+}
+
+/// The `uid`s of `[{user, db}, ...]`.
+pub(crate) fn user_uids(users: &[Bson], field: &str) -> Result<Vec<UserDigest>, MongoError> {
+    users
+        .iter()
+        .map(|u| {
+            let Bson::Document(d) = u else {
+                return Err(wrong_type(field, u, "object"));
+            };
+            let name = |f: &str| match d.get(f) {
+                Some(Bson::String(s)) => Ok(s.as_str()),
+                Some(other) => Err(wrong_type(&format!("{field}.{f}"), other, "string")),
+                None => Err(missing(&format!("{field}.{f}"))),
+            };
+            Ok(user_uid(name("user")?, name("db")?))
+        })
+        .collect()
+}
+
+/// `{id: UUID, uid: BinData}` (the uid must be the one every session here has, or absent).
+fn lsid_id(v: &Bson, field: &str) -> Result<bson::Uuid, MongoError> {
+    let Bson::Document(d) = v else {
+        return Err(wrong_type(field, v, "object"));
+    };
+    match d.get("id") {
+        Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => {
+            <[u8; 16]>::try_from(b.bytes.as_slice())
+                .map(bson::Uuid::from_bytes)
+                .map_err(|_| {
+                    MongoError::new(ErrorCode::BadValue, format!("{field}.id must be 16 bytes"))
+                })
+        }
+        Some(other) => Err(wrong_type(&format!("{field}.id"), other, "UUID")),
+        None => Err(missing(&format!("{field}.id"))),
+    }
+}
+
+/// A 32-byte SHA-256 digest given as BinData.
+fn digest(v: &Bson, field: &str) -> Result<UserDigest, MongoError> {
+    match v {
+        Bson::Binary(b) => <[u8; 32]>::try_from(b.bytes.as_slice()).map_err(|_| {
+            MongoError::new(
+                ErrorCode::BadValue,
+                format!("{field} must be a 32-byte SHA-256 digest"),
+            )
+        }),
+        other => Err(wrong_type(field, other, "binData")),
+    }
 }
 
 /// Checks `{<command>: [{id: UUID}, ...]}` and returns the ids.
@@ -99,6 +220,7 @@ fn array_arg<'a>(body: &'a Document, command: &str) -> Result<&'a [Bson], MongoE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session_table::no_auth_uid;
 
     #[test]
     fn session_lists_are_checked() {
@@ -115,5 +237,30 @@ mod tests {
         assert!(session_ids(&doc! {"endSessions": [1]}, "endSessions").is_err());
         assert!(session_ids(&doc! {"endSessions": [{}]}, "endSessions").is_err());
         assert!(session_ids(&doc! {"endSessions": [{"id": "x"}]}, "endSessions").is_err());
+    }
+
+    #[test]
+    fn kill_patterns_match_by_lsid_uid_and_user() {
+        let (id, other) = (bson::Uuid::new(), bson::Uuid::new());
+        let uid = no_auth_uid();
+        let parse = |d: Document| Pattern::parse(&d).expect("pattern");
+        assert!(parse(doc! {}).matches(&id, &uid));
+        let by_lsid = parse(doc! {"lsid": {"id": id, "uid": bson::Binary {
+        subtype: BinarySubtype::Generic, bytes: uid.to_vec() }}});
+        assert!(by_lsid.matches(&id, &uid) && !by_lsid.matches(&other, &uid));
+        let by_uid = parse(doc! {"uid": bson::Binary {
+        subtype: BinarySubtype::Generic, bytes: uid.to_vec() }});
+        assert!(by_uid.matches(&other, &uid));
+        let by_user = parse(doc! {"users": [{"user": "u", "db": "admin"}]});
+        assert!(!by_user.matches(&id, &uid));
+        assert!(!parse(doc! {"roles": [{"role": "r", "db": "admin"}]}).matches(&id, &uid));
+        assert_eq!(
+            Pattern::parse(&doc! {"x": 1})
+                .expect_err("unknown")
+                .code
+                .code(),
+            40415
+        );
+        assert_ne!(uid, user_uid("", ""));
     }
 }

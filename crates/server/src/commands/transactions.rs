@@ -15,7 +15,6 @@ use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::UserTxn;
 use shale_doc::{ErrorCode, MongoError};
-use std::time::Instant;
 
 /// The commands a transaction may run (mongod also allows `create` and `createIndexes`;
 /// not yet here). `count` is refused with mongod's own message for it (drivers count
@@ -80,7 +79,6 @@ fn run_checked(
     }
     let session = ctx.sessions.checkout(f.lsid);
     let mut st = session.lock();
-    st.last_use = Instant::now();
     let Some(txn) = enter(ctx, &mut st, f, name, body)? else {
         // A retried commit of a committed transaction.
         return Ok(ok_reply());

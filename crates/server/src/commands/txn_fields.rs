@@ -10,7 +10,7 @@ use shale_doc::{ErrorCode, MongoError};
 /// What a command's session fields ask for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    /// No transaction number: run it as it is (an `lsid` alone needs no state).
+    /// No transaction number: run it as it is (in its session, if it names one).
     Plain,
     /// `txnNumber` without `autocommit`: a retryable write (not supported yet).
     RetryableWrite,
@@ -34,12 +34,11 @@ fn invalid(message: &str) -> MongoError {
 /// Checks and classifies `body`'s session fields.
 pub fn classify(body: &Document) -> Result<Kind, MongoError> {
     const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
+    let lsid = lsid(body)?;
     if !FIELDS.iter().any(|f| body.contains_key(f)) {
-        // An lsid alone is left unchecked, as before sessions had state.
         return Ok(Kind::Plain);
     }
     let txn_number = txn_number(body)?;
-    let lsid = lsid(body)?;
     if txn_number.is_some() && lsid.is_none() {
         return Err(invalid(
             "Transaction number requires a session ID to also be specified",
@@ -108,7 +107,7 @@ fn txn_number(body: &Document) -> Result<Option<i64>, MongoError> {
 }
 
 /// `lsid: {id: UUID, ...}`; absent is `None`.
-fn lsid(body: &Document) -> Result<Option<bson::Uuid>, MongoError> {
+pub fn lsid(body: &Document) -> Result<Option<bson::Uuid>, MongoError> {
     let Some(v) = body.get("lsid") else {
         return Ok(None);
     };
