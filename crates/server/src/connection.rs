@@ -78,6 +78,8 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
             break;
         }
     }
+    // Closing the connection aborts its TokuMX-style transaction (sessions outlive it).
+    crate::commands::connection_txn::end_connection(&ctx);
     net_stats::connection_closed();
     tracing::info!(conn = ctx.connection_id, peer = %ctx.peer, "connection ended");
 }

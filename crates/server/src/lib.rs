@@ -99,6 +99,9 @@ pub struct ConnectionCtx {
     /// The command's logical session (`lsid.id`): set only on the context dispatch makes for
     /// one command that carries one. Cursors it opens belong to that session.
     pub lsid: Option<bson::Uuid>,
+    /// The connection's TokuMX-style transaction (`beginTransaction`), shared by the
+    /// command contexts cloned from the connection's (`commands/connection_txn.rs`).
+    pub conn_txn: Arc<Mutex<session_table::SessionState>>,
 }
 
 impl ConnectionCtx {
@@ -118,6 +121,7 @@ impl ConnectionCtx {
             sessions,
             txn: None,
             lsid: None,
+            conn_txn: Arc::default(),
         }
     }
 

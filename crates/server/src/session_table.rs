@@ -104,11 +104,7 @@ impl Session {
     fn new(id: bson::Uuid) -> Session {
         Session {
             id,
-            state: Mutex::new(SessionState {
-                txn_number: NO_TXN_NUMBER,
-                phase: TxnPhase::None,
-                cursors: Vec::new(),
-            }),
+            state: Mutex::new(SessionState::default()),
             last_use: Mutex::new(LastUse::now()),
         }
     }
@@ -134,6 +130,16 @@ impl Session {
     fn close(&self, db: &Database) {
         self.lock().abort(db);
         db.cursors().kill_owned(&self.id.bytes());
+    }
+}
+
+impl Default for SessionState {
+    fn default() -> Self {
+        SessionState {
+            txn_number: NO_TXN_NUMBER,
+            phase: TxnPhase::None,
+            cursors: Vec::new(),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod aggregate;
 mod connection_info;
+pub mod connection_txn;
 mod crud;
 mod data;
 mod ddl;
@@ -90,6 +91,8 @@ const COMMANDS: &[(&str, Handler)] = &[
     ),
     ("commitTransaction", transactions::commit_plain),
     ("abortTransaction", transactions::abort_plain),
+    ("beginTransaction", connection_txn::begin_transaction),
+    ("rollbackTransaction", connection_txn::rollback_transaction),
 ];
 
 /// Runs the command in `body` against database `db` and returns the reply.
@@ -149,8 +152,25 @@ fn dispatch_with(
                 route(c, db, name, body, raw_documents)
             })
         }
+        _ if lsid.is_none() => {
+            // The documents move into whichever closure runs.
+            let mut docs = raw_documents;
+            let in_conn_txn = connection_txn::run(ctx, db, name, is_data_command(name), |c| {
+                route(c, db, name, body, docs.take())
+            });
+            in_conn_txn.unwrap_or_else(|| route(ctx, db, name, body, docs))
+        }
         _ => route(ctx, db, name, body, raw_documents),
     }
+}
+
+/// Whether `name` reads or writes collections (the `data` tables).
+fn is_data_command(name: &str) -> bool {
+    data::COMMANDS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
+        .any(|n| n == name)
 }
 
 /// Routes a command to its handler: raw insert documents, a raw-reply handler, or an

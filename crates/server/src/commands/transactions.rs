@@ -97,7 +97,7 @@ fn run_checked(
 }
 
 /// Refuses a command a transaction may not run, and the databases it may not use.
-fn check_allowed(db: &str, name: &str, ends: bool) -> Result<(), MongoError> {
+pub(crate) fn check_allowed(db: &str, name: &str, ends: bool) -> Result<(), MongoError> {
     if name == "count" {
         return Err(MongoError::new(
             ErrorCode::OperationNotSupportedInTransaction,
@@ -246,7 +246,7 @@ fn commit(
 
 /// Runs one statement in `txn`; aborts the transaction if it failed (an error, or write
 /// errors in an ok reply).
-fn statement(
+pub(crate) fn statement(
     ctx: &ConnectionCtx,
     st: &mut SessionState,
     txn: UserTxn,
@@ -327,8 +327,12 @@ fn ok_reply() -> Reply {
     Reply::Doc(doc! {"ok": 1.0})
 }
 
-/// `commitTransaction` or `abortTransaction` without a transaction's fields.
-pub fn commit_plain(_ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+/// `commitTransaction` or `abortTransaction` without a transaction's fields: commits the
+/// connection's TokuMX-style transaction if it has one (`connection_txn.rs`).
+pub fn commit_plain(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+    if let Some(result) = super::connection_txn::commit(ctx) {
+        return result;
+    }
     outside_transaction(db, "commitTransaction")
 }
 
