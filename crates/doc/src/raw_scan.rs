@@ -14,7 +14,7 @@ use bson::raw::{RawArray, RawBsonRef, RawDocument};
 use bson::{DateTime, Decimal128, Timestamp};
 
 use crate::depth::{cstring_end, value_end};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// One element: its key's bytes, type byte and value's bytes.
 #[derive(Debug, Clone, Copy)]

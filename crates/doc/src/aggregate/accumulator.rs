@@ -15,10 +15,10 @@ use bson::Bson;
 
 use super::execute::approximate_size;
 use crate::compare::compare_values;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AccOp {

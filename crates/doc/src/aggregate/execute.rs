@@ -11,8 +11,8 @@ use bson::{Bson, Document};
 
 use super::lookup::LookupResolver;
 use super::{facet, group, lookup, simple, sort, Stage};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Value;
+use crate::{ErrorCode, MongoError};
 
 pub(crate) type DocResult = Result<RawDocumentBuf, MongoError>;
 pub(crate) type DocStream<'a> = Box<dyn Iterator<Item = DocResult> + 'a>;

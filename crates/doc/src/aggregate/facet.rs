@@ -12,8 +12,8 @@ use super::execute::{blocking, raw_to_bson, run_to_vec, to_raw, Ctx, DocStream, 
 use super::field_path::validate_field_name;
 use super::simple::{render, type_name};
 use super::{Pipeline, Place};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 /// A parsed `$facet`: output name and sub-pipeline, in specification order.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 
 use bson::{Bson, Document};
 
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// `$`-prefixed names MongoDB allows in field paths (DBRef fields and `$sortKey`).
 const ALLOWED_DOLLAR_NAMES: &[&str] = &["$id", "$ref", "$db", "$sortKey"];

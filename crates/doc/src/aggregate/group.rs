@@ -16,10 +16,10 @@ use super::accumulator::{self, Accumulator, State};
 use super::execute::{
     approximate_size, blocking, to_raw, value_to_bson, Ctx, DocStream, MemoryBudget,
 };
-use crate::error_code::{ErrorCode, MongoError};
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 /// A parsed `$group` specification.
 #[derive(Debug, Clone)]

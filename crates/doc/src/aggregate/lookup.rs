@@ -23,10 +23,10 @@ use super::field_path::{parse_field_path, set_path};
 use super::lookup_vars::{check_variable_name, substitute_pipeline};
 use super::simple::{render, type_name};
 use super::{Pipeline, Place};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::{bson_error, lookup};
 use crate::matcher::Matcher;
+use crate::{ErrorCode, MongoError};
 
 /// Read access to the other collections of the database, for `$lookup`.
 pub trait LookupResolver {

@@ -14,8 +14,8 @@ use bson::raw::{RawBsonRef, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::execute::{to_raw, value_to_bson};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Expr;
+use crate::{ErrorCode, MongoError};
 
 /// Variable values by name; `None` is a missing value.
 type Vars = [(String, Option<Bson>)];

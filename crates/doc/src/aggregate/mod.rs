@@ -27,9 +27,9 @@ mod unwind;
 use bson::raw::{RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::Document;
 
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::path::bson_error;
 use crate::matcher::Matcher;
+use crate::{ErrorCode, MongoError};
 
 pub use execute::{Documents, RunOptions, DEFAULT_MEMORY_LIMIT_BYTES};
 pub use lookup::{LookupResolver, MemoryCollections, NoCollections};

@@ -14,10 +14,10 @@ use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
 
 use super::execute::{raw_to_bson, value_to_bson};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::element::true_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 /// An inclusion projection, already validated.
 #[derive(Debug, Clone)]

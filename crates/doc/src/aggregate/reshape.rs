@@ -14,10 +14,10 @@ use super::execute::{to_document, to_raw, value_to_bson};
 use super::field_path::parse_field_path;
 use super::project::Inclusion;
 use super::simple::type_name;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::projection::Projection;
+use crate::{ErrorCode, MongoError};
 
 /// `$project` or `$unset`: exclusions through the find projection, inclusions through
 /// MongoDB's two-pass executor (`project`), which places computed fields as `$project` does.

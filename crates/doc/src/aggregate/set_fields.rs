@@ -17,9 +17,9 @@ use bson::{Bson, Document};
 use super::execute::{to_document, to_raw, value_to_bson};
 use super::field_path::{parse_field_path, validate_field_name};
 use super::simple::type_name;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 /// A parsed `$addFields`/`$set`.
 #[derive(Debug, Clone)]

@@ -9,10 +9,10 @@ use bson::Bson;
 use super::execute::{blocking, raw_to_bson, DocStream};
 use super::{group, sort, Stage};
 use crate::compare::decimal128_to_f64;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::element::{type_alias, type_code};
 use crate::matcher::expr::Expr;
 use crate::matcher::Matcher;
+use crate::{ErrorCode, MongoError};
 
 fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)

@@ -17,8 +17,8 @@ use super::field_path::parse_field_path;
 use super::simple::render;
 use crate::compare::compare_values;
 use crate::compare_raw::compare_raw_values;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::path::{bson_error, lookup};
+use crate::{ErrorCode, MongoError};
 
 /// A parsed `$sort` specification.
 #[derive(Debug, Clone)]

@@ -13,8 +13,8 @@ use bson::{Bson, Document};
 use super::execute::{to_document, to_raw};
 use super::field_path::{get_path, parse_field_path, remove_path, set_path};
 use super::simple::type_name;
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 /// A parsed `$unwind`.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use super::{
     bad_value, is_operator_document, leaf, parse_filter, parse_operators, path::bson_error, Level,
     Node, Pred,
 };
-use crate::error_code::MongoError;
+use crate::MongoError;
 
 /// Operators that stand for a whole filter rather than a field, so that an `$elemMatch`
 /// starting with one of them is the document form.

@@ -19,7 +19,7 @@ use bson::raw::{RawBson, RawBsonRef};
 use super::evaluation::RegexPred;
 use super::{bad_value, is_operator_document, leaf, path::bson_error, Node, Pred};
 use crate::compare_raw::{compare_raw_values, raw_canonical_type_order};
-use crate::error_code::MongoError;
+use crate::MongoError;
 
 /// The ordering test of a comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

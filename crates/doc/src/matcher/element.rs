@@ -8,7 +8,7 @@ use bson::raw::RawBsonRef;
 use bson::spec::ElementType;
 
 use super::{bad_value, leaf, Node, Pred};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// BSON type codes, with MinKey as -1 and MaxKey as 127, and their `$type` aliases.
 const TYPE_ALIASES: &[(&str, i32)] = &[

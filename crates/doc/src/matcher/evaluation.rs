@@ -9,7 +9,7 @@ use bson::raw::{RawBsonRef, RawDocument, RawRegexRef};
 
 use super::expr::{truthy, Expr};
 use super::{bad_value, leaf, path::bson_error, Level, Node, Pred};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// A compiled regex predicate: matches strings and symbols by pattern, and BSON regex values
 /// with the same pattern and options.

@@ -17,7 +17,7 @@ use super::element::{type_alias, type_code};
 use super::expr_arith::{arithmetic, ArithOp};
 use super::path::{bson_error, lookup, FieldPath};
 use crate::compare_raw::compare_raw_values;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// The result of evaluating an expression.
 #[derive(Debug, Clone)]

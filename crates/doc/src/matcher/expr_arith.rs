@@ -10,7 +10,7 @@ use bson::raw::{RawBson, RawBsonRef};
 use bson::DateTime;
 
 use super::expr::Value;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {

@@ -7,7 +7,7 @@ use bson::raw::{RawBson, RawBsonRef};
 
 use super::expr::{compare_values, Value};
 use super::path::bson_error;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 fn string<'a>(s: String) -> Value<'a> {
     Value::Owned(RawBson::String(s))

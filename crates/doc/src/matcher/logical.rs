@@ -6,7 +6,7 @@ use bson::raw::{RawBsonRef, RawDocument};
 
 use super::evaluation::RegexPred;
 use super::{bad_value, leaf, parse_filter, parse_operators, path::bson_error, Level, Node, Pred};
-use crate::error_code::MongoError;
+use crate::MongoError;
 
 /// `$and`/`$or`/`$nor` (`name` without the `$`): a non-empty array of filter documents.
 pub(crate) fn parse_tree(

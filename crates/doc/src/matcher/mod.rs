@@ -20,7 +20,7 @@ mod test_support;
 
 use bson::raw::{RawBsonRef, RawDocument};
 
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 use path::{visit_path, Candidate, FieldPath};
 
 /// A parsed filter, ready to match documents.

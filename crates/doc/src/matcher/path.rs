@@ -9,7 +9,7 @@
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument};
 
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// A parsed dotted path. Components are kept as one string plus their byte ranges.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,9 +8,9 @@
 use bson::raw::{RawArray, RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use super::{Child, Leaf, Tree};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::expr::Value;
 use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
 
 pub(super) struct Context<'a> {
     pub root: &'a RawDocument,

@@ -14,9 +14,9 @@ mod parse;
 
 use bson::raw::{RawDocument, RawDocumentBuf};
 
-use crate::error_code::MongoError;
 use crate::matcher::expr::Expr;
 use crate::matcher::Matcher;
+use crate::MongoError;
 
 /// A parsed find projection.
 #[derive(Debug, Clone)]

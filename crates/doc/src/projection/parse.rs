@@ -7,11 +7,11 @@
 use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 
 use super::{Child, Leaf, Tree};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::element::{true_value, type_alias, type_code};
 use crate::matcher::expr::{is_expression_name, Expr};
 use crate::matcher::path::bson_error;
 use crate::matcher::Matcher;
+use crate::{ErrorCode, MongoError};
 
 /// The result of parsing.
 pub(super) struct Parsed {

@@ -13,7 +13,7 @@ use super::predicate::{
 };
 use super::{render, Change, Site};
 use crate::compare::compare_values;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// How `$push` sorts the array after inserting.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 use super::path::{self, Lookup};
 use super::{render, Change, Site};
 use crate::compare::compare_values;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// What `$currentDate` stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

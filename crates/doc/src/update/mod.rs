@@ -30,7 +30,7 @@ pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use upsert::upsert_seed;
 
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 use array::ArrayOp;
 use field::FieldOp;
 use path::Lookup;

@@ -13,7 +13,7 @@ use super::field::FieldOp;
 use super::path::{compare_components, FieldPath};
 use super::positional::{check_identifiers, ArrayFilters};
 use super::{render, replacement, Action, Form, Operation};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// Every operator name the server knows. `$bit` is known but not built here.
 const KNOWN_OPERATORS: &[&str] = &[

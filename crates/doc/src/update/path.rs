@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use bson::{Bson, Document};
 
 use super::render;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// The furthest MongoDB pads an array past its end when a numeric path component creates an
 /// element (`kMaxPaddingAllowed` in the server).

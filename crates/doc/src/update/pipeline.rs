@@ -4,7 +4,7 @@
 //! the aggregation executor. `arrayFilters` do not apply to them.
 
 use crate::aggregate::{NoCollections, Pipeline};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 use bson::{Bson, Document};
 
 /// Stages an update pipeline may use.

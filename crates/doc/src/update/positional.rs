@@ -11,7 +11,7 @@ use super::predicate::{
     needs_matcher, simple_or_query, ElementPredicate, QueryPredicate, SimplePredicate,
 };
 use super::{render, ApplyContext};
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// The parsed `arrayFilters` of one update, by identifier.
 #[derive(Debug, Default)]

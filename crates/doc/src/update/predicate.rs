@@ -13,8 +13,8 @@ use bson::{Bson, Document, RawDocumentBuf};
 
 use super::path::array_index;
 use crate::compare::{canonical_type_order, compare_values};
-use crate::error_code::{ErrorCode, MongoError};
 use crate::matcher::Matcher;
+use crate::{ErrorCode, MongoError};
 
 /// A condition on one array element.
 pub trait ElementPredicate: fmt::Debug + Send + Sync {

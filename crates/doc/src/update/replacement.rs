@@ -10,7 +10,7 @@ use bson::{Bson, Document};
 use super::path::dollar_prefixed;
 use super::{render, same_document};
 use crate::compare::compare_values;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// Refuse top-level `$`-prefixed names, which the server never stores from a replacement.
 pub fn validate(replacement: &Document) -> Result<(), MongoError> {

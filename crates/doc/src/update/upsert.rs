@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 
 use super::path;
 use super::predicate::is_operator_document;
-use crate::error_code::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError};
 
 /// Build the document an upsert starts from when its filter matched nothing.
 pub fn upsert_seed(filter: &Document) -> Result<Document, MongoError> {
