@@ -66,7 +66,10 @@ class Shale:
         self.log_path = log
         self.log = open(log, "wb")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--dbpath", str(dbpath), "--port", str(self.port)],
+            # Test commands on, as drivers' spec runs start mongod: the failCommand tests
+            # need configureFailPoint.
+            [binary, "serve", "--dbpath", str(dbpath), "--port", str(self.port),
+             "--setParameter", "enableTestCommands=1"],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

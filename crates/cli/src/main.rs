@@ -5,6 +5,7 @@
 
 mod log_format;
 mod logging;
+mod set_parameter;
 mod settings;
 
 use anyhow::Context;
@@ -80,17 +81,22 @@ struct ServeArgs {
     #[arg(long = "maxInflightRequestMiB", default_value_t = 256)]
     max_inflight_request_mib: u64,
     /// Seconds a multi-document transaction may stay open before the server aborts it
-    /// (mongod's transactionLifetimeLimitSeconds parameter; this server has no
-    /// --setParameter yet) [default 60].
-    #[arg(long = "transactionLifetimeLimitSeconds", default_value_t = 60,
+    /// (mongod's transactionLifetimeLimitSeconds parameter; also
+    /// --setParameter transactionLifetimeLimitSeconds=N, which wins) [default 60].
+    #[arg(long = "transactionLifetimeLimitSeconds",
           value_parser = clap::value_parser!(u64).range(1..))]
-    transaction_lifetime_limit_secs: u64,
+    transaction_lifetime_limit_secs: Option<u64>,
     /// Minutes a logical session may stay idle before the server ends it, aborting its
     /// transaction and closing its cursors (mongod's localLogicalSessionTimeoutMinutes
-    /// parameter) [default 30].
-    #[arg(long = "localLogicalSessionTimeoutMinutes", default_value_t = 30,
+    /// parameter; also --setParameter localLogicalSessionTimeoutMinutes=N, which wins)
+    /// [default 30].
+    #[arg(long = "localLogicalSessionTimeoutMinutes",
           value_parser = clap::value_parser!(u64).range(1..))]
-    session_timeout_minutes: u64,
+    session_timeout_minutes: Option<u64>,
+    /// A server parameter, name=value (repeatable): enableTestCommands (serves
+    /// configureFailPoint), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes.
+    #[arg(long = "setParameter", value_name = "NAME=VALUE")]
+    set_parameter: Vec<String>,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
@@ -136,7 +142,13 @@ fn main() -> anyhow::Result<()> {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let settings = settings::resolve(&args.flags())?;
+    let parameters = set_parameter::parse(&args.set_parameter)?;
+    let mut settings = settings::resolve(&args.flags())?;
+    if !parameters.parsed.is_empty() {
+        settings
+            .parsed
+            .insert("setParameter", parameters.parsed.clone());
+    }
     logging::init(&settings)?;
     log_startup(&settings);
     let mut options = DbOptions::default();
@@ -160,11 +172,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             usize::try_from(args.max_inflight_request_mib.max(1) << 20).unwrap_or(usize::MAX),
         ),
         transaction_lifetime_limit: Some(std::time::Duration::from_secs(
-            args.transaction_lifetime_limit_secs,
+            parameters
+                .transaction_lifetime_limit_secs
+                .or(args.transaction_lifetime_limit_secs)
+                .unwrap_or(60),
         )),
         session_timeout: Some(std::time::Duration::from_secs(
-            args.session_timeout_minutes.saturating_mul(60),
+            parameters
+                .session_timeout_minutes
+                .or(args.session_timeout_minutes)
+                .unwrap_or(30)
+                .saturating_mul(60),
         )),
+        enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
+        ..ServerConfig::default()
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
     // docs/limits.md), and the margin keeps an unoptimised build's larger frames safe too.

@@ -25,6 +25,14 @@ macro_rules! error_codes {
                 }
             }
 
+            /// The code with this number, if the table has it.
+            pub fn from_code(code: i32) -> Option<ErrorCode> {
+                match code {
+                    $($code => Some(ErrorCode::$variant),)*
+                    _ => None,
+                }
+            }
+
             /// Canonical name as sent in `codeName`.
             pub fn name(self) -> &'static str {
                 match self {
@@ -38,6 +46,9 @@ macro_rules! error_codes {
 error_codes! {
     InternalError = 1,
     BadValue = 2,
+    HostUnreachable = 6,
+    HostNotFound = 7,
+    UnknownError = 8,
     NoSuchKey = 4,
     FailedToParse = 9,
     TypeMismatch = 14,
@@ -57,6 +68,23 @@ error_codes! {
     ProtocolError = 17,
     BSONObjectTooLarge = 10334,
     DataCorruptionDetected = 301,
+    // Network, shutdown and replication-state codes: drivers retry writes that fail with
+    // them (the retryable writes spec), and `failCommand` injects them.
+    MaxTimeMSExpired = 50,
+    WriteConcernFailed = 64,
+    NetworkTimeout = 89,
+    ShutdownInProgress = 91,
+    PrimarySteppedDown = 189,
+    ExceededTimeLimit = 262,
+    FailPointSetFailed = 266,
+    SocketException = 9001,
+    NotWritablePrimary = 10107,
+    InterruptedAtShutdown = 11600,
+    Interrupted = 11601,
+    InterruptedDueToReplStateChange = 11602,
+    NotPrimaryNoSecondaryOk = 13435,
+    NotPrimaryOrSecondary = 13436,
+    Location50985 = 50985,
     // Multi-document transaction codes (server transactions).
     ConflictingOperationInProgress = 117,
     CommandFailed = 125,
@@ -219,6 +247,37 @@ error_codes! {
     Location5107201 = 5107201,
 }
 
+/// The `codeName` mongod sends for any number: the table's name, else `Location<N>`.
+pub fn code_name(code: i32) -> String {
+    match ErrorCode::from_code(code) {
+        Some(c) => c.name().to_owned(),
+        None => format!("Location{code}"),
+    }
+}
+
+impl ErrorCode {
+    /// mongod's `RetriableError` category: a write that failed with one of these may be
+    /// retried by the driver (it gets the `RetryableWriteError` label).
+    pub fn is_retriable(self) -> bool {
+        use ErrorCode::*;
+        matches!(
+            self,
+            HostUnreachable
+                | HostNotFound
+                | NetworkTimeout
+                | ShutdownInProgress
+                | PrimarySteppedDown
+                | ExceededTimeLimit
+                | SocketException
+                | NotWritablePrimary
+                | InterruptedAtShutdown
+                | InterruptedDueToReplStateChange
+                | NotPrimaryNoSecondaryOk
+                | NotPrimaryOrSecondary
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ErrorCode;
@@ -248,6 +307,15 @@ mod tests {
             OperationNotSupportedInTransaction.name(),
             "OperationNotSupportedInTransaction"
         );
+    }
+
+    #[test]
+    fn numbers_map_back_to_codes_and_names() {
+        assert_eq!(ErrorCode::from_code(91), Some(ShutdownInProgress));
+        assert_eq!(ErrorCode::from_code(123_456), None);
+        assert_eq!(super::code_name(10107), "NotWritablePrimary");
+        assert_eq!(super::code_name(123_456), "Location123456");
+        assert!(NotWritablePrimary.is_retriable() && !DuplicateKey.is_retriable());
     }
 
     #[test]

@@ -69,7 +69,15 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
             }
         };
         net_stats::request(message.len());
-        let Some(reply) = run_guarded(&ctx, header, &message) else {
+        let reply = run_guarded(&ctx, header, &message);
+        if ctx.close_requested.load(Ordering::Relaxed) {
+            tracing::info!(
+                conn = ctx.connection_id,
+                "closing connection: failCommand closeConnection"
+            );
+            break;
+        }
+        let Some(reply) = reply else {
             continue;
         };
         net_stats::reply(reply.len());

@@ -4,6 +4,7 @@
 
 pub mod commands;
 mod connection;
+pub mod fail_point;
 pub mod inflight;
 pub mod net_stats;
 pub mod ram_log;
@@ -20,7 +21,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -54,6 +55,13 @@ pub struct ServerConfig {
     /// mongod's `localLogicalSessionTimeoutMinutes`: a session idle this long is ended (its
     /// transaction aborted, its cursors closed). `None`: mongod's default, 30 minutes.
     pub session_timeout: Option<Duration>,
+    /// mongod's `enableTestCommands` (startup only): serves `configureFailPoint`.
+    pub enable_test_commands: bool,
+    /// The fail points `configureFailPoint` sets (`fail_point.rs`).
+    pub fail_points: Arc<fail_point::FailPoints>,
+    /// `transactionLifetimeLimitSeconds` as the `setParameter` command last set it (0: not
+    /// set at run time; the startup value holds).
+    pub lifetime_limit_secs_set: Arc<AtomicU64>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -62,8 +70,12 @@ pub const DEFAULT_TRANSACTION_LIFETIME_LIMIT: Duration = Duration::from_secs(60)
 impl ServerConfig {
     /// The transaction lifetime limit in force.
     pub fn transaction_lifetime_limit(&self) -> Duration {
-        self.transaction_lifetime_limit
-            .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT)
+        match self.lifetime_limit_secs_set.load(Ordering::Relaxed) {
+            0 => self
+                .transaction_lifetime_limit
+                .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT),
+            secs => Duration::from_secs(secs),
+        }
     }
 
     /// The idle time after which a session ends.
@@ -102,6 +114,12 @@ pub struct ConnectionCtx {
     /// The connection's TokuMX-style transaction (`beginTransaction`), shared by the
     /// command contexts cloned from the connection's (`commands/connection_txn.rs`).
     pub conn_txn: Arc<Mutex<session_table::SessionState>>,
+    /// The connection's `client.application.name` from its handshake (`failCommand`'s
+    /// `appName` matches it).
+    pub app_name: Arc<Mutex<Option<String>>>,
+    /// Set when the connection must close without answering (`failCommand`'s
+    /// `closeConnection`); the connection loop reads it after every message.
+    pub close_requested: Arc<AtomicBool>,
 }
 
 impl ConnectionCtx {
@@ -122,6 +140,8 @@ impl ConnectionCtx {
             txn: None,
             lsid: None,
             conn_txn: Arc::default(),
+            app_name: Arc::default(),
+            close_requested: Arc::default(),
         }
     }
 
@@ -207,8 +227,7 @@ pub async fn serve(
     acceptors.spawn(reap_transactions(
         db.clone(),
         sessions.clone(),
-        config.transaction_lifetime_limit(),
-        config.session_timeout(),
+        config.clone(),
     ));
     shutdown.await;
     acceptors.shutdown().await;
@@ -227,20 +246,19 @@ struct Shared {
 }
 
 /// Aborts session transactions past the lifetime limit (releasing their snapshots and key
-/// locks) and ends sessions idle past `session_timeout`, until the server stops. Runs the
-/// work on the blocking pool: aborting takes the data lock, which DDL can hold for an index
-/// build.
+/// locks) and ends sessions idle past the session timeout, until the server stops. The
+/// limit is read at every tick (`setParameter` changes it). Runs the work on the blocking
+/// pool: aborting takes the data lock, which DDL can hold for an index build.
 async fn reap_transactions(
     db: Arc<Database>,
     sessions: Arc<SessionTable>,
-    limit: Duration,
-    session_timeout: Duration,
+    config: Arc<ServerConfig>,
 ) {
-    let period = (limit / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let session_timeout = config.session_timeout();
     loop {
-        tick.tick().await;
+        let limit = config.transaction_lifetime_limit();
+        let period = (limit / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        tokio::time::sleep(period).await;
         let (db, sessions) = (db.clone(), sessions.clone());
         let reaped = tokio::task::spawn_blocking(move || {
             let reaped = db.reap_user_txns(limit);

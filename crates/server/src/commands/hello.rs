@@ -64,7 +64,19 @@ fn compression(ctx: &ConnectionCtx, body: &Document) -> Result<Vec<&'static str>
     Ok(agreed.iter().map(|c| c.name()).collect())
 }
 
+/// Remembers the client's `client.application.name` (drivers send it in their handshake).
+fn remember_app_name(ctx: &ConnectionCtx, body: &Document) {
+    let name = body
+        .get_document("client")
+        .and_then(|c| c.get_document("application"))
+        .and_then(|a| a.get_str("name"));
+    if let Ok(name) = name {
+        *ctx.app_name.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_owned());
+    }
+}
+
 fn common_fields(ctx: &ConnectionCtx, body: &Document) -> CommandResult {
+    remember_app_name(ctx, body);
     let compressors = compression(ctx, body)?;
     let mut d = doc! {
         "maxBsonObjectSize": MAX_BSON_OBJECT_BYTES as i32,

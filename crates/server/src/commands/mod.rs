@@ -9,6 +9,7 @@ mod crud;
 mod data;
 mod ddl;
 mod diagnostics;
+mod fail_command;
 mod get_log;
 mod hello;
 mod host_info;
@@ -74,6 +75,7 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("serverStatus", server_status::server_status),
     ("hostInfo", host_info::host_info),
     ("getParameter", parameters::get_parameter),
+    ("setParameter", parameters::set_parameter),
     ("getCmdLineOpts", parameters::get_cmd_line_opts),
     ("getLog", get_log::get_log),
     ("listCommands", list_commands::list_commands),
@@ -146,13 +148,34 @@ fn dispatch_with(
         }
         None => ctx,
     };
+    if is_known(ctx, name) {
+        let labels = |code| error_labels(&kind, name, code);
+        if let Some(reply) = fail_command::before(ctx, name, &labels) {
+            return reply;
+        }
+    }
+    let reply = run_kind(ctx, db, name, body, &kind, lsid.is_some(), raw_documents);
+    fail_command::after(ctx, name, reply)
+}
+
+/// Runs a command whose session fields are checked: as a transaction statement, in the
+/// connection's TokuMX transaction, or as it is.
+fn run_kind(
+    ctx: &ConnectionCtx,
+    db: &str,
+    name: &str,
+    body: &Document,
+    kind: &Kind,
+    has_lsid: bool,
+    raw_documents: Option<Vec<RawDocumentBuf>>,
+) -> Reply {
     match kind {
         Kind::Transaction(f) if command_names().any(|n| n == name) => {
-            transactions::run(ctx, db, name, body, &f, |c| {
+            transactions::run(ctx, db, name, body, f, |c| {
                 route(c, db, name, body, raw_documents)
             })
         }
-        _ if lsid.is_none() => {
+        _ if !has_lsid => {
             // The documents move into whichever closure runs.
             let mut docs = raw_documents;
             let in_conn_txn = connection_txn::run(ctx, db, name, is_data_command(name), |c| {
@@ -162,6 +185,32 @@ fn dispatch_with(
         }
         _ => route(ctx, db, name, body, raw_documents),
     }
+}
+
+/// Whether `name` is a command this server serves (test commands only when enabled).
+fn is_known(ctx: &ConnectionCtx, name: &str) -> bool {
+    command_names().any(|n| n == name) || test_command(ctx, name).is_some()
+}
+
+/// The handler of test command `name`, when test commands are enabled.
+fn test_command(ctx: &ConnectionCtx, name: &str) -> Option<Handler> {
+    if !ctx.server.enable_test_commands {
+        return None;
+    }
+    fail_command::TEST_COMMANDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, h)| *h)
+}
+
+/// The labels mongod gives a failed command's error by its code (`getErrorLabels`): a
+/// transaction statement's transient error may be retried with the whole transaction.
+fn error_labels(kind: &Kind, _name: &str, code: i32) -> Vec<&'static str> {
+    let mut labels = Vec::new();
+    if matches!(kind, Kind::Transaction(_)) && transactions::is_transient(code) {
+        labels.push("TransientTransactionError");
+    }
+    labels
 }
 
 /// Whether `name` reads or writes collections (the `data` tables).
@@ -194,12 +243,14 @@ fn route(
             Err(e) => Reply::Doc(error_reply(&e)),
         };
     }
-    let result = match COMMANDS
+    let handler = COMMANDS
         .iter()
         .chain(data::COMMANDS)
         .find(|(n, _)| *n == name)
-    {
-        Some((_, handler)) => handler(ctx, db, body),
+        .map(|(_, h)| *h)
+        .or_else(|| test_command(ctx, name));
+    let result = match handler {
+        Some(handler) => handler(ctx, db, body),
         None => Err(MongoError::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),

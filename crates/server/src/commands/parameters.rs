@@ -1,7 +1,9 @@
-//! `getParameter` and `getCmdLineOpts`: how the server is configured. Parameters are a fixed
-//! table in name order (mongod's output order), each read from the running configuration
-//! or the engine where we have one, else mongod 7.0's default for a behaviour we share.
-//! `setParameter` is not served: nothing here can change at run time yet.
+//! `getParameter`, `setParameter` and `getCmdLineOpts`: how the server is configured.
+//! Parameters are a fixed table in name order (mongod's output order), each read from the
+//! running configuration or the engine where we have one, else mongod 7.0's default for a
+//! behaviour we share. `setParameter` changes what this server can change at run time
+//! (`transactionLifetimeLimitSeconds`); a parameter mongod changes at run time but this
+//! server cannot yet is refused with NotImplemented (238), never pretended.
 
 use super::{require_admin, CommandResult};
 use crate::ConnectionCtx;
@@ -15,7 +17,12 @@ struct Parameter {
     settable_at_runtime: bool,
     settable_at_startup: bool,
     value: fn(&ConnectionCtx) -> Bson,
+    /// Changes it at run time, where this server can.
+    set: Option<Setter>,
 }
+
+/// Changes a parameter at run time from the value `setParameter` gave.
+type Setter = fn(&ConnectionCtx, &Bson) -> Result<(), MongoError>;
 
 /// Every parameter we report, sorted by name.
 const PARAMETERS: &[Parameter] = &[
@@ -24,30 +31,35 @@ const PARAMETERS: &[Parameter] = &[
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |_| Bson::Int64(600_000),
+        set: None,
     },
     Parameter {
         name: "diagnosticDataCollectionEnabled",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |_| Bson::Boolean(false),
+        set: None,
     },
     Parameter {
         name: "enableTestCommands",
         settable_at_runtime: false,
         settable_at_startup: true,
-        value: |_| Bson::Boolean(false),
+        value: |ctx| Bson::Boolean(ctx.server.enable_test_commands),
+        set: None,
     },
     Parameter {
         name: "featureCompatibilityVersion",
         settable_at_runtime: false,
         settable_at_startup: false,
         value: |_| Bson::Document(doc! { "version": "7.0" }),
+        set: None,
     },
     Parameter {
         name: "internalQueryMaxBlockingSortMemoryUsageBytes",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |_| Bson::Int64(100 * 1024 * 1024),
+        set: None,
     },
     Parameter {
         // Set at startup with `serve --localLogicalSessionTimeoutMinutes`.
@@ -55,36 +67,42 @@ const PARAMETERS: &[Parameter] = &[
         settable_at_runtime: false,
         settable_at_startup: true,
         value: |ctx| Bson::Int32(ctx.server.session_timeout_minutes()),
+        set: None,
     },
     Parameter {
         name: "logComponentVerbosity",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |ctx| Bson::Document(doc! { "verbosity": ctx.server.log_verbosity }),
+        set: None,
     },
     Parameter {
         name: "logLevel",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |ctx| Bson::Int32(ctx.server.log_verbosity),
+        set: None,
     },
     Parameter {
         name: "notablescan",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |_| Bson::Boolean(false),
+        set: None,
     },
     Parameter {
         name: "quiet",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |ctx| Bson::Boolean(ctx.server.quiet),
+        set: None,
     },
     Parameter {
         name: "requireApiVersion",
         settable_at_runtime: true,
         settable_at_startup: true,
         value: |_| Bson::Boolean(false),
+        set: None,
     },
     Parameter {
         // Seconds between checkpoints: the engine's checkpoint interval (0 when off).
@@ -95,6 +113,7 @@ const PARAMETERS: &[Parameter] = &[
             let interval = ctx.db.engine().options().checkpoint_interval;
             Bson::Double(interval.map_or(0.0, |d| d.as_secs_f64()))
         },
+        set: None,
     },
     Parameter {
         // Set at startup with `serve --transactionLifetimeLimitSeconds`.
@@ -107,6 +126,7 @@ const PARAMETERS: &[Parameter] = &[
                     .unwrap_or(i32::MAX),
             )
         },
+        set: Some(set_lifetime_limit),
     },
 ];
 
@@ -238,6 +258,103 @@ fn display(v: &Bson) -> String {
     }
 }
 
+/// Fields of any command that are not parameters (mongod's generic arguments).
+const GENERIC_ARGUMENTS: &[&str] = &[
+    "$db",
+    "lsid",
+    "txnNumber",
+    "autocommit",
+    "comment",
+    "maxTimeMS",
+    "writeConcern",
+    "readConcern",
+    "$readPreference",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "$clusterTime",
+];
+
+/// `{setParameter: 1, <name>: <value>, ...}`: admin only; every name is checked before any
+/// is changed; replies with `was`, the first parameter's previous value.
+pub fn set_parameter(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    require_admin(db, "setParameter")?;
+    let mut wanted = Vec::new();
+    for (name, value) in body.iter().skip(1) {
+        if GENERIC_ARGUMENTS.contains(&name.as_str()) {
+            continue;
+        }
+        wanted.push((settable(name)?, value));
+    }
+    let Some((first, _)) = wanted.first() else {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "no option found to set, use help:true to see options ",
+        ));
+    };
+    let was = (first.value)(ctx);
+    for (p, value) in wanted {
+        let set = p.set.ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("this server cannot change [{}] at runtime yet", p.name),
+            )
+        })?;
+        set(ctx, value)?;
+    }
+    Ok(doc! {"was": was})
+}
+
+/// The parameter `name`, if it exists and mongod lets it change at run time.
+fn settable(name: &str) -> Result<&'static Parameter, MongoError> {
+    let p = PARAMETERS.iter().find(|p| p.name == name).ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "attempted to set unrecognized parameter [{name}], use help:true to see options "
+            ),
+        )
+    })?;
+    if !p.settable_at_runtime {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            format!("not allowed to change [{name}] at runtime"),
+        ));
+    }
+    Ok(p)
+}
+
+/// `transactionLifetimeLimitSeconds`: a whole number of seconds, at least 1.
+fn set_lifetime_limit(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
+    let secs = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(x) if x.fract() == 0.0 => *x as i64,
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("Invalid value for transactionLifetimeLimitSeconds: {other}"),
+            ))
+        }
+    };
+    let secs = u64::try_from(secs)
+        .ok()
+        .filter(|s| *s >= 1)
+        .ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::BadValue,
+                format!(
+                "Invalid value for transactionLifetimeLimitSeconds: {secs} is not greater than or \
+                 equal to 1"
+            ),
+            )
+        })?;
+    ctx.server
+        .lifetime_limit_secs_set
+        .store(secs, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
 pub fn get_cmd_line_opts(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
     require_admin(db, "getCmdLineOpts")?;
     Ok(doc! {
@@ -260,6 +377,33 @@ mod tests {
                 pair[1].name
             );
         }
+    }
+
+    #[test]
+    fn set_parameter_answers_like_mongod() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db =
+            shale_db::Database::open(dir.path(), shale_db::DbOptions::default()).expect("open");
+        let ctx = ConnectionCtx::detached(std::sync::Arc::new(db));
+        let set = |body: Document| set_parameter(&ctx, "admin", &body);
+        let code = |body: Document| set(body).expect_err("refused").code.code();
+        assert_eq!(
+            set(doc! {"setParameter": 1, "transactionLifetimeLimitSeconds": 5}),
+            Ok(doc! {"was": 60})
+        );
+        assert_eq!(ctx.server.transaction_lifetime_limit().as_secs(), 5);
+        assert_eq!(code(doc! {"setParameter": 1, "nope": 1}), 72);
+        assert_eq!(code(doc! {"setParameter": 1, "enableTestCommands": 1}), 20);
+        assert_eq!(code(doc! {"setParameter": 1}), 72);
+        assert_eq!(
+            code(doc! {"setParameter": 1, "transactionLifetimeLimitSeconds": 0}),
+            2
+        );
+        assert_eq!(code(doc! {"setParameter": 1, "notablescan": true}), 238);
+        assert_eq!(
+            set_parameter(&ctx, "app", &doc! {"setParameter": 1}).map_err(|e| e.code.code()),
+            Err(13)
+        );
     }
 
     #[test]

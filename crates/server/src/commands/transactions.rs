@@ -295,12 +295,15 @@ fn is_ok(d: &Document) -> bool {
     }
 }
 
+/// Whether an error code says the whole transaction may be retried.
+pub(crate) fn is_transient(code: i32) -> bool {
+    TRANSIENT.iter().any(|t| t.code() == code)
+}
+
 /// Adds `errorLabels: ["TransientTransactionError"]` to an error reply whose code says
 /// the transaction may be retried.
 fn labelled(mut reply: Document) -> Document {
-    let transient = reply
-        .get_i32("code")
-        .is_ok_and(|c| TRANSIENT.iter().any(|t| t.code() == c));
+    let transient = reply.get_i32("code").is_ok_and(is_transient);
     if transient {
         reply.insert("errorLabels", vec![Bson::from("TransientTransactionError")]);
     }
