@@ -22,7 +22,6 @@ TRANSACTION_COMMITTED = 256
 TRANSACTION_TOO_OLD = 225
 NOT_IN_TRANSACTION = 263
 INVALID_OPTIONS = 72
-ILLEGAL_OPERATION = 20
 TRANSIENT = "TransientTransactionError"
 
 
@@ -246,12 +245,12 @@ def test_the_session_state_machine_answers_with_mongods_codes(server):
     c.close()
 
 
-def test_a_retryable_write_is_still_refused(client, server):
+def test_a_txn_number_without_autocommit_on_a_read_is_refused(client, server):
     s = lsid()
     with RawConnection(server.port) as conn:
-        r = conn.command({"insert": "c", "documents": [{"_id": 2}], "lsid": s, "txnNumber": Int64(7), "$db": "txn"})
-        assert (r.doc["ok"], r.doc["code"]) == (0.0, ILLEGAL_OPERATION)
-        assert "replica set" in r.doc["errmsg"]
+        r = conn.command({"find": "c", "lsid": s, "txnNumber": Int64(7), "$db": "txn"})
+        assert (r.doc["ok"], r.doc["code"]) == (0.0, 50768)
+        assert "not a retryable write command" in r.doc["errmsg"]
         r = conn.command({"find": "c", "lsid": s, "autocommit": False, "$db": "txn"})
         assert r.doc["code"] == INVALID_OPTIONS
     assert client.txn.c.count_documents({}) == 0

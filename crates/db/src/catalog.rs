@@ -348,6 +348,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
 fn drop_unnamed_trees(env: &Env, colls: &BTreeMap<Namespace, Arc<Collection>>) -> DbResult<()> {
     let mut named: HashSet<String> = HashSet::new();
     named.insert(CATALOG_TREE.to_owned());
+    named.insert(crate::retryable::RETRY_TREE.to_owned());
     for c in colls.values() {
         named.insert(c.docs.name().to_owned());
         named.insert(c.size.name().to_owned());

@@ -22,6 +22,7 @@ mod index_spec;
 mod namespace;
 mod plan;
 mod query_ops;
+mod retryable;
 mod sort;
 mod stats;
 mod txn_ops;
@@ -38,6 +39,7 @@ pub use exec::ViewQuery;
 pub use index_spec::default_name as default_index_name;
 pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use query_ops::FindSpec;
+pub use retryable::{RetryId, Statement, RETRY_TREE};
 pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
 pub use write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 
@@ -66,6 +68,8 @@ pub struct Database {
     ddl: RwLock<()>,
     /// Open session transactions (`user_txn.rs`).
     user_txns: user_txn::UserTxns,
+    /// What retryable writes ran (`retryable.rs`).
+    retry_tree: retryable::RetryTree,
 }
 
 impl Database {
@@ -73,12 +77,14 @@ impl Database {
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Database, MongoError> {
         let env = Env::open(dir, options.engine).map_err(engine_error)?;
         let catalog = Catalog::open(&env)?;
+        let retry_tree = retryable::open_tree(&env)?;
         Ok(Database {
             env,
             catalog,
             cursors: CursorTable::default(),
             ddl: RwLock::new(()),
             user_txns: user_txn::UserTxns::default(),
+            retry_tree,
         })
     }
 

@@ -85,6 +85,8 @@ error_codes! {
     NotPrimaryNoSecondaryOk = 13435,
     NotPrimaryOrSecondary = 13436,
     Location50985 = 50985,
+    IncompleteTransactionHistory = 217,
+    Location50768 = 50768,
     // Multi-document transaction codes (server transactions).
     ConflictingOperationInProgress = 117,
     CommandFailed = 125,

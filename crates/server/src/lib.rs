@@ -120,6 +120,9 @@ pub struct ConnectionCtx {
     /// Set when the connection must close without answering (`failCommand`'s
     /// `closeConnection`); the connection loop reads it after every message.
     pub close_requested: Arc<AtomicBool>,
+    /// The retryable write a command runs as: set only on the context the retryable-write
+    /// runner makes for one command (`commands/retryable_writes.rs`).
+    pub retry: Option<Arc<commands::retryable_writes::Retrying>>,
 }
 
 impl ConnectionCtx {
@@ -142,6 +145,7 @@ impl ConnectionCtx {
             conn_txn: Arc::default(),
             app_name: Arc::default(),
             close_requested: Arc::default(),
+            retry: None,
         }
     }
 

@@ -98,6 +98,8 @@ pub enum TxnPhase {
     InProgress(UserTxn),
     Committed,
     Aborted,
+    /// The number belongs to a retryable write (`commands/retryable_writes.rs`).
+    RetryableWrite,
 }
 
 impl Session {

@@ -64,7 +64,8 @@ pub fn rollback_transaction(ctx: &ConnectionCtx, _db: &str, _body: &Document) ->
 pub(crate) fn commit(ctx: &ConnectionCtx) -> Option<CommandResult> {
     let mut st = state(ctx);
     let txn = match &st.phase {
-        TxnPhase::None => return None,
+        // A connection's state never holds a retryable write's number.
+        TxnPhase::None | TxnPhase::RetryableWrite => return None,
         TxnPhase::InProgress(t) => t.clone(),
         TxnPhase::Committed | TxnPhase::Aborted => {
             st.finish(&ctx.db, TxnPhase::None);

@@ -2,12 +2,13 @@
 //! fields (`n`, `nModified`, `upserted`, `writeErrors[].index/code/errmsg`). A statement's
 //! parse error is a write error at its index, as mongod reports it; an ordered batch stops
 //! at the first error. Inside a session transaction (`ctx.txn`) every batch stops at its
-//! first error, as mongod's does.
+//! first error, as mongod's does. A retryable write (`ctx.retry`) runs its statements one
+//! at a time through `retryable_writes.rs`, each exactly once.
 
 use super::data::{
     command_name, doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw,
 };
-use super::CommandResult;
+use super::{retryable_writes, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
@@ -60,9 +61,13 @@ fn insert_documents(
             }
         }
     }
-    let mut result = match &ctx.txn {
-        Some(t) => ctx.db.insert_in(t, &ns, &prepared)?,
-        None => ctx.db.insert(&ns, &prepared, ordered)?,
+    let mut result = match (&ctx.txn, &ctx.retry) {
+        (Some(t), _) => ctx.db.insert_in(t, &ns, &prepared)?,
+        (None, Some(r)) => {
+            let one = |t: &_, d: &RawDocumentBuf| ctx.db.insert_in(t, &ns, std::slice::from_ref(d));
+            retryable_writes::each(ctx, r, &prepared, |j| positions[j], ordered, |_| None, one)?
+        }
+        (None, None) => ctx.db.insert(&ns, &prepared, ordered)?,
     };
     // Errors refer to positions in the prepared list; map them back to the request.
     for e in &mut result.errors {
@@ -125,9 +130,14 @@ fn run_updates(
     if ops.is_empty() {
         return Ok(());
     }
-    let r = match &ctx.txn {
-        Some(t) => ctx.db.update_in(t, ns, ops)?,
-        None => ctx.db.update(ns, ops, ordered)?,
+    let r = match (&ctx.txn, &ctx.retry) {
+        (Some(t), _) => ctx.db.update_in(t, ns, ops)?,
+        (None, Some(r)) => {
+            let one = |t: &_, op: &UpdateOp| ctx.db.update_in(t, ns, std::slice::from_ref(op));
+            let multi = |op: &UpdateOp| op.multi.then(|| not_retryable("multi=true"));
+            retryable_writes::each(ctx, r, ops, |j| offset[j], ordered, multi, one)?
+        }
+        (None, None) => ctx.db.update(ns, ops, ordered)?,
     };
     into.n += r.n;
     into.n_modified += r.n_modified;
@@ -255,9 +265,14 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             hint: hint(s),
         });
     }
-    let result = match &ctx.txn {
-        Some(t) => ctx.db.delete_in(t, &ns, &ops)?,
-        None => ctx.db.delete(&ns, &ops, ordered)?,
+    let result = match (&ctx.txn, &ctx.retry) {
+        (Some(t), _) => ctx.db.delete_in(t, &ns, &ops)?,
+        (None, Some(r)) => {
+            let one = |t: &_, op: &DeleteOp| ctx.db.delete_in(t, &ns, std::slice::from_ref(op));
+            let many = |op: &DeleteOp| (!op.limit_one).then(|| not_retryable("limit=0"));
+            retryable_writes::each(ctx, r, &ops, |j| j, ordered, many, one)?
+        }
+        (None, None) => ctx.db.delete(&ns, &ops, ordered)?,
     };
     Ok(write_reply(result, false))
 }
@@ -294,9 +309,12 @@ pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comman
         upsert,
         hint: hint(body),
     };
-    let r = match &ctx.txn {
-        Some(t) => ctx.db.find_and_modify_in(t, &ns, &op)?,
-        None => ctx.db.find_and_modify(&ns, &op)?,
+    let r = match (&ctx.txn, &ctx.retry) {
+        (Some(t), _) => ctx.db.find_and_modify_in(t, &ns, &op)?,
+        (None, Some(r)) => {
+            retryable_writes::find_and_modify(ctx, r, |t| ctx.db.find_and_modify_in(t, &ns, &op))?
+        }
+        (None, None) => ctx.db.find_and_modify(&ns, &op)?,
     };
     let mut last = doc! { "n": r.n as i32 };
     if !remove {
@@ -310,6 +328,14 @@ pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comman
         None => Bson::Null,
     };
     Ok(doc! { "lastErrorObject": last, "value": value })
+}
+
+/// A statement mongod will not run as a retryable write (it may change many documents).
+fn not_retryable(what: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::InvalidOptions,
+        format!("Cannot use (or request) retryable writes with {what}"),
+    )
 }
 
 fn check_batch_len(n: usize) -> Result<(), MongoError> {

@@ -17,6 +17,7 @@ mod list_commands;
 mod list_local_sessions;
 mod parameters;
 mod query;
+pub mod retryable_writes;
 pub mod server_status;
 mod sessions;
 mod transactions;
@@ -112,9 +113,9 @@ pub fn dispatch_insert_raw(
     dispatch_with(ctx, db, body, Some(docs))
 }
 
-/// Checks a command's session fields, then runs it: as it is, or as a statement of its
-/// session's transaction. A retryable write (a transaction number without `autocommit`) is
-/// refused before it runs.
+/// Checks a command's session fields, then runs it: as it is, as a statement of its
+/// session's transaction, or as a retryable write (a transaction number without
+/// `autocommit`).
 fn dispatch_with(
     ctx: &ConnectionCtx,
     db: &str,
@@ -127,10 +128,7 @@ fn dispatch_with(
             "empty command document",
         )));
     };
-    let kind = match txn_fields::classify(body) {
-        Ok(Kind::RetryableWrite) => Err(txn_fields::retryable_write_refused()),
-        other => other,
-    };
+    let kind = txn_fields::classify(body);
     let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(body)?)));
     let (kind, lsid) = match lsid {
         Ok(ok) => ok,
@@ -175,6 +173,9 @@ fn run_kind(
                 route(c, db, name, body, raw_documents)
             })
         }
+        Kind::RetryableWrite(f) if command_names().any(|n| n == name) => {
+            retryable_writes::run(ctx, name, f, |c| route(c, db, name, body, raw_documents))
+        }
         _ if !has_lsid => {
             // The documents move into whichever closure runs.
             let mut docs = raw_documents;
@@ -204,11 +205,21 @@ fn test_command(ctx: &ConnectionCtx, name: &str) -> Option<Handler> {
 }
 
 /// The labels mongod gives a failed command's error by its code (`getErrorLabels`): a
-/// transaction statement's transient error may be retried with the whole transaction.
-fn error_labels(kind: &Kind, _name: &str, code: i32) -> Vec<&'static str> {
+/// transaction statement's transient error may be retried with the whole transaction; a
+/// retryable write's (or a commit's or abort's) network-like error may be retried alone.
+fn error_labels(kind: &Kind, name: &str, code: i32) -> Vec<&'static str> {
     let mut labels = Vec::new();
     if matches!(kind, Kind::Transaction(_)) && transactions::is_transient(code) {
         labels.push("TransientTransactionError");
+    }
+    let ends = matches!(name, "commitTransaction" | "abortTransaction");
+    let retryable = match kind {
+        Kind::RetryableWrite(_) => true,
+        Kind::Transaction(_) => ends,
+        Kind::Plain => false,
+    };
+    if retryable && retryable_writes::is_retriable(code) {
+        labels.push("RetryableWriteError");
     }
     labels
 }

@@ -6,7 +6,7 @@
 //! labels transient errors `TransientTransactionError` so drivers retry the transaction.
 //!
 //! ShaleDB runs transactions on a standalone (as TokuMX did); mongod would refuse them
-//! there. Retryable writes are not served (`txn_fields.rs`).
+//! there. Retryable writes run in `retryable_writes.rs`.
 
 use super::txn_fields::TxnFields;
 use super::{error_reply, require_admin, CommandResult, Reply};

@@ -12,8 +12,8 @@ use shale_doc::{ErrorCode, MongoError};
 pub enum Kind {
     /// No transaction number: run it as it is (in its session, if it names one).
     Plain,
-    /// `txnNumber` without `autocommit`: a retryable write (not supported yet).
-    RetryableWrite,
+    /// `txnNumber` without `autocommit`: a retryable write (`retryable_writes.rs`).
+    RetryableWrite(RetryFields),
     /// `autocommit: false`: a statement of a multi-document transaction.
     Transaction(TxnFields),
 }
@@ -29,6 +29,29 @@ pub struct TxnFields {
 
 fn invalid(message: &str) -> MongoError {
     MongoError::new(ErrorCode::InvalidOptions, message)
+}
+
+/// The fields of a retryable write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryFields {
+    pub lsid: bson::Uuid,
+    pub txn_number: i64,
+    /// `stmtIds`: each statement's id, when the client numbers them.
+    pub stmt_ids: Option<Vec<i32>>,
+    /// `stmtId`: the first statement's id (default 0; the next ones follow).
+    pub first_stmt_id: i32,
+}
+
+impl RetryFields {
+    /// The id of the statement at `index` in the command (mongod's `getStmtIdForWriteAt`).
+    pub fn stmt_id(&self, index: usize) -> i32 {
+        match &self.stmt_ids {
+            Some(ids) => ids.get(index).copied().unwrap_or(-1),
+            None => self
+                .first_stmt_id
+                .saturating_add(i32::try_from(index).unwrap_or(i32::MAX)),
+        }
+    }
 }
 
 /// Checks and classifies `body`'s session fields.
@@ -68,19 +91,45 @@ pub fn classify(body: &Document) -> Result<Kind, MongoError> {
             txn_number: n,
             start: start == Some(true),
         }),
-        (_, Some(_), _) => Kind::RetryableWrite,
+        (Some(lsid), Some(n), None) => Kind::RetryableWrite(RetryFields {
+            lsid,
+            txn_number: n,
+            stmt_ids: stmt_ids(body)?,
+            first_stmt_id: first_stmt_id(body)?,
+        }),
         _ => Kind::Plain,
     })
 }
 
-/// The error for a retryable write (a transaction number without `autocommit`): retryable
-/// writes need the replica-set write history this server does not keep yet. mongod gives
-/// this answer on a standalone.
-pub fn retryable_write_refused() -> MongoError {
-    MongoError::new(
-        ErrorCode::IllegalOperation,
-        "Transaction numbers are only allowed on a replica set member or mongos",
-    )
+/// `stmtIds: [int, ...]`.
+fn stmt_ids(body: &Document) -> Result<Option<Vec<i32>>, MongoError> {
+    let Some(v) = body.get("stmtIds") else {
+        return Ok(None);
+    };
+    let bad = || MongoError::new(ErrorCode::TypeMismatch, "stmtIds must be an array of ints");
+    let Bson::Array(items) = v else {
+        return Err(bad());
+    };
+    items
+        .iter()
+        .map(|i| match i {
+            Bson::Int32(n) => Ok(*n),
+            _ => Err(bad()),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `stmtId: int` (0 when absent).
+fn first_stmt_id(body: &Document) -> Result<i32, MongoError> {
+    match body.get("stmtId") {
+        None => Ok(0),
+        Some(Bson::Int32(n)) => Ok(*n),
+        Some(_) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            "stmtId must be an int",
+        )),
+    }
 }
 
 /// `txnNumber`: a non-negative long (an int is accepted too).
@@ -170,7 +219,16 @@ mod tests {
         let next = doc! {"find": "c", "lsid": {"id": id}, "txnNumber": 1, "autocommit": false};
         assert!(matches!(classify(&next), Ok(Kind::Transaction(f)) if !f.start));
         let retryable = doc! {"insert": "c", "lsid": {"id": id}, "txnNumber": 7i64};
-        assert_eq!(classify(&retryable), Ok(Kind::RetryableWrite));
+        let Ok(Kind::RetryableWrite(r)) = classify(&retryable) else {
+            panic!("a retryable write");
+        };
+        assert_eq!((r.txn_number, r.stmt_id(0), r.stmt_id(2)), (7, 0, 2));
+        let numbered = doc! {"insert": "c", "lsid": {"id": id}, "txnNumber": 7i64,
+        "stmtIds": [5, 9]};
+        let Ok(Kind::RetryableWrite(r)) = classify(&numbered) else {
+            panic!("a retryable write");
+        };
+        assert_eq!((r.stmt_id(0), r.stmt_id(1)), (5, 9));
         assert_eq!(
             classify(&doc! {"find": "c", "lsid": {"id": id}}),
             Ok(Kind::Plain)
