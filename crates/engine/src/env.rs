@@ -18,7 +18,7 @@ use crate::catalog::{tree_path, Catalog, TreeEntry};
 use crate::counters::{EngineCounters, EngineStats};
 use crate::lock::DirLock;
 use crate::mvcc::{LockMode, LockTable, Snapshots, Ts};
-use crate::tree::{MergeFn, MsgOp, Tree, TreeContext};
+use crate::tree::{MergeFn, MsgOp, OpRef, Tree, TreeContext};
 use crate::txn::{Held, Txn};
 use crate::wal::{Change, LiveTxn, LogRecord, TxnId, Wal, WalOptions};
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
@@ -527,9 +527,8 @@ impl EnvInner {
                 self.snapshots.status().commit(txn.0, ts);
                 self.live.lock().remove(&txn.0);
             } else {
-                for (tree, op) in ops {
-                    let msg = to_msg(op);
-                    self.poison_on(tree.apply(op_key(op), ts, msg.as_op_ref()))?;
+                for (tree, tree_ops) in by_tree(ops) {
+                    self.poison_on(tree.apply_all(&tree_ops, ts))?;
                 }
             }
             for (tree, delta) in counts {
@@ -636,6 +635,32 @@ fn to_change(tree: u64, op: &BatchOp) -> Change {
         BatchOp::Put(key, value) => Change::Put { tree, key, value },
         BatchOp::Delete(key) => Change::Delete { tree, key },
         BatchOp::Update(key, payload) => Change::Update { tree, key, payload },
+    }
+}
+
+/// A commit's operations grouped by tree, each tree's in batch order, as the tree applies
+/// them (`Tree::apply_all`): borrowed, the values are not copied.
+fn by_tree(ops: &[(Arc<Tree>, BatchOp)]) -> Vec<(&Arc<Tree>, Vec<(&[u8], OpRef<'_>)>)> {
+    let mut groups: Vec<(&Arc<Tree>, Vec<(&[u8], OpRef<'_>)>)> = Vec::new();
+    for (tree, op) in ops {
+        let at = match groups.iter().position(|(t, _)| Arc::ptr_eq(t, tree)) {
+            Some(at) => at,
+            None => {
+                groups.push((tree, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        groups[at].1.push((op_key(op), op_ref(op)));
+    }
+    groups
+}
+
+/// The message a batch operation sends, borrowing its bytes.
+fn op_ref(op: &BatchOp) -> OpRef<'_> {
+    match op {
+        BatchOp::Put(_, v) => OpRef::Put(v),
+        BatchOp::Delete(_) => OpRef::Delete,
+        BatchOp::Update(_, p) => OpRef::Update(p),
     }
 }
 

@@ -25,6 +25,11 @@
 //! Q3. the arena is empty (no messages), or holds the count slot, the messages, and
 //!     `arena.len() - 4 - bytes` bytes of garbage; when `canonical` and not empty it is the
 //!     buffer's encoding (count right, messages in order, no garbage).
+//! Q4. `heads[i]` is `head(key of message i)`: its first 8 bytes, big-endian, zero-padded.
+//!     Heads never decrease in key order, so a search compares heads first and reads the
+//!     arena only among equal heads. A binary search over the offsets alone touched the
+//!     arena at a random place per probe: 15% of a random fill's CPU went to those cache
+//!     misses in root buffers (docs/benchmarks.md).
 
 #[cfg(test)]
 use super::msg::Msg;
@@ -55,6 +60,8 @@ pub struct MsgBuffer {
     arena: Vec<u8>,
     /// Where each message starts, in (key, MSN) order.
     starts: Vec<u32>,
+    /// Each message's key head, beside its offset (Q4).
+    heads: Vec<u64>,
     /// Serialized size of the messages (Q2).
     bytes: usize,
     /// The arena is the encoding (Q3).
@@ -67,6 +74,7 @@ impl Default for MsgBuffer {
         MsgBuffer {
             arena: Vec::new(),
             starts: Vec::new(),
+            heads: Vec::new(),
             bytes: 0,
             canonical: true,
         }
@@ -139,6 +147,23 @@ fn key_at(arena: &[u8], at: usize) -> &[u8] {
     &arena[at + KEY_LEN_AT + 4..at + KEY_LEN_AT + 4 + n]
 }
 
+/// Messages for one key must arrive in MSN and commit order (Q1).
+fn assert_in_order(prev: MsgRef<'_>, m: MsgRef<'_>) {
+    assert!(
+        prev.msn < m.msn && stamps_in_order(prev.ts, m.ts),
+        "messages for one key must arrive in MSN and commit order"
+    );
+}
+
+/// A key's head (Q4): its first 8 bytes as a big-endian number, zero-padded. For keys a
+/// and b, a <= b implies head(a) <= head(b).
+fn head(key: &[u8]) -> u64 {
+    let mut h = [0u8; 8];
+    let n = key.len().min(8);
+    h[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(h)
+}
+
 /// How long the message starting at `at` of checked bytes is (Q1).
 fn msg_len(arena: &[u8], at: usize) -> usize {
     let klen = u32_at(arena, at + KEY_LEN_AT);
@@ -154,9 +179,14 @@ impl MsgBuffer {
     /// promises.
     pub fn decode(raw: Vec<u8>) -> Result<MsgBuffer, String> {
         let (starts, bytes) = check_raw(&raw)?;
+        let heads = starts
+            .iter()
+            .map(|&s| head(key_at(&raw, s as usize)))
+            .collect();
         Ok(MsgBuffer {
             arena: raw,
             starts,
+            heads,
             bytes,
             canonical: true,
         })
@@ -182,17 +212,64 @@ impl MsgBuffer {
     /// Adds a message; MSNs for one key must arrive in increasing order.
     pub fn push(&mut self, key: &[u8], m: MsgRef<'_>) {
         let at = self.upper_bound(key);
-        if let Some(&prev) = at.checked_sub(1).map(|i| &self.starts[i]) {
-            let prev = prev as usize;
-            let last = msg_at(&self.arena, prev);
-            assert!(
-                key_at(&self.arena, prev) != key
-                    || (last.msn < m.msn && stamps_in_order(last.ts, m.ts)),
-                "messages for one key must arrive in MSN and commit order"
-            );
-        }
+        self.assert_follows(at, key, m);
         let start = self.append(key, m);
         self.starts.insert(at, start);
+        self.heads.insert(at, head(key));
+    }
+
+    /// Adds a run of messages in (key, MSN) order, each newer than any message here for its
+    /// key (a flush's piece for one child). The run is merged in one pass: inserting its
+    /// messages one at a time moved the offsets behind each of them, 10-18% of a random
+    /// fill's CPU (docs/benchmarks.md).
+    pub fn push_run<'k>(&mut self, run: impl Iterator<Item = (&'k [u8], MsgRef<'k>)>) {
+        let mut inserts: Vec<(usize, u32, u64)> = Vec::new();
+        let mut last: Option<(&[u8], MsgRef<'_>)> = None;
+        for (key, m) in run {
+            let at = self.upper_bound(key);
+            match last {
+                Some((k, prev)) if k == key => assert_in_order(prev, m),
+                Some((k, _)) => assert!(k < key, "a pushed run must be in key order"),
+                None => {}
+            }
+            if last.is_none_or(|(k, _)| k != key) {
+                self.assert_follows(at, key, m);
+            }
+            let start = self.append(key, m);
+            inserts.push((at, start, head(key)));
+            last = Some((key, m));
+        }
+        if inserts.is_empty() {
+            return;
+        }
+        let total = self.starts.len() + inserts.len();
+        let (mut starts, mut heads) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        let mut from = 0;
+        for (at, start, h) in inserts {
+            starts.extend_from_slice(&self.starts[from..at]);
+            heads.extend_from_slice(&self.heads[from..at]);
+            starts.push(start);
+            heads.push(h);
+            from = at;
+        }
+        starts.extend_from_slice(&self.starts[from..]);
+        heads.extend_from_slice(&self.heads[from..]);
+        self.starts = starts;
+        self.heads = heads;
+    }
+
+    /// Checks that `m` may follow the message before offset slot `at` if that one has the
+    /// same key: MSNs for one key arrive in increasing order and commit stamps in order.
+    fn assert_follows(&self, at: usize, key: &[u8], m: MsgRef<'_>) {
+        // The previous message can be the same key's only if its head is (Q4): reading it
+        // from the arena otherwise would be a cache miss per push for nothing.
+        let same_head = at.checked_sub(1).filter(|&i| self.heads[i] == head(key));
+        if let Some(&prev) = same_head.map(|i| &self.starts[i]) {
+            let prev = prev as usize;
+            if key_at(&self.arena, prev) == key {
+                assert_in_order(msg_at(&self.arena, prev), m);
+            }
+        }
     }
 
     /// Serialized size of the buffer's messages (what it weighs against the node size).
@@ -218,6 +295,7 @@ impl MsgBuffer {
     pub fn mem_bytes(&self) -> usize {
         alloc_bytes(self.arena.capacity())
             + alloc_bytes(self.starts.capacity() * std::mem::size_of::<u32>())
+            + alloc_bytes(self.heads.capacity() * std::mem::size_of::<u64>())
     }
 
     /// The smallest key with a message here.
@@ -288,6 +366,7 @@ impl MsgBuffer {
         }
         let upper = self.copy_of(at..self.len());
         self.starts.truncate(at);
+        self.heads.truncate(at);
         self.bytes -= upper.bytes;
         self.canonical = false;
         self.compact_if_wasteful();
@@ -314,14 +393,21 @@ impl MsgBuffer {
 
     /// The first message whose key is not below `key` (the count if there is none).
     fn lower_bound(&self, key: &[u8]) -> usize {
-        self.starts
-            .partition_point(|&s| key_at(&self.arena, s as usize) < key)
+        self.bound(key, |k| k < key)
     }
 
     /// The first message whose key is above `key`.
     fn upper_bound(&self, key: &[u8]) -> usize {
-        self.starts
-            .partition_point(|&s| key_at(&self.arena, s as usize) <= key)
+        self.bound(key, |k| k <= key)
+    }
+
+    /// The first message whose key fails `below` (a predicate true for a prefix of the
+    /// messages): searched by heads (Q4), then in the arena among the heads equal to `key`'s.
+    fn bound(&self, key: &[u8], below: impl Fn(&[u8]) -> bool) -> usize {
+        let h = head(key);
+        let lo = self.heads.partition_point(|&x| x < h);
+        let tie = self.heads[lo..].partition_point(|&x| x == h);
+        lo + self.starts[lo..lo + tie].partition_point(|&s| below(key_at(&self.arena, s as usize)))
     }
 
     /// Serialized size of messages `range`.
@@ -342,6 +428,7 @@ impl MsgBuffer {
     /// Drops the first `n` messages, which weigh `bytes`.
     fn remove_first(&mut self, n: usize, bytes: usize) {
         self.starts.drain(..n);
+        self.heads.drain(..n);
         self.bytes -= bytes;
         if self.starts.is_empty() {
             *self = MsgBuffer::new();
@@ -361,6 +448,7 @@ impl MsgBuffer {
         out.arena.reserve_exact(COUNT_BYTES + bytes);
         out.arena.extend_from_slice(&[0; COUNT_BYTES]);
         out.starts.reserve_exact(range.len());
+        out.heads = self.heads[range.clone()].to_vec();
         for &s in &self.starts[range] {
             let s = s as usize;
             out.starts.push(out.arena.len() as u32);
@@ -631,6 +719,12 @@ mod tests {
         if b.canonical && !b.arena.is_empty() {
             assert_eq!(check_raw(&b.arena), Ok((b.starts.clone(), b.bytes)), "Q3");
         }
+        let heads: Vec<u64> = b
+            .starts
+            .iter()
+            .map(|&s| head(key_at(&b.arena, s as usize)))
+            .collect();
+        assert_eq!(b.heads, heads, "Q4");
         let got: BTreeMap<Vec<u8>, Vec<Msg>> = b
             .iter()
             .map(|(k, m)| (k.to_vec(), m.map(MsgRef::to_msg).collect()))
@@ -665,6 +759,29 @@ mod tests {
                     if next(2) == 0 {
                         b.absorb(upper);
                         model.extend(model_upper);
+                    }
+                }
+                3 | 4 => {
+                    // A run as a flush pushes it: sorted keys, several messages per key,
+                    // keys sharing their 8-byte head among others (Q4's ties).
+                    let mut run: BTreeMap<Vec<u8>, Vec<Msg>> = BTreeMap::new();
+                    for _ in 0..next(40) {
+                        let mut key = vec![next(256) as u8];
+                        if next(2) == 0 {
+                            key.extend_from_slice(&[9; 8]);
+                            key.push(next(8) as u8);
+                        }
+                        msn += 1;
+                        let op = MsgOp::Put(vec![step as u8; next(30) as usize]);
+                        run.entry(key).or_default().push(msg(msn, op));
+                    }
+                    b.push_run(
+                        run.iter().flat_map(|(k, l)| {
+                            l.iter().map(move |m| (k.as_slice(), m.as_msg_ref()))
+                        }),
+                    );
+                    for (k, list) in run {
+                        model.entry(k).or_insert_with(Vec::new).extend(list);
                     }
                 }
                 _ => {

@@ -9,7 +9,7 @@
 use super::buffer::MsgRef;
 use super::entry::Applied;
 use super::evict::AfterWrite;
-use super::msg::{self, MsgBuffer, OpRef};
+use super::msg::{self, MsgBuffer, Msn, OpRef};
 use super::node::{Basement, Internal, Leaf, Node, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
@@ -20,6 +20,64 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 impl Tree {
+    /// Adds a commit's changes to this tree at an internal root, all stamped `ts`: each
+    /// child's share goes into its buffer as one sorted run (`MsgBuffer::push_run`), so a
+    /// batch costs one pass over each buffer it touches, not one insertion per change. MSNs
+    /// follow the batch's order, and the sort is stable, so one key's changes keep it.
+    /// Returns false, changing nothing, when the root is a leaf (the caller injects one by
+    /// one then).
+    pub(crate) fn inject_run(
+        &self,
+        st: &mut TreeState,
+        ops: &[(&[u8], OpRef<'_>)],
+        ts: Ts,
+    ) -> Step<bool> {
+        let root = st.root;
+        self.prepare_modify(st, root)?;
+        if !matches!(st.nodes[&root].body, NodeBody::Internal(_)) {
+            return Ok(false);
+        }
+        let first = st.next_msn;
+        st.next_msn += ops.len() as u64;
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by_key(|&i| ops[i].0);
+        for (_, op) in ops {
+            EngineStats::bump(&self.stats.messages_injected);
+            if matches!(op, OpRef::Abort) {
+                EngineStats::bump(&self.stats.abort_messages);
+            }
+        }
+        let msg = |i: usize| {
+            let (key, op) = ops[i];
+            let m = MsgRef {
+                msn: Msn(first + i as u64),
+                ts,
+                op,
+            };
+            (key, m)
+        };
+        let cache = self.cache.clone();
+        st.modify(root, &cache, |n| {
+            n.dirty = true;
+            n.touch();
+            let NodeBody::Internal(int) = &mut n.body else {
+                unreachable!("checked above");
+            };
+            let mut rest = &order[..];
+            while let Some(&i) = rest.first() {
+                let c = int.child_index(ops[i].0);
+                let hi = int.pivots.get(c);
+                let len = rest
+                    .iter()
+                    .take_while(|&&j| hi.is_none_or(|p| ops[j].0 < p.as_slice()))
+                    .count();
+                int.buf_mut(c).push_run(rest[..len].iter().map(|&j| msg(j)));
+                rest = &rest[len..];
+            }
+        });
+        Ok(true)
+    }
+
     /// Adds one change at the root, stamped with the timestamp of the commit that sent it or
     /// with its transaction's provisional stamp.
     pub(crate) fn inject(&self, st: &mut TreeState, key: &[u8], ts: Ts, op: OpRef<'_>) -> Step<()> {
@@ -497,10 +555,14 @@ fn push_down(
     let mut applied = Applied::default();
     match body {
         NodeBody::Internal(n) => {
-            for (k, list) in msgs.iter() {
-                let c = n.child_index(k);
-                for m in list {
-                    n.buf_mut(c).push(k, m);
+            // Each child's share of the piece is one key range, merged as one run.
+            for c in 0..n.children.len() {
+                let lo = c.checked_sub(1).map(|p| n.pivots[p].as_slice());
+                let hi = n.pivots.get(c).map(Vec::as_slice);
+                let mut share = msgs.range(lo, hi).peekable();
+                if share.peek().is_some() {
+                    let run = share.flat_map(|(k, list)| list.map(move |m| (k, m)));
+                    n.buf_mut(c).push_run(run);
                 }
             }
         }

@@ -202,6 +202,25 @@ impl Tree {
         self.with_write(|t, st| t.inject(st, key, ts, op))
     }
 
+    /// Applies a commit's changes to this tree, all stamped `ts` (`inject_run`): one lock
+    /// acquisition and one pass per touched buffer for the batch. A stall (a load) retries
+    /// from the first change not yet applied.
+    pub(crate) fn apply_all(&self, ops: &[(&[u8], msg::OpRef<'_>)], ts: Ts) -> Result<()> {
+        let mut done = 0;
+        self.with_write(|t, st| {
+            while done < ops.len() {
+                if t.inject_run(st, &ops[done..], ts)? {
+                    done = ops.len();
+                } else {
+                    let (key, op) = ops[done];
+                    t.inject(st, key, ts, op)?;
+                    done += 1;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Sends the abort message of the transaction stamped `stamp` for `key`: readers and the
     /// leaf drop what it wrote there (`mvcc::status`, T1).
     pub(crate) fn abort_provisional(&self, key: &[u8], stamp: Ts) -> Result<()> {
