@@ -981,12 +981,29 @@ mod tests {
             read_seconds: None,
             txn_seconds: None,
             no_heap_governor: false,
+            basement_kib: None,
+            node_kib: None,
+            compression: None,
         };
         let p = Params::from_args(&args).expect("params");
         assert_eq!(p.cache_bytes, 20 * MIB);
         assert_eq!(p.data_bytes, 200 * MIB);
         assert_eq!(p.read_threads, 1);
         assert_eq!(p.keys, 200 * MIB / 116);
+        let bad = |f: fn(&mut EngineArgs)| {
+            let mut a = args.clone();
+            f(&mut a);
+            Params::from_args(&a).is_err()
+        };
+        assert!(bad(|a| a.compression = Some("snappy".into())));
+        assert!(bad(|a| a.basement_kib = Some(0)));
+        assert!(bad(|a| a.node_kib = Some(1)));
+        let mut small = args.clone();
+        small.basement_kib = Some(16);
+        small.compression = Some("lz4".into());
+        let p = Params::from_args(&small).expect("params");
+        assert_eq!(p.basement_size_bytes, 16 << 10);
+        assert_eq!(p.compression, "lz4");
     }
 
     #[test]

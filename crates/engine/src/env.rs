@@ -638,10 +638,13 @@ fn to_change(tree: u64, op: &BatchOp) -> Change {
     }
 }
 
+/// One tree's share of a commit: keys and the messages they get, borrowed from the batch.
+type TreeOps<'a> = Vec<(&'a [u8], OpRef<'a>)>;
+
 /// A commit's operations grouped by tree, each tree's in batch order, as the tree applies
 /// them (`Tree::apply_all`): borrowed, the values are not copied.
-fn by_tree(ops: &[(Arc<Tree>, BatchOp)]) -> Vec<(&Arc<Tree>, Vec<(&[u8], OpRef<'_>)>)> {
-    let mut groups: Vec<(&Arc<Tree>, Vec<(&[u8], OpRef<'_>)>)> = Vec::new();
+fn by_tree(ops: &[(Arc<Tree>, BatchOp)]) -> Vec<(&Arc<Tree>, TreeOps<'_>)> {
+    let mut groups: Vec<(&Arc<Tree>, TreeOps<'_>)> = Vec::new();
     for (tree, op) in ops {
         let at = match groups.iter().position(|(t, _)| Arc::ptr_eq(t, tree)) {
             Some(at) => at,
