@@ -18,6 +18,7 @@ mod list_local_sessions;
 mod parameters;
 mod query;
 pub mod retryable_writes;
+mod sasl;
 pub mod server_status;
 mod sessions;
 mod transactions;
@@ -83,6 +84,9 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("whatsmyuri", connection_info::whatsmyuri),
     ("connectionStatus", connection_info::connection_status),
     ("logout", connection_info::logout),
+    ("saslStart", sasl::sasl_start),
+    ("saslContinue", sasl::sasl_continue),
+    ("authenticate", sasl::authenticate),
     ("startSession", sessions::start_session),
     ("endSessions", sessions::end_sessions),
     ("refreshSessions", sessions::refresh_sessions),
