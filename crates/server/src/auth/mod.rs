@@ -8,6 +8,7 @@
 pub mod conversation;
 pub mod credentials;
 pub mod gate;
+pub mod roles;
 pub mod scram;
 pub mod user_store;
 

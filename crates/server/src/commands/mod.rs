@@ -23,6 +23,8 @@ pub mod server_status;
 mod sessions;
 mod transactions;
 mod txn_fields;
+mod users;
+mod users_info;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
@@ -87,6 +89,16 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("saslStart", sasl::sasl_start),
     ("saslContinue", sasl::sasl_continue),
     ("authenticate", sasl::authenticate),
+    ("createUser", users::create_user),
+    ("updateUser", users::update_user),
+    ("dropUser", users::drop_user),
+    (
+        "dropAllUsersFromDatabase",
+        users::drop_all_users_from_database,
+    ),
+    ("grantRolesToUser", users::grant_roles_to_user),
+    ("revokeRolesFromUser", users::revoke_roles_from_user),
+    ("usersInfo", users_info::users_info),
     ("startSession", sessions::start_session),
     ("endSessions", sessions::end_sessions),
     ("refreshSessions", sessions::refresh_sessions),
