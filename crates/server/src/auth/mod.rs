@@ -158,3 +158,6 @@ impl AuthSession {
         self.users.retain(|u| u.name.db != db);
     }
 }
+
+#[cfg(test)]
+mod flow_tests;

@@ -144,6 +144,12 @@ fn dispatch_with(
             "empty command document",
         )));
     };
+    // Access control first, as mongod: an unauthenticated client learns nothing more.
+    if is_known(ctx, name) {
+        if let Err(e) = crate::auth::gate::check(ctx, name, db) {
+            return Reply::Doc(error_reply(&e));
+        }
+    }
     let kind = txn_fields::classify(body);
     let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(body)?)));
     let (kind, lsid) = match lsid {
