@@ -1,9 +1,9 @@
 //! What a connection may run before it authenticates, checked by dispatch before any
 //! command runs. Without `--auth` everything is allowed. With it, only the handshake and
 //! authentication commands mongod lets through (`hello`, `ping`, `buildInfo`, `saslStart`,
-//! `saslContinue`, `authenticate`, `logout`, `connectionStatus`) run without a user; the
-//! localhost exception lets a loopback client run `createUser` on `admin` while no user
-//! exists at all; anything else is `Unauthorized` (13) "Command X requires authentication".
+//! `saslContinue`, `authenticate`, `logout`, `connectionStatus`, `whatsmyuri`) run without a
+//! user; the localhost exception lets a loopback client run `createUser` on `admin` while no
+//! user exists at all; anything else is `Unauthorized` (13) "Command X requires authentication".
 //! Any authenticated user may run every command: roles are not checked yet.
 
 use super::{conversation, user_store, AuthSession};
@@ -23,11 +23,17 @@ const WITHOUT_AUTHENTICATION: &[&str] = &[
     "authenticate",
     "logout",
     "connectionStatus",
+    "whatsmyuri",
 ];
+
+/// Whether `name` needs an authenticated user under `--auth` (`listCommands.requiresAuth`).
+pub fn requires_authentication(name: &str) -> bool {
+    !WITHOUT_AUTHENTICATION.contains(&name)
+}
 
 /// Refuses command `name` on database `db` when access control requires a user first.
 pub fn check(ctx: &ConnectionCtx, name: &str, db: &str) -> Result<(), MongoError> {
-    if !ctx.server.auth.enabled || WITHOUT_AUTHENTICATION.contains(&name) {
+    if !ctx.server.auth.enabled || !requires_authentication(name) {
         return Ok(());
     }
     if !refreshed_session(ctx)?.is_empty() {
