@@ -16,7 +16,7 @@ PREFIX=${SHALE_MONGOSH_PREFIX:-$PWD/tests/mongosh/.prefix}
 SHALE_BIN=${SHALE_BIN:-$PWD/target/debug/shale}
 MONGOSH=$PREFIX/node_modules/.bin/mongosh
 
-ALL_STEPS=(connect insert show_dbs find count)
+ALL_STEPS=(connect insert show_dbs find count create_user login)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${ALL_STEPS[@]}")
 
@@ -39,7 +39,22 @@ step_js() {
     count) echo 'const n = db.items.countDocuments({});
         if (n !== 1) throw new Error("countDocuments: " + n);
         print("counted " + n);' ;;
+    create_user) echo 'const r = db.getSiblingDB("admin").createUser({user: "smoke", pwd: "smokepw", roles: ["root"]});
+        if (r.ok !== 1) throw new Error(EJSON.stringify(r));
+        print("created user smoke");' ;;
+    login) echo 'const s = db.runCommand({connectionStatus: 1}).authInfo;
+        if (s.authenticatedUsers.length !== 1 || s.authenticatedUsers[0].user !== "smoke")
+            throw new Error(EJSON.stringify(s));
+        print("logged in as " + s.authenticatedUsers[0].user);' ;;
     *) echo "unknown step: $1" >&2; return 1 ;;
+    esac
+}
+
+# The connection string of a step: `login` carries the user `create_user` made.
+step_uri() {
+    case "$1" in
+    login) echo "mongodb://smoke:smokepw@127.0.0.1:$port/smoke?directConnection=true&serverSelectionTimeoutMS=5000&authSource=admin" ;;
+    *) echo "$uri" ;;
     esac
 }
 
@@ -80,7 +95,7 @@ uri="mongodb://127.0.0.1:$port/smoke?directConnection=true&serverSelectionTimeou
 failed=0
 for s in "${steps[@]}"; do
     expect=$(step_expect "$s")
-    if out=$(DO_NOT_TRACK=1 "$MONGOSH" --quiet --norc "$uri" --eval "$(step_js "$s")" 2>&1) &&
+    if out=$(DO_NOT_TRACK=1 "$MONGOSH" --quiet --norc "$(step_uri "$s")" --eval "$(step_js "$s")" 2>&1) &&
         { [ -z "$expect" ] || grep -q "$expect" <<<"$out"; }; then
         echo "PASS $s: $(echo "$out" | grep -v '^\s*$' | tail -1)"
     else

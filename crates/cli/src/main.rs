@@ -12,6 +12,8 @@ use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use settings::{Flags, Settings};
 use shale_db::{Database, DbOptions};
+use shale_server::auth::scram::Mechanism;
+use shale_server::auth::AuthConfig;
 use shale_server::ram_log::STARTUP_WARNING_TARGET;
 use shale_server::ServerConfig;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -50,7 +52,7 @@ enum Command {
 struct ServeArgs {
     /// YAML configuration file with mongod's keys (storage.dbPath, net.port, net.bindIp,
     /// storage.wiredTiger.engineConfig.cacheSizeGB or storage.shale.cacheSizeGB,
-    /// systemLog.path, systemLog.verbosity, systemLog.quiet).
+    /// systemLog.path, systemLog.verbosity, systemLog.quiet, security.authorization).
     #[arg(short = 'f', long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// Data directory, created if missing [storage.dbPath; default ./data].
@@ -94,7 +96,8 @@ struct ServeArgs {
           value_parser = clap::value_parser!(u64).range(1..))]
     session_timeout_minutes: Option<u64>,
     /// A server parameter, name=value (repeatable): enableTestCommands (serves
-    /// configureFailPoint), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes.
+    /// configureFailPoint), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes,
+    /// scramIterationCount, scramSHA256IterationCount.
     #[arg(long = "setParameter", value_name = "NAME=VALUE")]
     set_parameter: Vec<String>,
     /// Log format: "text" or "json" [systemLog.logFormat; default text].
@@ -112,6 +115,10 @@ struct ServeArgs {
     /// Quieter logs: no per-connection or per-command lines [systemLog.quiet].
     #[arg(long)]
     quiet: bool,
+    /// Access control: every command but the handshake and authentication needs an
+    /// authenticated user (SCRAM-SHA-256 or SCRAM-SHA-1) [security.authorization].
+    #[arg(long)]
+    auth: bool,
 }
 
 impl ServeArgs {
@@ -129,6 +136,7 @@ impl ServeArgs {
             log_append: self.log_append,
             verbosity: self.verbose,
             quiet: self.quiet,
+            auth: self.auth,
         }
     }
 }
@@ -185,6 +193,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .saturating_mul(60),
         )),
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
+        auth: Arc::new(auth_config(settings.auth, &parameters)?),
         ..ServerConfig::default()
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,
@@ -219,6 +228,25 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "shutdown complete"
     );
     Ok(())
+}
+
+/// Access control and the SCRAM iteration counts given at startup.
+fn auth_config(
+    enabled: bool,
+    parameters: &set_parameter::StartupParameters,
+) -> anyhow::Result<AuthConfig> {
+    let auth = AuthConfig::new(enabled);
+    let counts = [
+        (Mechanism::Sha1, parameters.scram_sha1_iterations),
+        (Mechanism::Sha256, parameters.scram_sha256_iterations),
+    ];
+    for (mech, count) in counts {
+        if let Some(count) = count {
+            auth.set_iterations(mech, count)
+                .map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(auth)
 }
 
 /// mongod's default connection limit.
@@ -294,11 +322,13 @@ fn log_startup(settings: &Settings) {
     for key in &settings.ignored_keys {
         tracing::warn!(key = %key, "configuration file key not supported; ignored");
     }
-    tracing::warn!(
-        target: STARTUP_WARNING_TARGET,
-        "Access control is not enabled for the database. Read and write access to data and \
-         configuration is unrestricted"
-    );
+    if !settings.auth {
+        tracing::warn!(
+            target: STARTUP_WARNING_TARGET,
+            "Access control is not enabled for the database. Read and write access to data and \
+             configuration is unrestricted"
+        );
+    }
     let localhost_only = settings
         .bind_ips
         .iter()

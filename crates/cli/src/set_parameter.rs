@@ -15,6 +15,10 @@ pub struct StartupParameters {
     pub transaction_lifetime_limit_secs: Option<u64>,
     /// `localLogicalSessionTimeoutMinutes` (at least 1).
     pub session_timeout_minutes: Option<u64>,
+    /// `scramIterationCount` (SCRAM-SHA-1 keys; at least 5,000).
+    pub scram_sha1_iterations: Option<u32>,
+    /// `scramSHA256IterationCount` (SCRAM-SHA-256 keys; at least 4,096).
+    pub scram_sha256_iterations: Option<u32>,
     /// `name: "value"` for each, in the order given (`getCmdLineOpts.parsed.setParameter`).
     pub parsed: Document,
 }
@@ -34,6 +38,12 @@ pub fn parse(given: &[String]) -> anyhow::Result<StartupParameters> {
             "localLogicalSessionTimeoutMinutes" => {
                 out.session_timeout_minutes = Some(at_least_one(name, value)?)
             }
+            "scramIterationCount" => {
+                out.scram_sha1_iterations = Some(at_least(name, value, 5_000)?)
+            }
+            "scramSHA256IterationCount" => {
+                out.scram_sha256_iterations = Some(at_least(name, value, 4_096)?)
+            }
             _ => bail!("Unknown --setParameter '{name}'"),
         }
         out.parsed.insert(name, value);
@@ -48,6 +58,16 @@ fn boolean(name: &str, value: &str) -> anyhow::Result<bool> {
         "0" | "false" => Ok(false),
         _ => bail!("Invalid value for parameter {name}: \"{value}\" is not a boolean"),
     }
+}
+
+fn at_least(name: &str, value: &str, min: u32) -> anyhow::Result<u32> {
+    let n: u32 = value
+        .parse()
+        .with_context(|| format!("Invalid value for parameter {name}: \"{value}\""))?;
+    if n < min {
+        bail!("Invalid value for parameter {name}: {n} is less than {min}");
+    }
+    Ok(n)
 }
 
 fn at_least_one(name: &str, value: &str) -> anyhow::Result<u64> {
@@ -80,6 +100,13 @@ mod tests {
         assert_eq!(p.transaction_lifetime_limit_secs, Some(5));
         assert_eq!(p.session_timeout_minutes, Some(2));
         assert_eq!(p.parsed.get_str("enableTestCommands"), Ok("1"));
+        let scram = parse(&strings(&[
+            "scramIterationCount=6000",
+            "scramSHA256IterationCount=20000",
+        ]))
+        .expect("scram");
+        assert_eq!(scram.scram_sha1_iterations, Some(6000));
+        assert_eq!(scram.scram_sha256_iterations, Some(20000));
         assert_eq!(parse(&[]).expect("none"), StartupParameters::default());
     }
 
@@ -90,5 +117,7 @@ mod tests {
         assert!(parse(&strings(&["enableTestCommands"])).is_err());
         assert!(parse(&strings(&["enableTestCommands=maybe"])).is_err());
         assert!(parse(&strings(&["transactionLifetimeLimitSeconds=0"])).is_err());
+        assert!(parse(&strings(&["scramIterationCount=4999"])).is_err());
+        assert!(parse(&strings(&["scramSHA256IterationCount=4095"])).is_err());
     }
 }

@@ -31,6 +31,8 @@ pub struct Flags {
     pub log_append: bool,
     pub verbosity: u8,
     pub quiet: bool,
+    /// `--auth`.
+    pub auth: bool,
 }
 
 /// The settings the server runs with.
@@ -48,6 +50,8 @@ pub struct Settings {
     pub log_append: bool,
     pub verbosity: i32,
     pub quiet: bool,
+    /// Access control (`--auth`, `security.authorization: enabled`).
+    pub auth: bool,
     /// The options as given (file, then flags), nested like mongod's YAML.
     pub parsed: Document,
     /// Configuration-file keys that were ignored, by dotted path.
@@ -88,6 +92,7 @@ struct FileConfig {
     log_path: Option<String>,
     log_append: Option<bool>,
     log_format: Option<String>,
+    authorization: Option<bool>,
     /// Known keys in file order with their values, for `parsed`.
     given: Vec<(&'static str, Bson)>,
     ignored: Vec<String>,
@@ -108,6 +113,7 @@ const KEYS: &[&str] = &[
     "systemLog.destination",
     "systemLog.logAppend",
     "systemLog.logFormat",
+    "security.authorization",
 ];
 
 fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
@@ -138,6 +144,15 @@ fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
             "systemLog.path" => c.log_path = Some(string(key, &value)?),
             "systemLog.logAppend" => c.log_append = Some(boolean(key, &value)?),
             "systemLog.logFormat" => c.log_format = Some(string(key, &value)?),
+            "security.authorization" => {
+                c.authorization = Some(match string(key, &value)?.as_str() {
+                    "enabled" => true,
+                    "disabled" => false,
+                    other => bail!(
+                        "security.authorization must be \"enabled\" or \"disabled\", not {other:?}"
+                    ),
+                })
+            }
             "systemLog.destination" => {
                 let d = string(key, &value)?;
                 if d != "file" {
@@ -328,6 +343,10 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         set_path(&mut parsed, "systemLog.quiet", true.into());
     }
     let quiet = flags.quiet || file.quiet.unwrap_or(false);
+    if flags.auth {
+        set_path(&mut parsed, "security.authorization", "enabled".into());
+    }
+    let auth = flags.auth || file.authorization.unwrap_or(false);
     Ok(Settings {
         dbpath,
         port,
@@ -339,6 +358,7 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         log_append,
         verbosity: verbosity as i32,
         quiet,
+        auth,
         parsed,
         ignored_keys: file.ignored,
     })
@@ -489,6 +509,27 @@ processManagement:
         let s = merge(&Flags::default(), c).expect("merge");
         assert_eq!(s.cache_size_gb, Some(1.0));
         assert_eq!(s.bind_ips, ["0.0.0.0"]);
+    }
+
+    #[test]
+    fn authorization_from_the_file_or_the_flag() {
+        let c = parse_config("security:\n  authorization: enabled\n").expect("parse");
+        let s = merge(&Flags::default(), c).expect("merge");
+        assert!(s.auth);
+        assert_eq!(
+            s.parsed.get_document("security").expect("security"),
+            &doc! {"authorization": "enabled"}
+        );
+        let flag = merge(
+            &Flags {
+                auth: true,
+                ..Flags::default()
+            },
+            FileConfig::default(),
+        );
+        assert!(flag.expect("merge").auth);
+        assert!(!with_file(Flags::default()).auth);
+        assert!(parse_config("security:\n  authorization: yes\n").is_err());
     }
 
     #[test]

@@ -64,8 +64,14 @@ error_codes! {
     InvalidOptions = 72,
     DuplicateKey = 11000,
     UnsupportedFormat = 12,
+    UserNotFound = 11,
     Unauthorized = 13,
     ProtocolError = 17,
+    AuthenticationFailed = 18,
+    RoleNotFound = 31,
+    MechanismUnavailable = 334,
+    /// createUser: the user already exists.
+    Location51003 = 51003,
     BSONObjectTooLarge = 10334,
     DataCorruptionDetected = 301,
     // Network, shutdown and replication-state codes: drivers retry writes that fail with

@@ -2,6 +2,7 @@
 //! (`wire`), runs commands (`commands`) against the embeddable database, and replies. It
 //! owns no storage: everything persistent goes through `shale_db`.
 
+pub mod auth;
 pub mod commands;
 mod connection;
 pub mod fail_point;
@@ -62,6 +63,8 @@ pub struct ServerConfig {
     /// `transactionLifetimeLimitSeconds` as the `setParameter` command last set it (0: not
     /// set at run time; the startup value holds).
     pub lifetime_limit_secs_set: Arc<AtomicU64>,
+    /// Authentication: `--auth`, SCRAM iteration counts, the users generation.
+    pub auth: Arc<auth::AuthConfig>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -123,6 +126,8 @@ pub struct ConnectionCtx {
     /// The retryable write a command runs as: set only on the context the retryable-write
     /// runner makes for one command (`commands/retryable_writes.rs`).
     pub retry: Option<Arc<commands::retryable_writes::Retrying>>,
+    /// Who is logged in on this connection, and its SASL conversation.
+    pub auth: Arc<Mutex<auth::AuthSession>>,
 }
 
 impl ConnectionCtx {
@@ -146,6 +151,7 @@ impl ConnectionCtx {
             app_name: Arc::default(),
             close_requested: Arc::default(),
             retry: None,
+            auth: Arc::default(),
         }
     }
 

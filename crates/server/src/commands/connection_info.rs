@@ -1,8 +1,10 @@
 //! Commands about the asking connection: `whatsmyuri` (the client's address as we see it),
-//! `connectionStatus` and `logout`. There is no authentication yet, so every connection is
-//! unauthenticated with no users, roles or privileges, and `logout` has nothing to undo.
+//! `connectionStatus` (the users logged in on it and their roles) and `logout` (ends the
+//! login of the command's database). Privileges are not computed yet (roles are not
+//! enforced): `showPrivileges` answers an empty list.
 
 use super::CommandResult;
+use crate::auth::gate;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 
@@ -10,10 +12,22 @@ pub fn whatsmyuri(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandRe
     Ok(doc! { "you": ctx.peer.to_string() })
 }
 
-pub fn connection_status(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+pub fn connection_status(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+    let users = gate::refreshed_session(ctx)?;
+    let names: Vec<Bson> = users
+        .iter()
+        .map(|u| Bson::Document(doc! { "user": &u.name.user, "db": &u.name.db }))
+        .collect();
+    let mut roles: Vec<Bson> = Vec::new();
+    for role in users.iter().flat_map(|u| u.roles.iter()) {
+        let role = Bson::Document(role.clone());
+        if !roles.contains(&role) {
+            roles.push(role);
+        }
+    }
     let mut auth_info = doc! {
-        "authenticatedUsers": [],
-        "authenticatedUserRoles": [],
+        "authenticatedUsers": names,
+        "authenticatedUserRoles": roles,
     };
     if body.get("showPrivileges").is_some_and(truthy) {
         auth_info.insert("authenticatedUserPrivileges", Bson::Array(Vec::new()));
@@ -21,7 +35,8 @@ pub fn connection_status(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> Co
     Ok(doc! { "authInfo": auth_info })
 }
 
-pub fn logout(_ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
+pub fn logout(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+    gate::lock(ctx).log_out(db);
     Ok(Document::new())
 }
 

@@ -3,7 +3,8 @@
 //! `helloOk` only when the client asked for it. A `compression` array negotiates wire
 //! compression for the connection (mongod's rules: the client's order, unknown names
 //! skipped, no field in the reply when nothing is shared, the last agreement repeated when
-//! a later hello has no `compression` field).
+//! a later hello has no `compression` field). `saslSupportedMechs` and
+//! `speculativeAuthenticate` are answered by `sasl.rs`.
 
 use super::CommandResult;
 use crate::wire::{negotiate, MAX_BSON_OBJECT_BYTES, MAX_MESSAGE_BYTES};
@@ -95,5 +96,6 @@ fn common_fields(ctx: &ConnectionCtx, body: &Document) -> CommandResult {
     if body.get_bool("helloOk").unwrap_or(false) {
         d.insert("helloOk", true);
     }
+    d.extend(super::sasl::hello_fields(ctx, body));
     Ok(d)
 }

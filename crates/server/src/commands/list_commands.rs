@@ -40,18 +40,6 @@ const API_V1: &[&str] = &[
 const ADMIN_ONLY: &[&str] = &["getCmdLineOpts", "getLog", "getParameter"];
 
 /// Commands an unauthenticated client may run on a server with access control.
-const NO_AUTH: &[&str] = &[
-    "buildInfo",
-    "buildinfo",
-    "connectionStatus",
-    "hello",
-    "isMaster",
-    "ismaster",
-    "logout",
-    "ping",
-    "whatsmyuri",
-];
-
 const HELP: &[(&str, &str)] = &[
     ("buildInfo", "get version #, etc.\n{ buildinfo:1 }"),
     ("connectionStatus", "Returns connection-specific information such as logged-in users and their roles"),
@@ -97,7 +85,7 @@ fn describe(name: &str) -> Document {
     };
     doc! {
         "help": help,
-        "requiresAuth": !NO_AUTH.contains(&name),
+        "requiresAuth": crate::auth::gate::requires_authentication(name),
         "secondaryOk": true,
         "adminOnly": ADMIN_ONLY.contains(&name),
         "apiVersions": api,

@@ -18,10 +18,13 @@ mod list_local_sessions;
 mod parameters;
 mod query;
 pub mod retryable_writes;
+mod sasl;
 pub mod server_status;
 mod sessions;
 mod transactions;
 mod txn_fields;
+mod users;
+mod users_info;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
@@ -83,6 +86,19 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("whatsmyuri", connection_info::whatsmyuri),
     ("connectionStatus", connection_info::connection_status),
     ("logout", connection_info::logout),
+    ("saslStart", sasl::sasl_start),
+    ("saslContinue", sasl::sasl_continue),
+    ("authenticate", sasl::authenticate),
+    ("createUser", users::create_user),
+    ("updateUser", users::update_user),
+    ("dropUser", users::drop_user),
+    (
+        "dropAllUsersFromDatabase",
+        users::drop_all_users_from_database,
+    ),
+    ("grantRolesToUser", users::grant_roles_to_user),
+    ("revokeRolesFromUser", users::revoke_roles_from_user),
+    ("usersInfo", users_info::users_info),
     ("startSession", sessions::start_session),
     ("endSessions", sessions::end_sessions),
     ("refreshSessions", sessions::refresh_sessions),
@@ -128,6 +144,12 @@ fn dispatch_with(
             "empty command document",
         )));
     };
+    // Access control first, as mongod: an unauthenticated client learns nothing more.
+    if is_known(ctx, name) {
+        if let Err(e) = crate::auth::gate::check(ctx, name, db) {
+            return Reply::Doc(error_reply(&e));
+        }
+    }
     let kind = txn_fields::classify(body);
     let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(body)?)));
     let (kind, lsid) = match lsid {

@@ -2,10 +2,11 @@
 //! Parameters are a fixed table in name order (mongod's output order), each read from the
 //! running configuration or the engine where we have one, else mongod 7.0's default for a
 //! behaviour we share. `setParameter` changes what this server can change at run time
-//! (`transactionLifetimeLimitSeconds`); a parameter mongod changes at run time but this
+//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts); a parameter mongod changes at run time but this
 //! server cannot yet is refused with NotImplemented (238), never pretended.
 
 use super::{require_admin, CommandResult};
+use crate::auth::scram::Mechanism;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -103,6 +104,20 @@ const PARAMETERS: &[Parameter] = &[
         settable_at_startup: true,
         value: |_| Bson::Boolean(false),
         set: None,
+    },
+    Parameter {
+        name: "scramIterationCount",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| iteration_count(ctx, Mechanism::Sha1),
+        set: Some(|ctx, v| set_iteration_count(ctx, Mechanism::Sha1, v)),
+    },
+    Parameter {
+        name: "scramSHA256IterationCount",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| iteration_count(ctx, Mechanism::Sha256),
+        set: Some(|ctx, v| set_iteration_count(ctx, Mechanism::Sha256, v)),
     },
     Parameter {
         // Seconds between checkpoints: the engine's checkpoint interval (0 when off).
@@ -355,6 +370,37 @@ fn set_lifetime_limit(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoErro
     Ok(())
 }
 
+fn iteration_count(ctx: &ConnectionCtx, mech: Mechanism) -> Bson {
+    Bson::Int32(i32::try_from(ctx.server.auth.iterations(mech)).unwrap_or(i32::MAX))
+}
+
+/// `scramIterationCount` / `scramSHA256IterationCount`: a whole number at least mongod's
+/// minimum (5,000 / 4,096); users created or updated afterwards get it.
+fn set_iteration_count(
+    ctx: &ConnectionCtx,
+    mech: Mechanism,
+    value: &Bson,
+) -> Result<(), MongoError> {
+    let name = crate::auth::iteration_parameter(mech);
+    let bad = || {
+        MongoError::new(
+            ErrorCode::BadValue,
+            format!("Invalid value for {name}: {value}"),
+        )
+    };
+    let count = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(x) if x.fract() == 0.0 => *x as i64,
+        _ => return Err(bad()),
+    };
+    let count = u32::try_from(count).map_err(|_| bad())?;
+    ctx.server
+        .auth
+        .set_iterations(mech, count)
+        .map_err(|m| MongoError::new(ErrorCode::BadValue, m))
+}
+
 pub fn get_cmd_line_opts(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
     require_admin(db, "getCmdLineOpts")?;
     Ok(doc! {
@@ -400,6 +446,15 @@ mod tests {
             2
         );
         assert_eq!(code(doc! {"setParameter": 1, "notablescan": true}), 238);
+        assert_eq!(
+            set(doc! {"setParameter": 1, "scramSHA256IterationCount": 20_000}),
+            Ok(doc! {"was": 15_000})
+        );
+        assert_eq!(ctx.server.auth.iterations(Mechanism::Sha256), 20_000);
+        assert_eq!(
+            code(doc! {"setParameter": 1, "scramIterationCount": 4_999}),
+            2
+        );
         assert_eq!(
             set_parameter(&ctx, "app", &doc! {"setParameter": 1}).map_err(|e| e.code.code()),
             Err(13)

@@ -1,0 +1,87 @@
+//! What a connection may run before it authenticates, checked by dispatch before any
+//! command runs. Without `--auth` everything is allowed. With it, only the handshake and
+//! authentication commands mongod lets through (`hello`, `ping`, `buildInfo`, `saslStart`,
+//! `saslContinue`, `authenticate`, `logout`, `connectionStatus`, `whatsmyuri`) run without a
+//! user; the localhost exception lets a loopback client run `createUser` on `admin` while no
+//! user exists at all; anything else is `Unauthorized` (13) "Command X requires authentication".
+//! Any authenticated user may run every command: roles are not checked yet.
+
+use super::{conversation, user_store, AuthSession};
+use crate::ConnectionCtx;
+use shale_doc::{ErrorCode, MongoError};
+
+/// Commands mongod runs for a connection with no authenticated user.
+const WITHOUT_AUTHENTICATION: &[&str] = &[
+    "hello",
+    "isMaster",
+    "ismaster",
+    "ping",
+    "buildInfo",
+    "buildinfo",
+    "saslStart",
+    "saslContinue",
+    "authenticate",
+    "logout",
+    "connectionStatus",
+    "whatsmyuri",
+];
+
+/// Whether `name` needs an authenticated user under `--auth` (`listCommands.requiresAuth`).
+pub fn requires_authentication(name: &str) -> bool {
+    !WITHOUT_AUTHENTICATION.contains(&name)
+}
+
+/// Refuses command `name` on database `db` when access control requires a user first.
+pub fn check(ctx: &ConnectionCtx, name: &str, db: &str) -> Result<(), MongoError> {
+    if !ctx.server.auth.enabled || !requires_authentication(name) {
+        return Ok(());
+    }
+    if !refreshed_session(ctx)?.is_empty() {
+        return Ok(());
+    }
+    if name == "createUser" && db == "admin" && localhost_exception(ctx)? {
+        return Ok(());
+    }
+    Err(MongoError::new(
+        ErrorCode::Unauthorized,
+        format!("Command {name} requires authentication"),
+    ))
+}
+
+/// Whether the localhost exception applies: a loopback client, and no user at all.
+fn localhost_exception(ctx: &ConnectionCtx) -> Result<bool, MongoError> {
+    Ok(ctx.peer.ip().is_loopback() && !user_store::any(&ctx.db)?)
+}
+
+/// The connection's logged-in users after dropping those whose user was deleted since they
+/// logged in and refreshing the roles of the others (read again only when a user changed).
+pub fn refreshed_session(ctx: &ConnectionCtx) -> Result<Vec<super::LoggedIn>, MongoError> {
+    let mut session = lock(ctx);
+    let now = ctx.server.auth.users_generation();
+    if session.checked_generation != now {
+        refresh(ctx, &mut session)?;
+        session.checked_generation = now;
+    }
+    Ok(session.users.clone())
+}
+
+fn refresh(ctx: &ConnectionCtx, session: &mut AuthSession) -> Result<(), MongoError> {
+    let mut kept = Vec::with_capacity(session.users.len());
+    for user in &session.users {
+        match user_store::find(&ctx.db, &user.name)? {
+            Some(doc) => kept.push(conversation::logged_in(&user.name, &doc)),
+            None => tracing::info!(
+                conn = ctx.connection_id,
+                user = %user.name,
+                "removed a deleted user from the connection's logins"
+            ),
+        }
+    }
+    session.users = kept;
+    Ok(())
+}
+
+/// The connection's authentication state, locked.
+pub fn lock(ctx: &ConnectionCtx) -> std::sync::MutexGuard<'_, AuthSession> {
+    ctx.auth.lock().unwrap_or_else(|p| p.into_inner())
+}

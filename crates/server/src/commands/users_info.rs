@@ -1,0 +1,147 @@
+//! `usersInfo`: one user (a name of the command's database, or `{user, db}`), a list of
+//! them, every user of the database (`usersInfo: 1`) or of every database
+//! (`{forAllDBs: true}`), ordered by database then name. Each user is shown as mongod shows
+//! it: `_id`, `userId`, `user`, `db`, `roles`, `mechanisms`, `customData` (unless
+//! `showCustomData: false`), and its salted keys only with `showCredentials: true`. A
+//! `filter` is matched against the stored documents. `showPrivileges` needs role
+//! privileges, which are not built, and is refused with NotImplemented.
+
+use super::CommandResult;
+use crate::auth::credentials::mechanisms_of;
+use crate::auth::{user_store, UserName};
+use crate::ConnectionCtx;
+use bson::{doc, Bson, Document};
+use shale_doc::{ErrorCode, MongoError};
+
+pub fn users_info(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let which = body.get("usersInfo").cloned().unwrap_or(Bson::Int32(1));
+    let mut filter = selection(&which, db)?;
+    if let Ok(extra) = body.get_document("filter") {
+        filter = doc! { "$and": [filter, extra.clone()] };
+    }
+    if option(body, "showPrivileges", false) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "usersInfo: showPrivileges is not supported yet (roles are not enforced)",
+        ));
+    }
+    let show_credentials = option(body, "showCredentials", false);
+    let show_custom_data = option(body, "showCustomData", true);
+    let users: Vec<Bson> = user_store::list(&ctx.db, filter)?
+        .into_iter()
+        .map(|u| Bson::Document(shown(u, show_credentials, show_custom_data)))
+        .collect();
+    Ok(doc! { "users": users })
+}
+
+/// The stored-document filter for the `usersInfo` value.
+fn selection(which: &Bson, db: &str) -> Result<Document, MongoError> {
+    match which {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => Ok(doc! { "db": db }),
+        Bson::Document(d) if d.get_bool("forAllDBs") == Ok(true) => Ok(Document::new()),
+        Bson::Array(items) => {
+            let ids: Result<Vec<Bson>, MongoError> = items
+                .iter()
+                .map(|item| Ok(Bson::String(name(item, db)?.id())))
+                .collect();
+            Ok(doc! { "_id": { "$in": ids? } })
+        }
+        other => Ok(doc! { "_id": name(other, db)?.id() }),
+    }
+}
+
+/// A user named by a string (of database `db`) or `{user, db}`.
+fn name(value: &Bson, db: &str) -> Result<UserName, MongoError> {
+    match value {
+        Bson::String(user) => Ok(UserName::new(user, db)),
+        Bson::Document(d) => match (d.get_str("user"), d.get_str("db")) {
+            (Ok(user), Ok(db)) => Ok(UserName::new(user, db)),
+            _ => Err(bad_name()),
+        },
+        _ => Err(bad_name()),
+    }
+}
+
+fn bad_name() -> MongoError {
+    MongoError::new(
+        ErrorCode::BadValue,
+        "User and role names must be either strings or objects",
+    )
+}
+
+/// A stored user as `usersInfo` shows it.
+fn shown(stored: Document, show_credentials: bool, show_custom_data: bool) -> Document {
+    let credentials = stored
+        .get_document("credentials")
+        .cloned()
+        .unwrap_or_default();
+    let mut out = Document::new();
+    for (k, v) in stored {
+        match k.as_str() {
+            "credentials" if !show_credentials => {}
+            "customData" if !show_custom_data => {}
+            _ => {
+                out.insert(k, v);
+            }
+        }
+    }
+    let mechanisms: Vec<&str> = mechanisms_of(&credentials)
+        .iter()
+        .map(|m| m.name())
+        .collect();
+    out.insert("mechanisms", mechanisms);
+    out
+}
+
+/// A boolean option (numbers count as mongod counts them), `default` when absent.
+fn option(body: &Document, field: &str, default: bool) -> bool {
+    match body.get(field) {
+        None => default,
+        Some(Bson::Boolean(b)) => *b,
+        Some(Bson::Int32(n)) => *n != 0,
+        Some(Bson::Int64(n)) => *n != 0,
+        Some(Bson::Double(x)) => *x != 0.0,
+        Some(_) => default,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selections_name_users_like_mongod() {
+        assert_eq!(selection(&Bson::Int32(1), "app"), Ok(doc! {"db": "app"}));
+        assert_eq!(
+            selection(&Bson::String("ann".into()), "app"),
+            Ok(doc! {"_id": "app.ann"})
+        );
+        assert_eq!(
+            selection(&Bson::Document(doc! {"forAllDBs": true}), "app"),
+            Ok(Document::new())
+        );
+        let list = Bson::Array(vec![
+            Bson::String("ann".into()),
+            Bson::Document(doc! {"user": "bob", "db": "admin"}),
+        ]);
+        assert_eq!(
+            selection(&list, "app"),
+            Ok(doc! {"_id": {"$in": ["app.ann", "admin.bob"]}})
+        );
+        assert!(selection(&Bson::Document(doc! {"user": "x"}), "app").is_err());
+    }
+
+    #[test]
+    fn credentials_are_hidden_unless_asked() {
+        let stored = doc! {
+            "_id": "app.ann", "user": "ann", "db": "app",
+            "credentials": {"SCRAM-SHA-256": {"iterationCount": 15000}},
+            "roles": [], "customData": {"a": 1},
+        };
+        let hidden = shown(stored.clone(), false, true);
+        assert!(!hidden.contains_key("credentials"));
+        assert_eq!(hidden.get_array("mechanisms").map(Vec::len), Ok(1));
+        assert!(shown(stored.clone(), true, true).contains_key("credentials"));
+        assert!(!shown(stored, false, false).contains_key("customData"));
+    }
+}
