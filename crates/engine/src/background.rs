@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// How often the checkpointer looks at the clock and the log's length.
+const CHECKPOINTER_TICK: Duration = Duration::from_millis(50);
 /// How long the flusher sleeps when nobody wakes it.
 const FLUSHER_IDLE: Duration = Duration::from_millis(100);
 /// How often the heap governor reads the allocator (`heap.rs`): at a few hundred MB/s of
@@ -29,12 +31,12 @@ pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
             .spawn(move || guarded(&e, "flusher", flusher))
             .expect("spawning the flusher thread"),
     );
-    if let Some(interval) = env.options.checkpoint_interval {
+    if env.options.checkpoint_interval.is_some() || env.options.checkpoint_log_bytes.is_some() {
         let e = env.clone();
         threads.push(
             std::thread::Builder::new()
                 .name("shale-checkpointer".into())
-                .spawn(move || guarded(&e, "checkpointer", |e| checkpointer(e, interval)))
+                .spawn(move || guarded(&e, "checkpointer", checkpointer))
                 .expect("spawning the checkpointer thread"),
         );
     }
@@ -108,11 +110,18 @@ fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
     }
 }
 
-fn checkpointer(env: &EnvInner, interval: Duration) {
+/// Checkpoints every `checkpoint_interval`, and sooner when the log since the last
+/// checkpoint passes `checkpoint_log_bytes`.
+fn checkpointer(env: &EnvInner) {
+    let interval = env.options.checkpoint_interval;
+    let log_bytes = env.options.checkpoint_log_bytes;
+    let tick = interval.map_or(CHECKPOINTER_TICK, |i| i.min(CHECKPOINTER_TICK));
     let mut last = Instant::now();
     while !env.shutdown.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50).min(interval));
-        if last.elapsed() < interval {
+        std::thread::sleep(tick);
+        let due = interval.is_some_and(|i| last.elapsed() >= i);
+        let log_full = log_bytes.is_some_and(|b| env.log_since_checkpoint() >= b);
+        if !due && !log_full {
             continue;
         }
         last = Instant::now();

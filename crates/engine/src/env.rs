@@ -119,6 +119,9 @@ pub(crate) struct EnvInner {
     /// Held while appending to the log and applying to trees, and by a checkpoint's start.
     pub apply_lock: Mutex<()>,
     pub checkpoint_lock: Mutex<()>,
+    /// The redo point of the last checkpoint (where recovery would start replaying): the
+    /// log since it is what `checkpoint_log_bytes` bounds.
+    pub last_redo_lsn: AtomicU64,
     pub next_txn: AtomicU64,
     /// Each live transaction's `(tree, key)`s that its provisional writes may have reached,
     /// registered before each write (T1); a checkpoint logs them at its redo point (R8).
@@ -167,7 +170,12 @@ impl Env {
     }
 
     /// `open` with a merge callback and test hooks.
-    pub fn open_with(dir: impl AsRef<Path>, options: EnvOptions, hooks: EnvHooks) -> Result<Env> {
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        mut options: EnvOptions,
+        hooks: EnvHooks,
+    ) -> Result<Env> {
+        options.tree_defaults = options.tree_defaults.fitted_to_cache(options.cache_bytes);
         let inner = Arc::new(crate::recovery::open_and_recover(
             dir.as_ref(),
             options,
@@ -569,6 +577,14 @@ impl EnvInner {
         Ok(())
     }
 
+    /// Bytes of log written since the last checkpoint's redo point.
+    pub(crate) fn log_since_checkpoint(&self) -> u64 {
+        self.wal
+            .end_lsn()
+            .0
+            .saturating_sub(self.last_redo_lsn.load(Ordering::SeqCst))
+    }
+
     /// Checkpoint: mark under the apply lock (so the redo point splits the log exactly), then
     /// write pending nodes and headers while writers go on, then trim the log (R3–R6).
     pub(crate) fn checkpoint(&self) -> Result<()> {
@@ -577,6 +593,9 @@ impl EnvInner {
         let started = Instant::now();
         let (redo_lsn, live_end, marks) = {
             let _apply = self.apply_lock.lock();
+            // W10: the records before the redo point go to a file of their own, which R6
+            // below removes, so a checkpoint (and a clean close) leaves only the log after it.
+            self.wal.rotate_if_over(LOG_ROTATE_MIN_BYTES);
             let redo_lsn = self.wal.end_lsn();
             let trees: Vec<Arc<Tree>> = self.trees.read().values().cloned().collect();
             let marks: Vec<_> = trees
@@ -599,6 +618,7 @@ impl EnvInner {
         }
         // R6: only now may the log before the redo point go.
         self.poison_on(self.wal.remove_before(redo_lsn))?;
+        self.last_redo_lsn.store(redo_lsn.0, Ordering::SeqCst);
         EngineStats::bump(&self.stats.checkpoints);
         tracing::debug!(
             ms = started.elapsed().as_millis() as u64,
@@ -640,6 +660,11 @@ fn to_change(tree: u64, op: &BatchOp) -> Change {
 
 /// One tree's share of a commit: keys and the messages they get, borrowed from the batch.
 type TreeOps<'a> = Vec<(&'a [u8], OpRef<'a>)>;
+
+/// A checkpoint starts a new log file when the current one holds more than this, so that
+/// the file's records before the redo point can be removed (`Wal::rotate_if_over`); an
+/// idle database's checkpoints, a few hundred bytes each, do not make a file apiece.
+const LOG_ROTATE_MIN_BYTES: u64 = 1 << 20;
 
 /// A commit's operations grouped by tree, each tree's in batch order, as the tree applies
 /// them (`Tree::apply_all`): borrowed, the values are not copied.

@@ -69,7 +69,28 @@ impl Default for TreeOptions {
     }
 }
 
+/// The fewest nodes of the default size a cache holds: a flush pins a parent and a child,
+/// a split or merge their siblings, and a database has a tree per collection and index. A
+/// 4 MiB node in an 8 MiB cache thrashed: `pk-lookup --quick` loaded 25 MB in two minutes
+/// (issue 22, item 8).
+pub const MIN_CACHED_NODES: usize = 16;
+/// The smallest node the default layout shrinks to for a small cache.
+pub const MIN_FITTED_NODE_BYTES: usize = 64 << 10;
+
 impl TreeOptions {
+    /// This layout with its node size cut to fit `MIN_CACHED_NODES` in `cache_bytes` (never
+    /// below `MIN_FITTED_NODE_BYTES`, never above what it was), and its basement no larger
+    /// than a quarter of the node. The environment fits its `tree_defaults` so at open;
+    /// layouts a tree was created with explicitly are kept.
+    pub fn fitted_to_cache(mut self, cache_bytes: usize) -> TreeOptions {
+        let fit = (cache_bytes / MIN_CACHED_NODES).max(MIN_FITTED_NODE_BYTES);
+        if self.node_size_bytes > fit {
+            self.node_size_bytes = fit;
+            self.basement_size_bytes = self.basement_size_bytes.min(fit / 4);
+        }
+        self
+    }
+
     /// Tiny sizes so tests split, flush and evict constantly.
     pub fn tiny() -> Self {
         TreeOptions {
@@ -91,6 +112,10 @@ pub struct EnvOptions {
     pub fsync: FsyncPolicy,
     /// Interval between background checkpoints; `None` checkpoints only when asked and at close.
     pub checkpoint_interval: Option<Duration>,
+    /// A background checkpoint also starts once the log since the last checkpoint's redo
+    /// point passes this many bytes, whatever the interval (WiredTiger's `log_size`), so the
+    /// log a recovery replays stays bounded under any write rate; `None` disables it.
+    pub checkpoint_log_bytes: Option<u64>,
     /// Use O_DIRECT where the filesystem allows it.
     pub direct_io: bool,
     /// The most memory one transaction's write set may hold (its writes stay in memory,
@@ -112,6 +137,9 @@ pub struct EnvOptions {
 /// a sequential fill; docs/benchmarks.md).
 pub const DEFAULT_HEAP_HEADROOM: usize = 48 << 20;
 
+/// The default `checkpoint_log_bytes`: 1 GiB of log between checkpoints at most.
+pub const DEFAULT_CHECKPOINT_LOG_BYTES: u64 = 1 << 30;
+
 /// The smallest write-set limit: a 16 MiB document replaced with its old and new index
 /// entries fits with room to spare.
 pub const MIN_TXN_MAX_BYTES: usize = 64 << 20;
@@ -132,10 +160,42 @@ impl Default for EnvOptions {
             tree_defaults: TreeOptions::default(),
             fsync: FsyncPolicy::EveryCommit,
             checkpoint_interval: Some(Duration::from_secs(60)),
+            checkpoint_log_bytes: Some(DEFAULT_CHECKPOINT_LOG_BYTES),
             direct_io: true,
             txn_max_bytes: None,
             heap: None,
             heap_headroom_bytes: DEFAULT_HEAP_HEADROOM,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_layout_fits_a_small_cache_and_keeps_a_large_one() {
+        let d = TreeOptions::default();
+        assert_eq!(
+            d.fitted_to_cache(400 << 20),
+            d,
+            "a 400 MiB cache keeps 4 MiB nodes"
+        );
+        assert_eq!(
+            d.fitted_to_cache(256 << 20),
+            d,
+            "so does the server's default"
+        );
+        let small = d.fitted_to_cache(8 << 20);
+        assert_eq!(small.node_size_bytes, 512 << 10);
+        assert!(small.basement_size_bytes <= small.node_size_bytes / 4);
+        let tiny_cache = d.fitted_to_cache(1 << 20);
+        assert_eq!(tiny_cache.node_size_bytes, MIN_FITTED_NODE_BYTES);
+        let tiny = TreeOptions::tiny();
+        assert_eq!(
+            tiny.fitted_to_cache(64 << 10),
+            tiny,
+            "smaller nodes are kept"
+        );
     }
 }

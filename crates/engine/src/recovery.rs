@@ -102,6 +102,7 @@ pub(crate) fn open_and_recover(
         wal,
         apply_lock: Mutex::new(()),
         checkpoint_lock: Mutex::new(()),
+        last_redo_lsn: AtomicU64::new(start),
         next_txn: AtomicU64::new(max_txn + 1),
         live: Mutex::new(HashMap::new()),
         snapshots,

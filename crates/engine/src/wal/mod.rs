@@ -209,6 +209,23 @@ impl Wal {
         self.shared.state.lock().end
     }
 
+    /// Asks for the next batch to start a new file (W3: between batches) when the current
+    /// file holds more than `min_bytes` of records. A checkpoint asks before it logs its
+    /// redo point, so that the file before it can be removed once the checkpoint is
+    /// durable (W10): the log a checkpoint leaves is what came after its redo point, not
+    /// the rest of a file of up to `file_bytes_max`. Returns whether it asked.
+    pub fn rotate_if_over(&self, min_bytes: u64) -> bool {
+        let first = self.shared.files.lock().last().copied();
+        let used = first.map_or(0, |f| self.end_lsn().0.saturating_sub(f.0));
+        let ask = used > min_bytes;
+        if ask {
+            self.shared
+                .rotate
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        ask
+    }
+
     /// Deletes the log files all of whose records are below `lsn` (W10); returns how many.
     /// Call it once a checkpoint covering them is durable.
     pub fn remove_before(&self, lsn: Lsn) -> Result<usize> {

@@ -10,6 +10,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_io::{round_down_to_page, AlignedBuf, Category, DataFile, FaultInjector, IoStats};
 use shale_io::{OpenMode, PAGE_SIZE};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What appenders and committers share, under `Shared::state`.
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub stop: Mutex<bool>,
     /// Wakes the background syncer: to stop, or early because `pending` grew large.
     pub stop_signal: Condvar,
+    /// The next batch starts a new file whatever the current one's size (`Wal::rotate`).
+    pub rotate: AtomicBool,
 }
 
 /// Pending bytes past which an append wakes the `EveryMillis` syncer before its period
@@ -66,6 +69,7 @@ impl Shared {
             writer: Mutex::new(writer),
             files: Mutex::new(files),
             stop: Mutex::new(false),
+            rotate: AtomicBool::new(false),
             stop_signal: Condvar::new(),
         }
     }
@@ -137,7 +141,9 @@ impl Shared {
             let start = st.pending_start;
             st.pending_start = st.end;
             let result = MutexGuard::unlocked(&mut st, || {
-                self.writer.lock().write_batch(start, &batch, &self.files)
+                self.writer
+                    .lock()
+                    .write_batch(start, &batch, &self.files, &self.rotate)
             });
             st.flushing = false;
             match result {
@@ -217,6 +223,7 @@ impl LogWriter {
         start: Lsn,
         batch: &[u8],
         files: &Mutex<Vec<Lsn>>,
+        rotate: &AtomicBool,
     ) -> Result<Lsn> {
         assert_eq!(
             start, self.written,
@@ -225,7 +232,8 @@ impl LogWriter {
         if batch.is_empty() {
             return Ok(self.written);
         }
-        if self.pos() > self.file_bytes_max && self.pos() > FILE_HEADER_BYTES {
+        let full = self.pos() > self.file_bytes_max || rotate.swap(false, Ordering::SeqCst);
+        if full && self.pos() > FILE_HEADER_BYTES {
             self.start_new_file(files)?;
         }
         // W4: rewrite the partial last page (its old bytes unchanged) followed by the batch.
