@@ -85,7 +85,8 @@ pub struct EngineArgs {
     /// [default: the engine's]
     #[arg(long, value_name = "KIB")]
     pub basement_kib: Option<usize>,
-    /// Target uncompressed node size, in KiB [default: the engine's]
+    /// Target uncompressed node size, in KiB [default: the engine's; either is cut to fit 16
+    /// nodes in the cache]
     #[arg(long, value_name = "KIB")]
     pub node_kib: Option<usize>,
     /// Partition codec: zstd, lz4 or none [default: the engine's]
@@ -151,7 +152,8 @@ impl Params {
         let keys = (data_bytes / (KEY_BYTES + args.value_bytes) as u64).max(1);
         let cache_bytes = cache_mib * MIB;
         let env = EnvOptions::default();
-        let tree = tree_options(args)?;
+        // What the environment will use: it fits the default layout to its cache.
+        let tree = tree_options(args)?.fitted_to_cache(usize::try_from(cache_mib * MIB)?);
         Ok(Params {
             dir: String::new(),
             quick: args.quick,

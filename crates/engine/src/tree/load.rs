@@ -205,12 +205,19 @@ impl Tree {
             return Ok(());
         }
         let cache = self.cache.clone();
-        st.modify(id, &cache, |n| match (&mut n.body, part) {
-            (NodeBody::Leaf(l), format::Partition::Basement(b))
-                if l.parts.get(i) == Some(&desc) && l.basements[i].is_none() =>
-            {
-                l.basements[i] = Some(b);
+        if let format::Partition::Basement(b) = part {
+            // A basement adds exactly its own bytes to the leaf's charge: recomputing the
+            // leaf's whole charge (`modify`) walked every basement of it, per point read.
+            let node = st.nodes.get_mut(&id).expect("checked above");
+            if let NodeBody::Leaf(l) = &mut node.body {
+                if l.parts.get(i) == Some(&desc) && l.basements[i].is_none() {
+                    cache.recharge(0, b.mem_bytes());
+                    l.basements[i] = Some(b);
+                }
             }
+            return Ok(());
+        }
+        st.modify(id, &cache, |n| match (&mut n.body, part) {
             (NodeBody::Internal(x), format::Partition::Buffer(b))
                 if x.parts.get(i) == Some(&desc) && x.buffers[i].is_none() =>
             {
