@@ -160,6 +160,11 @@ impl CursorTable {
         self.lock().get(&id).map(|e| e.owner)
     }
 
+    /// The namespace of open cursor `id` (legacy OP_KILL_CURSORS names ids only).
+    pub fn namespace_of(&self, id: i64) -> Option<String> {
+        self.lock().get(&id).map(|e| e.ns.clone())
+    }
+
     /// Closes every cursor `owner` opened; returns how many.
     pub fn kill_owned(&self, owner: &CursorOwner) -> usize {
         let mut open = self.lock();

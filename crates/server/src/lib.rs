@@ -7,6 +7,7 @@ pub mod commands;
 mod connection;
 pub mod fail_point;
 pub mod inflight;
+pub mod legacy;
 pub mod net_stats;
 pub mod ram_log;
 pub mod session_table;
@@ -128,6 +129,8 @@ pub struct ConnectionCtx {
     pub retry: Option<Arc<commands::retryable_writes::Retrying>>,
     /// Who is logged in on this connection, and its SASL conversation.
     pub auth: Arc<Mutex<auth::AuthSession>>,
+    /// The legacy opcodes' per-connection state: last error, cursor positions.
+    pub legacy: Arc<Mutex<legacy::LegacyState>>,
 }
 
 impl ConnectionCtx {
@@ -152,6 +155,7 @@ impl ConnectionCtx {
             close_requested: Arc::default(),
             retry: None,
             auth: Arc::default(),
+            legacy: Arc::default(),
         }
     }
 

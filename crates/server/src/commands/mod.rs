@@ -10,6 +10,7 @@ mod data;
 mod ddl;
 mod diagnostics;
 mod fail_command;
+mod get_last_error;
 mod get_log;
 mod hello;
 mod host_info;
@@ -82,6 +83,10 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("setParameter", parameters::set_parameter),
     ("getCmdLineOpts", parameters::get_cmd_line_opts),
     ("getLog", get_log::get_log),
+    ("getLastError", get_last_error::get_last_error),
+    ("getlasterror", get_last_error::get_last_error),
+    ("resetError", get_last_error::reset_error),
+    ("reseterror", get_last_error::reset_error),
     ("listCommands", list_commands::list_commands),
     ("whatsmyuri", connection_info::whatsmyuri),
     ("connectionStatus", connection_info::connection_status),
