@@ -9,6 +9,7 @@ pub mod fail_point;
 pub mod inflight;
 pub mod legacy;
 pub mod net_stats;
+pub mod op_counters;
 pub mod ram_log;
 pub mod session_table;
 pub mod wire;

@@ -143,6 +143,20 @@ fn dispatch_with(
     body: &Document,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
+    let raw_count = raw_documents.as_ref().map(Vec::len);
+    let reply = dispatch_checked(ctx, db, body, raw_documents);
+    let name = body.keys().next().map_or("", String::as_str);
+    crate::op_counters::record(name, body, raw_count, &reply);
+    reply
+}
+
+/// Checks access and session fields, then runs the command.
+fn dispatch_checked(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    raw_documents: Option<Vec<RawDocumentBuf>>,
+) -> Reply {
     let Some(name) = body.keys().next() else {
         return Reply::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
