@@ -10,7 +10,7 @@ use crate::DbResult;
 use bson::RawDocumentBuf;
 use shale_doc::{ErrorCode, MongoError};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,8 @@ pub struct Batch {
 /// Every open cursor of the server.
 pub struct CursorTable {
     next_id: AtomicI64,
+    /// Cursors closed for idling past the timeout (`serverStatus.metrics.cursor.timedOut`).
+    timed_out: AtomicU64,
     open: Mutex<HashMap<i64, Entry>>,
 }
 
@@ -73,6 +75,7 @@ impl Default for CursorTable {
             .map_or(1, |d| d.as_nanos() as i64);
         CursorTable {
             next_id: AtomicI64::new((seed & 0x0000_ffff_ffff_ffff).max(1) << 8),
+            timed_out: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
         }
     }
@@ -160,6 +163,11 @@ impl CursorTable {
         self.lock().get(&id).map(|e| e.owner)
     }
 
+    /// The namespace of open cursor `id` (legacy OP_KILL_CURSORS names ids only).
+    pub fn namespace_of(&self, id: i64) -> Option<String> {
+        self.lock().get(&id).map(|e| e.ns.clone())
+    }
+
     /// Closes every cursor `owner` opened; returns how many.
     pub fn kill_owned(&self, owner: &CursorOwner) -> usize {
         let mut open = self.lock();
@@ -203,10 +211,18 @@ impl CursorTable {
         self.len() == 0
     }
 
+    /// Cursors closed so far for idling past the timeout.
+    pub fn timed_out(&self) -> u64 {
+        self.timed_out.load(Ordering::Relaxed)
+    }
+
     fn reap(&self) {
         let now = Instant::now();
-        self.lock()
-            .retain(|_, e| now.duration_since(e.last_used) < CURSOR_TIMEOUT);
+        let mut open = self.lock();
+        let before = open.len();
+        open.retain(|_, e| now.duration_since(e.last_used) < CURSOR_TIMEOUT);
+        let closed = (before - open.len()) as u64;
+        self.timed_out.fetch_add(closed, Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {

@@ -14,7 +14,7 @@ use crate::wire::{
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
     MAX_BSON_INTERNAL_BYTES, MAX_MESSAGE_BYTES, MSG_FLAG_MORE_TO_COME,
 };
-use crate::{inflight, net_stats, ConnectionCtx};
+use crate::{inflight, legacy, net_stats, ConnectionCtx};
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -216,11 +216,14 @@ fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option
                 ErrorCode::InternalError,
                 "the command failed with an internal error; see the server log",
             ));
-            let op = match header.op_code {
-                OpCode::Compressed => OpCode::Msg,
-                op => op,
-            };
-            Some(encode_reply(op, header.request_id, reply.into()))
+            match header.op_code {
+                OpCode::Query | OpCode::GetMore => {
+                    let e = MongoError::new(ErrorCode::InternalError, "internal error");
+                    Some(legacy::failure_reply(header.request_id, &e))
+                }
+                OpCode::KillCursors | OpCode::Insert | OpCode::Update | OpCode::Delete => None,
+                _ => Some(encode_reply(OpCode::Msg, header.request_id, reply.into())),
+            }
         }
     }
 }
@@ -268,15 +271,17 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
         Err(e) => {
             tracing::warn!(conn = ctx.connection_id, error = %e, "bad OP_COMPRESSED");
             // Answer in the reply format of the opcode it claims to wrap, uncompressed.
-            let op = match original_op_code(whole) {
-                Some(OpCode::Query) => OpCode::Query,
-                _ => OpCode::Msg,
-            };
-            Some(encode_reply(
-                op,
-                header.request_id,
-                wire_error_reply(&e).into(),
-            ))
+            match original_op_code(whole) {
+                Some(OpCode::Query | OpCode::GetMore) => Some(legacy::failure_reply(
+                    header.request_id,
+                    &legacy::wire_error(&e),
+                )),
+                _ => Some(encode_reply(
+                    OpCode::Msg,
+                    header.request_id,
+                    wire_error_reply(&e).into(),
+                )),
+            }
         }
     }
 }
@@ -304,19 +309,23 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
         },
         OpCode::Query => match OpQuery::decode(whole) {
             Ok(q) => {
-                let command = q.command();
-                let reply = match q.command_db() {
-                    Some(db) => run_command_in(ctx, db, &command),
-                    None => error_reply(&MongoError::new(
-                        ErrorCode::ProtocolError,
-                        "OP_QUERY is only supported for commands on <db>.$cmd; use OP_MSG",
-                    ))
-                    .into(),
+                let Some(db) = q.command_db() else {
+                    return Some(legacy_reply(legacy::run_query(ctx, header.request_id, &q)));
                 };
+                let command = q.command();
+                let reply = run_command_in(ctx, db, &command);
                 (reply, first_key(&command), OpCode::Query)
             }
-            Err(e) => (wire_error_reply(&e).into(), None, OpCode::Query),
+            Err(e) => {
+                let failure = legacy::failure_reply(header.request_id, &legacy::wire_error(&e));
+                return Some(legacy_reply(failure));
+            }
         },
+        OpCode::GetMore
+        | OpCode::KillCursors
+        | OpCode::Insert
+        | OpCode::Update
+        | OpCode::Delete => return legacy::run_other(ctx, header, whole).map(legacy_reply),
         other => {
             tracing::warn!(conn = ctx.connection_id, op = ?other, "unsupported opcode");
             let e = WireError::UnsupportedOpCode(other.as_i32());
@@ -328,6 +337,14 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
         bytes: encode_reply(reply_op, header.request_id, reply),
         compressible,
     })
+}
+
+/// A legacy opcode's encoded reply (always compressible: no handshake goes this way).
+fn legacy_reply(bytes: Vec<u8>) -> Reply {
+    Reply {
+        bytes,
+        compressible: true,
+    }
 }
 
 fn first_key(body: &Document) -> Option<String> {
@@ -370,13 +387,7 @@ fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> ReplyBody {
 
 /// The error reply for a message that could not be decoded, with mongod's code for it.
 fn wire_error_reply(e: &WireError) -> Document {
-    let code = match e {
-        WireError::ObjectTooLarge { .. } => ErrorCode::BSONObjectTooLarge,
-        WireError::InvalidBson(_) => ErrorCode::InvalidBSON,
-        WireError::TooDeep { .. } => ErrorCode::Overflow,
-        _ => ErrorCode::ProtocolError,
-    };
-    error_reply(&MongoError::new(code, e.to_string()))
+    error_reply(&legacy::wire_error(e))
 }
 
 /// Encodes `reply` as the reply to a request of opcode `request_op` (OP_REPLY for OP_QUERY,
@@ -544,7 +555,7 @@ mod tests {
         assert_eq!(body.get_i32("code"), Ok(ErrorCode::Overflow.code()));
         // An opcode we do not serve: ProtocolError in an OP_MSG.
         let mut other = msg(doc! {"ping": 1});
-        other[12..16].copy_from_slice(&2002i32.to_le_bytes());
+        other[12..16].copy_from_slice(&2010i32.to_le_bytes()); // OP_COMMAND
         let (op, _, body) = open_reply(&run(&ctx, &other).expect("reply"));
         assert_eq!(op, OpCode::Msg);
         assert_eq!(body.get_i32("code"), Ok(ErrorCode::ProtocolError.code()));

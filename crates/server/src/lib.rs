@@ -7,7 +7,9 @@ pub mod commands;
 mod connection;
 pub mod fail_point;
 pub mod inflight;
+pub mod legacy;
 pub mod net_stats;
+pub mod op_counters;
 pub mod ram_log;
 pub mod session_table;
 pub mod wire;
@@ -128,6 +130,8 @@ pub struct ConnectionCtx {
     pub retry: Option<Arc<commands::retryable_writes::Retrying>>,
     /// Who is logged in on this connection, and its SASL conversation.
     pub auth: Arc<Mutex<auth::AuthSession>>,
+    /// The legacy opcodes' per-connection state: last error, cursor positions.
+    pub legacy: Arc<Mutex<legacy::LegacyState>>,
 }
 
 impl ConnectionCtx {
@@ -152,6 +156,7 @@ impl ConnectionCtx {
             close_requested: Arc::default(),
             retry: None,
             auth: Arc::default(),
+            legacy: Arc::default(),
         }
     }
 

@@ -19,6 +19,7 @@ const STORED_OPTIONS: &[&str] = &[
     "validationLevel",
     "validationAction",
     "collation",
+    "indexOptionDefaults",
 ];
 
 /// Fields accepted and ignored: any command's generic fields (and every `$`-prefixed one),
@@ -40,12 +41,23 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         match k.as_str() {
             k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
             "capped" if v == &Bson::Boolean(false) => {}
+            // Every collection here has its `_id` index: a spec for it is checked, and
+            // `autoIndexId: true` asks for what is always there. `flags` were MMAPv1's
+            // padding switches; mongod 7.0 accepts and ignores them too.
+            "idIndex" => check_id_index(v, body.get("collation"))?,
+            "autoIndexId" if v == &Bson::Boolean(true) => {}
+            "flags" if matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {}
             "capped"
             | "viewOn"
             | "pipeline"
             | "timeseries"
             | "clusteredIndex"
             | "changeStreamPreAndPostImages"
+            | "expireAfterSeconds"
+            | "encryptedFields"
+            | "autoIndexId"
+            | "temp"
+            | "recordIdsReplicated"
             | "size"
             | "max" => {
                 return Err(MongoError::new(
@@ -66,6 +78,61 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     }
     ctx.db.create_collection(&ns, options)?;
     Ok(Document::new())
+}
+
+/// `create.idIndex` (mongorestore sends the dumped one): the `_id` index every collection
+/// has, so only its shape is checked, as mongod checks it.
+fn check_id_index(spec: &Bson, collation: Option<&Bson>) -> Result<(), MongoError> {
+    let bad = |why: String| MongoError::new(ErrorCode::BadValue, why);
+    let Bson::Document(spec) = spec else {
+        return Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!(
+                "BSON field 'create.idIndex' is the wrong type '{}', expected type 'object'",
+                type_name(spec)
+            ),
+        ));
+    };
+    for (k, v) in spec {
+        match k.as_str() {
+            "key" if v.as_document().is_some_and(is_id_key) => {}
+            "key" => {
+                return Err(bad(format!(
+                    "The _id index must have key pattern {{_id: 1}}, not {v}"
+                )))
+            }
+            "name" if v.as_str() == Some("_id_") => {}
+            "name" => return Err(bad(format!("The _id index must be named '_id_', not {v}"))),
+            "v" if matches!(v.as_i64().or(v.as_i32().map(i64::from)), Some(1 | 2)) => {}
+            "v" => return Err(bad(format!("Invalid index specification version {v}"))),
+            "ns" => {}
+            "collation" if Some(v) == collation => {}
+            "collation" => {
+                return Err(bad(
+                    "The _id index must have the same collation as the collection".into(),
+                ))
+            }
+            other => {
+                return Err(bad(format!(
+                    "The field '{other}' is not valid for an _id index specification"
+                )))
+            }
+        }
+    }
+    if !spec.get_document("key").is_ok_and(is_id_key) {
+        return Err(bad("The _id index specification needs key {_id: 1}".into()));
+    }
+    Ok(())
+}
+
+fn is_id_key(key: &Document) -> bool {
+    let one = match key.get("_id") {
+        Some(Bson::Int32(n)) => *n == 1,
+        Some(Bson::Int64(n)) => *n == 1,
+        Some(Bson::Double(n)) => *n == 1.0,
+        _ => false,
+    };
+    key.len() == 1 && one
 }
 
 pub fn drop(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {

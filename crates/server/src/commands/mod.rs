@@ -10,6 +10,7 @@ mod data;
 mod ddl;
 mod diagnostics;
 mod fail_command;
+mod get_last_error;
 mod get_log;
 mod hello;
 mod host_info;
@@ -82,6 +83,10 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("setParameter", parameters::set_parameter),
     ("getCmdLineOpts", parameters::get_cmd_line_opts),
     ("getLog", get_log::get_log),
+    ("getLastError", get_last_error::get_last_error),
+    ("getlasterror", get_last_error::get_last_error),
+    ("resetError", get_last_error::reset_error),
+    ("reseterror", get_last_error::reset_error),
     ("listCommands", list_commands::list_commands),
     ("whatsmyuri", connection_info::whatsmyuri),
     ("connectionStatus", connection_info::connection_status),
@@ -133,6 +138,20 @@ pub fn dispatch_insert_raw(
 /// session's transaction, or as a retryable write (a transaction number without
 /// `autocommit`).
 fn dispatch_with(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+    raw_documents: Option<Vec<RawDocumentBuf>>,
+) -> Reply {
+    let raw_count = raw_documents.as_ref().map(Vec::len);
+    let reply = dispatch_checked(ctx, db, body, raw_documents);
+    let name = body.keys().next().map_or("", String::as_str);
+    crate::op_counters::record(name, body, raw_count, &reply);
+    reply
+}
+
+/// Checks access and session fields, then runs the command.
+fn dispatch_checked(
     ctx: &ConnectionCtx,
     db: &str,
     body: &Document,

@@ -1,10 +1,13 @@
 //! `serverStatus`: process facts, connection and network counters (mongod's `connections`
-//! and `network`, with wire-compression bytes per compressor), plus the storage engine's
-//! counters under `shale.engine`, the figures that benchmarks compare with what the
-//! operating system reports.
+//! and `network`, with wire-compression bytes per compressor), the operation counters
+//! mongostat and the exporters read (`opcounters`, `opcountersRepl`, `asserts`,
+//! `metrics.document`, `metrics.cursor`; `crate::op_counters`), `mem` from the kernel's view
+//! of the process, plus the storage engine's counters under `shale.engine`, the figures that
+//! benchmarks compare with what the operating system reports. `globalLock`, `locks` and
+//! `wiredTiger` are not reported.
 
 use super::CommandResult;
-use crate::ConnectionCtx;
+use crate::{op_counters, ConnectionCtx};
 use bson::{doc, Document};
 use shale_db::engine_counters_document;
 use std::sync::OnceLock;
@@ -27,15 +30,64 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "uptime": uptime.as_secs_f64().floor(),
         "uptimeMillis": uptime.as_millis() as i64,
         "localTime": bson::DateTime::now(),
+        "asserts": op_counters::asserts_document(),
         "connections": crate::net_stats::connections_document(),
+        "mem": mem_document(),
         "network": crate::net_stats::network_document(),
+        "opcounters": op_counters::opcounters_document(),
+        "opcountersRepl": op_counters::opcounters_repl_document(),
+        "metrics": {
+            "cursor": cursor_metrics(ctx),
+            "document": op_counters::document_metrics(),
+        },
         "storageEngine": { "name": "shale", "supportsCommittedReads": true, "persistent": true },
         "shale": { "engine": engine_counters_document(&ctx.db.engine().counters()) },
     })
+}
+
+/// `metrics.cursor`: open cursors (none is exempt from the timeout) and those timed out.
+fn cursor_metrics(ctx: &ConnectionCtx) -> Document {
+    let cursors = ctx.db.cursors();
+    doc! {
+        "timedOut": cursors.timed_out() as i64,
+        "open": { "noTimeout": 0i64, "total": cursors.len() as i64 },
+    }
+}
+
+/// `mem`: resident and virtual size in MiB, as mongod reports them.
+fn mem_document() -> Document {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let mib = |field: &str| status_kib(&status, field).map(|kib| (kib / 1024) as i64);
+    match (mib("VmRSS:"), mib("VmSize:")) {
+        (Some(resident), Some(virt)) => doc! {
+            "bits": 64i32, "resident": resident, "virtual": virt, "supported": true,
+        },
+        _ => doc! { "bits": 64i32, "supported": false },
+    }
+}
+
+/// A `/proc/<pid>/status` line's value in KiB (`VmRSS:   1234 kB`).
+fn status_kib(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].split_whitespace().next()?.parse().ok()
 }
 
 pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_lines_parse_in_kib() {
+        let s = "Name:\tshale\nVmSize:\t  204800 kB\nVmRSS:\t   10240 kB\n";
+        assert_eq!(status_kib(s, "VmRSS:"), Some(10240));
+        assert_eq!(status_kib(s, "VmSize:"), Some(204800));
+        assert_eq!(status_kib(s, "VmSwap:"), None);
+        assert_eq!(mem_document().get_bool("supported"), Ok(true));
+    }
 }

@@ -11,7 +11,12 @@ pub const MAX_MESSAGE_BYTES: usize = 48_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpCode {
     Reply,
+    Update,
+    Insert,
     Query,
+    GetMore,
+    Delete,
+    KillCursors,
     Compressed,
     Msg,
     Other(i32),
@@ -21,7 +26,12 @@ impl OpCode {
     pub fn from_i32(v: i32) -> Self {
         match v {
             1 => OpCode::Reply,
+            2001 => OpCode::Update,
+            2002 => OpCode::Insert,
             2004 => OpCode::Query,
+            2005 => OpCode::GetMore,
+            2006 => OpCode::Delete,
+            2007 => OpCode::KillCursors,
             2012 => OpCode::Compressed,
             2013 => OpCode::Msg,
             other => OpCode::Other(other),
@@ -31,7 +41,12 @@ impl OpCode {
     pub fn as_i32(self) -> i32 {
         match self {
             OpCode::Reply => 1,
+            OpCode::Update => 2001,
+            OpCode::Insert => 2002,
             OpCode::Query => 2004,
+            OpCode::GetMore => 2005,
+            OpCode::Delete => 2006,
+            OpCode::KillCursors => 2007,
             OpCode::Compressed => 2012,
             OpCode::Msg => 2013,
             OpCode::Other(v) => v,

@@ -1,9 +1,11 @@
-//! The MongoDB wire protocol codec: message headers, OP_MSG, legacy OP_QUERY/OP_REPLY, and
-//! OP_COMPRESSED around either. Pure byte handling: no sockets, no commands. Every length
+//! The MongoDB wire protocol codec: message headers, OP_MSG, the legacy opcodes (OP_QUERY,
+//! OP_REPLY, OP_GET_MORE, OP_KILL_CURSORS, OP_INSERT, OP_UPDATE, OP_DELETE), and
+//! OP_COMPRESSED around them. Pure byte handling: no sockets, no commands. Every length
 //! and offset read from the network is checked; nothing here panics on bad input.
 
 mod compressed;
 mod header;
+mod legacy;
 mod op_msg;
 mod op_query;
 
@@ -12,10 +14,17 @@ pub use compressed::{
     Decompressed, NEGOTIABLE_COMPRESSORS,
 };
 pub use header::{MsgHeader, OpCode, HEADER_LEN, MAX_MESSAGE_BYTES};
+pub use legacy::{
+    OpDelete, OpGetMore, OpInsert, OpKillCursors, OpUpdate, DELETE_SINGLE_REMOVE,
+    INSERT_CONTINUE_ON_ERROR, UPDATE_MULTI, UPDATE_UPSERT,
+};
 pub use op_msg::{
     encode_op_msg, encode_op_msg_raw, OpMsg, MSG_FLAG_CHECKSUM, MSG_FLAG_MORE_TO_COME,
 };
-pub use op_query::{encode_op_reply, encode_op_reply_raw, OpQuery};
+pub use op_query::{
+    encode_op_reply, encode_op_reply_docs, encode_op_reply_raw, query_flags, reply_flags, OpQuery,
+    ReplyHead,
+};
 
 /// Largest BSON document a client may store (16 MiB), as `hello` reports it.
 pub const MAX_BSON_OBJECT_BYTES: usize = 16 * 1024 * 1024;

@@ -1,5 +1,6 @@
-//! Legacy OP_QUERY (opcode 2004), accepted only for commands on `<db>.$cmd` (the first
-//! handshake of many drivers), and OP_REPLY (opcode 1) to answer it.
+//! Legacy OP_QUERY (opcode 2004): commands on `<db>.$cmd` (the first handshake of many
+//! drivers) and queries on collections (`crate::legacy` runs those), and OP_REPLY (opcode
+//! 1) to answer it, OP_GET_MORE too.
 
 use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN};
 use bson::Document;
@@ -12,6 +13,34 @@ pub struct OpQuery {
     pub number_to_skip: i32,
     pub number_to_return: i32,
     pub query: Document,
+    /// The projection (`returnFieldsSelector`), when the message carries one.
+    pub fields: Option<Document>,
+}
+
+/// OP_QUERY flag bits (the legacy opcode documentation's names).
+pub mod query_flags {
+    pub const TAILABLE_CURSOR: u32 = 1 << 1;
+    pub const SLAVE_OK: u32 = 1 << 2;
+    pub const OPLOG_REPLAY: u32 = 1 << 3;
+    pub const NO_CURSOR_TIMEOUT: u32 = 1 << 4;
+    pub const AWAIT_DATA: u32 = 1 << 5;
+    pub const EXHAUST: u32 = 1 << 6;
+    pub const PARTIAL: u32 = 1 << 7;
+}
+
+/// OP_REPLY responseFlags bits.
+pub mod reply_flags {
+    pub const CURSOR_NOT_FOUND: u32 = 1;
+    pub const QUERY_FAILURE: u32 = 1 << 1;
+    pub const AWAIT_CAPABLE: u32 = 1 << 3;
+}
+
+/// The fields of an OP_REPLY other than its documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyHead {
+    pub response_flags: u32,
+    pub cursor_id: i64,
+    pub starting_from: i32,
 }
 
 impl OpQuery {
@@ -23,13 +52,24 @@ impl OpQuery {
         let number_to_skip = r.i32("numberToSkip")?;
         let number_to_return = r.i32("numberToReturn")?;
         let query = r.document("query")?;
-        // An optional returnFieldsSelector may follow; commands ignore it.
+        let fields = if r.remaining() > 0 {
+            Some(r.document("returnFieldsSelector")?)
+        } else {
+            None
+        };
+        if r.remaining() > 0 {
+            return Err(WireError::Invalid(format!(
+                "{} bytes after OP_QUERY's returnFieldsSelector",
+                r.remaining()
+            )));
+        }
         Ok(OpQuery {
             flags,
             full_collection_name,
             number_to_skip,
             number_to_return,
             query,
+            fields,
         })
     }
 
@@ -55,9 +95,25 @@ pub fn encode_op_reply(request_id: i32, response_to: i32, doc: &Document) -> Vec
     encode_op_reply_raw(request_id, response_to, &body)
 }
 
-/// Encodes an OP_REPLY around one already serialised document.
+/// Encodes an OP_REPLY around one already serialised document (a command's reply).
 pub fn encode_op_reply_raw(request_id: i32, response_to: i32, body: &[u8]) -> Vec<u8> {
-    let len = HEADER_LEN + 4 + 8 + 4 + 4 + body.len();
+    let head = ReplyHead {
+        response_flags: reply_flags::AWAIT_CAPABLE,
+        cursor_id: 0,
+        starting_from: 0,
+    };
+    encode_op_reply_docs(request_id, response_to, head, &[body])
+}
+
+/// Encodes an OP_REPLY with `head` around already serialised documents.
+pub fn encode_op_reply_docs<B: AsRef<[u8]>>(
+    request_id: i32,
+    response_to: i32,
+    head: ReplyHead,
+    docs: &[B],
+) -> Vec<u8> {
+    let docs_len: usize = docs.iter().map(|d| d.as_ref().len()).sum();
+    let len = HEADER_LEN + 4 + 8 + 4 + 4 + docs_len;
     let mut out = Vec::with_capacity(len);
     MsgHeader {
         message_length: len,
@@ -66,12 +122,14 @@ pub fn encode_op_reply_raw(request_id: i32, response_to: i32, body: &[u8]) -> Ve
         op_code: OpCode::Reply,
     }
     .encode(&mut out);
-    const AWAIT_CAPABLE: u32 = 8;
-    out.extend_from_slice(&AWAIT_CAPABLE.to_le_bytes());
-    out.extend_from_slice(&0i64.to_le_bytes()); // cursorID
-    out.extend_from_slice(&0i32.to_le_bytes()); // startingFrom
-    out.extend_from_slice(&1i32.to_le_bytes()); // numberReturned
-    out.extend_from_slice(body);
+    out.extend_from_slice(&head.response_flags.to_le_bytes());
+    out.extend_from_slice(&head.cursor_id.to_le_bytes());
+    out.extend_from_slice(&head.starting_from.to_le_bytes());
+    let returned = i32::try_from(docs.len()).expect("a batch holds far fewer than 2^31 documents");
+    out.extend_from_slice(&returned.to_le_bytes());
+    for d in docs {
+        out.extend_from_slice(d.as_ref());
+    }
     out
 }
 
