@@ -53,19 +53,7 @@ pub(crate) fn before(
     command: &str,
     labels: DefaultLabels<'_>,
 ) -> Option<Reply> {
-    if !ctx.server.enable_test_commands {
-        return None;
-    }
-    let app = ctx
-        .app_name
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    let target = Target {
-        command,
-        app_name: app.as_deref(),
-    };
-    let data = ctx.server.fail_points.fire(Check::Before, target)?;
+    let data = fire(ctx, command, Check::Before)?;
     if flag(&data, "blockConnection") {
         match integer(&data, "blockTimeMS") {
             Some(ms) if ms >= 0 => {
@@ -88,11 +76,11 @@ pub(crate) fn before(
     Some(failed(&data, code, labels))
 }
 
-/// Checks `failCommand` after `command` ran: an ok reply gets the fail point's
-/// `writeConcernError` (and its `errorLabels`, if any).
-pub(crate) fn after(ctx: &ConnectionCtx, command: &str, reply: Reply) -> Reply {
-    if !ctx.server.enable_test_commands || !reply_ok(&reply) {
-        return reply;
+/// The `failCommand` data that fires for `command` at `check` on this connection, if test
+/// commands are on and the fail point matches (its command list and the client's appName).
+fn fire(ctx: &ConnectionCtx, command: &str, check: Check) -> Option<Document> {
+    if !ctx.server.enable_test_commands {
+        return None;
     }
     let app = ctx
         .app_name
@@ -103,7 +91,16 @@ pub(crate) fn after(ctx: &ConnectionCtx, command: &str, reply: Reply) -> Reply {
         command,
         app_name: app.as_deref(),
     };
-    let Some(data) = ctx.server.fail_points.fire(Check::After, target) else {
+    ctx.server.fail_points.fire(check, target)
+}
+
+/// Checks `failCommand` after `command` ran: an ok reply gets the fail point's
+/// `writeConcernError` (and its `errorLabels`, if any).
+pub(crate) fn after(ctx: &ConnectionCtx, command: &str, reply: Reply) -> Reply {
+    if !reply_ok(&reply) {
+        return reply;
+    }
+    let Some(data) = fire(ctx, command, Check::After) else {
         return reply;
     };
     let mut body = match reply {

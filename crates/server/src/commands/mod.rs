@@ -360,3 +360,20 @@ pub fn command_names() -> impl Iterator<Item = &'static str> {
         .map(|(n, _)| *n)
         .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
 }
+
+/// Fields any command may carry besides its own (mongod's generic arguments).
+pub(crate) const GENERIC_ARGUMENTS: &[&str] = &[
+    "$db",
+    "lsid",
+    "txnNumber",
+    "autocommit",
+    "comment",
+    "maxTimeMS",
+    "writeConcern",
+    "readConcern",
+    "$readPreference",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "$clusterTime",
+];

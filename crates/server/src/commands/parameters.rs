@@ -5,7 +5,7 @@
 //! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts); a parameter mongod changes at run time but this
 //! server cannot yet is refused with NotImplemented (238), never pretended.
 
-use super::{require_admin, CommandResult};
+use super::{require_admin, CommandResult, GENERIC_ARGUMENTS};
 use crate::auth::scram::Mechanism;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
@@ -272,23 +272,6 @@ fn display(v: &Bson) -> String {
         other => other.to_string(),
     }
 }
-
-/// Fields of any command that are not parameters (mongod's generic arguments).
-const GENERIC_ARGUMENTS: &[&str] = &[
-    "$db",
-    "lsid",
-    "txnNumber",
-    "autocommit",
-    "comment",
-    "maxTimeMS",
-    "writeConcern",
-    "readConcern",
-    "$readPreference",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-    "$clusterTime",
-];
 
 /// `{setParameter: 1, <name>: <value>, ...}`: admin only; every name is checked before any
 /// is changed; replies with `was`, the first parameter's previous value.

@@ -4,30 +4,13 @@
 //! SCRAM keys only. `usersInfo` is in `users_info.rs`. Roles are checked to exist (the
 //! built-in ones) and stored, not enforced.
 
-use super::CommandResult;
+use super::{CommandResult, GENERIC_ARGUMENTS};
 use crate::auth::credentials::{keys_document, mechanisms_of, new_keys};
 use crate::auth::scram::Mechanism;
 use crate::auth::{roles, user_store, AuthConfig, UserName};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
-
-/// Fields any command may carry besides its own.
-const GENERIC_FIELDS: &[&str] = &[
-    "$db",
-    "lsid",
-    "txnNumber",
-    "autocommit",
-    "comment",
-    "maxTimeMS",
-    "writeConcern",
-    "readConcern",
-    "$readPreference",
-    "$clusterTime",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-];
 
 const CREATE_FIELDS: &[&str] = &[
     "pwd",
@@ -300,7 +283,7 @@ fn roles_bson(roles: Vec<Document>) -> Bson {
 /// Refuses fields neither the command's own nor generic ones, as mongod's IDL parser does.
 fn check_fields(body: &Document, command: &str, own: &[&str]) -> Result<(), MongoError> {
     for key in body.keys().skip(1) {
-        if !own.contains(&key.as_str()) && !GENERIC_FIELDS.contains(&key.as_str()) {
+        if !own.contains(&key.as_str()) && !GENERIC_ARGUMENTS.contains(&key.as_str()) {
             return Err(MongoError::new(
                 ErrorCode::Location40415,
                 format!("BSON field '{command}.{key}' is an unknown field."),
