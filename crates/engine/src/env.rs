@@ -440,10 +440,17 @@ impl EnvInner {
         }
     }
 
-    pub(crate) fn check_usable(&self) -> Result<()> {
+    /// Reads need only an open environment: after a failure they go on, as of the durable
+    /// log (`Snapshots::freeze`).
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.shutdown.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
+        Ok(())
+    }
+
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        self.check_open()?;
         match &*self.poisoned.lock() {
             Some(reason) => Err(Error::Poisoned(reason.clone())),
             None => Ok(()),
@@ -454,6 +461,7 @@ impl EnvInner {
     /// `Error::Poisoned` instead of waiting for work that will never be done.
     pub(crate) fn poison(&self, reason: String) {
         self.poisoned.lock().get_or_insert(reason);
+        self.snapshots.freeze();
         self.work.1.notify_all();
     }
 
@@ -462,6 +470,7 @@ impl EnvInner {
         if let Err(e) = &r {
             if matches!(e, Error::Io(_) | Error::Poisoned(_)) {
                 self.poisoned.lock().get_or_insert_with(|| e.to_string());
+                self.snapshots.freeze();
             }
         }
         r

@@ -37,7 +37,7 @@ impl ReadView {
 
     /// The value of `key` in `tree` as of the view.
     pub fn get(&self, tree: &TreeHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.env.check_usable()?;
+        self.env.check_open()?;
         tree.tree.get_at(key, &self.snapshot)
     }
 

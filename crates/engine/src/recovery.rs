@@ -89,6 +89,7 @@ pub(crate) fn open_and_recover(
         io_stats.clone(),
         hooks.faults.clone(),
     )?;
+    snapshots.track_durable(wal.durable_watch());
     Ok(EnvInner {
         dir: dir.to_owned(),
         options,

@@ -42,6 +42,12 @@ impl FaultInjector {
         }
     }
 
+    /// Plans the next write (of any file) to fail, counting from now.
+    pub fn fail_next_write(&self) {
+        let after = self.writes.load(Ordering::SeqCst) + 1;
+        *self.plan.lock().expect("fault plan lock") = Some(Fault::FailWrite { after });
+    }
+
     /// True once the planned fault has fired.
     pub fn tripped(&self) -> bool {
         self.tripped.load(Ordering::SeqCst)

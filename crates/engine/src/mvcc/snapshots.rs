@@ -13,6 +13,13 @@
 //!
 //! It must never: hand out a snapshot below a horizon that collection already used (a new
 //! snapshot reads `visible`, which only grows, and the horizon never exceeds `visible`).
+//!
+//! A commit is applied and published before its log record is durable (group commit waits
+//! after). If the log then fails, the environment is poisoned and that commit was never
+//! acknowledged, yet the trees hold it: `freeze` caps what new snapshots read at the durable
+//! log position, so a write that failed is not read (issue 29). The horizon never passes the
+//! durable position either (`track_durable`), so everything a capped snapshot needs is still
+//! there: collection only drops versions shadowed at or below the durable position.
 
 use super::status::TxnStatus;
 use parking_lot::Mutex;
@@ -29,6 +36,10 @@ pub struct Ts(pub u64);
 #[derive(Debug)]
 pub struct Snapshots {
     visible: AtomicU64,
+    /// New snapshots read at most this (`freeze`); `u64::MAX` until then.
+    cap: AtomicU64,
+    /// The log's durable position once the log is open (`track_durable`).
+    durable: std::sync::OnceLock<Arc<AtomicU64>>,
     /// Registered snapshot timestamp → (how many holders, when the oldest holder registered).
     open: Mutex<BTreeMap<Ts, (usize, Instant)>>,
     /// Which transactions' provisional versions readers see (`status.rs`).
@@ -39,6 +50,8 @@ impl Snapshots {
     pub fn new(visible: Ts) -> Arc<Snapshots> {
         Arc::new(Snapshots {
             visible: AtomicU64::new(visible.0),
+            cap: AtomicU64::new(u64::MAX),
+            durable: std::sync::OnceLock::new(),
             open: Mutex::new(BTreeMap::new()),
             status: TxnStatus::default(),
         })
@@ -49,9 +62,26 @@ impl Snapshots {
         &self.status
     }
 
-    /// The newest commit that every tree has fully applied.
+    /// The newest commit that every tree has fully applied (and, after `freeze`, whose log
+    /// record is durable).
     pub fn visible(&self) -> Ts {
-        Ts(self.visible.load(Ordering::Acquire))
+        let visible = self.visible.load(Ordering::Acquire);
+        Ts(visible.min(self.cap.load(Ordering::Acquire)))
+    }
+
+    /// From now on the horizon stays at or below the log's durable position, read from
+    /// `durable` (the log's counter). Called once, when the log opens after recovery.
+    pub fn track_durable(&self, durable: Arc<AtomicU64>) {
+        let _ = self.durable.set(durable);
+    }
+
+    /// The environment failed: new snapshots read nothing past the durable log, so commits
+    /// whose records never became durable (never acknowledged) are not read.
+    pub fn freeze(&self) {
+        if let Some(d) = self.durable.get() {
+            self.cap
+                .fetch_min(d.load(Ordering::Acquire), Ordering::AcqRel);
+        }
     }
 
     /// Publishes `ts` as applied everywhere. Commits are applied one at a time under the
@@ -81,9 +111,16 @@ impl Snapshots {
     /// The oldest timestamp any reader may still ask for (M2).
     pub fn horizon(&self) -> Ts {
         let open = self.open.lock();
-        match open.keys().next() {
+        let horizon = match open.keys().next() {
             Some(&oldest) => oldest,
             None => self.visible(),
+        };
+        // Never past the cap either: the log may still grow durable after a freeze (a node
+        // write failed, not the log), and a capped snapshot needs what lies below the cap.
+        let cap = Ts(self.cap.load(Ordering::Acquire));
+        match self.durable.get() {
+            Some(d) => horizon.min(Ts(d.load(Ordering::Acquire))).min(cap),
+            None => horizon.min(cap),
         }
     }
 

@@ -199,6 +199,12 @@ impl Wal {
         self.shared.sync_to(lsn)
     }
 
+    /// The durable LSN as a shared counter, for readers that must not take the log's lock
+    /// (the snapshot registry's horizon, `mvcc/snapshots.rs`).
+    pub fn durable_watch(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.shared.durable_mirror.clone()
+    }
+
     /// Everything below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
         self.shared.state.lock().durable

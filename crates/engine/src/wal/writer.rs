@@ -10,7 +10,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use shale_io::{round_down_to_page, AlignedBuf, Category, DataFile, FaultInjector, IoStats};
 use shale_io::{OpenMode, PAGE_SIZE};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What appenders and committers share, under `Shared::state`.
@@ -45,6 +45,8 @@ pub(crate) struct Shared {
     pub stop_signal: Condvar,
     /// The next batch starts a new file whatever the current one's size (`Wal::rotate`).
     pub rotate: AtomicBool,
+    /// `State::durable`, readable without the lock (`Wal::durable_watch`).
+    pub durable_mirror: Arc<AtomicU64>,
 }
 
 /// Pending bytes past which an append wakes the `EveryMillis` syncer before its period
@@ -70,6 +72,7 @@ impl Shared {
             files: Mutex::new(files),
             stop: Mutex::new(false),
             rotate: AtomicBool::new(false),
+            durable_mirror: Arc::new(AtomicU64::new(end.0)),
             stop_signal: Condvar::new(),
         }
     }
@@ -148,7 +151,10 @@ impl Shared {
             st.flushing = false;
             match result {
                 // W1: durable moves only after the fdatasync covering the batch returned.
-                Ok(written) => st.durable = written,
+                Ok(written) => {
+                    st.durable = written;
+                    self.durable_mirror.store(written.0, Ordering::Release);
+                }
                 Err(e) => {
                     st.poisoned = Some(e.to_string());
                     self.flushed.notify_all();
