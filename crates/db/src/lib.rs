@@ -175,6 +175,8 @@ pub fn engine_error(e: shale_engine::Error) -> MongoError {
         ErrorCode::WriteConflict
     } else if matches!(e, shale_engine::Error::TransactionTooLarge { .. }) {
         ErrorCode::TransactionTooLargeForCache
+    } else if e.is_out_of_space() {
+        ErrorCode::OutOfDiskSpace
     } else {
         ErrorCode::InternalError
     };
@@ -184,6 +186,24 @@ pub fn engine_error(e: shale_engine::Error) -> MongoError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_device_is_out_of_disk_space_then_and_after() {
+        let full = shale_io::Error::Os {
+            path: "/d/wal/log".into(),
+            op: "pwrite",
+            offset: 4096,
+            source: std::io::Error::from_raw_os_error(28),
+        };
+        let first = shale_engine::Error::Io(full);
+        let reason = first.to_string();
+        let e = engine_error(first);
+        assert_eq!((e.code.code(), e.code.name()), (14031, "OutOfDiskSpace"));
+        let later = engine_error(shale_engine::Error::Poisoned(reason));
+        assert_eq!(later.code.code(), 14031, "later writes say why too");
+        let other = shale_engine::Error::Poisoned("pwrite: Input/output error (os error 5)".into());
+        assert_eq!(engine_error(other).code.code(), 1);
+    }
 
     #[test]
     fn a_write_conflict_is_mongodbs_write_conflict() {

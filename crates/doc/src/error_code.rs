@@ -90,6 +90,7 @@ error_codes! {
     InterruptedDueToReplStateChange = 11602,
     NotPrimaryNoSecondaryOk = 13435,
     NotPrimaryOrSecondary = 13436,
+    OutOfDiskSpace = 14031,
     Location50985 = 50985,
     IncompleteTransactionHistory = 217,
     Location50768 = 50768,

@@ -116,4 +116,14 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
+
+    /// The device is full: this error, or the one that poisoned the environment (whose
+    /// message `Poisoned` carries, with the OS's "(os error 28)").
+    pub fn is_out_of_space(&self) -> bool {
+        match self {
+            Error::Io(e) => e.is_out_of_space(),
+            Error::Poisoned(reason) => reason.contains("(os error 28)"),
+            _ => false,
+        }
+    }
 }

@@ -38,6 +38,19 @@ pub enum Error {
 }
 
 impl Error {
+    /// The OS said the device is full (ENOSPC) or the quota is used up (EDQUOT).
+    pub fn is_out_of_space(&self) -> bool {
+        match self {
+            Error::Os { source, .. } => {
+                matches!(
+                    source.raw_os_error(),
+                    Some(libc::ENOSPC) | Some(libc::EDQUOT)
+                )
+            }
+            _ => false,
+        }
+    }
+
     /// The file the error is about.
     pub fn path(&self) -> &std::path::Path {
         match self {
