@@ -242,20 +242,32 @@ impl MsgBuffer {
         if inserts.is_empty() {
             return;
         }
-        let total = self.starts.len() + inserts.len();
-        let (mut starts, mut heads) = (Vec::with_capacity(total), Vec::with_capacity(total));
-        let mut from = 0;
-        for (at, start, h) in inserts {
-            starts.extend_from_slice(&self.starts[from..at]);
-            heads.extend_from_slice(&self.heads[from..at]);
-            starts.push(start);
-            heads.push(h);
-            from = at;
+        self.merge_in(&inserts);
+    }
+
+    /// Inserts `(at, start, head)` slots, `at` non-decreasing positions in the current
+    /// arrays, in place: from the back, each block of old slots moves once, and the slots
+    /// before the first insertion point do not move at all.
+    fn merge_in(&mut self, inserts: &[(usize, u32, u64)]) {
+        let old = self.starts.len();
+        self.starts.reserve_exact(inserts.len());
+        self.heads.reserve_exact(inserts.len());
+        self.starts.resize(old + inserts.len(), 0);
+        self.heads.resize(old + inserts.len(), 0);
+        let (mut read, mut write) = (old, old + inserts.len());
+        for &(at, start, h) in inserts.iter().rev() {
+            let block = read - at;
+            self.starts.copy_within(at..read, write - block);
+            self.heads.copy_within(at..read, write - block);
+            write -= block + 1;
+            read = at;
+            self.starts[write] = start;
+            self.heads[write] = h;
         }
-        starts.extend_from_slice(&self.starts[from..]);
-        heads.extend_from_slice(&self.heads[from..]);
-        self.starts = starts;
-        self.heads = heads;
+        debug_assert_eq!(
+            read, write,
+            "every old slot before the first insertion stays"
+        );
     }
 
     /// Checks that `m` may follow the message before offset slot `at` if that one has the
