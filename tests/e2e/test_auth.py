@@ -159,7 +159,8 @@ def test_user_commands_answer_like_mongod(server):
 def test_a_user_dropped_while_connected_loses_access(auth_server):
     first_user(auth_server)
     with as_user(auth_server, "root", "secret") as admin:
-        admin.admin.command("createUser", "temp", pwd="pw", roles=["readWrite"])
+        # readWrite on app: a readWrite of admin may not write app since roles are enforced.
+        admin.admin.command("createUser", "temp", pwd="pw", roles=[{"role": "readWrite", "db": "app"}])
         with as_user(auth_server, "temp", "pw") as temp:
             temp.app.items.insert_one({"x": 1})
             admin.admin.command("dropUser", "temp")

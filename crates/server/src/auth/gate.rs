@@ -4,10 +4,12 @@
 //! `saslContinue`, `authenticate`, `logout`, `connectionStatus`, `whatsmyuri`) run without a
 //! user; the localhost exception lets a loopback client run `createUser` on `admin` while no
 //! user exists at all; anything else is `Unauthorized` (13) "Command X requires authentication".
-//! Any authenticated user may run every command: roles are not checked yet.
+//! An authenticated connection's command is then checked against its users' roles by
+//! `authorize`.
 
 use super::{conversation, user_store, AuthSession};
 use crate::ConnectionCtx;
+use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 
 /// Commands mongod runs for a connection with no authenticated user.
@@ -31,13 +33,15 @@ pub fn requires_authentication(name: &str) -> bool {
     !WITHOUT_AUTHENTICATION.contains(&name)
 }
 
-/// Refuses command `name` on database `db` when access control requires a user first.
-pub fn check(ctx: &ConnectionCtx, name: &str, db: &str) -> Result<(), MongoError> {
+/// Refuses command `name` on database `db` when access control requires a user first, or
+/// when the logged-in users' roles do not allow it.
+pub fn check(ctx: &ConnectionCtx, name: &str, db: &str, body: &Document) -> Result<(), MongoError> {
     if !ctx.server.auth.enabled || !requires_authentication(name) {
         return Ok(());
     }
-    if !refreshed_session(ctx)?.is_empty() {
-        return Ok(());
+    let users = refreshed_session(ctx)?;
+    if !users.is_empty() {
+        return super::authorize::check(ctx, &users, name, db, body);
     }
     if name == "createUser" && db == "admin" && localhost_exception(ctx)? {
         return Ok(());

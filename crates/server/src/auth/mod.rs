@@ -1,13 +1,19 @@
 //! Authentication: who a connection is. `scram` is the protocol, `credentials` the stored
 //! keys, `user_store` the users in `admin.system.users` (through `shale_db`), `conversation`
-//! the SASL exchanges of one connection, `gate` what an unauthenticated connection may run.
+//! the SASL exchanges of one connection, `gate` what an unauthenticated connection may run,
+//! `authorize` what an authenticated one may (the built-in roles' `privileges` against
+//! `command_actions` and `pipeline_actions`, and `cursor_users` for cursor ownership).
 //! This module holds the server-wide settings (`AuthConfig`) and each connection's state
-//! (`AuthSession`). Authorization by role is not built: any authenticated user may run every
-//! command (docs/auth.md).
+//! (`AuthSession`). User-defined roles are not built (docs/auth.md).
 
+pub mod authorize;
+pub mod command_actions;
 pub mod conversation;
 pub mod credentials;
+pub mod cursor_users;
 pub mod gate;
+pub mod pipeline_actions;
+pub mod privileges;
 pub mod roles;
 pub mod scram;
 pub mod user_store;
@@ -31,6 +37,8 @@ pub struct AuthConfig {
     sha256_iterations: AtomicU32,
     /// Bumped by every change to a user; a connection re-reads its users when it moves.
     users_generation: AtomicU64,
+    /// Who opened each open cursor (checked under `--auth` by getMore and killCursors).
+    pub cursor_users: cursor_users::CursorUsers,
 }
 
 impl Default for AuthConfig {
@@ -49,6 +57,7 @@ impl AuthConfig {
             sha1_iterations: AtomicU32::new(Mechanism::Sha1.default_iterations()),
             sha256_iterations: AtomicU32::new(Mechanism::Sha256.default_iterations()),
             users_generation: AtomicU64::new(0),
+            cursor_users: cursor_users::CursorUsers::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Role names as user commands take them: a string (a role of the command's database) or
 //! `{role, db}`, checked against mongod's built-in roles (user-defined roles,
 //! `admin.system.roles`, are not built, so any other name is `RoleNotFound`). Only the names
-//! live here: what a role allows is not enforced yet (docs/auth.md).
+//! live here: what a role allows is `privileges`.
 
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};

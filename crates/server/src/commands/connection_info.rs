@@ -1,10 +1,10 @@
 //! Commands about the asking connection: `whatsmyuri` (the client's address as we see it),
 //! `connectionStatus` (the users logged in on it and their roles) and `logout` (ends the
-//! login of the command's database). Privileges are not computed yet (roles are not
-//! enforced): `showPrivileges` answers an empty list.
+//! login of the command's database). `showPrivileges` adds the merged privileges of the
+//! users' roles (`authenticatedUserPrivileges`).
 
 use super::CommandResult;
-use crate::auth::gate;
+use crate::auth::{authorize, gate};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 
@@ -30,7 +30,11 @@ pub fn connection_status(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Com
         "authenticatedUserRoles": roles,
     };
     if body.get("showPrivileges").is_some_and(truthy) {
-        auth_info.insert("authenticatedUserPrivileges", Bson::Array(Vec::new()));
+        let privileges: Vec<Bson> = authorize::privileges_of(&users)
+            .iter()
+            .map(|p| Bson::Document(p.to_document()))
+            .collect();
+        auth_info.insert("authenticatedUserPrivileges", privileges);
     }
     Ok(doc! { "authInfo": auth_info })
 }

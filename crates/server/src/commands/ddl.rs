@@ -7,6 +7,7 @@ use super::data::{
     type_name,
 };
 use super::{require_admin, CommandResult};
+use crate::auth::authorize;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{default_index_name, Batch, Namespace, VecSource};
@@ -155,8 +156,14 @@ pub fn list_collections(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comma
         .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
         .transpose()?;
     let name_only = opt_bool(body, "listCollections", "nameOnly")?.unwrap_or(false);
+    let visible = authorize::collection_filter(ctx, db, body);
     let mut out = Vec::new();
     for entry in ctx.db.list_collections(db) {
+        if let (Some(privileges), Ok(name)) = (&visible, entry.get_str("name")) {
+            if !authorize::sees_collection(privileges, db, name) {
+                continue;
+            }
+        }
         let raw = to_raw(&entry)?;
         if let Some(m) = &matcher {
             if !m.matches(&raw)? {
@@ -206,9 +213,15 @@ pub fn list_databases(ctx: &ConnectionCtx, db: &str, body: &Document) -> Command
         .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
         .transpose()?;
     let name_only = opt_bool(body, "listDatabases", "nameOnly")?.unwrap_or(false);
+    let visible = authorize::database_filter(ctx, body)?;
     let mut dbs = Vec::new();
     let mut total = 0i64;
     for (name, bytes) in ctx.db.list_databases() {
+        if let Some(privileges) = &visible {
+            if !authorize::sees_database(privileges, &name) {
+                continue;
+            }
+        }
         let entry = if name_only {
             doc! { "name": name }
         } else {

@@ -165,7 +165,7 @@ fn dispatch_checked(
     };
     // Access control first, as mongod: an unauthenticated client learns nothing more.
     if is_known(ctx, name) {
-        if let Err(e) = crate::auth::gate::check(ctx, name, db) {
+        if let Err(e) = crate::auth::gate::check(ctx, name, db, body) {
             return Reply::Doc(error_reply(&e));
         }
     }
@@ -194,6 +194,7 @@ fn dispatch_checked(
         }
     }
     let reply = run_kind(ctx, db, name, body, &kind, lsid.is_some(), raw_documents);
+    crate::auth::authorize::after(ctx, name, body, &reply);
     fail_command::after(ctx, name, reply)
 }
 

@@ -3,12 +3,14 @@
 //! (`{forAllDBs: true}`), ordered by database then name. Each user is shown as mongod shows
 //! it: `_id`, `userId`, `user`, `db`, `roles`, `mechanisms`, `customData` (unless
 //! `showCustomData: false`), and its salted keys only with `showCredentials: true`. A
-//! `filter` is matched against the stored documents. `showPrivileges` needs role
-//! privileges, which are not built, and is refused with NotImplemented.
+//! `filter` is matched against the stored documents. `showPrivileges` adds
+//! `inheritedRoles` (the user's roles: built-in roles inherit none that mongod lists
+//! separately here, which is partial for `root`, `dbOwner` and `clusterAdmin`) and
+//! `inheritedPrivileges`, the merged privileges of those roles.
 
 use super::CommandResult;
 use crate::auth::credentials::mechanisms_of;
-use crate::auth::{user_store, UserName};
+use crate::auth::{authorize, user_store, LoggedIn, UserName};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -19,19 +21,46 @@ pub fn users_info(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResu
     if let Ok(extra) = body.get_document("filter") {
         filter = doc! { "$and": [filter, extra.clone()] };
     }
-    if option(body, "showPrivileges", false) {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "usersInfo: showPrivileges is not supported yet (roles are not enforced)",
-        ));
-    }
+    let show_privileges = option(body, "showPrivileges", false);
     let show_credentials = option(body, "showCredentials", false);
     let show_custom_data = option(body, "showCustomData", true);
     let users: Vec<Bson> = user_store::list(&ctx.db, filter)?
         .into_iter()
-        .map(|u| Bson::Document(shown(u, show_credentials, show_custom_data)))
+        .map(|u| {
+            let mut user = shown(u, show_credentials, show_custom_data);
+            if show_privileges {
+                add_privileges(&mut user);
+            }
+            Bson::Document(user)
+        })
         .collect();
     Ok(doc! { "users": users })
+}
+
+/// `inheritedRoles` and `inheritedPrivileges` of a shown user, from its `roles`.
+fn add_privileges(user: &mut Document) {
+    let roles: Vec<Document> = match user.get("roles") {
+        Some(Bson::Array(items)) => items
+            .iter()
+            .filter_map(|r| r.as_document().cloned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let login = LoggedIn {
+        name: UserName::new("", ""),
+        roles: roles.clone(),
+    };
+    let privileges: Vec<Bson> = authorize::privileges_of(&[login])
+        .iter()
+        .map(|p| Bson::Document(p.to_document()))
+        .collect();
+    let roles: Vec<Bson> = roles.into_iter().map(Bson::Document).collect();
+    user.insert("inheritedRoles", roles);
+    user.insert("inheritedPrivileges", privileges);
+    user.insert(
+        "inheritedAuthenticationRestrictions",
+        Bson::Array(Vec::new()),
+    );
 }
 
 /// The stored-document filter for the `usersInfo` value.

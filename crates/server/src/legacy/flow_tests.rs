@@ -1,6 +1,7 @@
 //! The legacy opcodes end to end through `handle_message`, on a real database: writes and
 //! their last error, a query's batches through OP_GET_MORE with `startingFrom`, a killed
-//! cursor answered with CursorNotFound, and a failing query answered with QueryFailure.
+//! cursor answered with CursorNotFound, a failing query answered with QueryFailure, and
+//! legacy messages refused under `--auth` as the commands they become are.
 
 use crate::handle_message;
 use crate::wire::{reply_flags, MsgHeader, OpCode, HEADER_LEN};
@@ -147,4 +148,38 @@ fn a_failing_query_sets_query_failure() {
     // A legacy write message that does not decode has no reply; getLastError reports it.
     assert!(run(&ctx, &message(OpCode::Update, &[0, 0, 0])).is_none());
     assert!(last_error(&ctx).get_str("err").is_ok());
+}
+
+#[test]
+fn legacy_messages_are_authorized_like_commands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(Database::open(dir.path(), DbOptions::default()).expect("open"));
+    let config = crate::ServerConfig {
+        auth: Arc::new(crate::auth::AuthConfig::new(true)),
+        ..crate::ServerConfig::default()
+    };
+    let peer = "127.0.0.1:1".parse().expect("address");
+    let ctx = ConnectionCtx::new(db, 1, peer, Arc::new(config), Arc::default());
+    crate::auth::gate::lock(&ctx).log_in(crate::auth::LoggedIn {
+        name: crate::auth::UserName::new("ann", "t"),
+        roles: vec![doc! {"role": "read", "db": "t"}],
+    });
+    let (flags, ..) = open(&run(&ctx, &query("t.c", doc! {}, 0, 0)).expect("r"));
+    assert_eq!(flags & reply_flags::QUERY_FAILURE, 0, "read may query t");
+    let (flags, _, _, docs) = open(&run(&ctx, &query("u.c", doc! {}, 0, 0)).expect("r"));
+    assert_ne!(
+        flags & reply_flags::QUERY_FAILURE,
+        0,
+        "read@t may not query u"
+    );
+    assert_eq!(docs[0].get_i32("code"), Ok(13));
+    let mut p = 0u32.to_le_bytes().to_vec();
+    p.extend(cstr("t.c"));
+    p.extend(bytes(&doc! {"_id": 1}));
+    assert!(run(&ctx, &message(OpCode::Insert, &p)).is_none());
+    assert_eq!(
+        last_error(&ctx).get_i32("code"),
+        Ok(13),
+        "read may not insert"
+    );
 }
