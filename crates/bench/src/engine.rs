@@ -30,9 +30,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+#[cfg(any(feature = "rocksdb", feature = "sqlite"))]
+#[path = "peer.rs"]
+mod peer;
 #[cfg(feature = "rocksdb")]
 #[path = "peer_rocksdb.rs"]
 mod peer_rocksdb;
+#[cfg(feature = "sqlite")]
+#[path = "peer_sqlite.rs"]
+mod peer_sqlite;
 #[path = "engine_summary.rs"]
 mod summary;
 
@@ -368,6 +374,9 @@ struct EngineReport {
     /// The same phases against RocksDB (feature `rocksdb`).
     #[cfg(feature = "rocksdb")]
     peer: peer_rocksdb::PeerReport,
+    /// The same phases against SQLite, the B-tree peer (feature `sqlite`).
+    #[cfg(feature = "sqlite")]
+    btree_peer: peer_sqlite::BtreePeerReport,
 }
 
 /// Runs the engine workload.
@@ -449,6 +458,8 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
     let txn = crate::engine_txn::run(&dir.join("txn"), cache, params.direct_io, txn_seconds)?;
     #[cfg(feature = "rocksdb")]
     let peer = peer_rocksdb::run(&params, dir, &phases)?;
+    #[cfg(feature = "sqlite")]
+    let btree_peer = peer_sqlite::run(&params, dir, &phases)?;
 
     let summary = summarize(&phases, &txn, &params, &shape, machine.direct_io);
     Ok(EngineReport {
@@ -460,6 +471,8 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         summary,
         #[cfg(feature = "rocksdb")]
         peer,
+        #[cfg(feature = "sqlite")]
+        btree_peer,
     })
 }
 
@@ -846,6 +859,8 @@ fn print_report(r: &EngineReport) {
     crate::engine_txn::print(&r.txn);
     #[cfg(feature = "rocksdb")]
     peer_rocksdb::print(&r.peer);
+    #[cfg(feature = "sqlite")]
+    peer_sqlite::print(&r.btree_peer);
     println!();
     let s = &r.summary;
     println!(
@@ -1008,23 +1023,30 @@ mod tests {
         assert_eq!(p.compression, "lz4");
     }
 
-    #[test]
-    fn counter_disagreement_is_flagged() {
-        let mut p = Phase {
-            name: "fill-random",
-            ops: 1,
-            seconds: 1.0,
-            ops_per_sec: 1.0,
-            cpu_seconds: None,
-            cpu_us_per_op: None,
-            logical_bytes: 0,
-            engine_bytes_written: 100 * MIB,
-            os_write_bytes: Some(101 * MIB),
+    /// A phase with the figures the peer comparisons read and zero elsewhere (1000 ops and
+    /// 1000 logical bytes).
+    pub(super) fn phase(
+        name: &'static str,
+        ops_per_sec: f64,
+        cpu_us_per_op: f64,
+        os_write_bytes: u64,
+        db_bytes_on_disk: u64,
+    ) -> Phase {
+        Phase {
+            name,
+            ops: 1000,
+            seconds: 1000.0 / ops_per_sec,
+            ops_per_sec,
+            cpu_seconds: Some(cpu_us_per_op * 1000.0 / 1e6),
+            cpu_us_per_op: Some(cpu_us_per_op),
+            logical_bytes: 1000,
+            engine_bytes_written: 0,
+            os_write_bytes: Some(os_write_bytes),
             write_ratio_engine_to_os: None,
             engine_reads: 0,
             reads_per_op: 0.0,
             bytes_per_read: None,
-            db_bytes_on_disk: 0,
+            db_bytes_on_disk,
             rss_peak_bytes: None,
             rss_peak_over_baseline_bytes: None,
             cache_bytes: 0,
@@ -1056,7 +1078,13 @@ mod tests {
             checkpoint_seconds: None,
             threads: None,
             misses: None,
-        };
+        }
+    }
+
+    #[test]
+    fn counter_disagreement_is_flagged() {
+        let mut p = phase("fill-random", 1.0, 1.0, 101 * MIB, 0);
+        p.engine_bytes_written = 100 * MIB;
         use super::summary::phase_warnings;
         assert!(phase_warnings(&p, true).is_empty());
         p.os_write_bytes = Some(110 * MIB);

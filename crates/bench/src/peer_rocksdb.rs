@@ -19,18 +19,17 @@
 //! (`settle_seconds`, not in `seconds`), so that the write and size figures of the phase
 //! include the compaction work the fill caused.
 
+use super::peer::{self, end_progress, PeerEnd, PeerPhase, PeerStart, Ratios};
 use super::{
-    mib, opt, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED,
+    mib, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED,
 };
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
-use crate::report::{num, Table};
 use anyhow::{anyhow, Context, Result};
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
     ReadOptions, WriteBatch, WriteOptions, DB,
 };
 use serde::Serialize;
-use shale_io::proc_io::{self, ProcIo};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -69,57 +68,6 @@ struct PeerSettings {
     fill_seconds_include: &'static str,
 }
 
-/// The figures of one RocksDB phase, named as in shale's phases.
-#[derive(Debug, Clone, Serialize)]
-struct PeerPhase {
-    name: &'static str,
-    ops: u64,
-    seconds: f64,
-    ops_per_sec: f64,
-    /// User + system CPU seconds of the process from the phase's start to its end, a
-    /// fill's compaction wait included (RocksDB's background threads work then).
-    cpu_seconds: Option<f64>,
-    cpu_us_per_op: Option<f64>,
-    logical_bytes: u64,
-    /// WAL + flush + compaction bytes written, from RocksDB's statistics.
-    engine_bytes_written: Option<u64>,
-    /// `write_bytes` of `/proc/self/io` over the phase (including `settle_seconds`).
-    os_write_bytes: Option<u64>,
-    write_ratio_engine_to_os: Option<f64>,
-    os_read_bytes: Option<u64>,
-    /// Blocks read from files (block cache misses), from RocksDB's statistics.
-    engine_reads: Option<u64>,
-    reads_per_op: Option<f64>,
-    /// `os_read_bytes / engine_reads` (reads are O_DIRECT, so the kernel sees them all).
-    bytes_per_read: Option<f64>,
-    /// Bytes of the files in the database directory at the phase's end.
-    db_bytes_on_disk: u64,
-    /// `VmHWM` of the process, which ran shale first: only meaningful if above shale's.
-    rss_peak_bytes: Option<u64>,
-    cache_bytes: u64,
-    /// Fills: seconds spent waiting for background compactions, not in `seconds`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    settle_seconds: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    threads: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    misses: Option<u64>,
-}
-
-/// Shale's figures divided by RocksDB's, per phase (above 1 means shale is higher).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-struct Ratios {
-    name: &'static str,
-    /// shale ops/s ÷ RocksDB ops/s.
-    ops_per_sec: Option<f64>,
-    /// shale CPU µs per op ÷ RocksDB's (above 1: shale spends more CPU per operation).
-    cpu_us_per_op: Option<f64>,
-    /// (shale os_write_bytes / logical) ÷ (RocksDB os_write_bytes / logical).
-    os_write_bytes_per_logical: Option<f64>,
-    /// shale db_bytes_on_disk ÷ RocksDB db_bytes_on_disk.
-    db_bytes_on_disk: Option<f64>,
-}
-
 /// Runs the four phases against RocksDB under `dir/rocksdb` and compares with `shale`.
 pub(super) fn run(params: &Params, dir: &Path, shale: &[ShalePhase]) -> Result<PeerReport> {
     let path = dir.join("rocksdb");
@@ -145,15 +93,7 @@ pub(super) fn run(params: &Params, dir: &Path, shale: &[ShalePhase]) -> Result<P
     let outcome = phases(&db, &opts, params, &path);
     drop(db);
     let phases = outcome?;
-    let ratio_vs_rocksdb = phases
-        .iter()
-        .filter_map(|p| {
-            shale
-                .iter()
-                .find(|s| s.name == p.name)
-                .map(|s| ratios(s, p))
-        })
-        .collect();
+    let ratio_vs_rocksdb = peer::compare(shale, &phases);
     Ok(PeerReport {
         engine: "rocksdb (crate 0.19, linked against the system librocksdb)",
         dir: path.display().to_string(),
@@ -226,11 +166,9 @@ struct Ctx<'a> {
     path: &'a Path,
 }
 
-/// Counters at the start of a phase.
+/// Counters at the start of a phase: the process's and RocksDB's statistics.
 struct Start {
-    at: Instant,
-    cpu: Option<f64>,
-    os: Option<ProcIo>,
+    process: PeerStart,
     written: Option<u64>,
     reads: Option<u64>,
 }
@@ -239,11 +177,9 @@ impl Start {
     fn now(ctx: &Ctx<'_>) -> Start {
         let stats = ctx.opts.get_statistics().unwrap_or_default();
         Start {
-            os: proc_io::read_self(),
             written: bytes_written(&stats),
             reads: ticker(&stats, READ_TICKER),
-            cpu: crate::process::cpu_seconds(),
-            at: Instant::now(),
+            process: PeerStart::now(),
         }
     }
 }
@@ -259,53 +195,20 @@ fn finish(
     seconds: f64,
 ) -> PeerPhase {
     let stats = ctx.opts.get_statistics().unwrap_or_default();
-    let cpu_seconds = start
-        .cpu
-        .zip(crate::process::cpu_seconds())
-        .map(|(a, b)| b - a);
-    let os_now = proc_io::read_self();
-    let os = start.os.zip(os_now);
-    let os_write_bytes = os.map(|(a, b)| b.write_bytes.saturating_sub(a.write_bytes));
-    let os_read_bytes = os.map(|(a, b)| b.read_bytes.saturating_sub(a.read_bytes));
-    let engine_bytes_written = start
-        .written
-        .zip(bytes_written(&stats))
-        .map(|(a, b)| b.saturating_sub(a));
-    let engine_reads = start
-        .reads
-        .zip(ticker(&stats, READ_TICKER))
-        .map(|(a, b)| b.saturating_sub(a));
-    PeerPhase {
-        name,
-        ops,
-        seconds,
-        ops_per_sec: ops as f64 / seconds.max(1e-9),
-        cpu_seconds,
-        cpu_us_per_op: cpu_seconds
-            .filter(|_| ops > 0)
-            .map(|c| c * 1e6 / ops as f64),
-        logical_bytes: logical,
-        engine_bytes_written,
-        os_write_bytes,
-        write_ratio_engine_to_os: engine_bytes_written
-            .zip(os_write_bytes.filter(|&o| o > 0))
-            .map(|(e, o)| e as f64 / o as f64),
-        os_read_bytes,
-        engine_reads,
-        reads_per_op: engine_reads
-            .filter(|_| ops > 0)
-            .map(|r| r as f64 / ops as f64),
-        bytes_per_read: engine_reads
-            .filter(|&r| r > 0)
-            .zip(os_read_bytes)
-            .map(|(r, b)| b as f64 / r as f64),
-        db_bytes_on_disk: shale_io::dir_disk_bytes(ctx.path),
-        rss_peak_bytes: crate::process::rss_peak_bytes(),
-        cache_bytes: ctx.params.cache_bytes,
-        settle_seconds: None,
-        threads: None,
-        misses: None,
-    }
+    let delta = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
+    PeerPhase::measure(
+        &start.process,
+        PeerEnd {
+            name,
+            ops,
+            logical_bytes: logical,
+            seconds,
+            engine_bytes_written: delta(start.written, bytes_written(&stats)),
+            engine_reads: delta(start.reads, ticker(&stats, READ_TICKER)),
+            path: ctx.path,
+            cache_bytes: ctx.params.cache_bytes,
+        },
+    )
 }
 
 fn fill(
@@ -346,7 +249,7 @@ fn fill(
     ctx.db
         .flush_cf(cf)
         .map_err(|e| anyhow!("rocksdb {name}: flush: {e}"))?;
-    let seconds = start.at.elapsed().as_secs_f64();
+    let seconds = start.process.at.elapsed().as_secs_f64();
     let settle_at = Instant::now();
     wait_for_compactions(ctx.db).with_context(|| format!("rocksdb {name}: settling"))?;
     let settle_seconds = settle_at.elapsed().as_secs_f64();
@@ -381,7 +284,7 @@ fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPha
     let label = "rocksdb read-random";
     let mut progress = Progress::new(label, params.read_ops_limit);
     let start = Start::now(ctx);
-    let tally = run_readers(params, pool, start.at, &mut progress, label, || {
+    let tally = run_readers(params, pool, start.process.at, &mut progress, label, || {
         let cf = cf(ctx.db, cf_name)?;
         Ok(move |key: &[u8], expected: &[u8]| {
             let got = ctx
@@ -391,7 +294,7 @@ fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPha
             Ok(got.as_deref() == Some(expected))
         })
     })?;
-    let seconds = start.at.elapsed().as_secs_f64();
+    let seconds = start.process.at.elapsed().as_secs_f64();
     let mut phase = finish(ctx, &start, NAME, tally.done, tally.logical_bytes, seconds);
     phase.threads = Some(params.read_threads);
     phase.misses = Some(tally.misses);
@@ -417,7 +320,7 @@ fn scan(ctx: &Ctx<'_>, cf: &ColumnFamily) -> Result<PeerPhase> {
     it.status()
         .map_err(|e| anyhow!("rocksdb scan: iterator: {e}"))?;
     drop(it);
-    let seconds = start.at.elapsed().as_secs_f64();
+    let seconds = start.process.at.elapsed().as_secs_f64();
     let phase = finish(ctx, &start, NAME, ops, logical, seconds);
     end_progress(progress, &phase);
     if ops != ctx.params.keys {
@@ -427,17 +330,6 @@ fn scan(ctx: &Ctx<'_>, cf: &ColumnFamily) -> Result<PeerPhase> {
         );
     }
     Ok(phase)
-}
-
-/// Ends a progress line (shale's `Progress::done` takes a shale phase).
-fn end_progress(progress: Progress, phase: &PeerPhase) {
-    eprintln!(
-        "\r{}: {} ops in {} s, {} ops/s          ",
-        progress.name,
-        phase.ops,
-        num(phase.seconds),
-        num(phase.ops_per_sec)
-    );
 }
 
 /// The value of a statistics ticker (`NAME COUNT : N` lines of `Options::get_statistics`).
@@ -456,26 +348,6 @@ fn bytes_written(stats: &str) -> Option<u64> {
         .sum::<Option<u64>>()
 }
 
-fn div(a: f64, b: f64) -> Option<f64> {
-    (b > 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
-}
-
-fn ratios(shale: &ShalePhase, rocks: &PeerPhase) -> Ratios {
-    let per_logical = |w: Option<u64>, logical: u64| w.and_then(|w| div(w as f64, logical as f64));
-    Ratios {
-        name: rocks.name,
-        ops_per_sec: div(shale.ops_per_sec, rocks.ops_per_sec),
-        cpu_us_per_op: shale
-            .cpu_us_per_op
-            .zip(rocks.cpu_us_per_op)
-            .and_then(|(s, r)| div(s, r)),
-        os_write_bytes_per_logical: per_logical(shale.os_write_bytes, shale.logical_bytes)
-            .zip(per_logical(rocks.os_write_bytes, rocks.logical_bytes))
-            .and_then(|(s, r)| div(s, r)),
-        db_bytes_on_disk: div(shale.db_bytes_on_disk as f64, rocks.db_bytes_on_disk as f64),
-    }
-}
-
 /// The RocksDB table and the shale/RocksDB ratios, after shale's table.
 pub(super) fn print(r: &PeerReport) {
     println!();
@@ -483,53 +355,7 @@ pub(super) fn print(r: &PeerReport) {
         "rocksdb peer: block cache {}, zstd, direct reads + direct flush/compaction, WAL sync every {FSYNC_MILLIS} ms",
         mib(r.settings.block_cache_bytes)
     );
-    let mut t = Table::new([
-        "phase",
-        "ops",
-        "secs",
-        "settle",
-        "ops/s",
-        "cpu us/op",
-        "reads/op",
-        "B/read",
-        "engine wr",
-        "os wr",
-        "eng/os",
-        "logical",
-        "on disk",
-    ]);
-    for p in &r.phases {
-        t.row([
-            p.name.to_owned(),
-            p.ops.to_string(),
-            num(p.seconds),
-            opt(p.settle_seconds, num),
-            num(p.ops_per_sec),
-            opt(p.cpu_us_per_op, num),
-            opt(p.reads_per_op, num),
-            opt(p.bytes_per_read, num),
-            opt(p.engine_bytes_written, mib),
-            opt(p.os_write_bytes, mib),
-            opt(p.write_ratio_engine_to_os, |v| format!("{v:.3}")),
-            mib(p.logical_bytes),
-            mib(p.db_bytes_on_disk),
-        ]);
-    }
-    print!("{}", t.render());
-    println!();
-    println!("shale / rocksdb (above 1: shale higher)");
-    let mut t = Table::new(["phase", "ops/s", "cpu/op", "os wr per logical", "on disk"]);
-    for x in &r.ratio_vs_rocksdb {
-        let f = |v: f64| format!("{v:.3}");
-        t.row([
-            x.name.to_owned(),
-            opt(x.ops_per_sec, f),
-            opt(x.cpu_us_per_op, f),
-            opt(x.os_write_bytes_per_logical, f),
-            opt(x.db_bytes_on_disk, f),
-        ]);
-    }
-    print!("{}", t.render());
+    peer::print("rocksdb", &r.phases, &r.ratio_vs_rocksdb);
 }
 
 #[cfg(test)]
