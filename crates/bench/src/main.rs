@@ -25,7 +25,13 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static JEMALLOC_CONF: &[u8; 69] = shale_heap::JEMALLOC_CONF;
 
 #[derive(Debug, Parser)]
-#[command(name = "shale-bench", version, about = "ShaleDB benchmark runner")]
+#[command(
+    name = "shale-bench",
+    version,
+    about = "ShaleDB benchmark runner",
+    after_help = "Every workload takes --quick for tiny sizes (about a minute each) and --json FILE \
+                  for its figures; `shale-bench <COMMAND> --help` lists the rest."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -67,7 +67,8 @@ struct ServeArgs {
     /// Listen on every IPv4 address [net.bindIpAll].
     #[arg(long = "bind_ip_all")]
     bind_ip_all: bool,
-    /// Engine cache budget in GiB, fractions allowed [storage.shale.cacheSizeGB].
+    /// Engine cache budget in GiB, fractions allowed [storage.shale.cacheSizeGB; default 0.25,
+    /// i.e. 256 MiB; the process keeps its heap under the cache + 64 MiB].
     #[arg(long = "cacheSizeGB", alias = "wiredTigerCacheSizeGB")]
     cache_size_gb: Option<f64>,
     /// Most client connections open at once; more are closed as soon as they are accepted
