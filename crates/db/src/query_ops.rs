@@ -148,12 +148,7 @@ impl Database {
 }
 
 /// The find a filtered `count` runs (only `_id` is read back).
-pub(crate) fn count_spec(
-    filter: &Document,
-    skip: u64,
-    limit: Option<u64>,
-    hint: Option<Bson>,
-) -> FindSpec {
+fn count_spec(filter: &Document, skip: u64, limit: Option<u64>, hint: Option<Bson>) -> FindSpec {
     FindSpec {
         filter: filter.clone(),
         skip,

@@ -17,7 +17,7 @@ use crate::aggregate_ops::{too_large, MAX_RESULT_BYTES};
 use crate::catalog::Collection;
 use crate::exec::{Query, Snap};
 use crate::namespace::Namespace;
-use crate::query_ops::{count_spec, distinct_spec, distinct_values, FindSpec};
+use crate::query_ops::{distinct_spec, distinct_values, FindSpec};
 use crate::user_txn::{no_such_transaction, Mode, UserTxn};
 use crate::write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
@@ -94,27 +94,6 @@ impl Database {
                 out.push(d);
             }
             Ok(out)
-        })
-    }
-
-    /// `count` in `t`: always counted by a scan of the transaction's snapshot (the O(1)
-    /// count of the stand-alone command is the newest commit's, not the snapshot's).
-    pub fn count_in(
-        &self,
-        t: &UserTxn,
-        ns: &Namespace,
-        filter: &Document,
-        skip: u64,
-        limit: Option<u64>,
-        hint: Option<Bson>,
-    ) -> DbResult<u64> {
-        let spec = count_spec(filter, skip, limit, hint);
-        self.read_in(t, ns, &spec, |txn, q| {
-            let mut n = 0;
-            while q.next(Snap::Txn(txn))?.is_some() {
-                n += 1;
-            }
-            Ok(n)
         })
     }
 

@@ -18,7 +18,7 @@ use shale_doc::{ErrorCode, MongoError};
 
 /// The commands a transaction may run (mongod also allows `create` and `createIndexes`;
 /// not yet here). `count` is refused with mongod's own message for it (drivers count
-/// with an `aggregate`, which runs); the db's `count_in` stays for embedders.
+/// with an `aggregate`, which runs).
 const ALLOWED: &[&str] = &[
     "find",
     "getMore",
