@@ -3,6 +3,7 @@
 
 use crate::index_keys::IndexDef;
 use bson::{Bson, Document, RawDocumentBuf};
+use shale_doc::matcher::element::bson_true_value;
 use shale_doc::{Direction, ErrorCode, Matcher, MongoError};
 
 /// Options `createIndexes` accepts in an index spec (others are refused, as mongod does).
@@ -219,14 +220,7 @@ fn sign(n: f64) -> Option<Direction> {
 }
 
 fn truthy(v: Option<&Bson>) -> bool {
-    match v {
-        Some(Bson::Boolean(b)) => *b,
-        Some(Bson::Int32(n)) => *n != 0,
-        Some(Bson::Int64(n)) => *n != 0,
-        Some(Bson::Double(n)) => *n != 0.0,
-        Some(Bson::Null) | None => false,
-        Some(_) => true,
-    }
+    v.is_some_and(bson_true_value)
 }
 
 fn bad_spec(message: impl Into<String>) -> MongoError {

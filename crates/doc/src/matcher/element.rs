@@ -139,6 +139,20 @@ pub fn true_value(value: RawBsonRef<'_>) -> bool {
     }
 }
 
+/// `true_value` of an owned value: how a command's boolean-ish option reads (mongod's
+/// `BSONElement::trueValue`).
+pub fn bson_true_value(value: &bson::Bson) -> bool {
+    match value {
+        bson::Bson::Boolean(b) => *b,
+        bson::Bson::Int32(i) => *i != 0,
+        bson::Bson::Int64(i) => *i != 0,
+        bson::Bson::Double(d) => *d != 0.0,
+        bson::Bson::Decimal128(d) => crate::compare::decimal128_to_f64(d) != 0.0,
+        bson::Bson::Null | bson::Bson::Undefined => false,
+        _ => true,
+    }
+}
+
 /// `{field: {$exists: arg}}`: a truthy argument asks for presence, a falsy one for absence.
 pub(crate) fn parse_exists(field: &str, arg: RawBsonRef<'_>) -> Node {
     let exists = leaf(field, Pred::Exists);
@@ -172,6 +186,30 @@ mod tests {
     use crate::matcher::test_support::{check, raw};
     use crate::matcher::Matcher;
     use bson::doc;
+
+    #[test]
+    fn owned_and_raw_values_are_true_alike() {
+        use bson::Bson;
+        let values = [
+            Bson::Boolean(false),
+            Bson::Boolean(true),
+            Bson::Int32(0),
+            Bson::Int64(2),
+            Bson::Double(0.0),
+            Bson::Null,
+            Bson::String(String::new()),
+            Bson::Document(doc! {}),
+        ];
+        for v in values {
+            let wrapped = bson::rawdoc! {"v": bson::RawBson::try_from(v.clone()).expect("raw")};
+            let raw_value = wrapped.get("v").expect("get").expect("v");
+            assert_eq!(
+                super::bson_true_value(&v),
+                super::true_value(raw_value),
+                "{v:?}"
+            );
+        }
+    }
 
     #[test]
     fn exists_true_and_false() {

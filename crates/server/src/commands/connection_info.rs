@@ -7,6 +7,7 @@ use super::CommandResult;
 use crate::auth::{authorize, gate};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
+use shale_doc::matcher::element::bson_true_value;
 
 pub fn whatsmyuri(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
     Ok(doc! { "you": ctx.peer.to_string() })
@@ -29,7 +30,7 @@ pub fn connection_status(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Com
         "authenticatedUsers": names,
         "authenticatedUserRoles": roles,
     };
-    if body.get("showPrivileges").is_some_and(truthy) {
+    if body.get("showPrivileges").is_some_and(bson_true_value) {
         let privileges: Vec<Bson> = authorize::privileges_of(&users)
             .iter()
             .map(|p| Bson::Document(p.to_document()))
@@ -42,15 +43,4 @@ pub fn connection_status(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Com
 pub fn logout(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
     gate::lock(ctx).log_out(db);
     Ok(Document::new())
-}
-
-fn truthy(v: &Bson) -> bool {
-    match v {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(n) => *n != 0.0,
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
-    }
 }

@@ -12,6 +12,7 @@ use crate::commands::dispatch;
 use crate::wire::{encode_op_reply_docs, query_flags, reply_flags, OpQuery, ReplyHead};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
+use shale_doc::matcher::element::bson_true_value;
 use shale_doc::{ErrorCode, MongoError};
 
 /// An OP_QUERY as a command: the database to run it in, the command, whether it explains.
@@ -130,7 +131,7 @@ fn unwrap_query(query: &Document, find: &mut Document) -> Result<bool, MongoErro
             "$hint" => {
                 find.insert("hint", value.clone());
             }
-            "$explain" => explain = truthy(value),
+            "$explain" => explain = bson_true_value(value),
             "$comment" => {
                 find.insert("comment", value.clone());
             }
@@ -138,7 +139,7 @@ fn unwrap_query(query: &Document, find: &mut Document) -> Result<bool, MongoErro
                 find.insert("maxTimeMS", value.clone());
             }
             "$min" | "$max" | "$maxScan" => return Err(not_built(name)),
-            "$returnKey" | "$showDiskLoc" if truthy(value) => return Err(not_built(name)),
+            "$returnKey" | "$showDiskLoc" if bson_true_value(value) => return Err(not_built(name)),
             "$returnKey" | "$showDiskLoc" => {}
             other if other.starts_with('$') => {
                 return Err(MongoError::new(
@@ -171,17 +172,6 @@ fn not_built(option: &str) -> MongoError {
         ErrorCode::NotImplemented,
         format!("the legacy query option {option} is not supported by ShaleDB's find"),
     )
-}
-
-fn truthy(v: &Bson) -> bool {
-    match v {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(n) => *n != 0.0,
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
-    }
 }
 
 /// `numberToSkip` and `numberToReturn` as find options (mongod treats 1 as -1).
