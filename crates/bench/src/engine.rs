@@ -126,6 +126,9 @@ struct Params {
     txn_seconds: f64,
     /// Whether the engine's heap governor ran (`EnvOptions::heap`).
     heap_governor: bool,
+    /// The layout the fields above report, as the engine takes it.
+    #[serde(skip)]
+    tree: TreeOptions,
 }
 
 impl Params {
@@ -186,26 +189,14 @@ impl Params {
                 .txn_seconds
                 .unwrap_or(if args.quick { 2.0 } else { 10.0 }),
             heap_governor: !args.no_heap_governor,
+            tree,
         })
-    }
-
-    fn tree_options(&self) -> TreeOptions {
-        TreeOptions {
-            node_size_bytes: self.node_size_bytes,
-            basement_size_bytes: self.basement_size_bytes,
-            fanout: self.fanout,
-            compression: match self.compression.as_str() {
-                "lz4" => Compression::Lz4,
-                "none" => Compression::None,
-                _ => Compression::Zstd,
-            },
-        }
     }
 
     fn env_options(&self) -> EnvOptions {
         EnvOptions {
             cache_bytes: usize::try_from(self.cache_bytes).unwrap_or(usize::MAX),
-            tree_defaults: self.tree_options(),
+            tree_defaults: self.tree,
             fsync: FsyncPolicy::EveryMillis(FSYNC_MILLIS),
             direct_io: self.direct_io,
             heap: self
