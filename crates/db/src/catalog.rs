@@ -10,6 +10,10 @@
 //! one index. Trees are created before the catalog entry that names them commits and
 //! dropped after the entry that named them is gone, so a crash can leave only unnamed
 //! trees, which `open` drops.
+//!
+//! Records carry `formatVersion` (docs/format-collections.md): 2 since clustering indexes;
+//! a record without it is version 1 (no index is clustering) and opens unchanged. A record
+//! of a newer version than `CATALOG_FORMAT_VERSION` is refused, never misread.
 
 use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
@@ -23,6 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 const CATALOG_TREE: &str = "catalog";
+
+/// The catalog record format this code writes and the newest it reads.
+pub const CATALOG_FORMAT_VERSION: i32 = 2;
 
 /// One secondary index.
 pub struct Index {
@@ -84,6 +91,7 @@ impl Collection {
             })
             .collect();
         doc! {
+            "formatVersion": CATALOG_FORMAT_VERSION,
             "ns": self.ns.to_string(),
             "id": self.id as i64,
             "uuid": self.uuid,
@@ -203,10 +211,19 @@ impl Catalog {
         self.commit(env, coll).map(|(c, _)| c)
     }
 
-    /// Makes a new index tree for `coll` (not yet in the catalog).
-    pub fn create_index_tree(&self, env: &Env, spec: &Document) -> DbResult<(u64, TreeHandle)> {
+    /// Makes a new index tree for `coll` (not yet in the catalog). Its layout is the spec's
+    /// `storageEngine`; without one, a clustering index (which holds documents) takes the
+    /// collection's layout and any other index the defaults.
+    pub fn create_index_tree(
+        &self,
+        env: &Env,
+        coll: &Collection,
+        spec: &Document,
+        clustering: bool,
+    ) -> DbResult<(u64, TreeHandle)> {
         let options = match spec.get_document("storageEngine") {
             Ok(se) => tree_options(env, &doc! { "storageEngine": se.clone() })?,
+            Err(_) if clustering => tree_options(env, &coll.options)?,
             Err(_) => env.options().tree_defaults,
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -299,6 +316,20 @@ pub fn drop_trees(env: &Env, coll: &Collection) -> DbResult<()> {
 
 fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
     let field = |name: &str| corrupt(format!("catalog record lacks a valid '{name}': {record}"));
+    let version = match record.get("formatVersion") {
+        None => 1,
+        Some(Bson::Int32(v)) if (1..=CATALOG_FORMAT_VERSION).contains(v) => *v,
+        Some(Bson::Int32(v)) if *v > CATALOG_FORMAT_VERSION => {
+            return Err(MongoError::new(
+                ErrorCode::UnsupportedFormat,
+                format!(
+                    "catalog record format {v} is newer than this binary reads \
+                     ({CATALOG_FORMAT_VERSION}): {record}"
+                ),
+            ))
+        }
+        Some(_) => return Err(field("formatVersion")),
+    };
     let ns = Namespace::parse(record.get_str("ns").map_err(|_| field("ns"))?)?;
     let id = record.get_i64("id").map_err(|_| field("id"))? as u64;
     let uuid = match record.get("uuid") {
@@ -322,6 +353,9 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
             .map_err(|_| field("indexes.spec"))?
             .clone();
         let (_, def) = parse_spec(&spec)?;
+        if def.clustering && version < 2 {
+            return Err(field("indexes.spec.clustering (not in format 1)"));
+        }
         let tree = env
             .open_tree(&index_tree_name(index_id))
             .map_err(engine_error)?;

@@ -215,7 +215,9 @@ impl Database {
                 // after its snapshot.
                 self.kill_user_txns(KILLED_BY_DDL);
             }
-            let (id, tree) = self.catalog.create_index_tree(self.engine(), &stored)?;
+            let (id, tree) =
+                self.catalog
+                    .create_index_tree(self.engine(), &coll, &stored, def.clustering)?;
             let index = Arc::new(Index {
                 id,
                 spec: stored,
@@ -283,7 +285,8 @@ impl Database {
                                 &kv,
                             ));
                         }
-                        txn.put(&index.tree, &k, &idk).map_err(engine_error)?;
+                        txn.put(&index.tree, &k, index.def.entry_value(&idk, &doc))
+                            .map_err(engine_error)?;
                     }
                 }
                 cursor.next().map_err(engine_error)?;

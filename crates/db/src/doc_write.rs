@@ -1,6 +1,7 @@
 //! One document's changes inside an engine transaction: insert, replace and remove, each
 //! changing the document tree, every index tree, the document count and the size counter
-//! together (the transaction commits them atomically). Constraints are checked before the
+//! together (the transaction commits them atomically). A clustering index's entries carry the
+//! document, so every change of the document rewrites them, changed key or not. Constraints are checked before the
 //! first write for the document, so a failed document leaves nothing behind in the
 //! transaction and the statements before it can still commit.
 
@@ -41,8 +42,9 @@ pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
         .map_err(engine_error)?;
     for (index, k) in coll.indexes.iter().zip(&keys) {
         if let Some(k) = k {
+            let value = index.def.entry_value(&idk, doc);
             for (tuple, _) in &k.tuples {
-                txn.put(&index.tree, &index.def.entry_key(tuple, &idk), &idk)
+                txn.put(&index.tree, &index.def.entry_key(tuple, &idk), value)
                     .map_err(engine_error)?;
             }
         }
@@ -53,7 +55,8 @@ pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
     Ok(())
 }
 
-/// Replaces `old` with `new` (same `_id`): only the index entries that differ change.
+/// Replaces `old` with `new` (same `_id`): only the index entries that differ change, except
+/// that a clustering index's entries are all rewritten with the new document.
 pub fn replace(
     txn: &mut Txn,
     coll: &Collection,
@@ -81,8 +84,10 @@ pub fn replace(
             txn.delete(&index.tree, &index.def.entry_key(tuple, &idk))
                 .map_err(engine_error)?;
         }
-        for (tuple, _) in n.iter().filter(|t| !contains(o, &t.0)) {
-            txn.put(&index.tree, &index.def.entry_key(tuple, &idk), &idk)
+        let value = index.def.entry_value(&idk, new);
+        let rewrite_all = index.def.clustering;
+        for (tuple, _) in n.iter().filter(|t| rewrite_all || !contains(o, &t.0)) {
+            txn.put(&index.tree, &index.def.entry_key(tuple, &idk), value)
                 .map_err(engine_error)?;
         }
     }
@@ -170,7 +175,7 @@ fn check_unique(
             continue;
         }
         if let Some(holder) = txn.get(&index.tree, tuple).map_err(engine_error)? {
-            if holder != idk {
+            if index.def.value_id_key(&holder)? != idk {
                 let mut key_value = Document::new();
                 for ((path, _), v) in index.def.fields.iter().zip(values) {
                     key_value.insert(path.clone(), v.clone());

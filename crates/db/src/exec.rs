@@ -1,7 +1,8 @@
 //! The executor: runs a plan against one consistent snapshot — a `ReadView` for queries, or a
 //! transaction for the reads inside a write — and produces matching documents, then applies
 //! an in-memory sort when the plan's order is not the requested one, skip, limit and the
-//! projection. Documents stay raw BSON from the tree to the reply; the matcher and
+//! projection. An index scan fetches each document from the document tree by `_id`, except
+//! on a clustering index, whose entries are the documents. Documents stay raw BSON from the tree to the reply; the matcher and
 //! projection read them in place.
 
 use crate::bounds::KeyRange;
@@ -199,6 +200,14 @@ impl Scan {
             };
             self.stats.keys_examined += 1;
             match &self.plan.access {
+                Access::Index(i) if i.def.clustering => {
+                    // The entry is the document: no read of the document tree.
+                    if self.plan.dedupe && !self.seen.insert(i.def.value_id_key(value)?) {
+                        continue;
+                    }
+                    self.stats.docs_examined += 1;
+                    return Ok(Some(raw(value.to_vec())?));
+                }
                 Access::Index(_) => {
                     let idk = value.to_vec();
                     if self.plan.dedupe && !self.seen.insert(idk.clone()) {

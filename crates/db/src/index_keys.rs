@@ -6,7 +6,8 @@
 //! partial indexes skip documents their filter does not match.
 //!
 //! Entry layout in an index tree (docs/format-collections.md): key = the encoded key tuple,
-//! followed by the encoded `_id` unless the index is unique; value = the encoded `_id`.
+//! followed by the encoded `_id` unless the index is unique; value = the encoded `_id`, or
+//! for a clustering index the whole document (its raw BSON, as the document tree holds it).
 
 use bson::{Bson, RawBsonRef, RawDocument};
 use shale_doc::{encode_key, Direction, ErrorCode, Matcher, MongoError};
@@ -19,6 +20,9 @@ pub struct IndexDef {
     pub unique: bool,
     pub sparse: bool,
     pub partial: Option<Matcher>,
+    /// TokuMX's clustering index: each entry's value is the whole document, so a scan of
+    /// the index needs no read of the document tree.
+    pub clustering: bool,
 }
 
 /// The keys one document gives an index.
@@ -112,6 +116,29 @@ impl IndexDef {
             k.extend_from_slice(id_key);
         }
         k
+    }
+
+    /// The value of each entry `doc` (encoded `_id` = `id_key`) gives this index: the
+    /// document itself for a clustering index, else the encoded `_id`.
+    pub fn entry_value<'a>(&self, id_key: &'a [u8], doc: &'a RawDocument) -> &'a [u8] {
+        if self.clustering {
+            doc.as_bytes()
+        } else {
+            id_key
+        }
+    }
+
+    /// The encoded `_id` of the document an entry's value names (decoding the document of
+    /// a clustering entry). A value that is not a document with an `_id` is corruption.
+    pub fn value_id_key(&self, value: &[u8]) -> Result<Vec<u8>, MongoError> {
+        if !self.clustering {
+            return Ok(value.to_vec());
+        }
+        let doc = RawDocument::from_bytes(value).map_err(|e| corrupt_entry(&self.name, e))?;
+        match doc.get("_id").map_err(|e| corrupt_entry(&self.name, e))? {
+            Some(v) => Ok(id_key(&to_bson(v)?)),
+            None => Err(corrupt_entry(&self.name, "the document has no _id")),
+        }
     }
 
     /// The key pattern as a document, `{a: 1, b: -1}`.
@@ -253,6 +280,13 @@ fn to_bson(v: RawBsonRef<'_>) -> Result<Bson, MongoError> {
     Bson::try_from(v.to_raw_bson()).map_err(|e| bad_bson(e.to_string()))
 }
 
+fn corrupt_entry(index: &str, e: impl std::fmt::Display) -> MongoError {
+    MongoError::new(
+        ErrorCode::DataCorruptionDetected,
+        format!("clustering index {index} holds an entry that is not a stored document: {e}"),
+    )
+}
+
 fn bad_bson(e: impl ToString) -> MongoError {
     MongoError::new(
         ErrorCode::InvalidBSON,
@@ -282,6 +316,7 @@ mod tests {
             unique: false,
             sparse: false,
             partial: None,
+            clustering: false,
         }
     }
 
@@ -367,5 +402,25 @@ mod tests {
         assert_eq!(d.entry_key(b"k", &id).len(), 1 + id.len());
         d.unique = true;
         assert_eq!(d.entry_key(b"k", &id), b"k".to_vec());
+    }
+
+    #[test]
+    fn clustering_entries_carry_the_document_and_name_its_id() {
+        let mut d = def(&[("a", 1)]);
+        let doc = rawdoc! {"_id": 7, "a": 1, "pad": "x"};
+        let id = id_key(&Bson::Int32(7));
+        assert_eq!(d.entry_value(&id, &doc), &id[..]);
+        assert_eq!(d.value_id_key(&id).expect("plain"), id);
+        d.clustering = true;
+        assert_eq!(d.entry_value(&id, &doc), doc.as_bytes());
+        assert_eq!(d.value_id_key(doc.as_bytes()).expect("doc"), id);
+        let e = d
+            .value_id_key(&id)
+            .expect_err("an _id key is not a document");
+        assert_eq!(e.code.code(), ErrorCode::DataCorruptionDetected.code());
+        let e = d
+            .value_id_key(rawdoc! {"a": 1}.as_bytes())
+            .expect_err("no _id");
+        assert_eq!(e.code.code(), ErrorCode::DataCorruptionDetected.code());
     }
 }

@@ -1,5 +1,7 @@
 //! Index specifications as `createIndexes` receives them and `listIndexes` returns them:
 //! validation with MongoDB's error codes, and the `IndexDef` the key generator uses.
+//! Besides mongod's options it takes TokuMX's `clustering` (the index entry carries the whole
+//! document: docs/format-collections.md).
 
 use crate::index_keys::IndexDef;
 use bson::{Bson, Document, RawDocumentBuf};
@@ -30,6 +32,7 @@ const KNOWN_OPTIONS: &[&str] = &[
     "max",
     "wildcardProjection",
     "dropDups",
+    "clustering",
 ];
 
 /// The `_id` index every collection has (the document tree itself).
@@ -81,6 +84,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
     };
     let unique = truthy(spec.get("unique"));
     let sparse = truthy(spec.get("sparse"));
+    let clustering = bool_option(spec, "clustering")?;
     let partial = match spec.get("partialFilterExpression") {
         None => None,
         Some(Bson::Document(f)) => {
@@ -108,7 +112,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
         }
     }
     let mut stored = bson::doc! { "v": 2, "key": key.clone(), "name": name.clone() };
-    for opt in ["unique", "sparse"] {
+    for opt in ["unique", "sparse", "clustering"] {
         if truthy(spec.get(opt)) {
             stored.insert(opt, true);
         }
@@ -131,8 +135,28 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             unique,
             sparse,
             partial,
+            clustering,
         },
     ))
+}
+
+/// A boolean option given as a boolean or a number (mongod's rule for `unique`, `sparse`
+/// and `hidden`); any other type is `TypeMismatch` (14). Absent is false.
+fn bool_option(spec: &Document, name: &str) -> Result<bool, MongoError> {
+    match spec.get(name) {
+        None => Ok(false),
+        Some(
+            v @ (Bson::Boolean(_)
+            | Bson::Int32(_)
+            | Bson::Int64(_)
+            | Bson::Double(_)
+            | Bson::Decimal128(_)),
+        ) => Ok(bson_true_value(v)),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!("The field '{name}' must be a boolean or a number, not {other}"),
+        )),
+    }
 }
 
 /// Most fields an index key pattern may have (mongod's limit). Key generation recurses once
@@ -275,5 +299,34 @@ mod tests {
             197
         );
         assert_eq!(default_name(&doc! {"a": 1, "b.c": -1}), "a_1_b.c_-1");
+    }
+
+    #[test]
+    fn clustering_is_stored_only_when_true_and_must_be_boolean_or_number() {
+        let (stored, def) =
+            parse_spec(&doc! {"key": {"a": 1}, "name": "a", "clustering": true}).expect("valid");
+        assert_eq!(
+            stored,
+            doc! {"v": 2, "key": {"a": 1}, "name": "a", "clustering": true}
+        );
+        assert!(def.clustering);
+        let (stored, def) =
+            parse_spec(&doc! {"key": {"a": 1}, "name": "a", "clustering": 1}).expect("number");
+        assert_eq!(stored.get_bool("clustering"), Ok(true));
+        assert!(def.clustering);
+        let (stored, def) =
+            parse_spec(&doc! {"key": {"a": 1}, "name": "a", "clustering": false}).expect("false");
+        assert!(!stored.contains_key("clustering") && !def.clustering);
+        let (_, def) =
+            parse_spec(&doc! {"key": {"a": 1}, "name": "a", "clustering": true, "unique": true})
+                .expect("unique clustering");
+        assert!(def.clustering && def.unique);
+        assert_eq!(
+            parse_spec(&doc! {"key": {"a": 1}, "name": "a", "clustering": "yes"})
+                .expect_err("string")
+                .code
+                .code(),
+            14
+        );
     }
 }

@@ -6,9 +6,10 @@
 //!
 //! Scoring (a simple rule set, not a cost model): an `_id` point wins outright; otherwise the
 //! candidate with the most leading bounded fields wins (equality-pinned fields count first), a
-//! unique index pinned on every field and an index that also yields the requested sort order
-//! break ties. With no bounded candidate, an index that yields the sort order is scanned
-//! whole instead of sorting in memory; else the collection is scanned.
+//! unique index pinned on every field, an index that also yields the requested sort order and
+//! then a clustering index (no document read per entry) break ties. With no bounded
+//! candidate, an index that yields the sort order (a clustering one first) is scanned whole
+//! instead of sorting in memory; else the collection is scanned.
 
 use crate::bounds::{field_bound, key_ranges, FieldBound, KeyRange};
 use crate::catalog::{Collection, Index};
@@ -27,7 +28,8 @@ pub enum Access {
     CollScan,
     /// Ranges of the document tree (bounds on `_id`); `point` when it is one `_id`.
     IdRanges { point: bool },
-    /// Ranges of a secondary index, each entry fetched from the document tree.
+    /// Ranges of a secondary index, each entry fetched from the document tree (or, for a
+    /// clustering index, read from the entry itself).
     Index(Arc<Index>),
     /// A top-level `$or` whose every clause has a bounded plan: the clauses' plans run one
     /// after another and a document found by several is returned once.
@@ -55,6 +57,7 @@ struct Candidate {
     multikey: bool,
     unique: bool,
     sparse: bool,
+    clustering: bool,
 }
 
 /// Plans a query on `coll`.
@@ -102,7 +105,8 @@ pub fn plan(
         let score = bounded * 100
             + pinned * 10
             + u32::from(c.unique && pinned as usize == c.fields.len()) * 5
-            + u32::from(p.sort_covered);
+            + u32::from(p.sort_covered) * 2
+            + u32::from(c.clustering);
         if best.as_ref().is_none_or(|(s, _)| score > *s) {
             best = Some((score, p));
         }
@@ -114,10 +118,13 @@ pub fn plan(
         return Ok(p);
     }
     if !sort.is_empty() {
-        for c in candidates
+        // The document tree first, then clustering indexes, then the others.
+        let mut ordered: Vec<&Candidate> = candidates
             .iter()
             .filter(|c| !c.sparse && c.index.as_ref().is_none_or(|i| usable(i)))
-        {
+            .collect();
+        ordered.sort_by_key(|c| (c.index.is_some(), !c.clustering));
+        for c in ordered {
             let p = build(c, filter, sort);
             if p.sort_covered {
                 return Ok(if c.index.is_none() {
@@ -173,6 +180,7 @@ fn candidates(coll: &Collection) -> Vec<Candidate> {
         multikey: false,
         unique: true,
         sparse: false,
+        clustering: true,
     }];
     for i in &coll.indexes {
         v.push(Candidate {
@@ -181,6 +189,7 @@ fn candidates(coll: &Collection) -> Vec<Candidate> {
             multikey: i.multikey.load(Ordering::SeqCst),
             unique: i.def.unique,
             sparse: i.def.sparse,
+            clustering: i.def.clustering,
         });
     }
     v
@@ -312,6 +321,15 @@ impl Plan {
             Access::IdRanges { point: true } => doc! { "stage": "IDHACK" },
             Access::IdRanges { point: false } => {
                 doc! { "stage": "FETCH", "filter": filter.clone(), "inputStage": self.ixscan(&id_index_spec(), direction) }
+            }
+            Access::Index(i) if i.def.clustering => {
+                // No FETCH: the index entries are the documents, matched where they are read.
+                let mut ixscan = self.ixscan(&i.spec, direction);
+                ixscan.insert("clustering", true);
+                if !filter.is_empty() {
+                    ixscan.insert("filter", filter.clone());
+                }
+                ixscan
             }
             Access::Index(i) => {
                 doc! { "stage": "FETCH", "filter": filter.clone(), "inputStage": self.ixscan(&i.spec, direction) }

@@ -1,7 +1,8 @@
 //! Statistics and checks: `collStats`, `dbStats` (document count and data size are the
 //! engine's exact counters, read in O(1); sizes on disk are tree file sizes) and `validate`
 //! (every engine tree verified, and every document's index keys present with no extra
-//! entries, counted against the stored document count).
+//! entries, counted against the stored document count; a clustering index's entries must
+//! each hold exactly the document the document tree holds).
 
 use crate::catalog::Collection;
 use crate::ddl::collection_disk_bytes;
@@ -186,12 +187,21 @@ impl Database {
             let Some(keys) = index.def.keys(doc)? else {
                 continue;
             };
+            let want = index.def.entry_value(&idk, doc);
             for (tuple, _) in &keys.tuples {
                 *slot += 1;
                 let k = index.def.entry_key(tuple, &idk);
                 match view.get(&index.tree, &k).map_err(engine_error)? {
-                    Some(v) if v == idk => {}
-                    _ => errors.push(format!(
+                    Some(v) if v == want => {}
+                    Some(_) if index.def.clustering => errors.push(format!(
+                        "clustering index {} holds a document that differs from the stored one",
+                        index.def.name
+                    )),
+                    Some(_) => errors.push(format!(
+                        "index {} has an entry naming another document",
+                        index.def.name
+                    )),
+                    None => errors.push(format!(
                         "index {} lacks an entry for a document",
                         index.def.name
                     )),
