@@ -52,7 +52,8 @@ enum Command {
     /// against what the OS and the device saw
     LogWriteAmp(wire::WireArgs),
     /// Wire protocol: the AOL SummaryModel load, size per document and owner sync scans
-    Bakeoff(wire::WireArgs),
+    /// (read from a clustering index on ShaleDB unless --no-clustering)
+    Bakeoff(wire::BakeoffArgs),
     /// Wire protocol: IO-bound point lookups by _id by read page size and clients, against
     /// the device's random-read limit
     PkLookup(wire::WireArgs),
@@ -69,7 +70,9 @@ fn main() -> anyhow::Result<()> {
         Command::Engine(args) => engine::run(&args),
         Command::NthAttribute(args) => wire::run::<wire::NthAttribute>(&args),
         Command::LogWriteAmp(args) => wire::run::<wire::LogWriteAmp>(&args),
-        Command::Bakeoff(args) => wire::run::<wire::Bakeoff>(&args),
+        Command::Bakeoff(args) => {
+            wire::run_with::<wire::Bakeoff>(&args.wire, wire::Bakeoff::params_for(&args)?)
+        }
         Command::PkLookup(args) => wire::run::<wire::PkLookup>(&args),
         Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
         Command::PointFind(args) => wire::run::<wire::PointFind>(&args),

@@ -35,7 +35,7 @@ use server::{ClosedSize, ShaleServer};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use bakeoff::Bakeoff;
+pub use bakeoff::{Bakeoff, BakeoffArgs};
 pub use iibench::Iibench;
 pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;
@@ -244,15 +244,19 @@ async fn open_target(
 
 /// Runs workload `W` as the command line says, on its own tokio runtime.
 pub fn run<W: Workload>(args: &WireArgs) -> Result<()> {
+    run_with::<W>(args, W::params(args)?)
+}
+
+/// Runs workload `W` with parameters its own flags set beyond the common ones.
+pub fn run_with<W: Workload>(args: &WireArgs, params: W::Params) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(run_async::<W>(args))
+    runtime.block_on(run_async::<W>(args, params))
 }
 
-async fn run_async<W: Workload>(args: &WireArgs) -> Result<()> {
-    let params = W::params(args)?;
+async fn run_async<W: Workload>(args: &WireArgs, params: W::Params) -> Result<()> {
     let parent = args
         .dir
         .clone()
