@@ -6,7 +6,8 @@ index_information return the option; a value that is not a boolean or number is 
 collection scan gives. Updates (also of fields the index does not cover) and deletes keep
 its documents exact (validate passes, hinted reads see the new documents); unique +
 clustering refuses duplicates; collStats reports its size; dropIndex removes it; the option
-survives a restart."""
+survives a restart; a session transaction reads its own writes through it, others do not,
+and an abort leaves it as it was."""
 
 import random
 
@@ -170,3 +171,30 @@ def test_survives_a_restart(tmp_path):
         c.close()
     finally:
         srv.stop()
+
+
+def test_transactions_see_their_own_writes_and_abort_leaves_it_exact(client, server):
+    coll = client.txn.c
+    coll.insert_many([{"_id": i, "a": i % 5, "pad": "old"} for i in range(50)])
+    coll.create_index("a", clustering=True)
+    observer = server.client().txn.c
+    with client.start_session() as session:
+        session.start_transaction()
+        coll.update_many({"a": 2}, {"$set": {"pad": "new"}}, session=session)
+        coll.delete_one({"_id": 3}, session=session)
+        inside = list(coll.find({"a": {"$in": [2, 3]}}, session=session).hint("a_1"))
+        assert sorted(d["_id"] for d in inside if d["pad"] == "new") == list(range(2, 50, 5))
+        assert 3 not in {d["_id"] for d in inside}
+        # Another client sees the committed documents only, from the same index.
+        outside = list(observer.find({"a": 2}).hint("a_1"))
+        assert {d["pad"] for d in outside} == {"old"}
+        session.abort_transaction()
+    assert {d["pad"] for d in coll.find({"a": 2}).hint("a_1")} == {"old"}
+    assert coll.count_documents({"_id": 3}) == 1
+    with client.start_session() as session:
+        session.with_transaction(
+            lambda s: coll.update_many({"a": 4}, {"$set": {"pad": "committed"}}, session=s)
+        )
+    assert {d["pad"] for d in coll.find({"a": 4}).hint("a_1")} == {"committed"}
+    assert coll.database.validate_collection("c")["valid"] is True
+    observer.database.client.close()
