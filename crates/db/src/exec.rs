@@ -2,8 +2,8 @@
 //! transaction for the reads inside a write — and produces matching documents, then applies
 //! an in-memory sort when the plan's order is not the requested one, skip, limit and the
 //! projection. An index scan fetches each document from the document tree by `_id`, except
-//! on a clustering index, whose entries are the documents. Documents stay raw BSON from the tree to the reply; the matcher and
-//! projection read them in place.
+//! on a clustering index, whose entries are the documents. Documents stay raw BSON from the
+//! tree to the reply; the matcher and projection read them in place.
 
 use crate::bounds::KeyRange;
 use crate::catalog::Collection;

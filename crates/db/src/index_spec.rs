@@ -140,8 +140,8 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
     ))
 }
 
-/// A boolean option given as a boolean or a number (mongod's rule for `unique`, `sparse`
-/// and `hidden`); any other type is `TypeMismatch` (14). Absent is false.
+/// A boolean option given as a boolean or a number (a number is true when not zero); any
+/// other type is `TypeMismatch` (14), never read as true or false. Absent is false.
 fn bool_option(spec: &Document, name: &str) -> Result<bool, MongoError> {
     match spec.get(name) {
         None => Ok(false),
