@@ -8,6 +8,7 @@ mod connection;
 pub mod fail_point;
 pub mod inflight;
 pub mod legacy;
+mod message_reader;
 pub mod net_stats;
 pub mod op_counters;
 pub mod ram_log;
@@ -52,6 +53,9 @@ pub struct ServerConfig {
     pub incomplete_message_timeout: Option<std::time::Duration>,
     /// Bytes requests in flight may hold together (`inflight`); `None`: its default.
     pub max_inflight_bytes: Option<usize>,
+    /// How long a request may wait for room in that budget before it is refused with
+    /// `ExceededMemoryLimit`; `None`: `inflight::DEFAULT_WAIT`.
+    pub inflight_wait: Option<Duration>,
     /// mongod's `transactionLifetimeLimitSeconds`: a session transaction older than this is
     /// aborted by the reaper. `None`: mongod's default, 60 s.
     pub transaction_lifetime_limit: Option<Duration>,
@@ -81,6 +85,11 @@ impl ServerConfig {
                 .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT),
             secs => Duration::from_secs(secs),
         }
+    }
+
+    /// How long a request may wait for room in the in-flight budget.
+    pub fn inflight_wait(&self) -> Duration {
+        self.inflight_wait.unwrap_or(inflight::DEFAULT_WAIT)
     }
 
     /// The idle time after which a session ends.
@@ -321,6 +330,7 @@ async fn accept_loop(
             let now = open.len();
             if now >= max {
                 refusals.refused(now, max);
+                net_stats::connection_rejected();
                 drop(stream);
                 continue;
             }
