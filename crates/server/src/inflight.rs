@@ -108,7 +108,8 @@ pub fn acquire(bytes: usize) -> Permit {
 /// holds any) and takes them.
 pub fn acquire_within(bytes: usize, wait: Option<Duration>) -> Result<Permit, NoRoom> {
     let start = Instant::now();
-    let deadline = wait.map(|w| start + w);
+    // A wait too long to add to the clock is a wait without a limit.
+    let deadline = wait.and_then(|w| start.checked_add(w));
     loop {
         let used = BUDGET.used.load(Ordering::SeqCst);
         if fits(used, bytes) {

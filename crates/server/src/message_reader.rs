@@ -164,7 +164,8 @@ pub(crate) fn read_message(
         ]))
         .is_ok_and(|n| n <= buffered.len());
     let stall = limits.stall.filter(|_| !whole_in_buffer);
-    reader.get_mut().deadline = stall.map(|t| Instant::now() + t);
+    // A timeout too large to add to the clock is no timeout.
+    reader.get_mut().deadline = stall.and_then(|t| Instant::now().checked_add(t));
     let result = read_whole(reader, limits.budget_wait);
     reader.get_mut().deadline = None;
     match (result, stall) {
@@ -210,9 +211,8 @@ fn read_whole(
     }
     let asked = Instant::now();
     let permit = inflight::acquire_within(bytes, budget_wait);
-    if let Some(deadline) = reader.get_mut().deadline.as_mut() {
-        *deadline += asked.elapsed();
-    }
+    let stream = reader.get_mut();
+    stream.deadline = stream.deadline.and_then(|d| d.checked_add(asked.elapsed()));
     match permit {
         Ok(permit) => {
             let read = whole.len();
