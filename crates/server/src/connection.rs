@@ -9,7 +9,7 @@
 //! compressed the same way, except for the handshake and authentication commands.
 
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
-use crate::message_reader::{client_reader, read_message, Incoming, ReadError, ReadLimits};
+use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
 use crate::wire::{
     decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
@@ -47,7 +47,7 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     let _ = stream.set_nodelay(true);
     net_stats::connection_opened();
     // Reads go through a buffer, so a small request's header and body take one `recv`.
-    let mut reader = client_reader(stream);
+    let mut reader = ClientReader::new(stream);
     let limits = ReadLimits {
         stall: ctx.server.incomplete_message_timeout,
         budget_wait: Some(ctx.server.inflight_wait()),
