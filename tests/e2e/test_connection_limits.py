@@ -187,7 +187,7 @@ def rss_mib(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
-def test_requests_in_flight_hold_at_most_the_budget(tmp_path):
+def test_requests_in_flight_hold_at_most_the_budget(tmp_path, budget_mib="64"):
     """Twenty clients each send most of a 40 MB message and stall: with a 64 MiB budget one
     body is read at a time, the others wait before theirs is allocated, so the server's RSS
     grows by about the budget, not by 800 MB; other clients are still served."""
@@ -195,7 +195,7 @@ def test_requests_in_flight_hold_at_most_the_budget(tmp_path):
 
     srv = Server(
         tmp_path / "data",
-        args=["--maxInflightRequestMiB", "64", "--incompleteMessageTimeoutSecs", "5"],
+        args=["--maxInflightRequestMiB", budget_mib, "--incompleteMessageTimeoutSecs", "5"],
     )
     socks = []
     try:
@@ -217,9 +217,14 @@ def test_requests_in_flight_hold_at_most_the_budget(tmp_path):
             t.start()
         time.sleep(3)
         grown = rss_mib(srv.proc.pid) - before
+        print(f"RSS grew by {grown:.0f} MiB with {len(socks)} clients stalled mid-body")
         assert grown < 160, f"RSS grew by {grown:.0f} MiB"
         with RawConnection(srv.port) as c:
             assert c.command({"ping": 1}).doc["ok"] == 1.0
+        for s in socks:
+            s.close()
+        time.sleep(0.5)
+        assert served(srv.port), "the server after the stalled clients left"
     finally:
         for s in socks:
             s.close()
