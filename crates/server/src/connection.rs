@@ -6,7 +6,9 @@
 //! device read blocks only its own client, so any number of clients can wait in one group
 //! commit. A malformed body gets an error reply and the connection goes on; an unframeable
 //! message (length outside [16, 48,000,000]) closes it. A compressed request gets a reply
-//! compressed the same way, except for the handshake and authentication commands.
+//! compressed the same way, except for the handshake and authentication commands. Reading
+//! a message under the stall deadline and the in-flight budget is `message_reader.rs`'s;
+//! this file answers what it reads, a refused request included (`ExceededMemoryLimit`).
 
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
