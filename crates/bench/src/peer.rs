@@ -135,6 +135,10 @@ pub(super) struct Ratios {
     name: &'static str,
     /// shale ops/s ÷ peer ops/s.
     ops_per_sec: Option<f64>,
+    /// shale ops/s ÷ the peer's ops over its phase plus `settle_seconds` (its compaction
+    /// until it settles): the ratio issue 22 judges fills by. Equal to `ops_per_sec` for a
+    /// phase with no settle; shale's own phases include their closing checkpoint.
+    ops_per_sec_incl_settle: Option<f64>,
     /// shale CPU µs per op ÷ the peer's (above 1: shale spends more CPU per operation).
     cpu_us_per_op: Option<f64>,
     /// (shale os_write_bytes / logical) ÷ (peer os_write_bytes / logical).
@@ -152,6 +156,10 @@ fn ratios(shale: &ShalePhase, peer: &PeerPhase) -> Ratios {
     Ratios {
         name: peer.name,
         ops_per_sec: div(shale.ops_per_sec, peer.ops_per_sec),
+        ops_per_sec_incl_settle: div(
+            shale.ops_per_sec,
+            peer.ops as f64 / (peer.seconds + peer.settle_seconds.unwrap_or(0.0)),
+        ),
         cpu_us_per_op: shale
             .cpu_us_per_op
             .zip(peer.cpu_us_per_op)
@@ -224,12 +232,20 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
     print!("{}", t.render());
     println!();
     println!("shale / {peer} (above 1: shale higher)");
-    let mut t = Table::new(["phase", "ops/s", "cpu/op", "os wr per logical", "on disk"]);
+    let mut t = Table::new([
+        "phase",
+        "ops/s",
+        "ops/s incl. settle",
+        "cpu/op",
+        "os wr per logical",
+        "on disk",
+    ]);
     for x in ratios {
         let f = |v: f64| format!("{v:.3}");
         t.row([
             x.name.to_owned(),
             opt(x.ops_per_sec, f),
+            opt(x.ops_per_sec_incl_settle, f),
             opt(x.cpu_us_per_op, f),
             opt(x.os_write_bytes_per_logical, f),
             opt(x.db_bytes_on_disk, f),
@@ -272,10 +288,22 @@ mod tests {
         let shale = super::super::tests::phase("fill-random", 5000.0, 20.0, 3000, 800);
         let r = ratios(&shale, &peer("fill-random", 1000.0, 40.0, 2000, 400));
         assert_eq!(r.ops_per_sec, Some(5.0));
+        assert_eq!(r.ops_per_sec_incl_settle, Some(5.0));
         assert_eq!(r.cpu_us_per_op, Some(0.5));
         // Both phases have 1000 logical bytes: 3.0 per logical byte against 2.0.
         assert_eq!(r.os_write_bytes_per_logical, Some(1.5));
         assert_eq!(r.db_bytes_on_disk, Some(2.0));
+    }
+
+    #[test]
+    fn the_settled_ratio_counts_the_peers_compaction_wait() {
+        let shale = super::super::tests::phase("fill-random", 1000.0, 20.0, 3000, 800);
+        // 1000 ops in 1 s, then 3 s of compaction: 250 ops/s settled.
+        let mut p = peer("fill-random", 1000.0, 40.0, 2000, 400);
+        p.settle_seconds = Some(3.0);
+        let r = ratios(&shale, &p);
+        assert_eq!(r.ops_per_sec, Some(1.0));
+        assert_eq!(r.ops_per_sec_incl_settle, Some(4.0));
     }
 
     #[test]

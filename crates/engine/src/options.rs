@@ -58,11 +58,18 @@ pub struct TreeOptions {
     pub compression: Compression,
 }
 
+/// The default read unit. Chosen by measurement (docs/benchmarks.md, "Read unit: 16 KiB
+/// basements"): at 10x the cache a point read costs ~60 us of CPU with 16 KiB basements
+/// against ~97 with 64 KiB (the decompression of the basement) and the same with 4 KiB,
+/// where fills cost 15% more CPU per put; scans read runs of basements (`Load::Run`), so
+/// the smaller unit costs them ~8%.
+pub const DEFAULT_BASEMENT_BYTES: usize = 16 << 10;
+
 impl Default for TreeOptions {
     fn default() -> Self {
         TreeOptions {
             node_size_bytes: 4 << 20,
-            basement_size_bytes: 64 << 10,
+            basement_size_bytes: DEFAULT_BASEMENT_BYTES,
             fanout: 16,
             compression: Compression::Zstd,
         }
