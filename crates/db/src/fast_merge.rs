@@ -11,6 +11,7 @@
 use crate::doc_write::MAX_DOCUMENT_BYTES;
 use bson::{Document, RawDocument, RawDocumentBuf};
 use shale_doc::{ApplyContext, UpdateSpec};
+use shale_engine::MergeFn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -82,10 +83,8 @@ fn decode_payload(bytes: &[u8]) -> Result<Payload<'_>, Refusal> {
 }
 
 /// The merge callback the database opens its engine with.
-pub fn merge_callback(
-    stats: Arc<FastUpdateStats>,
-) -> impl Fn(&[u8], Option<&[u8]>, &[u8]) -> Option<Vec<u8>> + Send + Sync {
-    move |_key, current, payload| {
+pub fn merge_callback(stats: Arc<FastUpdateStats>) -> Arc<MergeFn> {
+    Arc::new(move |_key: &[u8], current: Option<&[u8]>, payload: &[u8]| {
         let current = current?;
         let outcome = std::panic::catch_unwind(|| apply(current, payload));
         match outcome {
@@ -103,7 +102,7 @@ pub fn merge_callback(
                 Some(current.to_vec())
             }
         }
-    }
+    })
 }
 
 /// Counts a refused application and logs it, at most once per five seconds (TokuMX's rate).

@@ -49,7 +49,6 @@ use catalog::Catalog;
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::{Env, EnvHooks, EnvOptions};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Results of database operations.
@@ -85,7 +84,7 @@ impl Database {
         let fast = fast_update::FastUpdates::new(options.fast_updates);
         // Recovery replays update messages through this same callback (docs/recovery.md).
         let hooks = EnvHooks {
-            merge: Arc::new(fast_merge::merge_callback(fast.stats.clone())),
+            merge: fast_merge::merge_callback(fast.stats.clone()),
             faults: None,
         };
         let env = Env::open_with(dir, options.engine, hooks).map_err(engine_error)?;

@@ -119,10 +119,13 @@ fn step(
         0 | 1 => {
             let d = doc! {"_id": id, "n": r.below(9) as i32, "s": "str", "k": id};
             let res = db.insert(ns, &[raw(&d)], true).expect("insert");
-            if model.contains_key(&id) {
-                assert_eq!(res.errors.len(), 1, "seed {seed}: duplicate");
-            } else {
-                model.insert(id, d);
+            match model.entry(id) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    assert_eq!(res.errors.len(), 1, "seed {seed}: duplicate")
+                }
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(d);
+                }
             }
         }
         2 => {
@@ -211,7 +214,10 @@ fn run(seed: u64) {
         }
         check(&db, &ns, &model, seed);
         if db.fast_updates() {
-            assert!(db.fast_update_counts().0 > 0, "seed {seed}: no message was sent");
+            assert!(
+                db.fast_update_counts().0 > 0,
+                "seed {seed}: no message was sent"
+            );
         }
         let fast = r.below(4) != 0;
         if round % 2 == 0 {
