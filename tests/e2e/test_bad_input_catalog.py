@@ -16,6 +16,8 @@ from conftest import Server
 from wire_client import OP_COMPRESSED, OP_MSG, OP_QUERY, RawConnection, read_reply
 
 ANSWER_SECONDS = 5
+# The shared server's --incompleteMessageTimeoutSecs, short so the stall cases run quickly.
+STALL_TIMEOUT_SECONDS = 2
 
 
 def header(length: int, op: int, request_id: int = 7) -> bytes:
@@ -52,7 +54,9 @@ def bad_utf8_key() -> bytes:
 
 
 # (name, bytes, what may come back: "error" = a reply with ok 0 or a closed connection,
-# "close" = the connection is closed without a reply)
+# "close" = the connection is closed without a reply, "stall" = the bytes are sent and the
+# client then goes silent without closing: the server must close it within
+# STALL_TIMEOUT_SECONDS and a little)
 CASES = [
     ("short header then EOF", b"\x10\x00\x00\x00\x01\x00", "close"),
     ("length 0", header(0, OP_MSG), "close"),
@@ -88,23 +92,31 @@ CASES = [
     ("OP_KILL_CURSORS claims 10^6 ids", header(16 + 8, 2007) + struct.pack("<ii", 0, 1_000_000), "error"),
     ("ping with a duplicate $db", msg(b"\x00" + encode({"ping": 1, "$db": "admin"})[:-1] + b"\x02$db\x00\x06\x00\x00\x00admin\x00\x00"), "error"),
     ("command name of 100 KB", msg(b"\x00" + encode({"x" * 100_000: 1, "$db": "admin"})), "error"),
+    ("half a header, then silence", header(100, OP_MSG)[:8], "stall"),
+    ("a header and half its body, then silence", msg(b"\x00" + ping_doc())[:30], "stall"),
+    ("a 40 MB header and 1 MB of body, then silence", header(40_000_000, OP_MSG) + b"\x00" * (1 << 20), "stall"),
+    ("OP_COMPRESSED prefix only, then silence", compressed(OP_MSG, 100, 2, zlib.compress(b"\x00" * 100))[:25], "stall"),
 ]
 
 
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("catalog") / "data")
+    srv = Server(tmp_path_factory.mktemp("catalog") / "data",
+                 args=["--incompleteMessageTimeoutSecs", str(STALL_TIMEOUT_SECONDS)])
     yield srv
     srv.stop()
 
 
-def answer(port: int, payload: bytes) -> str:
-    """Sends `payload`, half-closes, and says what came back: "reply ok", "reply error",
-    "close" (EOF or reset with no reply) or "silent" (nothing within the time)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout=ANSWER_SECONDS)
+def answer(port: int, payload: bytes, half_close: bool = True) -> str:
+    """Sends `payload`, half-closes (unless told not to: a stalled client), and says what
+    came back: "reply ok", "reply error", "close" (EOF or reset with no reply) or "silent"
+    (nothing within the time)."""
+    timeout = ANSWER_SECONDS if half_close else STALL_TIMEOUT_SECONDS + ANSWER_SECONDS
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         sock.sendall(payload)
-        sock.shutdown(socket.SHUT_WR)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
         try:
             reply = read_reply(sock)
         except (EOFError, ConnectionResetError, BrokenPipeError):
@@ -120,8 +132,8 @@ def answer(port: int, payload: bytes) -> str:
 
 @pytest.mark.parametrize("name,payload,expect", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_gets_an_error_or_a_close_and_the_server_goes_on(shared_server, name, payload, expect):
-    got = answer(shared_server.port, payload)
-    allowed = {"close"} if expect == "close" else {"reply error", "close"}
+    got = answer(shared_server.port, payload, half_close=expect != "stall")
+    allowed = {"close"} if expect in ("close", "stall") else {"reply error", "close"}
     assert got in allowed, f"{name}: got {got}, expected one of {sorted(allowed)}"
     with RawConnection(shared_server.port) as conn:
         assert conn.command({"ping": 1}).doc["ok"] == 1, f"the server after {name!r}"

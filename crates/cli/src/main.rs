@@ -76,13 +76,19 @@ struct ServeArgs {
     #[arg(long = "maxConns")]
     max_conns: Option<u64>,
     /// Seconds the rest of a message may take once its first byte has arrived; a client
-    /// stalled mid-message longer is disconnected (0: wait forever) [default 60].
+    /// stalled mid-message longer is disconnected (0: wait forever).
     #[arg(long = "incompleteMessageTimeoutSecs", default_value_t = 60)]
     incomplete_message_timeout_secs: u64,
-    /// MiB that requests in flight may hold together (their bytes, and what OP_COMPRESSED
-    /// decompresses to); a request past it waits before its body is read [default 256].
+    /// MiB that requests in flight may hold together (their bytes, what OP_COMPRESSED
+    /// decompresses to, and their replies until written); a request past it waits before
+    /// its body is read.
     #[arg(long = "maxInflightRequestMiB", default_value_t = 256)]
     max_inflight_request_mib: u64,
+    /// Seconds a request may wait for room under --maxInflightRequestMiB; past it the request
+    /// is refused with ExceededMemoryLimit (146) and the connection goes on (0: refuse at
+    /// once).
+    #[arg(long = "maxInflightRequestWaitSecs", default_value_t = 30)]
+    max_inflight_request_wait_secs: u64,
     /// Seconds a multi-document transaction may stay open before the server aborts it
     /// (mongod's transactionLifetimeLimitSeconds parameter; also
     /// --setParameter transactionLifetimeLimitSeconds=N, which wins) [default 60].
@@ -181,6 +187,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_inflight_bytes: Some(
             usize::try_from(args.max_inflight_request_mib.max(1) << 20).unwrap_or(usize::MAX),
         ),
+        inflight_wait: Some(std::time::Duration::from_secs(
+            args.max_inflight_request_wait_secs,
+        )),
         transaction_lifetime_limit: Some(std::time::Duration::from_secs(
             parameters
                 .transaction_lifetime_limit_secs

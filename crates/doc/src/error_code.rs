@@ -82,6 +82,8 @@ error_codes! {
     ShutdownInProgress = 91,
     PrimarySteppedDown = 189,
     ExceededTimeLimit = 262,
+    /// A request refused because the memory held by requests in flight is at its cap.
+    ExceededMemoryLimit = 146,
     FailPointSetFailed = 266,
     SocketException = 9001,
     NotWritablePrimary = 10107,

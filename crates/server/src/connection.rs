@@ -6,27 +6,26 @@
 //! device read blocks only its own client, so any number of clients can wait in one group
 //! commit. A malformed body gets an error reply and the connection goes on; an unframeable
 //! message (length outside [16, 48,000,000]) closes it. A compressed request gets a reply
-//! compressed the same way, except for the handshake and authentication commands.
+//! compressed the same way, except for the handshake and authentication commands. Reading
+//! a message under the stall deadline and the in-flight budget is `message_reader.rs`'s;
+//! this file answers what it reads, a refused request included (`ExceededMemoryLimit`).
 
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
+use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
 use crate::wire::{
     decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
-    MAX_BSON_INTERNAL_BYTES, MAX_MESSAGE_BYTES, MSG_FLAG_MORE_TO_COME,
+    MAX_BSON_INTERNAL_BYTES, MSG_FLAG_MORE_TO_COME,
 };
 use crate::{inflight, legacy, net_stats, ConnectionCtx};
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Duration;
 
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
-
-/// Bytes a connection reads ahead: larger requests are read straight into their own buffer.
-const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Commands whose replies are never compressed, nor should their requests be (the wire
 /// compression spec's list: the handshake and authentication).
@@ -50,12 +49,42 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     let _ = stream.set_nodelay(true);
     net_stats::connection_opened();
     // Reads go through a buffer, so a small request's header and body take one `recv`.
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, stream);
-    let timeout = ctx.server.incomplete_message_timeout;
+    let mut reader = ClientReader::new(stream);
+    let limits = ReadLimits {
+        stall: ctx.server.incomplete_message_timeout,
+        budget_wait: Some(ctx.server.inflight_wait()),
+    };
     let mut writer = stream;
     loop {
-        let (header, message, _permit) = match read_message(&mut reader, timeout) {
-            Ok(Some(m)) => m,
+        let (reply, _permit) = match read_message(&mut reader, limits) {
+            Ok(Some(Incoming::Message {
+                header,
+                whole,
+                mut permit,
+            })) => {
+                net_stats::request(whole.len());
+                let active = net_stats::active();
+                let reply = run_guarded(&ctx, header, &whole);
+                drop(active);
+                drop(whole);
+                if let Some(r) = &reply {
+                    // The reply is held until it is written: others wait for it too.
+                    permit.add(r.len());
+                }
+                (reply, Some(permit))
+            }
+            Ok(Some(Incoming::Refused {
+                header,
+                head,
+                bytes,
+                no_room,
+            })) => {
+                net_stats::request(header.message_length);
+                tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, bytes,
+                    waited_ms = no_room.waited.as_millis() as u64, in_use = no_room.in_use,
+                    "request refused: no room in the in-flight memory budget");
+                (refusal_reply(header, &head, bytes, no_room), None)
+            }
             Ok(None) => break,
             Err(ReadError::Stalled(t)) => {
                 tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, seconds = t.as_secs_f64(),
@@ -68,8 +97,6 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
                 break;
             }
         };
-        net_stats::request(message.len());
-        let reply = run_guarded(&ctx, header, &message);
         if ctx.close_requested.load(Ordering::Relaxed) {
             tracing::info!(
                 conn = ctx.connection_id,
@@ -92,118 +119,44 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     tracing::info!(conn = ctx.connection_id, peer = %ctx.peer, "connection ended");
 }
 
-/// Why a message could not be read.
-enum ReadError {
-    /// The message started but its rest did not arrive within the timeout.
-    Stalled(Duration),
-    /// The socket failed.
-    Io(std::io::Error),
-    /// The header cannot be framed.
-    Frame(WireError),
-}
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadError::Stalled(t) => write!(f, "no complete message within {t:?}"),
-            ReadError::Io(e) => e.fmt(f),
-            ReadError::Frame(e) => e.fmt(f),
-        }
-    }
-}
-
-impl From<std::io::Error> for ReadError {
-    fn from(e: std::io::Error) -> Self {
-        ReadError::Io(e)
-    }
-}
-
-impl From<WireError> for ReadError {
-    fn from(e: WireError) -> Self {
-        ReadError::Frame(e)
-    }
-}
-
-/// Reads one whole message. `Ok(None)` on a clean end of stream (or a socket the server shut
-/// down while no message was in flight). Waiting for a message's first byte has no time
-/// limit; once it has come, the rest must come within `timeout`, unless it is already in
-/// the buffer (the usual case, which costs no extra system call).
-fn read_message(
-    reader: &mut BufReader<&TcpStream>,
-    timeout: Option<Duration>,
-) -> Result<Option<Message>, ReadError> {
-    let buffered = loop {
-        match reader.fill_buf() {
-            Ok([]) => return Ok(None),
-            Ok(b) => break b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        }
+/// The answer to a request refused for the in-flight budget, in its opcode's reply format
+/// (for OP_COMPRESSED, the opcode it wraps; uncompressed), or `None` for the opcodes that
+/// get no reply (an OP_MSG with `moreToCome`, legacy writes and OP_KILL_CURSORS).
+fn refusal_reply(
+    header: MsgHeader,
+    head: &[u8],
+    bytes: usize,
+    no_room: inflight::NoRoom,
+) -> Option<Vec<u8>> {
+    let e = MongoError::new(
+        ErrorCode::ExceededMemoryLimit,
+        format!(
+            "request of {bytes} bytes refused: requests in flight held {} of the server's \
+             {}-byte budget (--maxInflightRequestMiB) for {} ms; retry later",
+            no_room.in_use,
+            inflight::limit(),
+            no_room.waited.as_millis()
+        ),
+    );
+    let op = match header.op_code {
+        OpCode::Compressed => original_op_code(head).unwrap_or(OpCode::Msg),
+        op => op,
     };
-    let whole_in_buffer = buffered.len() >= HEADER_LEN
-        && usize::try_from(i32::from_le_bytes([
-            buffered[0],
-            buffered[1],
-            buffered[2],
-            buffered[3],
-        ]))
-        .is_ok_and(|n| n <= buffered.len());
-    let limit = timeout.filter(|_| !whole_in_buffer);
-    if limit.is_some() {
-        reader.get_ref().set_read_timeout(limit)?;
+    let flags = head
+        .get(HEADER_LEN..HEADER_LEN + 4)
+        .and_then(|f| f.try_into().ok())
+        .map_or(0, u32::from_le_bytes);
+    match op {
+        OpCode::Query | OpCode::GetMore => Some(legacy::failure_reply(header.request_id, &e)),
+        OpCode::KillCursors | OpCode::Insert | OpCode::Update | OpCode::Delete => None,
+        OpCode::Msg if header.op_code == OpCode::Msg && flags & MSG_FLAG_MORE_TO_COME != 0 => None,
+        _ => Some(encode_reply(
+            OpCode::Msg,
+            header.request_id,
+            error_reply(&e).into(),
+        )),
     }
-    let result = read_whole(reader);
-    if let Some(t) = limit {
-        reader.get_ref().set_read_timeout(None)?;
-        if let Err(ReadError::Io(e)) = &result {
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) {
-                return Err(ReadError::Stalled(t));
-            }
-        }
-    }
-    result
 }
-
-/// A whole message and the in-flight bytes it holds until its reply is written.
-type Message = (MsgHeader, Vec<u8>, inflight::Permit);
-
-/// Reads a header, takes the request's bytes from the in-flight budget (waiting while it is
-/// spent), then reads the body it announces.
-fn read_whole(reader: &mut impl Read) -> Result<Option<Message>, ReadError> {
-    let mut head = [0u8; HEADER_LEN];
-    match reader.read_exact(&mut head) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e.into()),
-    }
-    let header = MsgHeader::decode(&head)?;
-    let mut whole = Vec::with_capacity(HEADER_LEN + COMPRESSED_PREFIX_LEN);
-    whole.extend_from_slice(&head);
-    let mut bytes = header.message_length;
-    if header.op_code == OpCode::Compressed
-        && header.message_length >= HEADER_LEN + COMPRESSED_PREFIX_LEN
-    {
-        // OP_COMPRESSED says how large it will decompress to: hold that too, from the start,
-        // so a thread never waits for more while it holds a permit.
-        let mut prefix = [0u8; COMPRESSED_PREFIX_LEN];
-        reader.read_exact(&mut prefix)?;
-        whole.extend_from_slice(&prefix);
-        let size = i32::from_le_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
-        bytes += usize::try_from(size).unwrap_or(0).min(MAX_MESSAGE_BYTES) + HEADER_LEN;
-    }
-    let permit = inflight::acquire(bytes);
-    let read = whole.len();
-    whole.resize(header.message_length, 0);
-    reader.read_exact(&mut whole[read..])?;
-    Ok(Some((header, whole, permit)))
-}
-
-/// OP_COMPRESSED's fields before the compressed bytes: original opcode, uncompressed size,
-/// compressor id.
-const COMPRESSED_PREFIX_LEN: usize = 9;
 
 /// Runs one message. A handler that panics costs its request an `InternalError` reply, not
 /// the connection or the server.

@@ -8,6 +8,7 @@ mod connection;
 pub mod fail_point;
 pub mod inflight;
 pub mod legacy;
+mod message_reader;
 pub mod net_stats;
 pub mod op_counters;
 pub mod ram_log;
@@ -52,6 +53,9 @@ pub struct ServerConfig {
     pub incomplete_message_timeout: Option<std::time::Duration>,
     /// Bytes requests in flight may hold together (`inflight`); `None`: its default.
     pub max_inflight_bytes: Option<usize>,
+    /// How long a request may wait for room in that budget before it is refused with
+    /// `ExceededMemoryLimit`; `None`: `inflight::DEFAULT_WAIT`.
+    pub inflight_wait: Option<Duration>,
     /// mongod's `transactionLifetimeLimitSeconds`: a session transaction older than this is
     /// aborted by the reaper. `None`: mongod's default, 60 s.
     pub transaction_lifetime_limit: Option<Duration>,
@@ -81,6 +85,11 @@ impl ServerConfig {
                 .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT),
             secs => Duration::from_secs(secs),
         }
+    }
+
+    /// How long a request may wait for room in the in-flight budget.
+    pub fn inflight_wait(&self) -> Duration {
+        self.inflight_wait.unwrap_or(inflight::DEFAULT_WAIT)
     }
 
     /// The idle time after which a session ends.
@@ -302,7 +311,14 @@ async fn accept_loop(
         config,
         sessions,
     } = shared;
-    let mut failing = AcceptFailures::default();
+    let mut failing = FailureEpisode::new(
+        "accept failed; backing off until it succeeds",
+        "accepting connections again",
+    );
+    let mut no_threads = FailureEpisode::new(
+        "cannot start a thread for a connection; closing such connections and backing off",
+        "starting connection threads again",
+    );
     let mut refusals = Refusals::default();
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -321,6 +337,7 @@ async fn accept_loop(
             let now = open.len();
             if now >= max {
                 refusals.refused(now, max);
+                net_stats::connection_rejected();
                 drop(stream);
                 continue;
             }
@@ -328,40 +345,65 @@ async fn accept_loop(
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone(), sessions.clone());
         tracing::info!(conn = id, %peer, "connection accepted");
-        if let Err(e) = start_connection_thread(stream, ctx, &open) {
-            tracing::warn!(conn = id, %peer, error = %e, "cannot start a thread for the connection; closing it");
+        match start_connection_thread(stream, ctx, &open) {
+            Ok(()) => no_threads.recovered(),
+            Err(e) => {
+                // Out of threads or memory: the socket is closed; log once per episode.
+                let pause = no_threads.failed(&e);
+                tokio::time::sleep(pause).await;
+            }
         }
     }
 }
 
-/// An episode of failing `accept` calls (file descriptors or memory exhausted): logged when
-/// it starts and when it ends, with a back-off from 10 ms to 1 s between tries.
-#[derive(Default)]
-struct AcceptFailures {
+/// An episode of failures of one kind (`accept` when file descriptors or memory run out,
+/// starting a connection's thread): logged when it starts and when it ends, never in
+/// between, with a back-off from 10 ms to 1 s between tries.
+struct FailureEpisode {
+    /// The line that starts an episode.
+    started: &'static str,
+    /// The line that ends one.
+    ended: &'static str,
     since: Option<Instant>,
     count: u64,
     pause: Duration,
 }
 
-impl AcceptFailures {
+impl FailureEpisode {
+    const FIRST_PAUSE: Duration = Duration::from_millis(10);
+    const LONGEST_PAUSE: Duration = Duration::from_secs(1);
+
+    fn new(started: &'static str, ended: &'static str) -> Self {
+        FailureEpisode {
+            started,
+            ended,
+            since: None,
+            count: 0,
+            pause: Self::FIRST_PAUSE,
+        }
+    }
+
+    /// Counts a failure (logging it if it starts an episode) and says how long to pause.
     fn failed(&mut self, e: &std::io::Error) -> Duration {
         self.count += 1;
         if self.since.is_none() {
             self.since = Some(Instant::now());
-            self.pause = Duration::from_millis(10);
-            tracing::warn!(error = %e, "accept failed; backing off until it succeeds (further failures are not logged)");
+            self.pause = Self::FIRST_PAUSE;
+            tracing::warn!(error = %e, "{} (further failures are not logged)", self.started);
         } else {
-            self.pause = (self.pause * 2).min(Duration::from_secs(1));
+            self.pause = (self.pause * 2).min(Self::LONGEST_PAUSE);
         }
         self.pause
     }
 
+    /// Ends the episode, if one is going on, with a line saying how long it lasted.
     fn recovered(&mut self) {
         if let Some(since) = self.since.take() {
             tracing::info!(
                 failures = self.count,
                 seconds = since.elapsed().as_secs_f64(),
-                "accepting connections again"
+                "{}",
+                self.ended
             );
             self.count = 0;
         }
@@ -429,4 +471,26 @@ fn start_connection_thread(
 /// Binds `addr` (port 0 picks a free port).
 pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_episode_backs_off_to_a_second_and_starts_again_after_recovering() {
+        let mut episode = FailureEpisode::new("failing", "working");
+        let e = std::io::Error::from_raw_os_error(24); // EMFILE
+        let pauses: Vec<u64> = (0..9)
+            .map(|_| episode.failed(&e).as_millis() as u64)
+            .collect();
+        assert_eq!(pauses, [10, 20, 40, 80, 160, 320, 640, 1000, 1000]);
+        assert_eq!(episode.count, 9);
+        episode.recovered();
+        assert!(episode.since.is_none() && episode.count == 0);
+        // Recovering twice logs nothing more; a new episode starts from the first pause.
+        episode.recovered();
+        assert_eq!(episode.failed(&e), FailureEpisode::FIRST_PAUSE);
+        assert!(episode.since.is_some());
+    }
 }

@@ -159,9 +159,25 @@ impl Tree {
                 st.clock_hand = hand + 1;
                 continue;
             }
-            if !node.dirty && node.body.has_evictable_partitions() {
+            let dirty = node.dirty;
+            let evictable =
+                !dirty && node.may_have_evictable && node.body.has_evictable_partitions();
+            if !dirty && !evictable {
+                // Nothing to drop until a load or change sets the hint again.
+                st.nodes
+                    .get_mut(&id)
+                    .expect("in the clock")
+                    .may_have_evictable = false;
+            }
+            let node = &st.nodes[&id];
+            if evictable {
                 let cache = self.cache.clone();
                 st.modify(id, &cache, |n| n.body.evict_partitions());
+                // It dropped every loaded non-empty partition: nothing left to scan for.
+                st.nodes
+                    .get_mut(&id)
+                    .expect("in the clock")
+                    .may_have_evictable = false;
                 self.cache.partial_evictions.fetch_add(1, Ordering::Relaxed);
                 st.clock_hand = hand + 1;
                 continue;

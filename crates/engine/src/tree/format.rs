@@ -282,22 +282,6 @@ pub fn skeleton(h: Header) -> NodeBody {
     }
 }
 
-/// Decodes one partition's raw bytes as what the node kind holds there.
-pub fn decode_partition(leaf: bool, raw: Vec<u8>) -> Result<Partition, String> {
-    if leaf {
-        Basement::decode(raw).map(Partition::Basement)
-    } else {
-        MsgBuffer::decode(raw).map(Partition::Buffer)
-    }
-}
-
-/// One decoded partition.
-#[derive(Debug)]
-pub enum Partition {
-    Basement(Basement),
-    Buffer(MsgBuffer),
-}
-
 fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
     let magic = r.take(4)?;
     if magic != NODE_MAGIC {

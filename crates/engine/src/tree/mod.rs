@@ -59,6 +59,9 @@ pub(crate) enum Load {
     Header(NodeId),
     /// One partition (basement or message buffer) of a cached node.
     Partition(NodeId, usize),
+    /// Basement `i` of a cached leaf and the unloaded basements after it, up to
+    /// `SCAN_READ_BYTES` stored, in one read: what a scan will want next (`load.rs`).
+    Run(NodeId, usize),
 }
 
 /// Why an operation under the lock stopped.
@@ -447,6 +450,7 @@ impl TreeState {
     pub fn modify<T>(&mut self, id: NodeId, cache: &Cache, f: impl FnOnce(&mut Node) -> T) -> T {
         let node = self.nodes.get_mut(&id).expect("modify of an uncached node");
         let before = node.mem_bytes();
+        node.may_have_evictable = true;
         let out = f(node);
         cache.recharge(before, node.mem_bytes());
         out

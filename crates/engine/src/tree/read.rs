@@ -17,10 +17,12 @@
 use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
-use super::node::NodeBody;
+use super::node::{Leaf, NodeBody};
 use super::{Load, Stall, Step, Tree, TreeState};
+use crate::block::NodeId;
 use crate::mvcc::{Ts, TxnStatus};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 /// Which leaf a scan wants.
@@ -142,13 +144,17 @@ impl Tree {
                 NodeBody::Leaf(l) => break l,
             }
         };
-        // One basement, not the whole leaf: a short range scan reads (and copies) one read
-        // unit, as a point lookup does; the cursor moves to the next basement by key.
-        let b = target.pick(&leaf.pivots);
-        let basement = leaf.basements[b]
-            .as_ref()
-            .ok_or(Stall::Load(Load::Partition(id, b)))?;
-        narrow(&mut lo, &mut hi, &leaf.pivots, b);
+        // A run of loaded basements, not the whole leaf: a short range scan reads (and
+        // copies) one read unit, as a point lookup does, and a long one takes up to
+        // `SCAN_BATCH_BYTES` per descent; the cursor moves to the next run by key.
+        let span = scan_span(leaf, id, target)?;
+        if span.start > 0 {
+            lo = Some(&leaf.pivots[span.start - 1]);
+        }
+        if span.end - 1 < leaf.pivots.len() {
+            hi = Some(&leaf.pivots[span.end - 1]);
+        }
+        let basements = leaf.basements[span].iter().flatten();
         let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
         for buf in buffers {
             for (k, list) in buf.range(lo.map(Vec::as_slice), hi.map(Vec::as_slice)) {
@@ -162,8 +168,25 @@ impl Tree {
             view.note_aborts(msgs.get(k).into_iter().flatten().copied());
             view
         };
+        if msgs.is_empty() {
+            // Nothing buffered above this range (the common case after flushes): the
+            // entries come out in key order as they are.
+            let mut entries = Vec::new();
+            for (k, e) in basements.flat_map(|b| b.iter()) {
+                let view = View::new(self.snapshots.status(), snapshot);
+                if let Some(v) = e.value_seen(|ts| view.sees_stamp(ts)) {
+                    entries.push((k.to_vec(), v.to_vec()));
+                }
+            }
+            self.cache.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(LeafBatch {
+                entries,
+                lo: lo.cloned(),
+                hi: hi.cloned(),
+            });
+        }
         let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
-        for (k, e) in basement.iter() {
+        for (k, e) in basements.flat_map(|b| b.iter()) {
             let view = view_of(k);
             if let Some(v) = e.value_seen(|ts| view.sees_stamp(ts)) {
                 merged.insert(k, Some(v.to_vec()));
@@ -188,6 +211,48 @@ impl Tree {
             hi: hi.cloned(),
         })
     }
+}
+
+/// Raw entry bytes a scan takes per descent when the basements after the one it needs are
+/// loaded (`scan_span`).
+const SCAN_BATCH_BYTES: usize = 64 << 10;
+
+/// The basements one scan step covers: the one `target` picks, then, reading forward, the
+/// loaded basements after it while the span stays within `SCAN_BATCH_BYTES` (backward, the
+/// loaded ones before it). A forward step that needs an unloaded basement loads it and the
+/// ones after it in one read (`Load::Run`).
+fn scan_span(leaf: &Leaf, id: NodeId, target: &Target) -> Result<Range<usize>, Stall> {
+    let b = target.pick(&leaf.pivots);
+    let backward = matches!(target, Target::Before(_) | Target::Last);
+    let Some(first) = leaf.basements[b].as_ref() else {
+        let load = if backward {
+            Load::Partition(id, b)
+        } else {
+            Load::Run(id, b)
+        };
+        return Err(Stall::Load(load));
+    };
+    let mut bytes = first.bytes();
+    let (mut start, mut end) = (b, b + 1);
+    let loaded = |i: usize| leaf.basements[i].as_ref().map(|x| x.bytes());
+    if backward {
+        while let Some(n) = start.checked_sub(1).and_then(loaded) {
+            if bytes + n > SCAN_BATCH_BYTES {
+                break;
+            }
+            bytes += n;
+            start -= 1;
+        }
+    } else {
+        while let Some(n) = (end < leaf.basements.len()).then(|| loaded(end)).flatten() {
+            if bytes + n > SCAN_BATCH_BYTES {
+                break;
+            }
+            bytes += n;
+            end += 1;
+        }
+    }
+    Ok(start..end)
 }
 
 /// What one reader at `snapshot` sees of one key: commits at or below the snapshot and

@@ -3,8 +3,9 @@
 //! mongostat and the exporters read (`opcounters`, `opcountersRepl`, `asserts`,
 //! `metrics.document`, `metrics.cursor`; `crate::op_counters`), `mem` from the kernel's view
 //! of the process, plus the storage engine's counters under `shale.engine`, the figures that
-//! benchmarks compare with what the operating system reports, and fast updates' counters
-//! under `shale.fastUpdates`. `globalLock`, `locks` and
+//! benchmarks compare with what the operating system reports, the in-flight request budget
+//! under `shale.inflightRequests` (`crate::inflight`) and fast updates' counters under
+//! `shale.fastUpdates`. `globalLock`, `locks` and
 //! `wiredTiger` are not reported.
 
 use super::CommandResult;
@@ -32,7 +33,7 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "uptimeMillis": uptime.as_millis() as i64,
         "localTime": bson::DateTime::now(),
         "asserts": op_counters::asserts_document(),
-        "connections": crate::net_stats::connections_document(),
+        "connections": crate::net_stats::connections_document(ctx.server.max_connections),
         "mem": mem_document(),
         "network": crate::net_stats::network_document(),
         "opcounters": op_counters::opcounters_document(),
@@ -44,6 +45,10 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "storageEngine": { "name": "shale", "supportsCommittedReads": true, "persistent": true },
         "shale": {
             "engine": engine_counters_document(&ctx.db.engine().counters()),
+            "inflightRequests": {
+                "limitBytes": crate::inflight::limit() as i64,
+                "inUseBytes": crate::inflight::in_use() as i64,
+            },
             "fastUpdates": fast_update_counts(ctx),
         },
     })
