@@ -62,6 +62,9 @@ enum Command {
     /// Wire protocol: cached find_one({_id}) from 1 and 40 clients, with the server's CPU
     /// per query
     PointFind(wire::WireArgs),
+    /// Wire protocol: random $inc by _id over data 10x the cache, with fastUpdates off and
+    /// on (TokuMX's read-free updates): updates/s, device reads and server CPU per update
+    FastUpdate(wire::WireArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,5 +79,6 @@ fn main() -> anyhow::Result<()> {
         Command::PkLookup(args) => wire::run::<wire::PkLookup>(&args),
         Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
         Command::PointFind(args) => wire::run::<wire::PointFind>(&args),
+        Command::FastUpdate(args) => wire::run::<wire::FastUpdate>(&args),
     }
 }

@@ -19,6 +19,8 @@ pub struct StartupParameters {
     pub scram_sha1_iterations: Option<u32>,
     /// `scramSHA256IterationCount` (SCRAM-SHA-256 keys; at least 4,096).
     pub scram_sha256_iterations: Option<u32>,
+    /// `fastUpdates` (TokuMX's read-free updates; also TokuMX's spelling `fastupdates`).
+    pub fast_updates: Option<bool>,
     /// `name: "value"` for each, in the order given (`getCmdLineOpts.parsed.setParameter`).
     pub parsed: Document,
 }
@@ -32,6 +34,7 @@ pub fn parse(given: &[String]) -> anyhow::Result<StartupParameters> {
         };
         match name {
             "enableTestCommands" => out.enable_test_commands = Some(boolean(name, value)?),
+            "fastUpdates" | "fastupdates" => out.fast_updates = Some(boolean(name, value)?),
             "transactionLifetimeLimitSeconds" => {
                 out.transaction_lifetime_limit_secs = Some(at_least_one(name, value)?)
             }
@@ -107,6 +110,10 @@ mod tests {
         .expect("scram");
         assert_eq!(scram.scram_sha1_iterations, Some(6000));
         assert_eq!(scram.scram_sha256_iterations, Some(20000));
+        let fast = parse(&strings(&["fastUpdates=true"])).expect("fast");
+        assert_eq!(fast.fast_updates, Some(true));
+        let toku = parse(&strings(&["fastupdates=0"])).expect("toku spelling");
+        assert_eq!(toku.fast_updates, Some(false));
         assert_eq!(parse(&[]).expect("none"), StartupParameters::default());
     }
 
@@ -116,6 +123,7 @@ mod tests {
         assert_eq!(e.to_string(), "Unknown --setParameter 'foo'");
         assert!(parse(&strings(&["enableTestCommands"])).is_err());
         assert!(parse(&strings(&["enableTestCommands=maybe"])).is_err());
+        assert!(parse(&strings(&["fastUpdates=yes"])).is_err());
         assert!(parse(&strings(&["transactionLifetimeLimitSeconds=0"])).is_err());
         assert!(parse(&strings(&["scramIterationCount=4999"])).is_err());
         assert!(parse(&strings(&["scramSHA256IterationCount=4095"])).is_err());

@@ -6,7 +6,8 @@
 //!
 //! Engine trees are named by catalog id, not by namespace, so a rename rewrites one catalog
 //! entry and moves no data: `c<id>` holds the documents keyed by encoded `_id`, `c<id>.size`
-//! holds no entries and counts the documents' BSON bytes in its entry count, `i<id>` holds
+//! counts the documents' BSON bytes in its entry count and holds at most the fast-update
+//! marker (`fast_update.rs`), `i<id>` holds
 //! one index. Trees are created before the catalog entry that names them commits and
 //! dropped after the entry that named them is gone, so a crash can leave only unnamed
 //! trees, which `open` drops.

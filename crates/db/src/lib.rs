@@ -17,6 +17,8 @@ mod ddl;
 mod doc_prepare;
 mod doc_write;
 mod exec;
+mod fast_merge;
+mod fast_update;
 mod index_keys;
 mod index_spec;
 mod namespace;
@@ -45,7 +47,7 @@ pub use write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, Wr
 
 use catalog::Catalog;
 use shale_doc::{ErrorCode, MongoError};
-use shale_engine::{Env, EnvOptions};
+use shale_engine::{Env, EnvHooks, EnvOptions};
 use std::path::Path;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -56,6 +58,8 @@ pub type DbResult<T> = Result<T, MongoError>;
 #[derive(Debug, Clone, Default)]
 pub struct DbOptions {
     pub engine: EnvOptions,
+    /// Send eligible updates as read-free messages (`fastUpdates`, `fast_update.rs`).
+    pub fast_updates: bool,
 }
 
 /// An open database directory.
@@ -70,12 +74,20 @@ pub struct Database {
     user_txns: user_txn::UserTxns,
     /// What retryable writes ran (`retryable.rs`).
     retry_tree: retryable::RetryTree,
+    /// The `fastUpdates` switch and counters (`fast_update.rs`).
+    fast: fast_update::FastUpdates,
 }
 
 impl Database {
     /// Opens (creating if needed) the database stored in `dir`.
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Database, MongoError> {
-        let env = Env::open(dir, options.engine).map_err(engine_error)?;
+        let fast = fast_update::FastUpdates::new(options.fast_updates);
+        // Recovery replays update messages through this same callback (docs/recovery.md).
+        let hooks = EnvHooks {
+            merge: fast_merge::merge_callback(fast.stats.clone()),
+            faults: None,
+        };
+        let env = Env::open_with(dir, options.engine, hooks).map_err(engine_error)?;
         let catalog = Catalog::open(&env)?;
         let retry_tree = retryable::open_tree(&env)?;
         Ok(Database {
@@ -85,6 +97,7 @@ impl Database {
             ddl: RwLock::new(()),
             user_txns: user_txn::UserTxns::default(),
             retry_tree,
+            fast,
         })
     }
 

@@ -246,7 +246,11 @@ impl Database {
                 }
                 continue;
             };
-            match self.update_one_statement(coll, op, mode) {
+            let outcome = match self.try_fast_update(coll, op, mode) {
+                Some(fast) => fast.map(|(n, modified)| (n, modified, None)),
+                None => self.update_one_statement(coll, op, mode),
+            };
+            match outcome {
                 Ok((matched, modified, upserted)) => {
                     result.n += matched + i64::from(upserted.is_some());
                     result.n_modified += modified;

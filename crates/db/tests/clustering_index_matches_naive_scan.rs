@@ -45,6 +45,7 @@ fn engine_options() -> EnvOptions {
 fn options() -> DbOptions {
     DbOptions {
         engine: engine_options(),
+        ..DbOptions::default()
     }
 }
 

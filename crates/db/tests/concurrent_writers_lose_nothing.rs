@@ -19,7 +19,14 @@ fn open(dir: &std::path::Path) -> Database {
         direct_io: false,
         ..EnvOptions::default()
     };
-    Database::open(dir, DbOptions { engine }).expect("open")
+    Database::open(
+        dir,
+        DbOptions {
+            engine,
+            ..DbOptions::default()
+        },
+    )
+    .expect("open")
 }
 
 fn raw(d: Document) -> RawDocumentBuf {

@@ -37,7 +37,10 @@ fn options() -> DbOptions {
         direct_io: false,
         ..EnvOptions::default()
     };
-    DbOptions { engine }
+    DbOptions {
+        engine,
+        ..DbOptions::default()
+    }
 }
 
 fn value(r: &mut Rng) -> Bson {

@@ -20,7 +20,14 @@ fn open(dir: &std::path::Path, txn_max_bytes: Option<usize>) -> Database {
         txn_max_bytes,
         ..EnvOptions::default()
     };
-    Database::open(dir, DbOptions { engine }).expect("open")
+    Database::open(
+        dir,
+        DbOptions {
+            engine,
+            ..DbOptions::default()
+        },
+    )
+    .expect("open")
 }
 
 fn raw(d: Document) -> RawDocumentBuf {

@@ -10,6 +10,7 @@ mod bakeoff;
 mod charts;
 mod diskstats;
 mod drive;
+mod fast_update;
 mod iibench;
 mod log_write_amp;
 mod nth_attribute;
@@ -36,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use bakeoff::{Bakeoff, BakeoffArgs};
+pub use fast_update::FastUpdate;
 pub use iibench::Iibench;
 pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;

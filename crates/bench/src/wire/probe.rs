@@ -3,7 +3,7 @@
 //! of the data directory's device, and the server's own `serverStatus.shale.engine` counters
 //! (when the server has them), and the server process's CPU seconds from `/proc/<pid>/stat`,
 //! and adds the deltas and their ratios to the phase's row (`server_cpu_us_per_op` divides
-//! the CPU by the row's operation count: queries, scans, inserts or documents loaded).
+//! the CPU by the row's operation count: queries, scans, inserts, updates or documents loaded).
 //! Device counts are device-wide: anything else writing to the same disk shows up in them.
 
 use super::diskstats::{self, DiskStat};
@@ -105,7 +105,7 @@ pub struct Delta {
 }
 
 /// Figures that count a row's operations, in the order `server_cpu_us_per_op` looks for one.
-const OP_COUNT_FIGURES: &[&str] = &["queries", "scans", "inserts", "docs"];
+const OP_COUNT_FIGURES: &[&str] = &["queries", "scans", "inserts", "updates", "docs"];
 
 impl Probe {
     pub async fn sample(&self, client: &Client) -> Result<Sample> {

@@ -9,9 +9,11 @@
 //! `field.rs` and `array.rs` (the operators), `positional.rs` (`$`, `$[]`, `$[id]`,
 //! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
 //! evaluated directly, the rest by the crate's `Matcher`),
-//! `replacement.rs`, `pipeline.rs`, `upsert.rs`, `render.rs` (values in messages).
+//! `replacement.rs`, `pipeline.rs`, `upsert.rs`, `render.rs` (values in messages), `blind.rs`
+//! (what an update applied without reading the document first may write).
 
 mod array;
+mod blind;
 mod field;
 mod parse;
 mod path;
@@ -88,6 +90,9 @@ pub struct ApplyOutcome {
 pub struct UpdateSpec {
     form: Form,
     array_filters: ArrayFilters,
+    /// The operator document as given (operator form only): what a read-free update sends
+    /// down the tree and parses again where it is applied (`blind.rs`).
+    source: Option<Document>,
 }
 
 #[derive(Debug)]
@@ -150,9 +155,11 @@ impl UpdateSpec {
         array_filters: Option<&[Document]>,
     ) -> Result<UpdateSpec, MongoError> {
         let (form, array_filters) = parse::parse(update, array_filters)?;
+        let source = matches!(form, Form::Operators(_)).then(|| update.clone());
         Ok(UpdateSpec {
             form,
             array_filters,
+            source,
         })
     }
 
@@ -167,6 +174,7 @@ impl UpdateSpec {
             Bson::Array(stages) => Ok(UpdateSpec {
                 form: Form::Pipeline(pipeline::parse(stages, array_filters.is_some())?),
                 array_filters: ArrayFilters::default(),
+                source: None,
             }),
             other => Err(parse::refuse_non_document(other)),
         }

@@ -2,7 +2,7 @@
 //! Parameters are a fixed table in name order (mongod's output order), each read from the
 //! running configuration or the engine where we have one, else mongod 7.0's default for a
 //! behaviour we share. `setParameter` changes what this server can change at run time
-//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts); a parameter mongod changes at run time but this
+//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts, `fastUpdates`); a parameter mongod changes at run time but this
 //! server cannot yet is refused with NotImplemented (238), never pretended.
 
 use super::{require_admin, CommandResult, GENERIC_ARGUMENTS};
@@ -47,6 +47,22 @@ const PARAMETERS: &[Parameter] = &[
         settable_at_startup: true,
         value: |ctx| Bson::Boolean(ctx.server.enable_test_commands),
         set: None,
+    },
+    Parameter {
+        // TokuMX 2.0's read-free updates (`shale-db`'s `fast_update.rs`); off by default.
+        name: "fastUpdates",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Boolean(ctx.db.fast_updates()),
+        set: Some(set_fast_updates),
+    },
+    Parameter {
+        // TokuMX's own spelling of `fastUpdates`.
+        name: "fastupdates",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Boolean(ctx.db.fast_updates()),
+        set: Some(set_fast_updates),
     },
     Parameter {
         name: "featureCompatibilityVersion",
@@ -320,6 +336,24 @@ fn settable(name: &str) -> Result<&'static Parameter, MongoError> {
         ));
     }
     Ok(p)
+}
+
+/// `fastUpdates`: a boolean (or a number, non-zero for true), as mongod takes booleans.
+fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
+    let on = match value {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(n) => *n != 0,
+        Bson::Int64(n) => *n != 0,
+        Bson::Double(x) => *x != 0.0,
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("Invalid value for fastUpdates: {other}"),
+            ))
+        }
+    };
+    ctx.db.set_fast_updates(on);
+    Ok(())
 }
 
 /// `transactionLifetimeLimitSeconds`: a whole number of seconds, at least 1.

@@ -3,8 +3,9 @@
 //! mongostat and the exporters read (`opcounters`, `opcountersRepl`, `asserts`,
 //! `metrics.document`, `metrics.cursor`; `crate::op_counters`), `mem` from the kernel's view
 //! of the process, plus the storage engine's counters under `shale.engine`, the figures that
-//! benchmarks compare with what the operating system reports, and the in-flight request
-//! budget under `shale.inflightRequests` (`crate::inflight`). `globalLock`, `locks` and
+//! benchmarks compare with what the operating system reports, the in-flight request budget
+//! under `shale.inflightRequests` (`crate::inflight`) and fast updates' counters under
+//! `shale.fastUpdates`. `globalLock`, `locks` and
 //! `wiredTiger` are not reported.
 
 use super::CommandResult;
@@ -48,8 +49,23 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
                 "limitBytes": crate::inflight::limit() as i64,
                 "inUseBytes": crate::inflight::in_use() as i64,
             },
+            "fastUpdates": fast_update_counts(ctx),
         },
     })
+}
+
+/// `shale.fastUpdates`: update messages sent by fast updates, and the merge callback's
+/// applications that changed a document and that left one unchanged (an update that could
+/// not apply, TokuMX's `fastupdates.errors`); a message folded by a reader and later at its
+/// leaf counts twice.
+fn fast_update_counts(ctx: &ConnectionCtx) -> Document {
+    let (sent, applied, errors) = ctx.db.fast_update_counts();
+    doc! {
+        "enabled": ctx.db.fast_updates(),
+        "sent": sent as i64,
+        "applied": applied as i64,
+        "errors": errors as i64,
+    }
 }
 
 /// `metrics.cursor`: open cursors (none is exempt from the timeout) and those timed out.
