@@ -12,41 +12,18 @@
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{compare_values, ApplyContext, ErrorCode, Matcher, UpdateSpec};
-use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};
+use shale_engine::{Env, EnvOptions, FsyncPolicy, WriteBatch};
 use std::collections::BTreeMap;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-}
+mod common;
+use common::{tiny_db, tiny_engine, Rng};
 
 fn engine_options() -> EnvOptions {
-    EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 256 << 10,
-        fsync: FsyncPolicy::EveryMillis(50),
-        checkpoint_interval: None,
-        direct_io: false,
-        ..EnvOptions::default()
-    }
+    tiny_engine(256 << 10, FsyncPolicy::EveryMillis(50))
 }
 
 fn options() -> DbOptions {
-    DbOptions {
-        engine: engine_options(),
-        ..DbOptions::default()
-    }
+    tiny_db(256 << 10, FsyncPolicy::EveryMillis(50))
 }
 
 /// The clustering indexes every query is hinted onto, in turn.

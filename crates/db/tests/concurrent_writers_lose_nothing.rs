@@ -5,28 +5,16 @@
 //! counter and every index agree with the documents (`validate`).
 
 use bson::{doc, Document, RawDocumentBuf};
-use shale_db::{Database, DbOptions, FindSpec, Namespace, UpdateOp};
+use shale_db::{Database, FindSpec, Namespace, UpdateOp};
 use shale_doc::UpdateSpec;
-use shale_engine::{EnvOptions, FsyncPolicy, TreeOptions};
+use shale_engine::FsyncPolicy;
 use std::sync::Arc;
 
+mod common;
+
 fn open(dir: &std::path::Path) -> Database {
-    let engine = EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 1 << 20,
-        fsync: FsyncPolicy::EveryMillis(20),
-        checkpoint_interval: None,
-        direct_io: false,
-        ..EnvOptions::default()
-    };
-    Database::open(
-        dir,
-        DbOptions {
-            engine,
-            ..DbOptions::default()
-        },
-    )
-    .expect("open")
+    let options = common::tiny_db(1 << 20, FsyncPolicy::EveryMillis(20));
+    Database::open(dir, options).expect("open")
 }
 
 fn raw(d: Document) -> RawDocumentBuf {

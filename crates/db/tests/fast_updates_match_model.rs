@@ -11,33 +11,15 @@
 use bson::{doc, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{ApplyContext, UpdateSpec};
-use shale_engine::{EnvOptions, FsyncPolicy, TreeOptions};
+use shale_engine::FsyncPolicy;
 use std::collections::BTreeMap;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::{tiny_engine, Rng};
 
 fn options(fast: bool) -> DbOptions {
-    let engine = EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 256 << 10,
-        fsync: FsyncPolicy::EveryCommit,
-        checkpoint_interval: None,
-        direct_io: false,
-        ..EnvOptions::default()
-    };
     DbOptions {
-        engine,
+        engine: tiny_engine(256 << 10, FsyncPolicy::EveryCommit),
         fast_updates: fast,
     }
 }

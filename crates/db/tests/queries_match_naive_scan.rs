@@ -9,38 +9,14 @@
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{compare_values, Matcher, UpdateSpec};
-use shale_engine::{EnvOptions, FsyncPolicy, TreeOptions};
+use shale_engine::FsyncPolicy;
 use std::collections::BTreeMap;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, pct: u64) -> bool {
-        self.below(100) < pct
-    }
-}
+mod common;
+use common::{tiny_db, Rng};
 
 fn options() -> DbOptions {
-    let engine = EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 256 << 10,
-        fsync: FsyncPolicy::EveryMillis(50),
-        checkpoint_interval: None,
-        direct_io: false,
-        ..EnvOptions::default()
-    };
-    DbOptions {
-        engine,
-        ..DbOptions::default()
-    }
+    tiny_db(256 << 10, FsyncPolicy::EveryMillis(50))
 }
 
 fn value(r: &mut Rng) -> Bson {

@@ -6,29 +6,17 @@
 //! statement at once write it once.
 
 use bson::{doc, Document, RawDocumentBuf};
-use shale_db::{Database, DbOptions, FindSpec, Namespace, RetryId, Statement, WriteResult};
+use shale_db::{Database, FindSpec, Namespace, RetryId, Statement, WriteResult};
 use shale_doc::{ErrorCode, MongoError};
-use shale_engine::{EnvOptions, FsyncPolicy, TreeOptions};
+use shale_engine::FsyncPolicy;
 use std::sync::Arc;
 
+mod common;
+
 fn open(dir: &std::path::Path) -> Database {
-    let engine = EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 4 << 20,
-        // Every commit durable before it returns, so a crash loses nothing acknowledged.
-        fsync: FsyncPolicy::EveryCommit,
-        checkpoint_interval: None,
-        direct_io: false,
-        ..EnvOptions::default()
-    };
-    Database::open(
-        dir,
-        DbOptions {
-            engine,
-            ..DbOptions::default()
-        },
-    )
-    .expect("open")
+    // Every commit durable before it returns, so a crash loses nothing acknowledged.
+    let options = common::tiny_db(4 << 20, FsyncPolicy::EveryCommit);
+    Database::open(dir, options).expect("open")
 }
 
 fn ns() -> Namespace {

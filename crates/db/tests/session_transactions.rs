@@ -5,29 +5,17 @@
 //! the statement and leaves nothing once the transaction is aborted.
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, TxnEnd, UpdateOp};
+use shale_db::{Database, DeleteOp, FindSpec, Namespace, TxnEnd, UpdateOp};
 use shale_doc::UpdateSpec;
-use shale_engine::{EnvOptions, FsyncPolicy, TreeOptions};
+use shale_engine::FsyncPolicy;
 use std::time::Duration;
 
+mod common;
+
 fn open(dir: &std::path::Path, txn_max_bytes: Option<usize>) -> Database {
-    let engine = EnvOptions {
-        tree_defaults: TreeOptions::tiny(),
-        cache_bytes: 4 << 20,
-        fsync: FsyncPolicy::EveryMillis(20),
-        checkpoint_interval: None,
-        direct_io: false,
-        txn_max_bytes,
-        ..EnvOptions::default()
-    };
-    Database::open(
-        dir,
-        DbOptions {
-            engine,
-            ..DbOptions::default()
-        },
-    )
-    .expect("open")
+    let mut options = common::tiny_db(4 << 20, FsyncPolicy::EveryMillis(20));
+    options.engine.txn_max_bytes = txn_max_bytes;
+    Database::open(dir, options).expect("open")
 }
 
 fn raw(d: Document) -> RawDocumentBuf {
