@@ -424,7 +424,17 @@ impl Basement {
 
     /// The entry whose key is `key`, or where it would go.
     fn find(&self, key: &[u8]) -> Result<usize, usize> {
-        self.starts
+        // Sequential inserts land past the last key: one comparison, not a search (the
+        // searches were 7.5% of a sequential fill's CPU at full size).
+        let n = self.starts.len();
+        if let Some(&last) = self.starts.last() {
+            match key_at(&self.arena, last as usize).cmp(key) {
+                std::cmp::Ordering::Less => return Err(n),
+                std::cmp::Ordering::Equal => return Ok(n - 1),
+                std::cmp::Ordering::Greater => {}
+            }
+        }
+        self.starts[..n.saturating_sub(1)]
             .binary_search_by(|&s| key_at(&self.arena, s as usize).cmp(key))
     }
 
@@ -728,6 +738,28 @@ mod tests {
         sums_agree(&b);
         assert_eq!(b.garbage, 0);
         assert!(b.is_packed());
+    }
+
+    #[test]
+    fn find_answers_keys_before_at_and_after_the_last_one() {
+        let mut b = Basement::new();
+        assert_eq!(b.find(b"k"), Err(0));
+        for i in (0..40u32).map(|i| i * 2) {
+            commit(
+                &mut b,
+                format!("k{i:03}").as_bytes(),
+                Ts(1),
+                Some(vec![1]),
+                Ts(0),
+            );
+        }
+        assert_eq!(b.find(b"k078"), Ok(39), "the last key");
+        assert_eq!(b.find(b"k079"), Err(40), "past the last: an append");
+        assert_eq!(b.find(b"k077"), Err(39), "just before the last");
+        assert_eq!(b.find(b"k000"), Ok(0));
+        assert_eq!(b.find(b"a"), Err(0));
+        assert_eq!(b.find(b"k041"), Err(21));
+        assert_eq!(b.find(b"k040"), Ok(20));
     }
 
     #[test]
