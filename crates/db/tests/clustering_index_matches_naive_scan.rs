@@ -16,7 +16,7 @@ use shale_engine::{Env, EnvOptions, FsyncPolicy, WriteBatch};
 use std::collections::BTreeMap;
 
 mod common;
-use common::{tiny_db, tiny_engine, Rng};
+use common::{raw, run_find, sorted_by_id, tiny_db, tiny_engine, Rng};
 
 fn engine_options() -> EnvOptions {
     tiny_engine(256 << 10, FsyncPolicy::EveryMillis(50))
@@ -93,24 +93,6 @@ fn random_filter(r: &mut Rng) -> Document {
     }
 }
 
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("encodes")
-}
-
-fn run_find(db: &Database, ns: &Namespace, spec: &FindSpec) -> Vec<Document> {
-    let mut q = db.find(ns, spec).expect("find");
-    let mut out = Vec::new();
-    while let Some(d) = q.next_doc().expect("next") {
-        out.push(Document::try_from(d.as_ref()).expect("doc"));
-    }
-    out
-}
-
-fn by_id(mut docs: Vec<Document>) -> Vec<Document> {
-    docs.sort_by(|a, b| compare_values(a.get("_id").expect("id"), b.get("_id").expect("id")));
-    docs
-}
-
 /// One random filter, hinted onto every clustering index, against the model.
 fn check_queries(
     db: &Database,
@@ -131,7 +113,7 @@ fn check_queries(
         ..FindSpec::default()
     };
     assert_eq!(
-        by_id(run_find(db, ns, &unhinted)),
+        sorted_by_id(run_find(db, ns, &unhinted)),
         expected,
         "seed {seed}: {filter}"
     );
@@ -141,7 +123,7 @@ fn check_queries(
             ..unhinted.clone()
         };
         // Whole documents: a stale clustering entry would differ from the model here.
-        let got = by_id(run_find(db, ns, &spec));
+        let got = sorted_by_id(run_find(db, ns, &spec));
         assert_eq!(got, expected, "seed {seed}: {filter} hinted {name}");
         let projected = FindSpec {
             projection: Some(doc! {"b": 1, "_id": 0}),

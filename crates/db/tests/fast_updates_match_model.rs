@@ -8,14 +8,14 @@
 //! nodes and cache make messages wait in buffers, flush, and meet evicted leaves. Every
 //! round compares a full scan, the exact count, and `validate`. `SHALE_SEED` replays one seed.
 
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{doc, Document};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{ApplyContext, UpdateSpec};
 use shale_engine::FsyncPolicy;
 use std::collections::BTreeMap;
 
 mod common;
-use common::{tiny_engine, Rng};
+use common::{raw, tiny_engine, Rng};
 
 fn options(fast: bool) -> DbOptions {
     DbOptions {
@@ -45,10 +45,6 @@ fn random_update(r: &mut Rng) -> (Document, bool) {
         10 => (doc! {"$set": {"k": x}}, false),
         _ => (doc! {"$inc": {"k": 1, "n": 1}}, false),
     }
-}
-
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("encodes")
 }
 
 /// The model's update: the operators applied to a copy, kept only if they succeed.

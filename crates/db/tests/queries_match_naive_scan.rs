@@ -13,7 +13,7 @@ use shale_engine::FsyncPolicy;
 use std::collections::BTreeMap;
 
 mod common;
-use common::{tiny_db, Rng};
+use common::{raw, run_find, sorted_by_id, tiny_db, Rng};
 
 fn options() -> DbOptions {
     tiny_db(256 << 10, FsyncPolicy::EveryMillis(50))
@@ -77,24 +77,6 @@ fn random_filter(r: &mut Rng) -> Document {
         13 => doc! {"$or": [{"a": x}, {"zz": 1}]},
         _ => doc! {},
     }
-}
-
-fn raw(d: &Document) -> RawDocumentBuf {
-    RawDocumentBuf::from_document(d).expect("encodes")
-}
-
-fn sorted_by_id(mut docs: Vec<Document>) -> Vec<Document> {
-    docs.sort_by(|a, b| compare_values(a.get("_id").expect("id"), b.get("_id").expect("id")));
-    docs
-}
-
-fn run_find(db: &Database, ns: &Namespace, spec: &FindSpec) -> Vec<Document> {
-    let mut q = db.find(ns, spec).expect("find");
-    let mut out = Vec::new();
-    while let Some(d) = q.next_doc().expect("next") {
-        out.push(Document::try_from(d.as_ref()).expect("doc"));
-    }
-    out
 }
 
 fn check_query(
