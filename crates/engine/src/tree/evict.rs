@@ -159,25 +159,21 @@ impl Tree {
                 st.clock_hand = hand + 1;
                 continue;
             }
-            let dirty = node.dirty;
+            let clean = !node.dirty;
             let evictable =
-                !dirty && node.may_have_evictable && node.body.has_evictable_partitions();
-            if !dirty && !evictable {
-                // Nothing to drop until a load or change sets the hint again.
-                st.nodes
-                    .get_mut(&id)
-                    .expect("in the clock")
-                    .may_have_evictable = false;
-            }
-            let node = &st.nodes[&id];
+                clean && node.may_have_evictable && node.body.has_evictable_partitions();
             if evictable {
                 let cache = self.cache.clone();
                 st.modify(id, &cache, |n| n.body.evict_partitions());
-                // It dropped every loaded non-empty partition: nothing left to scan for.
-                st.nodes
-                    .get_mut(&id)
-                    .expect("in the clock")
-                    .may_have_evictable = false;
+            }
+            if clean {
+                // Nothing left to drop (just dropped, or none found) until a load or a
+                // change sets the hint again.
+                let node = st.nodes.get_mut(&id).expect("in the clock");
+                node.may_have_evictable = false;
+            }
+            let node = &st.nodes[&id];
+            if evictable {
                 self.cache.partial_evictions.fetch_add(1, Ordering::Relaxed);
                 st.clock_hand = hand + 1;
                 continue;

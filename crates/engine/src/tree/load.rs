@@ -8,7 +8,7 @@
 use super::basement::Basement;
 use super::format;
 use super::msg::MsgBuffer;
-use super::node::{Node, NodeBody, PartDesc};
+use super::node::{Leaf, Node, NodeBody, PartDesc};
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -38,8 +38,8 @@ impl Tree {
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
             Load::Header(id) => self.load_header(id),
-            Load::Partition(id, i) => self.load_partition(id, i),
-            Load::Run(id, i) => self.load_basement_run(id, i, SCAN_READ_BYTES),
+            Load::Partition(id, i) => self.load_partition(id, i, 0),
+            Load::Run(id, i) => self.load_partition(id, i, SCAN_READ_BYTES),
         };
         match outcome {
             Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => {}
@@ -163,26 +163,33 @@ impl Tree {
 
     /// Reads partition `i` (a basement or a message buffer) of a cached, partially loaded node
     /// with one exact-size read, and installs it if the node's image is still the one read.
-    fn load_partition(&self, id: NodeId, i: usize) -> Result<()> {
-        // The descriptor and the image are taken under one lock: a cached node's descriptors
+    /// Of a leaf it also reads the unloaded basements after `i` whose stored bytes follow
+    /// on, while the read stays within `run_bytes` (`Load::Run`; 0 for a point read).
+    fn load_partition(&self, id: NodeId, i: usize, run_bytes: u32) -> Result<()> {
+        // What to read and the image are taken under one lock: a cached node's descriptors
         // describe its live image (`write_node` changes both under the write lock).
-        let (desc, img) = {
+        let (wanted, img) = {
             let st = self.read_state();
             let wanted = match st.node(id).map(|n| &n.body) {
-                Some(NodeBody::Leaf(_)) => {
-                    drop(st);
-                    return self.load_basement_run(id, i, 0);
-                }
+                Some(NodeBody::Leaf(l)) => basement_run(l, i, run_bytes).map(Wanted::Basements),
                 Some(NodeBody::Internal(n)) if n.buffers.get(i).is_some_and(Option::is_none) => {
-                    n.parts.get(i).copied()
+                    n.parts.get(i).copied().map(Wanted::Buffer)
                 }
                 _ => None,
             };
-            let Some(desc) = wanted else {
+            let Some(wanted) = wanted else {
                 return Ok(());
             };
-            (desc, self.image_of(id)?)
+            (wanted, self.image_of(id)?)
         };
+        match wanted {
+            Wanted::Buffer(desc) => self.read_buffer(id, i, desc, img),
+            Wanted::Basements(descs) => self.read_basements(id, &descs, img),
+        }
+    }
+
+    /// Reads and installs message buffer `i` of internal node `id` (`load_partition`).
+    fn read_buffer(&self, id: NodeId, i: usize, desc: PartDesc, img: Image) -> Result<()> {
         let extent = img.extent;
         let end = desc.offset as u64 + desc.stored_len as u64;
         if end > extent.len as u64 {
@@ -221,44 +228,18 @@ impl Tree {
         });
         Ok(())
     }
-}
 
-impl Tree {
-    /// Reads basement `i` of cached leaf `id` and the unloaded basements after it whose
-    /// stored bytes follow on in the block, while the read stays within `max_bytes` (always
-    /// at least basement `i`): one exact-size `pread` for all of them. Installs each that is
-    /// still unloaded if the leaf's image is still the one read (B10).
-    fn load_basement_run(&self, id: NodeId, i: usize, max_bytes: u32) -> Result<()> {
-        let (descs, img) = {
-            let st = self.read_state();
-            let Some(NodeBody::Leaf(l)) = st.node(id).map(|n| &n.body) else {
-                return Ok(());
-            };
-            let mut descs: Vec<(usize, PartDesc)> = Vec::new();
-            let mut end = 0u64;
-            for (j, d) in l.parts.iter().enumerate().skip(i) {
-                let next_end = d.offset as u64 + d.stored_len as u64;
-                let fits = descs.first().is_none_or(|(_, f)| {
-                    next_end - f.offset as u64 <= max_bytes as u64 && d.offset as u64 == end
-                });
-                if l.basements.get(j).is_none_or(Option::is_some) || !fits {
-                    break;
-                }
-                descs.push((j, *d));
-                end = next_end;
-            }
-            if descs.is_empty() {
-                return Ok(());
-            }
-            (descs, self.image_of(id)?)
-        };
+    /// Reads the basements `descs` (consecutive in the block, from `basement_run`) of leaf
+    /// `id` with one exact-size `pread`, and installs each that is still unloaded if the
+    /// leaf's image is still the one read (B10).
+    fn read_basements(&self, id: NodeId, descs: &[(usize, PartDesc)], img: Image) -> Result<()> {
         let extent = img.extent;
-        let start = descs[0].1.offset;
-        let end = descs
-            .last()
-            .map_or(0, |(_, d)| d.offset as u64 + d.stored_len as u64);
+        let (first, last) = (descs[0], descs[descs.len() - 1]);
+        let start = first.1.offset;
+        let end = last.1.offset as u64 + last.1.stored_len as u64;
         if end > extent.len as u64 {
-            return Err(self.corrupt(id, &extent, format!("basement {i} extends past the block")));
+            let j = last.0;
+            return Err(self.corrupt(id, &extent, format!("basement {j} extends past the block")));
         }
         let len = (end - start as u64) as u32;
         let raw: usize = descs.iter().map(|(_, d)| d.raw_len as usize).sum();
@@ -269,13 +250,13 @@ impl Tree {
             .file
             .read_image_range(&img, start, len, Category::UserRead)?;
         let mut basements = Vec::with_capacity(descs.len());
-        for (j, d) in &descs {
+        for &(j, d) in descs {
             let at = (d.offset - start) as usize;
             let bytes = &stored[at..at + d.stored_len as usize];
-            let b = format::decode_partition_raw(d, bytes)
+            let b = format::decode_partition_raw(&d, bytes)
                 .and_then(Basement::decode)
                 .map_err(|r| self.corrupt(id, &extent, format!("partition {j}: {r}")))?;
-            basements.push((*j, *d, b));
+            basements.push((j, d, b));
         }
         EngineStats::bump(&self.stats.basements_read);
         let bytes = &self.stats.basement_read_bytes;
@@ -304,4 +285,31 @@ impl Tree {
         node.may_have_evictable = true;
         Ok(())
     }
+}
+
+/// What `load_partition` reads, decided under the read lock.
+enum Wanted {
+    Buffer(PartDesc),
+    /// Basement indexes with their descriptors, consecutive in the block.
+    Basements(Vec<(usize, PartDesc)>),
+}
+
+/// Basement `i` of `l` if it is unloaded, then the unloaded basements after it whose stored
+/// bytes follow on in the block, while the span stays within `max_bytes` (basement `i` is
+/// taken whatever its size); `None` when basement `i` is loaded or does not exist.
+fn basement_run(l: &Leaf, i: usize, max_bytes: u32) -> Option<Vec<(usize, PartDesc)>> {
+    let mut descs: Vec<(usize, PartDesc)> = Vec::new();
+    let mut end = 0u64;
+    for (j, d) in l.parts.iter().enumerate().skip(i) {
+        let next_end = d.offset as u64 + d.stored_len as u64;
+        let fits = descs.first().is_none_or(|(_, f)| {
+            next_end - f.offset as u64 <= max_bytes as u64 && d.offset as u64 == end
+        });
+        if l.basements.get(j).is_none_or(Option::is_some) || !fits {
+            break;
+        }
+        descs.push((j, *d));
+        end = next_end;
+    }
+    (!descs.is_empty()).then_some(descs)
 }

@@ -332,8 +332,8 @@ pub struct Node {
     /// False only when eviction found no partition of this node to drop and nothing has been
     /// loaded or changed since: the clock then skips the scan of its partitions (with 4 KiB
     /// basements a skeleton leaf has ~1,000 slots, and that scan was 7% of a point read's
-    /// CPU). Set again by every path that loads or changes a partition (`TreeState::modify`,
-    /// `insert_node`, a partition load); it is a hint that errs towards scanning.
+    /// CPU). Set by `Node::new` and again by every path that loads or changes a partition
+    /// (`TreeState::modify`, `load.rs`'s basement reads); a hint that errs towards scanning.
     pub may_have_evictable: bool,
 }
 

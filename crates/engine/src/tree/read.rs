@@ -48,19 +48,19 @@ impl Target {
     }
 }
 
-/// Narrows the range `[lo, hi)` to slot `i` between `pivots` (an unbounded side stays as
-/// the levels above left it).
+/// Narrows the range `[lo, hi)` to the slots `slots` (children or basements, at least one)
+/// between `pivots` (an unbounded side stays as the levels above left it).
 fn narrow<'a>(
     lo: &mut Option<&'a Vec<u8>>,
     hi: &mut Option<&'a Vec<u8>>,
     pivots: &'a [Vec<u8>],
-    i: usize,
+    slots: Range<usize>,
 ) {
-    if i > 0 {
-        *lo = Some(&pivots[i - 1]);
+    if slots.start > 0 {
+        *lo = Some(&pivots[slots.start - 1]);
     }
-    if i < pivots.len() {
-        *hi = Some(&pivots[i]);
+    if slots.end - 1 < pivots.len() {
+        *hi = Some(&pivots[slots.end - 1]);
     }
 }
 
@@ -134,7 +134,7 @@ impl Tree {
             match &node.body {
                 NodeBody::Internal(n) => {
                     let c = target.pick(&n.pivots);
-                    narrow(&mut lo, &mut hi, &n.pivots, c);
+                    narrow(&mut lo, &mut hi, &n.pivots, c..c + 1);
                     let buffer = n.buffers[c]
                         .as_ref()
                         .ok_or(Stall::Load(Load::Partition(id, c)))?;
@@ -148,12 +148,7 @@ impl Tree {
         // copies) one read unit, as a point lookup does, and a long one takes up to
         // `SCAN_BATCH_BYTES` per descent; the cursor moves to the next run by key.
         let span = scan_span(leaf, id, target)?;
-        if span.start > 0 {
-            lo = Some(&leaf.pivots[span.start - 1]);
-        }
-        if span.end - 1 < leaf.pivots.len() {
-            hi = Some(&leaf.pivots[span.end - 1]);
-        }
+        narrow(&mut lo, &mut hi, &leaf.pivots, span.clone());
         let basements = leaf.basements[span].iter().flatten();
         let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
         for buf in buffers {
@@ -168,45 +163,36 @@ impl Tree {
             view.note_aborts(msgs.get(k).into_iter().flatten().copied());
             view
         };
-        if msgs.is_empty() {
+        // The basements' entries the scan sees, in key order.
+        let seen = basements.flat_map(|b| b.iter()).filter_map(|(k, e)| {
+            let view = view_of(k);
+            e.value_seen(|ts| view.sees_stamp(ts))
+                .map(|v| (k, v.to_vec()))
+        });
+        let entries = if msgs.is_empty() {
             // Nothing buffered above this range (the common case after flushes): the
-            // entries come out in key order as they are.
-            let mut entries = Vec::new();
-            for (k, e) in basements.flat_map(|b| b.iter()) {
-                let view = View::new(self.snapshots.status(), snapshot);
-                if let Some(v) = e.value_seen(|ts| view.sees_stamp(ts)) {
-                    entries.push((k.to_vec(), v.to_vec()));
+            // entries are the batch as they come, with no merge.
+            seen.map(|(k, v)| (k.to_vec(), v)).collect()
+        } else {
+            let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> =
+                seen.map(|(k, v)| (k, Some(v))).collect();
+            for (k, list) in &msgs {
+                let view = view_of(k);
+                let seen: Vec<MsgRef<'_>> = list.iter().copied().filter(|m| view.sees(m)).collect();
+                if seen.is_empty() {
+                    continue;
                 }
+                let cur = merged.get(k).cloned().flatten();
+                merged.insert(k, fold_messages(&*self.merge, k, cur, seen));
             }
-            self.cache.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(LeafBatch {
-                entries,
-                lo: lo.cloned(),
-                hi: hi.cloned(),
-            });
-        }
-        let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> = BTreeMap::new();
-        for (k, e) in basements.flat_map(|b| b.iter()) {
-            let view = view_of(k);
-            if let Some(v) = e.value_seen(|ts| view.sees_stamp(ts)) {
-                merged.insert(k, Some(v.to_vec()));
-            }
-        }
-        for (k, list) in &msgs {
-            let view = view_of(k);
-            let seen: Vec<MsgRef<'_>> = list.iter().copied().filter(|m| view.sees(m)).collect();
-            if seen.is_empty() {
-                continue;
-            }
-            let cur = merged.get(k).cloned().flatten();
-            merged.insert(k, fold_messages(&*self.merge, k, cur, seen));
-        }
-        self.cache.hits.fetch_add(1, Ordering::Relaxed);
-        Ok(LeafBatch {
-            entries: merged
+            merged
                 .into_iter()
                 .filter_map(|(k, v)| v.map(|v| (k.to_vec(), v)))
-                .collect(),
+                .collect()
+        };
+        self.cache.hits.fetch_add(1, Ordering::Relaxed);
+        Ok(LeafBatch {
+            entries,
             lo: lo.cloned(),
             hi: hi.cloned(),
         })
