@@ -84,7 +84,7 @@ fn every_cited_invariant_is_documented() {
 #[test]
 fn format_documents_name_the_magic_numbers_and_versions() {
     let node = read("docs/format-node.md");
-    assert!(node.contains("`SHND`") && node.contains("format version = 3"));
+    assert!(node.contains("`SHND`") && node.contains("format version = 4"));
     let index = read("docs/format.md");
     for doc in [
         "format-blockfile.md",
@@ -100,5 +100,5 @@ fn format_documents_name_the_magic_numbers_and_versions() {
         );
     }
     let code = read("crates/engine/src/tree/format.rs");
-    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 3"));
+    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 4"));
 }

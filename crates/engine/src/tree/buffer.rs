@@ -204,6 +204,61 @@ impl MsgBuffer {
         }
     }
 
+    /// The raw bytes of messages `range` alone, as a buffer of their own (a segment:
+    /// `segment.rs`).
+    pub fn encode_range(&self, range: std::ops::Range<usize>) -> Cow<'_, [u8]> {
+        if range == (0..self.len()) {
+            self.encode()
+        } else {
+            Cow::Owned(self.copy_of(range).arena)
+        }
+    }
+
+    /// Where segments of about `target` raw bytes start (`segment::cuts`): message indexes,
+    /// the first 0, each later one the first message of a key, so one key's messages stay
+    /// in one segment.
+    pub fn segment_starts(&self, target: usize) -> Vec<usize> {
+        let mut out = vec![0];
+        let mut size = COUNT_BYTES;
+        for i in 0..self.len() {
+            let at = self.starts[i] as usize;
+            let new_key = i > 0
+                && (self.heads[i] != self.heads[i - 1]
+                    || key_at(&self.arena, at) != key_at(&self.arena, self.starts[i - 1] as usize));
+            let len = msg_len(&self.arena, at);
+            if new_key && size + len > target {
+                out.push(i);
+                size = COUNT_BYTES;
+            }
+            size += len;
+        }
+        out
+    }
+
+    /// Joins the raw bytes of consecutive segments into one buffer, checking everything Q1
+    /// promises across them.
+    pub fn join(mut raws: Vec<Vec<u8>>) -> Result<MsgBuffer, String> {
+        if raws.len() == 1 {
+            return MsgBuffer::decode(raws.pop().unwrap_or_default());
+        }
+        let mut count = 0u32;
+        let mut len = COUNT_BYTES;
+        for r in &raws {
+            let n = r
+                .get(..COUNT_BYTES)
+                .ok_or("segment shorter than its message count")?;
+            let n = u32::from_le_bytes(n.try_into().map_err(|_| "count")?);
+            count = count.checked_add(n).ok_or("segment counts overflow")?;
+            len += r.len() - COUNT_BYTES;
+        }
+        let mut raw = Vec::with_capacity(len);
+        raw.extend_from_slice(&count.to_le_bytes());
+        for r in &raws {
+            raw.extend_from_slice(&r[COUNT_BYTES..]);
+        }
+        MsgBuffer::decode(raw)
+    }
+
     #[cfg(test)]
     pub fn is_packed(&self) -> bool {
         self.canonical
@@ -308,6 +363,11 @@ impl MsgBuffer {
         alloc_bytes(self.arena.capacity())
             + alloc_bytes(self.starts.capacity() * std::mem::size_of::<u32>())
             + alloc_bytes(self.heads.capacity() * std::mem::size_of::<u64>())
+    }
+
+    /// The key of message `i` (in key order).
+    pub fn key(&self, i: usize) -> &[u8] {
+        key_at(&self.arena, self.starts[i] as usize)
     }
 
     /// The smallest key with a message here.

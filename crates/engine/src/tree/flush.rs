@@ -769,6 +769,7 @@ fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
         children: right_children,
         buffers: right_buffers,
         parts: Vec::new(),
+        pieces: Vec::new(),
         filters: Vec::new(),
     };
     (NodeBody::Internal(n), vec![(up, NodeBody::Internal(right))])

@@ -1,13 +1,16 @@
-//! The byte format of a node block (version 3; `docs/format-node.md` is the reference).
-//! A block is a header (kind, height, partition descriptors, pivots, child ids, CRC) followed
-//! by partitions — message buffers for internal nodes, basements for leaves — each compressed
-//! and checksummed on its own so that one basement can be read and checked alone.
+//! The byte format of a node block (version 4; `docs/format-node.md` is the reference).
+//! A block is a header (kind, height, partition descriptors, pivots, child ids, segment
+//! tables, CRC) followed by partitions — message buffers for internal nodes, basements for
+//! leaves — each compressed and checksummed on its own so that one basement can be read and
+//! checked alone; a buffer is written as segments of about the read unit, each compressed
+//! alone, so that one segment can be read alone too (`segment.rs`).
 //!
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
 
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
+use super::segment::{self, BufferDesc, SegTable};
 use crate::block::NodeId;
 use crate::bytes::{put_bytes, Reader};
 use crate::codec::{checksum, decompress};
@@ -15,8 +18,11 @@ use crate::Compression;
 
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC);
-/// version 3: a stamp may be provisional and a message may be an abort.
-pub const NODE_FORMAT_VERSION: u8 = 3;
+/// version 3: a stamp may be provisional and a message may be an abort; version 4: an
+/// internal node's header ends with a segment table per child (buffers in segments).
+pub const NODE_FORMAT_VERSION: u8 = 4;
+/// The first version whose internal nodes carry segment tables.
+const SEGMENTS_VERSION: u8 = 4;
 /// The oldest node format version read (2 holds no provisional stamps or aborts).
 pub const OLDEST_NODE_FORMAT_VERSION: u8 = 2;
 const KIND_LEAF: u8 = 0;
@@ -34,40 +40,69 @@ pub struct Header {
     pub parts: Vec<PartDesc>,
     pub pivots: Vec<Vec<u8>>,
     pub children: Vec<NodeId>,
+    /// Internal nodes: each buffer's segment table (`None` = one segment); leaves: empty.
+    pub segs: Vec<Option<Box<SegTable>>>,
 }
 
-/// Serializes a node (every partition loaded). Returns the block bytes and the descriptors
-/// of its partitions.
+/// The descriptors of a node just encoded, in the form its kind keeps them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Descs {
+    Leaf(Vec<PartDesc>),
+    Internal(Vec<BufferDesc>),
+}
+
+/// One unit of compression: partition `part`'s messages or entries `range` (a whole
+/// basement, or one segment of a buffer).
+struct Unit {
+    part: usize,
+    range: std::ops::Range<usize>,
+}
+
+/// Serializes a node (every partition loaded), cutting each message buffer into segments
+/// of about `segment_bytes` raw bytes. Returns the block bytes and the descriptors of its
+/// partitions.
 ///
-/// The header's length depends only on the partition count, pivots and children, so it is
-/// reserved first and each partition is encoded and compressed straight after it, in order,
-/// every other one on the compression helper thread (`codec_helper.rs`): encoding a node
-/// holds the block and about two partitions' raw and compressed bytes, not every partition
-/// twice over.
-pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
-    let (leaf, height, pivots, children, n_parts) = match body {
-        NodeBody::Leaf(l) => (true, 0, &l.pivots, &[][..], l.basements.len()),
-        NodeBody::Internal(n) => (false, n.height, &n.pivots, &n.children[..], n.buffers.len()),
+/// The header's length depends only on the partition count, pivots, children and segment
+/// tables, so it is reserved first and each unit (basement or segment) is encoded and
+/// compressed straight after it, in order, every other one on the compression helper thread
+/// (`codec_helper.rs`): encoding a node holds the block and about two units' raw and
+/// compressed bytes, not every partition twice over.
+pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec<u8>, Descs) {
+    let (leaf, height, pivots, children) = match body {
+        NodeBody::Leaf(l) => (true, 0, &l.pivots, &[][..]),
+        NodeBody::Internal(n) => (false, n.height, &n.pivots, &n.children[..]),
     };
-    let raw_part = |i: usize| match body {
-        NodeBody::Leaf(l) => l.basements[i]
-            .as_ref()
-            .expect("encode needs a fully loaded node")
-            .encode(),
-        NodeBody::Internal(n) => n.buffers[i]
-            .as_ref()
-            .expect("encode needs a fully loaded node")
-            .encode(),
+    let units = units(body, segment_bytes);
+    let raw_unit = |i: usize| {
+        let u = &units[i];
+        match body {
+            NodeBody::Leaf(l) => l.basements[u.part]
+                .as_ref()
+                .expect("encode needs a fully loaded node")
+                .encode(),
+            NodeBody::Internal(n) => n.buf(u.part).encode_range(u.range.clone()),
+        }
     };
+    // Segment tables need only the segments' first keys to be sized: their lengths and
+    // CRCs are fixed-width fields filled in below.
+    let mut tables = match body {
+        NodeBody::Leaf(_) => Vec::new(),
+        NodeBody::Internal(n) => seg_tables(n, &units),
+    };
+    let n_parts = units.last().map_or(0, |u| u.part + 1);
     let header_len = FIXED_HEADER_BYTES
         + DESC_BYTES * n_parts
         + pivots.iter().map(|p| 4 + p.len()).sum::<usize>()
         + 8 * children.len()
+        + tables
+            .iter()
+            .map(|t| segment::table_len(t.as_deref()))
+            .sum::<usize>()
         + 4;
     let mut out = vec![0u8; header_len];
-    let mut descs = Vec::with_capacity(n_parts);
-    crate::codec_helper::compress_in_order(codec, n_parts, raw_part, |stored, raw_len| {
-        descs.push(PartDesc {
+    let mut unit_descs = Vec::with_capacity(units.len());
+    crate::codec_helper::compress_in_order(codec, units.len(), raw_unit, |stored, raw_len| {
+        unit_descs.push(PartDesc {
             offset: out.len() as u32,
             stored_len: stored.len() as u32,
             raw_len: raw_len as u32,
@@ -76,6 +111,7 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
         });
         out.extend_from_slice(&stored);
     });
+    let descs = group_units(&units, unit_descs, &mut tables, &out);
     let mut h = Vec::with_capacity(header_len);
     h.extend_from_slice(NODE_MAGIC);
     h.push(NODE_FORMAT_VERSION);
@@ -97,11 +133,107 @@ pub fn encode(body: &NodeBody, codec: Compression) -> (Vec<u8>, Vec<PartDesc>) {
     for c in children {
         h.extend_from_slice(&c.0.to_le_bytes());
     }
+    for t in &tables {
+        segment::put_table(&mut h, t.as_deref());
+    }
     let crc = checksum(&h);
     h.extend_from_slice(&crc.to_le_bytes());
     assert_eq!(h.len(), header_len, "header length computed wrongly");
     out[..header_len].copy_from_slice(&h);
+    let descs = if leaf {
+        Descs::Leaf(descs)
+    } else {
+        Descs::Internal(
+            descs
+                .into_iter()
+                .zip(tables)
+                .map(|(whole, segs)| BufferDesc { whole, segs })
+                .collect(),
+        )
+    };
     (out, descs)
+}
+
+/// The units of a node in block order: each basement whole, each buffer's segments.
+fn units(body: &NodeBody, segment_bytes: usize) -> Vec<Unit> {
+    match body {
+        NodeBody::Leaf(l) => (0..l.basements.len())
+            .map(|part| Unit { part, range: 0..0 })
+            .collect(),
+        NodeBody::Internal(n) => (0..n.buffers.len())
+            .flat_map(|part| {
+                segment::cuts(n.buf(part), segment_bytes)
+                    .into_iter()
+                    .map(move |range| Unit { part, range })
+            })
+            .collect(),
+    }
+}
+
+/// Segment tables of `n`'s buffers as `units` cut them, descriptors still unset.
+fn seg_tables(n: &Internal, units: &[Unit]) -> Vec<Option<Box<SegTable>>> {
+    let mut tables: Vec<Option<Box<SegTable>>> = vec![None; n.buffers.len()];
+    for (i, u) in units.iter().enumerate() {
+        let multi = units.get(i + 1).is_some_and(|v| v.part == u.part)
+            || (i > 0 && units[i - 1].part == u.part);
+        if !multi {
+            continue;
+        }
+        let t = tables[u.part].get_or_insert_with(|| {
+            Box::new(SegTable {
+                descs: Vec::new(),
+                lows: Vec::new(),
+            })
+        });
+        if u.range.start > 0 {
+            t.lows.push(n.buf(u.part).key(u.range.start).to_vec());
+        }
+        t.descs.push(PartDesc {
+            offset: 0,
+            stored_len: 0,
+            raw_len: 0,
+            crc: 0,
+            codec: Compression::None,
+        });
+    }
+    tables
+}
+
+/// One descriptor per partition from the units' descriptors, filling in the segment
+/// tables: a segmented buffer's descriptor covers its segments (lengths summed, CRC over
+/// all of their stored bytes in `block`).
+fn group_units(
+    units: &[Unit],
+    unit_descs: Vec<PartDesc>,
+    tables: &mut [Option<Box<SegTable>>],
+    block: &[u8],
+) -> Vec<PartDesc> {
+    let mut descs: Vec<PartDesc> = Vec::new();
+    let mut seg = 0;
+    for (i, (u, d)) in units.iter().zip(unit_descs).enumerate() {
+        seg = if i > 0 && units[i - 1].part == u.part {
+            seg + 1
+        } else {
+            0
+        };
+        if let Some(t) = tables.get_mut(u.part).and_then(Option::as_mut) {
+            t.descs[seg] = d;
+        }
+        match descs.get_mut(u.part) {
+            Some(whole) => {
+                whole.stored_len += d.stored_len;
+                whole.raw_len += d.raw_len;
+            }
+            None => descs.push(d),
+        }
+    }
+    for (d, t) in descs.iter_mut().zip(tables.iter()) {
+        if t.is_some() {
+            let (a, b) = (d.offset as usize, (d.offset + d.stored_len) as usize);
+            d.crc = checksum(&block[a..b]);
+        }
+    }
+    descs
 }
 
 /// How many leading bytes hold the header, from its fixed prefix (for a partial read).
@@ -115,7 +247,7 @@ pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, String> {
 /// Decodes a node header from the first `header_len` (or more) bytes of a block.
 pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
     let mut r = Reader::new(bytes);
-    check_magic(&mut r)?;
+    let version = check_magic(&mut r)?;
     let kind = r.u8()?;
     r.skip(2)?;
     let height = r.u32()?;
@@ -169,6 +301,14 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
             .map(|_| r.u64().map(NodeId))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let segs = if leaf || version < SEGMENTS_VERSION {
+        Vec::new()
+    } else {
+        parts
+            .iter()
+            .map(|d| segment::read_table(&mut r, d))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     if r.pos() + 4 != header_len {
         return Err("header fields do not fill the header length".into());
     }
@@ -179,6 +319,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
         parts,
         pivots,
         children,
+        segs,
     })
 }
 
@@ -231,19 +372,18 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
             parts: h.parts,
         }))
     } else {
-        let mut buffers = Vec::with_capacity(h.parts.len());
-        for d in &h.parts {
-            buffers.push(Some(MsgBuffer::decode(decode_partition_raw(
-                d,
-                stored(d)?,
-            )?)?));
+        let parts = buffer_descs(h.parts, h.segs);
+        let mut buffers = Vec::with_capacity(parts.len());
+        for d in &parts {
+            buffers.push(Some(segment::decode_whole(d, stored(&d.whole)?)?));
         }
         Ok(NodeBody::Internal(Internal {
             height: h.height,
             pivots: h.pivots,
             children: h.children,
             buffers,
-            parts: h.parts,
+            parts,
+            pieces: Vec::new(),
             filters: Vec::new(),
         }))
     }
@@ -276,13 +416,26 @@ pub fn skeleton(h: Header) -> NodeBody {
                 .collect(),
             pivots: h.pivots,
             children: h.children,
-            parts: h.parts,
+            parts: buffer_descs(h.parts, h.segs),
+            pieces: Vec::new(),
             filters: Vec::new(),
         })
     }
 }
 
-fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
+/// An internal node's buffer descriptors from its header's partitions and segment tables
+/// (none before version 4).
+fn buffer_descs(parts: Vec<PartDesc>, segs: Vec<Option<Box<SegTable>>>) -> Vec<BufferDesc> {
+    let segs = segs.into_iter().chain(std::iter::repeat(None));
+    parts
+        .into_iter()
+        .zip(segs)
+        .map(|(whole, segs)| BufferDesc { whole, segs })
+        .collect()
+}
+
+/// Checks the magic and returns the format version.
+fn check_magic(r: &mut Reader<'_>) -> Result<u8, String> {
     let magic = r.take(4)?;
     if magic != NODE_MAGIC {
         return Err(format!("bad node magic {magic:02x?}"));
@@ -291,7 +444,7 @@ fn check_magic(r: &mut Reader<'_>) -> Result<(), String> {
     if !(OLDEST_NODE_FORMAT_VERSION..=NODE_FORMAT_VERSION).contains(&version) {
         return Err(format!("unsupported node format version {version}"));
     }
-    Ok(())
+    Ok(version)
 }
 
 #[cfg(test)]
@@ -366,34 +519,115 @@ mod tests {
         }
     }
 
+    /// An internal node whose buffers hold `keys` keys of two messages each.
+    fn big_internal(keys: u32) -> NodeBody {
+        let mut buffers = vec![MsgBuffer::new(), MsgBuffer::new()];
+        let mut msn = 0;
+        for i in 0..keys {
+            let key = format!("key{i:05}").into_bytes();
+            let c = usize::from(key.as_slice() >= b"key00100".as_slice());
+            for op in [MsgOp::Put(vec![(i % 13) as u8; 60]), MsgOp::Update(vec![1])] {
+                msn += 1;
+                let m = Msg {
+                    msn: Msn(msn),
+                    ts: Ts(msn),
+                    op,
+                };
+                buffers[c].push(&key, m.as_msg_ref());
+            }
+        }
+        NodeBody::Internal(Internal::new(
+            1,
+            vec![b"key00100".to_vec()],
+            vec![NodeId(4), NodeId(5)],
+            buffers,
+        ))
+    }
+
     #[test]
     fn nodes_round_trip_with_every_codec() {
         for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
-            for body in [sample_leaf(), sample_internal()] {
-                let (bytes, descs) = encode(&body, codec);
-                let back = decode(&bytes).expect("decode");
-                if let NodeBody::Leaf(l) = &back {
-                    assert_eq!(l.parts, descs);
+            for body in [sample_leaf(), sample_internal(), big_internal(300)] {
+                for segment_bytes in [256, 1 << 20] {
+                    let (bytes, descs) = encode(&body, codec, segment_bytes);
+                    let back = decode(&bytes).expect("decode");
+                    match (&back, descs) {
+                        (NodeBody::Leaf(l), Descs::Leaf(d)) => assert_eq!(l.parts, d),
+                        (NodeBody::Internal(n), Descs::Internal(d)) => assert_eq!(n.parts, d),
+                        _ => panic!("kind changed"),
+                    }
+                    assert_eq!(strip_parts(back), body);
                 }
-                assert_eq!(strip_parts(back), body);
             }
         }
     }
 
     #[test]
-    fn version_2_blocks_are_read_and_other_versions_refused() {
-        let (bytes, _) = encode(&sample_internal(), Compression::None);
-        let header_len = decode_header(&bytes).expect("header").header_len;
+    fn buffers_are_written_in_segments_that_decode_alone() {
+        let body = big_internal(300);
+        let (bytes, descs) = encode(&body, Compression::Zstd, 1024);
+        let (Descs::Internal(descs), NodeBody::Internal(n)) = (descs, &body) else {
+            panic!("internal")
+        };
+        for (c, d) in descs.iter().enumerate() {
+            let t = d.segs.as_ref().expect("a buffer of ~20 KB is cut at 1 KiB");
+            assert!(t.descs.len() > 5, "{} segments", t.descs.len());
+            let mut joined = Vec::new();
+            for (s, sd) in t.descs.iter().enumerate() {
+                let stored = &bytes[sd.offset as usize..(sd.offset + sd.stored_len) as usize];
+                let raw = decode_partition_raw(sd, stored).expect("segment alone");
+                let piece = MsgBuffer::decode(raw).expect("a buffer");
+                segment::check_piece(t, s, &piece).expect("in its range (S2)");
+                joined.extend(piece.iter().map(|(k, _)| k.to_vec()));
+                let key = piece.first_key().expect("non-empty");
+                assert_eq!(t.index(key), s, "the table routes its keys to it");
+            }
+            let all: Vec<Vec<u8>> = n.buf(c).iter().map(|(k, _)| k.to_vec()).collect();
+            assert_eq!(joined, all);
+        }
+    }
+
+    /// `bytes` (a version-4 internal node whose buffers are single segments) as the
+    /// version-3 block it would have been: no segment tables.
+    fn as_version_3(bytes: &[u8]) -> Vec<u8> {
+        let h = decode_header(bytes).expect("header");
+        assert!(h.segs.iter().all(Option::is_none));
+        let cut = 4 * h.parts.len();
+        let end = h.header_len - 4;
+        let mut b = [&bytes[..end - cut], &[0u8; 4], &bytes[h.header_len..]].concat();
+        b[4] = 3;
+        let new_len = (h.header_len - cut) as u32;
+        b[12..16].copy_from_slice(&new_len.to_le_bytes());
+        for i in 0..h.parts.len() {
+            let at = FIXED_HEADER_BYTES + DESC_BYTES * i;
+            let off = u32::from_le_bytes(b[at..at + 4].try_into().expect("4")) - cut as u32;
+            b[at..at + 4].copy_from_slice(&off.to_le_bytes());
+        }
+        let crc = checksum(&b[..end - cut]);
+        b[end - cut..end - cut + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn versions_2_and_3_are_read_and_other_versions_refused() {
+        let body = sample_internal();
+        let (bytes, _) = encode(&body, Compression::None, 1 << 20);
+        let v3 = as_version_3(&bytes);
+        assert_eq!(strip_parts(decode(&v3).expect("version 3 is read")), body);
+        let header_len = decode_header(&v3).expect("header").header_len;
         let with_version = |v: u8| {
-            let mut b = bytes.clone();
+            let mut b = v3.clone();
             b[4] = v;
             let crc = checksum(&b[..header_len - 4]);
             b[header_len - 4..header_len].copy_from_slice(&crc.to_le_bytes());
             decode(&b)
         };
-        assert!(with_version(3).is_ok());
         assert!(with_version(2).is_ok(), "version 2 is still read");
-        for v in [0, 1, 4, u8::MAX] {
+        assert!(
+            with_version(4).is_err(),
+            "a version-4 internal node has segment tables"
+        );
+        for v in [0, 1, 5, u8::MAX] {
             let err = with_version(v).expect_err("refused");
             assert!(err.contains("unsupported node format version"), "{err}");
         }
@@ -401,7 +635,7 @@ mod tests {
 
     #[test]
     fn header_length_is_found_from_a_prefix() {
-        let (bytes, _) = encode(&sample_internal(), Compression::Zstd);
+        let (bytes, _) = encode(&sample_internal(), Compression::Zstd, 1 << 20);
         let h = decode_header(&bytes).expect("header");
         assert_eq!(header_len_from_prefix(&bytes[..32]), Ok(h.header_len));
     }
@@ -409,7 +643,7 @@ mod tests {
     #[test]
     fn one_partition_decodes_alone() {
         let body = sample_leaf();
-        let (bytes, _) = encode(&body, Compression::Zstd);
+        let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20);
         let h = decode_header(&bytes).expect("header");
         assert!(h.parts.len() > 3);
         let d = h.parts[2];
@@ -423,7 +657,7 @@ mod tests {
 
     #[test]
     fn every_flipped_bit_is_detected() {
-        let (bytes, _) = encode(&sample_internal(), Compression::Lz4);
+        let (bytes, _) = encode(&big_internal(40), Compression::Lz4, 256);
         for i in 0..bytes.len() * 8 {
             let mut bad = bytes.clone();
             bad[i / 8] ^= 1 << (i % 8);
@@ -434,7 +668,7 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let (good, _) = encode(&sample_leaf(), Compression::None);
+        let (good, _) = encode(&sample_leaf(), Compression::None, 1 << 20);
         for round in 0..2000 {
             let mut bytes = good.clone();
             for _ in 0..(round % 8 + 1) {

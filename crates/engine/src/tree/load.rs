@@ -9,6 +9,7 @@ use super::basement::Basement;
 use super::format;
 use super::msg::MsgBuffer;
 use super::node::{Leaf, Node, NodeBody, PartDesc};
+use super::segment::{self, BufferDesc};
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -32,13 +33,18 @@ impl Tree {
     pub(crate) fn load(&self, what: Load, pinned: &mut Vec<NodeId>) -> Result<()> {
         self.cache.misses.fetch_add(1, Ordering::Relaxed);
         let id = match what {
-            Load::Node(id) | Load::Header(id) | Load::Partition(id, _) | Load::Run(id, _) => id,
+            Load::Node(id)
+            | Load::Header(id)
+            | Load::Partition(id, _)
+            | Load::Segment(id, _, _)
+            | Load::Run(id, _) => id,
         };
         let before = self.file.image(id);
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
             Load::Header(id) => self.load_header(id),
             Load::Partition(id, i) => self.load_partition(id, i, 0),
+            Load::Segment(id, c, s) => self.load_segment(id, c, s),
             Load::Run(id, i) => self.load_partition(id, i, SCAN_READ_BYTES),
         };
         match outcome {
@@ -173,7 +179,7 @@ impl Tree {
             let wanted = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Leaf(l)) => basement_run(l, i, run_bytes).map(Wanted::Basements),
                 Some(NodeBody::Internal(n)) if n.buffers.get(i).is_some_and(Option::is_none) => {
-                    n.parts.get(i).copied().map(Wanted::Buffer)
+                    n.parts.get(i).cloned().map(Wanted::Buffer)
                 }
                 _ => None,
             };
@@ -189,7 +195,8 @@ impl Tree {
     }
 
     /// Reads and installs message buffer `i` of internal node `id` (`load_partition`).
-    fn read_buffer(&self, id: NodeId, i: usize, desc: PartDesc, img: Image) -> Result<()> {
+    fn read_buffer(&self, id: NodeId, i: usize, bdesc: BufferDesc, img: Image) -> Result<()> {
+        let desc = bdesc.whole;
         let extent = img.extent;
         let end = desc.offset as u64 + desc.stored_len as u64;
         if end > extent.len as u64 {
@@ -201,8 +208,7 @@ impl Tree {
         let stored =
             self.file
                 .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
-        let buffer = format::decode_partition_raw(&desc, &stored)
-            .and_then(MsgBuffer::decode)
+        let buffer = segment::decode_whole(&bdesc, &stored)
             .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
         EngineStats::bump(&self.stats.buffers_read);
         let bytes = &self.stats.buffer_read_bytes;
@@ -216,8 +222,12 @@ impl Tree {
         let cache = self.cache.clone();
         st.modify(id, &cache, |n| {
             if let NodeBody::Internal(x) = &mut n.body {
-                if x.parts.get(i) == Some(&desc) && x.buffers[i].is_none() {
+                if x.parts.get(i).map(|d| d.whole) == Some(desc) && x.buffers[i].is_none() {
                     x.buffers[i] = Some(buffer);
+                    // N5: the whole buffer replaces any segments read alone.
+                    if let Some(p) = x.pieces.get_mut(i) {
+                        *p = Vec::new();
+                    }
                     // N4: the buffer keeps its filter for its next eviction; a whole node,
                     // which may change, has none.
                     if x.all_loaded() {
@@ -225,6 +235,77 @@ impl Tree {
                     }
                 }
             }
+        });
+        Ok(())
+    }
+
+    /// Reads segment `s` of evicted buffer `c` of internal node `id` alone (one exact
+    /// `pread`) and installs it if the node's image and the buffer's descriptor are still
+    /// the ones read (B10, S3).
+    fn load_segment(&self, id: NodeId, c: usize, s: usize) -> Result<()> {
+        let (whole, table, img) = {
+            let st = self.read_state();
+            let Some(NodeBody::Internal(n)) = st.node(id).map(|n| &n.body) else {
+                return Ok(());
+            };
+            let loaded = n
+                .pieces
+                .get(c)
+                .and_then(|p| p.get(s))
+                .is_some_and(Option::is_some);
+            match n.parts.get(c) {
+                Some(d) if n.buffers[c].is_none() && !loaded && d.segs.is_some() => {
+                    (d.whole, d.segs.clone(), self.image_of(id)?)
+                }
+                _ => return Ok(()),
+            }
+        };
+        let Some(table) = table.filter(|t| s < t.descs.len()) else {
+            return Ok(());
+        };
+        let extent = img.extent;
+        let desc = table.descs[s];
+        if desc.offset as u64 + desc.stored_len as u64 > extent.len as u64 {
+            return Err(self.corrupt(
+                id,
+                &extent,
+                format!("buffer {c} segment {s} extends past the block"),
+            ));
+        }
+        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
+        let stored =
+            self.file
+                .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
+        let piece = format::decode_partition_raw(&desc, &stored)
+            .and_then(MsgBuffer::decode)
+            .and_then(|b| segment::check_piece(&table, s, &b).map(|()| b))
+            .map_err(|r| self.corrupt(id, &extent, format!("buffer {c} segment {s}: {r}")))?;
+        EngineStats::bump(&self.stats.buffers_read);
+        let bytes = &self.stats.buffer_read_bytes;
+        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
+        drop((flight, stored));
+        self.make_room(piece.mem_bytes())?;
+        let mut st = self.write_state();
+        if self.file.image(id) != Some(img) || st.node(id).is_none() {
+            return Ok(());
+        }
+        let cache = self.cache.clone();
+        st.modify(id, &cache, |n| {
+            let NodeBody::Internal(x) = &mut n.body else {
+                return;
+            };
+            if x.parts.get(c).map(|d| d.whole) != Some(whole) || x.buffers[c].is_some() {
+                return;
+            }
+            let k = table.descs.len();
+            if x.pieces.len() <= c {
+                x.pieces.resize_with(c + 1, Vec::new);
+            }
+            let p = &mut x.pieces[c];
+            if p.len() != k {
+                *p = vec![None; k];
+            }
+            p[s] = Some(piece);
         });
         Ok(())
     }
@@ -289,7 +370,7 @@ impl Tree {
 
 /// What `load_partition` reads, decided under the read lock.
 enum Wanted {
-    Buffer(PartDesc),
+    Buffer(BufferDesc),
     /// Basement indexes with their descriptors, consecutive in the block.
     Basements(Vec<(usize, PartDesc)>),
 }

@@ -26,6 +26,7 @@ pub(crate) mod msg;
 pub(crate) mod node;
 mod packed;
 mod read;
+pub(crate) mod segment;
 mod verify;
 
 #[cfg(test)]
@@ -59,6 +60,9 @@ pub(crate) enum Load {
     Header(NodeId),
     /// One partition (basement or message buffer) of a cached node.
     Partition(NodeId, usize),
+    /// Segment `s` of evicted buffer `c` of a cached internal node (`segment.rs`): what a
+    /// point lookup needs of a buffer written in segments.
+    Segment(NodeId, usize, usize),
     /// Basement `i` of a cached leaf and the unloaded basements after it, up to
     /// `SCAN_READ_BYTES` stored, in one read: what a scan will want next (`load.rs`).
     Run(NodeId, usize),

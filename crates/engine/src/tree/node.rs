@@ -14,11 +14,15 @@
 //!     negative answer). Loading buffer `c` back keeps its filter, so evicting it again
 //!     needs no rebuild; a node that becomes fully loaded (the only kind that changes, N3)
 //!     drops them all.
+//! N5. `pieces[c]` (segments of buffer `c` read alone by lookups, `segment.rs`) holds
+//!     something only while buffer `c` is evicted and its descriptor has a segment table
+//!     of as many segments (S3); loading the whole buffer drops them.
 
 pub use super::basement::{entry_bytes, Basement};
 use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
+use super::segment::BufferDesc;
 use crate::block::NodeId;
 use crate::Compression;
 use std::collections::BTreeMap;
@@ -186,7 +190,10 @@ pub struct Internal {
     /// `None` = evicted; read it back through `parts[i]`.
     pub buffers: Vec<Option<MsgBuffer>>,
     /// Descriptors of the on-disk image; empty for a node never written.
-    pub parts: Vec<PartDesc>,
+    pub parts: Vec<BufferDesc>,
+    /// Segments of evicted buffers that lookups read alone (N5); shorter than `buffers`
+    /// (or an empty vector per child) where none are loaded.
+    pub pieces: Vec<Vec<Option<MsgBuffer>>>,
     /// Key filters of buffers (N4: only in a clean node not fully loaded; consulted only
     /// while `buffers[c]` is `None`; a shorter vector or `None` = no filter, the buffer must
     /// be read). See `filter.rs`.
@@ -207,6 +214,7 @@ impl Internal {
             children,
             buffers: buffers.into_iter().map(Some).collect(),
             parts: Vec::new(),
+            pieces: Vec::new(),
             filters: Vec::new(),
         }
     }
@@ -228,6 +236,19 @@ impl Internal {
             .is_some_and(|f| !f.may_contain(key))
     }
 
+    /// How a lookup of `key` reaches evicted buffer `c`: through a loaded segment, by
+    /// reading one segment, or by reading the whole buffer (written as one segment).
+    pub fn piece_for(&self, c: usize, key: &[u8]) -> Piece<'_> {
+        let Some(t) = self.parts.get(c).and_then(|d| d.segs.as_deref()) else {
+            return Piece::Whole;
+        };
+        let s = t.index(key);
+        match self.pieces.get(c).and_then(|p| p.get(s)) {
+            Some(Some(b)) => Piece::Loaded(b),
+            _ => Piece::Unloaded(s),
+        }
+    }
+
     /// Buffer `c` of a node being changed, which is fully loaded (N3).
     pub fn buf(&self, c: usize) -> &MsgBuffer {
         self.buffers[c]
@@ -245,7 +266,7 @@ impl Internal {
     pub fn child_bytes(&self, c: usize) -> usize {
         match &self.buffers[c] {
             Some(b) => b.bytes(),
-            None => self.parts.get(c).map_or(0, |d| d.raw_len as usize),
+            None => self.parts.get(c).map_or(0, |d| d.whole.raw_len as usize),
         }
     }
 
@@ -259,6 +280,15 @@ impl Internal {
             .max_by_key(|&c| self.child_bytes(c))
             .expect("an internal node has at least one child")
     }
+}
+
+/// How a lookup reaches an evicted buffer (`Internal::piece_for`).
+pub enum Piece<'a> {
+    Loaded(&'a MsgBuffer),
+    /// Segment `s` must be read.
+    Unloaded(usize),
+    /// The buffer has no segments: read it whole.
+    Whole,
 }
 
 /// What a node holds.
@@ -287,7 +317,8 @@ impl NodeBody {
             }
             NodeBody::Internal(n) => {
                 n.parts.len() == n.buffers.len()
-                    && n.buffers.iter().flatten().any(|b| !b.is_empty())
+                    && (n.buffers.iter().flatten().any(|b| !b.is_empty())
+                        || n.pieces.iter().flatten().any(Option::is_some))
             }
         }
     }
@@ -301,6 +332,7 @@ impl NodeBody {
                 .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
                 .for_each(|b| *b = None),
             NodeBody::Internal(n) => {
+                n.pieces = Vec::new();
                 n.filters.resize(n.buffers.len(), None);
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
@@ -386,7 +418,13 @@ impl Node {
                 NodeBody::Internal(n) => {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + n.children.len() * 8
-                        + n.parts.len() * 24
+                        + n.parts.iter().map(BufferDesc::mem_bytes).sum::<usize>()
+                        + n.pieces
+                            .iter()
+                            .flatten()
+                            .flatten()
+                            .map(MsgBuffer::mem_bytes)
+                            .sum::<usize>()
                         + n.buffers
                             .iter()
                             .flatten()
@@ -451,6 +489,7 @@ impl Node {
                 if n.filters.len() > n.buffers.len() {
                     return Err("key filter without a buffer (N4)".into());
                 }
+                check_pieces(n)?;
                 for (i, b) in n.buffers.iter().enumerate() {
                     let Some(b) = b else { continue };
                     let first = b.iter().next().map(|(k, _)| k);
@@ -471,6 +510,29 @@ pub const fn alloc_bytes(n: usize) -> usize {
     }
     let spacing = n.next_power_of_two() / 8;
     n.next_multiple_of(spacing)
+}
+
+/// Checks N5: loaded segments only of evicted buffers with a table of as many segments.
+fn check_pieces(n: &Internal) -> Result<(), String> {
+    if n.pieces.len() > n.buffers.len() {
+        return Err("segments without a buffer (N5)".into());
+    }
+    for (c, p) in n.pieces.iter().enumerate() {
+        if p.iter().all(Option::is_none) {
+            continue;
+        }
+        let k = n
+            .parts
+            .get(c)
+            .and_then(|d| d.segs.as_ref())
+            .map(|t| t.descs.len());
+        if n.buffers[c].is_some() || k != Some(p.len()) {
+            return Err(format!(
+                "segments of buffer {c} do not match its image (N5)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_pivots(pivots: &[Vec<u8>]) -> Result<(), String> {

@@ -209,7 +209,7 @@ fn a_lookup_skips_an_evicted_buffer_whose_filter_rules_its_key_out() {
     let stalls_on_root = |st: &super::TreeState, k: &[u8]| {
         matches!(
             tree.lookup(st, k, ts),
-            Err(Stall::Load(Load::Partition(id, _))) if id == root
+            Err(Stall::Load(Load::Partition(id, _) | Load::Segment(id, _, _))) if id == root
         )
     };
     // A buffered key is never ruled out (no false negatives)...
@@ -473,4 +473,93 @@ fn a_forward_scan_of_shed_leaves_reads_runs_of_basements_and_a_backward_one_agre
     c.seek(&mid).expect("seek");
     assert_eq!(c.key(), mid.as_slice());
     t.tree.verify().expect("verify");
+}
+
+#[test]
+fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
+    use super::{Load, Stall};
+    let (_dir, env, t) = filled_with_first();
+    env.flush_all()
+        .expect("every buffer emptied into the leaves");
+    let tree = &t.tree;
+    // Under one lock: put 24 keys of the root's first child with 100-byte values into its
+    // buffer (~3.2 KB, under the 4 KiB node size, so the flusher leaves the root alone),
+    // write the root in segments of the tiny tree's 512 bytes and evict its buffers.
+    let mut st = tree.write_state();
+    let root = st.root;
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        panic!("the root is a leaf: nothing to test")
+    };
+    assert_eq!(n.buffer_bytes(), 0, "flush_all left messages in the root");
+    let mut keys: Vec<Vec<u8>> = (0..2000)
+        .map(key)
+        .filter(|k| n.child_index(k) == 0)
+        .collect();
+    keys.sort();
+    keys.truncate(24);
+    let value = |k: &[u8]| -> Vec<u8> { (0..100u8).map(|i| i ^ k[k.len() - 1]).collect() };
+    let ts = tree.snapshots.visible();
+    for k in &keys {
+        let put = super::msg::MsgOp::Put(value(k));
+        assert!(
+            tree.inject(&mut st, k, ts, put.as_op_ref()).is_ok(),
+            "root is cached"
+        );
+    }
+    let (cat, after) = (crate::Category::Eviction, AfterWrite::ChangesOrGoes);
+    tree.write_node(&mut st, root, false, cat, after)
+        .expect("write root");
+    let cache = tree.cache.clone();
+    st.modify(root, &cache, |n| n.body.evict_partitions());
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        unreachable!()
+    };
+    let table = n.parts[0]
+        .segs
+        .clone()
+        .expect("a 3 KB buffer is cut at 512 bytes");
+    let segments = table.descs.len();
+    assert!(segments >= 4, "{segments} segments");
+    for k in &keys {
+        match tree.lookup(&st, k, ts) {
+            Err(Stall::Load(Load::Segment(id, 0, s))) => {
+                assert_eq!((id, s), (root, table.index(k)), "the key's own segment")
+            }
+            other => panic!("lookup of a buffered key: {other:?}"),
+        }
+    }
+    drop(st);
+    // Each lookup reads its key's segment alone (once), and the buffer stays evicted.
+    let before = env.counters().buffers_read;
+    for k in &keys {
+        assert_eq!(t.get(k).expect("get"), Some(value(k)));
+    }
+    let reads = env.counters().buffers_read - before;
+    assert_eq!(reads as usize, segments, "one read per segment, none whole");
+    {
+        let st = tree.read_state();
+        let NodeBody::Internal(n) = &st.nodes[&root].body else {
+            unreachable!()
+        };
+        assert!(n.buffers[0].is_none(), "the buffer was read whole");
+        let loaded = n.pieces[0].iter().flatten().count();
+        assert_eq!(loaded, segments);
+        st.nodes[&root].check().expect("N5");
+    }
+    // Eviction drops the segments; a whole read (a scan) replaces them.
+    t.tree.shed_clean_partitions();
+    let st = tree.read_state();
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        unreachable!()
+    };
+    assert!(n.pieces.iter().flatten().all(Option::is_none));
+    drop(st);
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..2000).map(|i| (key(i), b"first".to_vec())).collect();
+    for k in &keys {
+        model.insert(k.clone(), value(k));
+    }
+    check(&t, &model);
+    t.verify().expect("verify");
+    env.close().expect("close");
 }

@@ -17,7 +17,7 @@
 use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
-use super::node::{Leaf, NodeBody};
+use super::node::{Leaf, NodeBody, Piece};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::mvcc::{Ts, TxnStatus};
@@ -84,15 +84,21 @@ impl Tree {
             match &node.body {
                 NodeBody::Internal(n) => {
                     let c = n.child_index(key);
-                    match &n.buffers[c] {
-                        Some(buffer) => {
-                            // Aborts first: one may follow what it aborts in this buffer.
-                            let msgs = buffer.get(key);
-                            view.note_aborts(msgs.clone());
-                            pending.extend(msgs.filter(|m| view.sees(m)))
-                        }
-                        None if n.filter_rules_out(c, key) => {}
-                        None => return Err(Stall::Load(Load::Partition(id, c))),
+                    let buffer = match &n.buffers[c] {
+                        Some(buffer) => Some(buffer),
+                        None if n.filter_rules_out(c, key) => None,
+                        // A buffer written in segments is read one segment at a time.
+                        None => match n.piece_for(c, key) {
+                            Piece::Loaded(b) => Some(b),
+                            Piece::Unloaded(s) => return Err(Stall::Load(Load::Segment(id, c, s))),
+                            Piece::Whole => return Err(Stall::Load(Load::Partition(id, c))),
+                        },
+                    };
+                    if let Some(buffer) = buffer {
+                        // Aborts first: one may follow what it aborts in this buffer.
+                        let msgs = buffer.get(key);
+                        view.note_aborts(msgs.clone());
+                        pending.extend(msgs.filter(|m| view.sees(m)))
                     }
                     // A put or delete the snapshot sees decides the value: what lies below
                     // is older (read module doc), so the leaf is not read.

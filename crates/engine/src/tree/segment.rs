@@ -1,0 +1,262 @@
+//! Segments: a message buffer written as several separately compressed pieces (node format
+//! 4, `docs/format-node.md`, "Segment table"), so that a point lookup that needs an evicted
+//! buffer reads and decompresses the one piece holding its key instead of the whole buffer.
+//!
+//! A child's buffer of an internal node is cut, when the node is written, into segments of
+//! about the tree's read unit (`basement_size_bytes`) of raw bytes, only between two keys:
+//! one key's messages always lie in one segment. Each segment is a complete buffer encoding
+//! of its own (message count, then messages), compressed and checksummed alone; the
+//! segments are stored one after another, so the child's partition descriptor still covers
+//! the whole buffer (stored length = the sum, raw length = the sum, CRC over all the stored
+//! bytes) and a whole-buffer read (a flush, a scan) is one `pread` as before.
+//!
+//! Before this, a lookup through an evicted buffer read the whole child buffer: at 10x the
+//! cache ~0.1 such reads per get of ~255 KB stored each, which decompressed to more bytes than
+//! the basements the gets read (docs/benchmarks.md, "Buffer segments").
+//!
+//! Invariants (checked when a header is decoded, and by `Node::check`):
+//! S1. a segment table has at least two segments; their stored and raw lengths sum to the
+//!     child's descriptor's, and `lows` (the first key of segments 1..k) strictly increase.
+//! S2. every key of segment `s` lies in `[lows[s-1], lows[s])` (the child's own range for
+//!     the ends); checked when a segment is read alone (`check_piece`), and implied by the
+//!     order check of a whole-buffer read.
+//! S3. a loaded piece (`Internal::pieces`) exists only while its buffer is evicted, and
+//!     describes the node's on-disk image (the node is clean: N3).
+
+use super::msg::MsgBuffer;
+use super::node::{alloc_bytes, PartDesc};
+use crate::bytes::{put_bytes, Reader};
+use crate::codec::{checksum, decompress};
+use std::ops::Range;
+
+/// Where one child's buffer lies in a node block: the whole partition and, when it was
+/// written in segments, their table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferDesc {
+    pub whole: PartDesc,
+    pub segs: Option<Box<SegTable>>,
+}
+
+impl BufferDesc {
+    pub fn mem_bytes(&self) -> usize {
+        24 + self.segs.as_ref().map_or(0, |t| t.mem_bytes())
+    }
+}
+
+/// The segments of one child's buffer (S1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegTable {
+    /// Each segment's extent in the block, raw length and CRC; the codec is the buffer's.
+    pub descs: Vec<PartDesc>,
+    /// The first key of segments `1..`.
+    pub lows: Vec<Vec<u8>>,
+}
+
+impl SegTable {
+    /// The segment that holds `key`'s messages, if any.
+    pub fn index(&self, key: &[u8]) -> usize {
+        self.lows.partition_point(|l| l.as_slice() <= key)
+    }
+
+    /// The key range `[lo, hi)` of segment `s` within the buffer (`None` = the buffer's own
+    /// bound on that side).
+    pub fn range(&self, s: usize) -> (Option<&[u8]>, Option<&[u8]>) {
+        let lo = s.checked_sub(1).map(|j| self.lows[j].as_slice());
+        (lo, self.lows.get(s).map(Vec::as_slice))
+    }
+
+    pub fn mem_bytes(&self) -> usize {
+        alloc_bytes(self.descs.capacity() * std::mem::size_of::<PartDesc>())
+            + self
+                .lows
+                .iter()
+                .map(|l| alloc_bytes(l.len()) + 24)
+                .sum::<usize>()
+    }
+}
+
+/// Bytes the segment table of `segs` takes in a header (`put_table`).
+pub fn table_len(segs: Option<&SegTable>) -> usize {
+    4 + segs.map_or(0, |t| {
+        12 * t.descs.len() + t.lows.iter().map(|l| 4 + l.len()).sum::<usize>()
+    })
+}
+
+/// Appends a child's segment table to a header: u32 segment count, then for two or more
+/// segments each one's stored length, raw length and CRC, then the first keys of segments
+/// `1..`.
+pub fn put_table(out: &mut Vec<u8>, segs: Option<&SegTable>) {
+    let Some(t) = segs else {
+        out.extend_from_slice(&1u32.to_le_bytes());
+        return;
+    };
+    out.extend_from_slice(&(t.descs.len() as u32).to_le_bytes());
+    for d in &t.descs {
+        out.extend_from_slice(&d.stored_len.to_le_bytes());
+        out.extend_from_slice(&d.raw_len.to_le_bytes());
+        out.extend_from_slice(&d.crc.to_le_bytes());
+    }
+    for l in &t.lows {
+        put_bytes(out, l);
+    }
+}
+
+/// Reads a child's segment table for the buffer `whole` (S1).
+pub fn read_table(r: &mut Reader<'_>, whole: &PartDesc) -> Result<Option<Box<SegTable>>, String> {
+    let k = r.u32()? as usize;
+    if k == 1 {
+        return Ok(None);
+    }
+    if k == 0 || k > r.remaining() / 12 {
+        return Err(format!("segment table of {k} segments"));
+    }
+    let mut descs = Vec::with_capacity(k);
+    let (mut offset, mut raw) = (u64::from(whole.offset), 0u64);
+    for _ in 0..k {
+        let stored_len = r.u32()?;
+        let raw_len = r.u32()?;
+        let crc = r.u32()?;
+        descs.push(PartDesc {
+            offset: u32::try_from(offset).map_err(|_| "segment offset overflows")?,
+            stored_len,
+            raw_len,
+            crc,
+            codec: whole.codec,
+        });
+        offset += u64::from(stored_len);
+        raw += u64::from(raw_len);
+    }
+    if offset != u64::from(whole.offset) + u64::from(whole.stored_len)
+        || raw != u64::from(whole.raw_len)
+    {
+        return Err("segment lengths do not sum to the buffer's (S1)".into());
+    }
+    let lows = (1..k).map(|_| r.bytes()).collect::<Result<Vec<_>, _>>()?;
+    if lows.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("segment keys not increasing (S1)".into());
+    }
+    Ok(Some(Box::new(SegTable { descs, lows })))
+}
+
+/// Cuts `buffer` for writing: the message ranges of its segments (one range for a buffer of
+/// at most `target` raw bytes or a single key).
+pub fn cuts(buffer: &MsgBuffer, target: usize) -> Vec<Range<usize>> {
+    let starts = buffer.segment_starts(target);
+    let ends = starts.iter().skip(1).copied().chain([buffer.len()]);
+    starts
+        .iter()
+        .copied()
+        .zip(ends)
+        .map(|(a, b)| a..b)
+        .collect()
+}
+
+/// Decodes a whole buffer from its stored bytes: checks the buffer's CRC once, then
+/// decompresses each segment and joins them (the order check across segments is
+/// `MsgBuffer::decode`'s).
+pub fn decode_whole(d: &BufferDesc, stored: &[u8]) -> Result<MsgBuffer, String> {
+    let Some(t) = &d.segs else {
+        return super::format::decode_partition_raw(&d.whole, stored).and_then(MsgBuffer::decode);
+    };
+    if stored.len() != d.whole.stored_len as usize {
+        return Err(format!(
+            "buffer is {} bytes, descriptor says {}",
+            stored.len(),
+            d.whole.stored_len
+        ));
+    }
+    let crc = checksum(stored);
+    if crc != d.whole.crc {
+        return Err(format!(
+            "buffer checksum mismatch: expected {:#010x}, found {crc:#010x}",
+            d.whole.crc
+        ));
+    }
+    let mut raws = Vec::with_capacity(t.descs.len());
+    for s in &t.descs {
+        let at = (s.offset - d.whole.offset) as usize;
+        let bytes = &stored[at..at + s.stored_len as usize];
+        raws.push(decompress(s.codec, bytes, s.raw_len as usize)?);
+    }
+    MsgBuffer::join(raws)
+}
+
+/// Checks that a segment read alone holds only keys of its range (S2).
+pub fn check_piece(t: &SegTable, s: usize, piece: &MsgBuffer) -> Result<(), String> {
+    let (lo, hi) = t.range(s);
+    let first = piece.first_key();
+    let last = piece.iter().next_back().map(|(k, _)| k);
+    let below = matches!((first, lo), (Some(f), Some(lo)) if f < lo);
+    let above = matches!((last, hi), (Some(l), Some(hi)) if l >= hi);
+    if below || above || piece.is_empty() {
+        return Err(format!("segment {s} holds keys outside its range (S2)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mvcc::Ts;
+    use crate::tree::msg::{Msg, MsgOp, Msn};
+
+    fn buffer(keys: usize, per_key: usize) -> MsgBuffer {
+        let mut b = MsgBuffer::new();
+        let mut msn = 0;
+        for k in 0..keys {
+            for _ in 0..per_key {
+                msn += 1;
+                let m = Msg {
+                    msn: Msn(msn),
+                    ts: Ts(msn),
+                    op: MsgOp::Put(vec![7; 100]),
+                };
+                b.push(format!("key{k:05}").as_bytes(), m.as_msg_ref());
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn cuts_fall_between_keys_and_near_the_target() {
+        let b = buffer(300, 3);
+        let cuts = cuts(&b, 4096);
+        assert!(cuts.len() > 20, "{} segments", cuts.len());
+        assert_eq!(cuts.first().map(|r| r.start), Some(0));
+        assert_eq!(cuts.last().map(|r| r.end), Some(b.len()));
+        let keys: Vec<Vec<u8>> = b
+            .iter()
+            .flat_map(|(k, m)| m.map(move |_| k.to_vec()))
+            .collect();
+        for w in cuts.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+            assert_ne!(
+                keys[w[1].start - 1],
+                keys[w[1].start],
+                "a key split across segments"
+            );
+        }
+        for r in &cuts {
+            let bytes = b.encode_range(r.clone()).len();
+            assert!(bytes <= 4096 + 400, "segment of {bytes} bytes");
+        }
+    }
+
+    #[test]
+    fn a_small_buffer_or_one_key_is_one_segment() {
+        assert_eq!(cuts(&buffer(3, 2), 4096).len(), 1);
+        assert_eq!(cuts(&buffer(1, 200), 4096).len(), 1);
+        assert_eq!(cuts(&MsgBuffer::new(), 4096), vec![0..0]);
+    }
+
+    #[test]
+    fn joined_segments_are_the_buffer() {
+        let b = buffer(200, 2);
+        let raws = cuts(&b, 2048)
+            .into_iter()
+            .map(|r| b.encode_range(r).into_owned())
+            .collect();
+        let joined = MsgBuffer::join(raws).expect("join");
+        assert_eq!(joined.encode(), b.encode());
+    }
+}
