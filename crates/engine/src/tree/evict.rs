@@ -146,6 +146,7 @@ impl Tree {
     /// bringing it under the budget, if not yet to the target, spares them).
     fn evict_some(&self, incoming: usize) -> Result<()> {
         let mut st = self.write_state();
+        let pins = self.pins.lock();
         let ring = st.clock.len();
         let over_budget = || self.cache.used_bytes() + incoming > self.cache.limit_bytes();
         for step in 0..ring * CLOCK_SWEEPS {
@@ -157,7 +158,7 @@ impl Tree {
             let hand = st.clock_hand % st.clock.len();
             let id = st.clock[hand];
             let node = &st.nodes[&id];
-            if st.pins.contains_key(&id) || node.referenced.swap(false, Ordering::Relaxed) {
+            if pins.contains_key(&id) || node.referenced.swap(false, Ordering::Relaxed) {
                 st.clock_hand = hand + 1;
                 continue;
             }

@@ -160,7 +160,7 @@ impl Tree {
         let mut id = st.root;
         loop {
             self.ensure_full(st, id)?;
-            st.hold(id, held);
+            self.pin(id, held);
             let h = match &st.nodes[&id].body {
                 NodeBody::Leaf(_) => break,
                 NodeBody::Internal(n) => n.height,
@@ -193,7 +193,7 @@ impl Tree {
         let mut first = true;
         loop {
             self.ensure_full(st, id)?;
-            st.hold(id, held);
+            self.pin(id, held);
             let c = match st.node(id).map(|n| &n.body) {
                 Some(NodeBody::Internal(n)) if n.buffer_bytes() > self.options.node_size_bytes => {
                     n.heaviest_child()
@@ -769,7 +769,7 @@ fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
         children: right_children,
         buffers: right_buffers,
         parts: Vec::new(),
-        pieces: Vec::new(),
+        segments: Vec::new(),
         filters: Vec::new(),
     };
     (NodeBody::Internal(n), vec![(up, NodeBody::Internal(right))])

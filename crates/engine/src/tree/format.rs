@@ -383,7 +383,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
             children: h.children,
             buffers,
             parts,
-            pieces: Vec::new(),
+            segments: Vec::new(),
             filters: Vec::new(),
         }))
     }
@@ -417,7 +417,7 @@ pub fn skeleton(h: Header) -> NodeBody {
             pivots: h.pivots,
             children: h.children,
             parts: buffer_descs(h.parts, h.segs),
-            pieces: Vec::new(),
+            segments: Vec::new(),
             filters: Vec::new(),
         })
     }

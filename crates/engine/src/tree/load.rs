@@ -9,7 +9,7 @@ use super::basement::Basement;
 use super::format;
 use super::msg::MsgBuffer;
 use super::node::{Leaf, Node, NodeBody, PartDesc};
-use super::segment::{self, BufferDesc};
+use super::segment::{self, BufferDesc, Seg};
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -51,13 +51,10 @@ impl Tree {
             Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => {}
             other => other?,
         }
-        {
-            let mut st = self.write_state();
-            if st.nodes.contains_key(&id) {
-                *st.pins.entry(id).or_insert(0) += 1;
-                pinned.push(id);
-            }
-        }
+        // Pinned even if a racing eviction already took it: the pin then protects nothing
+        // and `unpin` drops it with the operation's others.
+        *self.pins.lock().entry(id).or_insert(0) += 1;
+        pinned.push(id);
         self.evict_if_needed()
     }
 
@@ -225,13 +222,14 @@ impl Tree {
                 if x.parts.get(i).map(|d| d.whole) == Some(desc) && x.buffers[i].is_none() {
                     x.buffers[i] = Some(buffer);
                     // N5: the whole buffer replaces any segments read alone.
-                    if let Some(p) = x.pieces.get_mut(i) {
+                    if let Some(p) = x.segments.get_mut(i) {
                         *p = Vec::new();
                     }
                     // N4: the buffer keeps its filter for its next eviction; a whole node,
                     // which may change, has none.
                     if x.all_loaded() {
                         x.filters = Vec::new();
+                        x.segments = Vec::new();
                     }
                 }
             }
@@ -248,11 +246,8 @@ impl Tree {
             let Some(NodeBody::Internal(n)) = st.node(id).map(|n| &n.body) else {
                 return Ok(());
             };
-            let loaded = n
-                .pieces
-                .get(c)
-                .and_then(|p| p.get(s))
-                .is_some_and(Option::is_some);
+            let seg = n.segments.get(c).and_then(|p| p.get(s));
+            let loaded = seg.is_some_and(Seg::is_loaded);
             match n.parts.get(c) {
                 Some(d) if n.buffers[c].is_none() && !loaded && d.segs.is_some() => {
                     (d.whole, d.segs.clone(), self.image_of(id)?)
@@ -298,14 +293,15 @@ impl Tree {
                 return;
             }
             let k = table.descs.len();
-            if x.pieces.len() <= c {
-                x.pieces.resize_with(c + 1, Vec::new);
+            if x.segments.len() <= c {
+                x.segments.resize_with(c + 1, Vec::new);
             }
-            let p = &mut x.pieces[c];
+            let p = &mut x.segments[c];
             if p.len() != k {
-                *p = vec![None; k];
+                p.clear();
+                p.resize_with(k, Seg::default);
             }
-            p[s] = Some(piece);
+            p[s] = Seg::Loaded(piece);
         });
         Ok(())
     }

@@ -43,7 +43,7 @@ use crate::mvcc::{SnapshotGuard, Snapshots, Ts};
 use crate::{Compression, Error, Result, TreeOptions};
 use msg::Msn;
 use node::{Leaf, Node, NodeBody};
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -94,8 +94,6 @@ pub(crate) struct TreeState {
     /// Internal nodes known to be over their size, each with its height and a key in its
     /// range: the flusher walks to them, lowest first.
     pub overfull: BTreeMap<NodeId, (u32, Vec<u8>)>,
-    /// Nodes that operations in flight loaded and still need: eviction skips them.
-    pub pins: HashMap<NodeId, u32>,
 }
 
 /// An open tree.
@@ -105,6 +103,10 @@ pub struct Tree {
     options: TreeOptions,
     file: BlockFile,
     state: RwLock<TreeState>,
+    /// Nodes that operations in flight loaded and still need: eviction skips them. Apart
+    /// from the state's lock so that pinning and unpinning, twice per point read that
+    /// loads, do not take the tree's write lock (lock order: state, then pins).
+    pins: Mutex<HashMap<NodeId, u32>>,
     cache: Arc<Cache>,
     merge: Arc<MergeFn>,
     stats: Arc<EngineStats>,
@@ -160,7 +162,6 @@ impl Tree {
             clock: Vec::new(),
             clock_hand: 0,
             overfull: BTreeMap::new(),
-            pins: HashMap::new(),
         };
         if root == NodeId(0) {
             let root = file.allocate_node_id();
@@ -177,6 +178,7 @@ impl Tree {
             options,
             file,
             state: RwLock::new(state),
+            pins: Mutex::new(HashMap::new()),
             cache: ctx.cache,
             merge: ctx.merge,
             stats: ctx.stats,
@@ -366,12 +368,12 @@ impl Tree {
         if pinned.is_empty() {
             return;
         }
-        let mut st = self.state.write();
+        let mut pins = self.pins.lock();
         for id in pinned {
-            if let Some(n) = st.pins.get_mut(id) {
+            if let Some(n) = pins.get_mut(id) {
                 *n -= 1;
                 if *n == 0 {
-                    st.pins.remove(id);
+                    pins.remove(id);
                 }
             }
         }
@@ -395,6 +397,15 @@ impl Tree {
             )));
         }
         self.load(what, pinned)
+    }
+
+    /// Pins `id` for an operation that records what it holds in `held` (once per
+    /// operation); `Tree::unpin(held)` releases them when the operation ends.
+    pub(crate) fn pin(&self, id: NodeId, held: &mut Vec<NodeId>) {
+        if !held.contains(&id) {
+            *self.pins.lock().entry(id).or_insert(0) += 1;
+            held.push(id);
+        }
     }
 
     pub(crate) fn read_state(&self) -> RwLockReadGuard<'_, TreeState> {
@@ -439,15 +450,6 @@ impl TreeState {
             self.clock.swap_remove(pos);
         }
         Some(node)
-    }
-
-    /// Pins `id` for an operation that records what it holds in `held` (once per
-    /// operation); `Tree::unpin(held)` releases them when the operation ends.
-    pub fn hold(&mut self, id: NodeId, held: &mut Vec<NodeId>) {
-        if !held.contains(&id) {
-            *self.pins.entry(id).or_insert(0) += 1;
-            held.push(id);
-        }
     }
 
     /// Changes a node in place, keeping the cache charge right.

@@ -14,15 +14,16 @@
 //!     negative answer). Loading buffer `c` back keeps its filter, so evicting it again
 //!     needs no rebuild; a node that becomes fully loaded (the only kind that changes, N3)
 //!     drops them all.
-//! N5. `pieces[c]` (segments of buffer `c` read alone by lookups, `segment.rs`) holds
-//!     something only while buffer `c` is evicted and its descriptor has a segment table
-//!     of as many segments (S3); loading the whole buffer drops them.
+//! N5. `segments[c]` (segments of buffer `c` that lookups read alone, loaded or evicted
+//!     with a key filter: `segment.rs`) holds something only while buffer `c` is evicted
+//!     and its descriptor has a segment table of as many segments (S3); loading the whole
+//!     buffer drops them.
 
 pub use super::basement::{entry_bytes, Basement};
 use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
-use super::segment::BufferDesc;
+use super::segment::{BufferDesc, Seg};
 use crate::block::NodeId;
 use crate::Compression;
 use std::collections::BTreeMap;
@@ -192,8 +193,8 @@ pub struct Internal {
     /// Descriptors of the on-disk image; empty for a node never written.
     pub parts: Vec<BufferDesc>,
     /// Segments of evicted buffers that lookups read alone (N5); shorter than `buffers`
-    /// (or an empty vector per child) where none are loaded.
-    pub pieces: Vec<Vec<Option<MsgBuffer>>>,
+    /// (or an empty vector per child) where none was read.
+    pub segments: Vec<Vec<Seg>>,
     /// Key filters of buffers (N4: only in a clean node not fully loaded; consulted only
     /// while `buffers[c]` is `None`; a shorter vector or `None` = no filter, the buffer must
     /// be read). See `filter.rs`.
@@ -214,7 +215,7 @@ impl Internal {
             children,
             buffers: buffers.into_iter().map(Some).collect(),
             parts: Vec::new(),
-            pieces: Vec::new(),
+            segments: Vec::new(),
             filters: Vec::new(),
         }
     }
@@ -236,16 +237,19 @@ impl Internal {
             .is_some_and(|f| !f.may_contain(key))
     }
 
-    /// How a lookup of `key` reaches evicted buffer `c`: through a loaded segment, by
-    /// reading one segment, or by reading the whole buffer (written as one segment).
-    pub fn piece_for(&self, c: usize, key: &[u8]) -> Piece<'_> {
+    /// How a lookup of `key` reaches evicted buffer `c` (whose own filter, if any, did not
+    /// rule the key out): through a loaded segment, not at all when the evicted segment's
+    /// filter rules the key out, by reading one segment, or by reading the whole buffer
+    /// (written as one segment).
+    pub fn reach(&self, c: usize, key: &[u8]) -> Reach<'_> {
         let Some(t) = self.parts.get(c).and_then(|d| d.segs.as_deref()) else {
-            return Piece::Whole;
+            return Reach::Whole;
         };
         let s = t.index(key);
-        match self.pieces.get(c).and_then(|p| p.get(s)) {
-            Some(Some(b)) => Piece::Loaded(b),
-            _ => Piece::Unloaded(s),
+        match self.segments.get(c).and_then(|p| p.get(s)) {
+            Some(Seg::Loaded(b)) => Reach::Loaded(b),
+            Some(Seg::Evicted(f)) if !f.may_contain(key) => Reach::RuledOut,
+            _ => Reach::Read(s),
         }
     }
 
@@ -282,11 +286,13 @@ impl Internal {
     }
 }
 
-/// How a lookup reaches an evicted buffer (`Internal::piece_for`).
-pub enum Piece<'a> {
+/// How a lookup reaches an evicted buffer (`Internal::reach`).
+pub enum Reach<'a> {
     Loaded(&'a MsgBuffer),
+    /// The key's segment holds no message for it.
+    RuledOut,
     /// Segment `s` must be read.
-    Unloaded(usize),
+    Read(usize),
     /// The buffer has no segments: read it whole.
     Whole,
 }
@@ -318,7 +324,7 @@ impl NodeBody {
             NodeBody::Internal(n) => {
                 n.parts.len() == n.buffers.len()
                     && (n.buffers.iter().flatten().any(|b| !b.is_empty())
-                        || n.pieces.iter().flatten().any(Option::is_some))
+                        || n.segments.iter().flatten().any(Seg::is_loaded))
             }
         }
     }
@@ -332,7 +338,7 @@ impl NodeBody {
                 .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
                 .for_each(|b| *b = None),
             NodeBody::Internal(n) => {
-                n.pieces = Vec::new();
+                n.segments.iter_mut().flatten().for_each(Seg::evict);
                 n.filters.resize(n.buffers.len(), None);
                 for (b, f) in n.buffers.iter_mut().zip(n.filters.iter_mut()) {
                     if let Some(buf) = b.take_if(|b| !b.is_empty()) {
@@ -419,11 +425,10 @@ impl Node {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + n.children.len() * 8
                         + n.parts.iter().map(BufferDesc::mem_bytes).sum::<usize>()
-                        + n.pieces
+                        + n.segments
                             .iter()
                             .flatten()
-                            .flatten()
-                            .map(MsgBuffer::mem_bytes)
+                            .map(Seg::mem_bytes)
                             .sum::<usize>()
                         + n.buffers
                             .iter()
@@ -514,11 +519,11 @@ pub const fn alloc_bytes(n: usize) -> usize {
 
 /// Checks N5: loaded segments only of evicted buffers with a table of as many segments.
 fn check_pieces(n: &Internal) -> Result<(), String> {
-    if n.pieces.len() > n.buffers.len() {
-        return Err("segments without a buffer (N5)".into());
+    if n.segments.len() > n.buffers.len() || (n.all_loaded() && !n.segments.is_empty()) {
+        return Err("segments without an evicted buffer (N5)".into());
     }
-    for (c, p) in n.pieces.iter().enumerate() {
-        if p.iter().all(Option::is_none) {
+    for (c, p) in n.segments.iter().enumerate() {
+        if p.iter().all(|s| matches!(s, Seg::Unread)) {
             continue;
         }
         let k = n

@@ -542,7 +542,7 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
             unreachable!()
         };
         assert!(n.buffers[0].is_none(), "the buffer was read whole");
-        let loaded = n.pieces[0].iter().flatten().count();
+        let loaded = n.segments[0].iter().filter(|s| s.is_loaded()).count();
         assert_eq!(loaded, segments);
         st.nodes[&root].check().expect("N5");
     }
@@ -552,7 +552,22 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
     let NodeBody::Internal(n) = &st.nodes[&root].body else {
         unreachable!()
     };
-    assert!(n.pieces.iter().flatten().all(Option::is_none));
+    assert!(n.segments.iter().flatten().all(|s| !s.is_loaded()));
+    // Their filters remain: keys of the first child that are not buffered read nothing.
+    let ts = tree.snapshots.visible();
+    let mut ruled_out = 0;
+    for k in (0..2000).map(key).filter(|k| n.child_index(k) == 0 && !keys.contains(k)) {
+        if !matches!(tree.lookup(&st, &k, ts), Err(Stall::Load(Load::Segment(..)))) {
+            ruled_out += 1;
+        }
+    }
+    assert!(ruled_out > 100, "only {ruled_out} keys passed the segments' filters");
+    for k in &keys {
+        assert!(
+            matches!(tree.lookup(&st, k, ts), Err(Stall::Load(Load::Segment(..)))),
+            "a buffered key was ruled out"
+        );
+    }
     drop(st);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> =
         (0..2000).map(|i| (key(i), b"first".to_vec())).collect();

@@ -17,7 +17,7 @@
 use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
-use super::node::{Leaf, NodeBody, Piece};
+use super::node::{Leaf, NodeBody, Reach};
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::mvcc::{Ts, TxnStatus};
@@ -88,10 +88,11 @@ impl Tree {
                         Some(buffer) => Some(buffer),
                         None if n.filter_rules_out(c, key) => None,
                         // A buffer written in segments is read one segment at a time.
-                        None => match n.piece_for(c, key) {
-                            Piece::Loaded(b) => Some(b),
-                            Piece::Unloaded(s) => return Err(Stall::Load(Load::Segment(id, c, s))),
-                            Piece::Whole => return Err(Stall::Load(Load::Partition(id, c))),
+                        None => match n.reach(c, key) {
+                            Reach::Loaded(b) => Some(b),
+                            Reach::RuledOut => None,
+                            Reach::Read(s) => return Err(Stall::Load(Load::Segment(id, c, s))),
+                            Reach::Whole => return Err(Stall::Load(Load::Partition(id, c))),
                         },
                     };
                     if let Some(buffer) = buffer {

@@ -20,9 +20,14 @@
 //! S2. every key of segment `s` lies in `[lows[s-1], lows[s])` (the child's own range for
 //!     the ends); checked when a segment is read alone (`check_piece`), and implied by the
 //!     order check of a whole-buffer read.
-//! S3. a loaded piece (`Internal::pieces`) exists only while its buffer is evicted, and
-//!     describes the node's on-disk image (the node is clean: N3).
+//! S3. a segment read alone (`Internal::segments`) is kept only while its buffer is
+//!     evicted, and describes the node's on-disk image (the node is clean: N3). When
+//!     eviction drops it, a key filter built from its keys stays in its place, so later
+//!     lookups of keys it does not hold read nothing (as a whole buffer's filter does: N4).
+//!     Without these filters a buffer only ever read in segments would have none, and every
+//!     lookup through it would read a segment.
 
+use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::node::{alloc_bytes, PartDesc};
 use crate::bytes::{put_bytes, Reader};
@@ -40,6 +45,37 @@ pub struct BufferDesc {
 impl BufferDesc {
     pub fn mem_bytes(&self) -> usize {
         24 + self.segs.as_ref().map_or(0, |t| t.mem_bytes())
+    }
+}
+
+/// One segment of an evicted buffer, as lookups left it (S3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Seg {
+    #[default]
+    Unread,
+    Loaded(MsgBuffer),
+    /// Dropped by eviction: the filter of its keys remains.
+    Evicted(KeyFilter),
+}
+
+impl Seg {
+    pub fn is_loaded(&self) -> bool {
+        matches!(self, Seg::Loaded(_))
+    }
+
+    /// Drops a loaded segment, keeping a filter of its keys.
+    pub fn evict(&mut self) {
+        if let Seg::Loaded(b) = self {
+            *self = Seg::Evicted(KeyFilter::build(b.key_count(), b.iter().map(|(k, _)| k)));
+        }
+    }
+
+    pub fn mem_bytes(&self) -> usize {
+        match self {
+            Seg::Unread => 0,
+            Seg::Loaded(b) => b.mem_bytes(),
+            Seg::Evicted(f) => f.bytes(),
+        }
     }
 }
 
