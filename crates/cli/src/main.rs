@@ -1,12 +1,16 @@
 //! The `shale` binary. `shale serve` opens the data directory on the built-in engine and
 //! serves the MongoDB wire protocol, with mongod's flag names, configuration-file keys and
 //! defaults (`settings`) and structured logs (`logging`). SIGINT or SIGTERM stops accepting
-//! connections and closes the database cleanly before exiting.
+//! connections and closes the database cleanly before exiting. `shale verify` and
+//! `shale repair` (also `shale serve --repair`) check and salvage a stopped data directory
+//! (`offline`); a failure to start is one log line and exit status 1 (`startup`).
 
 mod log_format;
 mod logging;
+mod offline;
 mod set_parameter;
 mod settings;
+mod startup;
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand};
@@ -18,6 +22,7 @@ use shale_server::ram_log::STARTUP_WARNING_TARGET;
 use shale_server::ServerConfig;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::TcpListener;
@@ -45,6 +50,20 @@ struct Cli {
 enum Command {
     /// Run the server.
     Serve(ServeArgs),
+    /// Check a stopped data directory offline (every tree, the catalog, the log) and print
+    /// a report; exit status 0 clean, 2 damaged, 1 could not check.
+    Verify(OfflineArgs),
+    /// Salvage what is intact in a stopped data directory and report what was dropped
+    /// (the same as `shale serve --repair`).
+    Repair(OfflineArgs),
+}
+
+/// The data directory of an offline command.
+#[derive(Args)]
+struct OfflineArgs {
+    /// Data directory of a stopped server [default ./data].
+    #[arg(long = "dbpath", default_value = "data")]
+    dbpath: PathBuf,
 }
 
 /// mongod's flags; each overrides the configuration file's key named in its help.
@@ -126,6 +145,11 @@ struct ServeArgs {
     /// authenticated user (SCRAM-SHA-256 or SCRAM-SHA-1) [security.authorization].
     #[arg(long)]
     auth: bool,
+    /// Salvage what is intact in the data directory (log records up to the first damaged
+    /// one, every readable block of a damaged tree, indexes rebuilt from the documents),
+    /// report what was dropped, and exit (mongod's --repair).
+    #[arg(long)]
+    repair: bool,
 }
 
 impl ServeArgs {
@@ -148,14 +172,27 @@ impl ServeArgs {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let outcome = match cli.command {
         Command::Serve(args) => serve(args),
-    }
+        Command::Verify(args) => offline::verify(&args.dbpath),
+        Command::Repair(args) => repair_command(&args.dbpath),
+    };
+    outcome.unwrap_or_else(|e| {
+        startup::report(&e);
+        ExitCode::FAILURE
+    })
 }
 
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// `shale repair`: the summary on stdout.
+fn repair_command(dbpath: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let summary = offline::repair(dbpath, DbOptions::default())?;
+    println!("{summary}");
+    Ok(offline::repair_status(&summary))
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let parameters = set_parameter::parse(&args.set_parameter)?;
     let mut settings = settings::resolve(&args.flags())?;
@@ -173,8 +210,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(gb) = settings.cache_size_gb {
         options.engine.cache_bytes = (gb * (1u64 << 30) as f64) as usize;
     }
+    startup::check_dbpath(&settings.dbpath)?;
+    if args.repair {
+        let summary = offline::repair(&settings.dbpath, options)?;
+        for line in summary.to_string().lines() {
+            tracing::info!(target: "shale::repair", "{line}");
+        }
+        return Ok(offline::repair_status(&summary));
+    }
     let db = Database::open(&settings.dbpath, options)
-        .with_context(|| format!("opening data directory {}", settings.dbpath.display()))?;
+        .map_err(|e| startup::open_failure(&settings.dbpath, &e))?;
     let db = Arc::new(db);
     let config = ServerConfig {
         argv: std::env::args().collect(),
@@ -238,7 +283,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         uptime_secs = started.elapsed().as_secs_f64(),
         "shutdown complete"
     );
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Access control and the SCRAM iteration counts given at startup.

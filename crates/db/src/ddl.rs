@@ -250,7 +250,7 @@ impl Database {
     }
 
     /// Fills a new index from the collection's documents.
-    fn build_index(&self, coll: &Collection, index: &Index) -> DbResult<()> {
+    pub(crate) fn build_index(&self, coll: &Collection, index: &Index) -> DbResult<()> {
         let view = self.engine().read_view();
         let mut cursor = view.cursor(&coll.docs);
         cursor.seek_to_first().map_err(engine_error)?;

@@ -24,6 +24,7 @@ mod index_spec;
 mod namespace;
 mod plan;
 mod query_ops;
+pub mod repair;
 mod retryable;
 mod sort;
 mod stats;
@@ -184,6 +185,8 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
 pub fn engine_error(e: shale_engine::Error) -> MongoError {
     let code = if e.is_corruption() {
         ErrorCode::DataCorruptionDetected
+    } else if matches!(e, shale_engine::Error::Locked(_)) {
+        ErrorCode::DBPathInUse
     } else if matches!(e, shale_engine::Error::WriteConflict { .. }) {
         ErrorCode::WriteConflict
     } else if matches!(e, shale_engine::Error::TransactionTooLarge { .. }) {

@@ -74,6 +74,8 @@ error_codes! {
     Location51003 = 51003,
     BSONObjectTooLarge = 10334,
     DataCorruptionDetected = 301,
+    /// Another process holds the data directory's lock (mongod's `DBPathInUse`).
+    DBPathInUse = 98,
     // Network, shutdown and replication-state codes: drivers retry writes that fail with
     // them (the retryable writes spec), and `failCommand` injects them.
     MaxTimeMSExpired = 50,

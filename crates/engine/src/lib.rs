@@ -25,6 +25,7 @@ mod tree;
 mod txn;
 mod txn_cursor;
 pub mod wal;
+pub mod salvage;
 
 pub use counters::EngineCounters;
 pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};

@@ -69,6 +69,7 @@ mod btt;
 #[cfg(test)]
 mod fault_tests;
 mod header;
+pub(crate) mod salvage;
 #[cfg(test)]
 mod tests;
 mod verify;

@@ -26,6 +26,7 @@ pub(crate) mod msg;
 pub(crate) mod node;
 mod packed;
 mod read;
+pub(crate) mod salvage;
 pub(crate) mod segment;
 mod verify;
 

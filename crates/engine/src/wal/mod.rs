@@ -44,6 +44,7 @@
 mod frame;
 mod reader;
 mod record;
+pub(crate) mod salvage;
 mod writer;
 
 pub use frame::{

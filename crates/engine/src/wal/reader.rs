@@ -55,16 +55,16 @@ pub(crate) fn read_file_header(file: &DataFile, named: Lsn) -> Result<()> {
 }
 
 /// A forward reader over one file that fetches it in large page-aligned chunks.
-struct Scan {
-    file: DataFile,
-    len: u64,
-    buf: Vec<u8>,
-    buf_off: u64,
+pub(super) struct Scan {
+    pub(super) file: DataFile,
+    pub(super) len: u64,
+    pub(super) buf: Vec<u8>,
+    pub(super) buf_off: u64,
 }
 
 impl Scan {
     /// The bytes `[off, off + n)`, clipped to the end of the file.
-    fn get(&mut self, off: u64, n: usize) -> Result<&[u8]> {
+    pub(super) fn get(&mut self, off: u64, n: usize) -> Result<&[u8]> {
         let end = off.saturating_add(n as u64).min(self.len);
         let off = off.min(end);
         let buf_end = self.buf_off + self.buf.len() as u64;
@@ -187,7 +187,7 @@ pub fn replay(
 
 /// The LSN of the first valid frame that starts after file offset `bad` at the position its
 /// own LSN names (W2, W7), if any: proof that the bad frame at `bad` is not the crash tail.
-fn valid_frame_after(scan: &mut Scan, first: Lsn, bad: u64) -> Result<Option<Lsn>> {
+pub(super) fn valid_frame_after(scan: &mut Scan, first: Lsn, bad: u64) -> Result<Option<Lsn>> {
     let mut p = bad + 1;
     while p + FRAME_HEADER_BYTES as u64 <= scan.len {
         let lsn = Lsn(first.0 + (p - FILE_HEADER_BYTES));

@@ -1,0 +1,199 @@
+//! Reading a block file that `BlockFile::open` refuses, for `verify` and `repair`
+//! (docs/operations.md). It owns no state and never writes: it finds the newest checkpoint
+//! whose translation table still checks out, leniently when both headers are damaged, and
+//! reads single blocks against their recorded checksums. It must never be used to open a
+//! file for writing: a file that only this reader accepts is salvaged into a fresh file.
+//!
+//! How far it goes, in order:
+//! 1. a header slot that decodes as written (B9);
+//! 2. else a header slot decoded with its magic, version and checksum rewritten (a damaged
+//!    byte elsewhere in the slot usually leaves its fields right), accepted only if the
+//!    translation table it names matches the table checksum it records — a header whose
+//!    fields were hit fails that test;
+//! 3. else no table: the caller scans the file's pages for node blocks.
+//!
+//! A table entry whose extent lies past the end of the file (a truncated file) is reported
+//! as missing, not read.
+
+use super::allocator::DATA_START;
+use super::header::{slot_offset, Header, MAGIC, MAX_META, SLOT_SIZE, VERSION};
+use super::{btt, CheckpointState, Extent, NodeId};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Bytes of a header before its metadata blob (see `header.rs`).
+const HEADER_FIXED: usize = 68;
+/// Offset of the metadata length in a header.
+const META_LEN_AT: usize = 64;
+
+/// What a possibly damaged block file still says about its last durable checkpoint.
+#[derive(Debug, Clone)]
+pub struct DurableImage {
+    /// The checkpoint found (root, redo LSN, tree metadata), if any header could be used.
+    pub checkpoint: Option<CheckpointState>,
+    /// The blocks of that checkpoint that lie inside the file, by node id.
+    pub blocks: Vec<(NodeId, Extent)>,
+    /// Blocks of that checkpoint whose extents lie past the end of the file.
+    pub missing: Vec<(NodeId, Extent)>,
+    /// What was wrong with the headers and the table (empty for a sound file).
+    pub problems: Vec<String>,
+    /// The file's length in bytes.
+    pub file_len: u64,
+}
+
+/// Reads the headers and translation table of the block file at `path` as far as they go.
+/// Only I/O errors are errors; damage is described in the result.
+pub fn read_durable(path: &Path) -> std::io::Result<DurableImage> {
+    let file = File::open(path)?;
+    let file_len = file.metadata()?.len();
+    let slots = [read_slot(&file, 0)?, read_slot(&file, 1)?];
+    let mut problems = Vec::new();
+    let strict: Vec<(u8, Header)> = (0..2u8)
+        .filter_map(|s| match Header::decode(&slots[s as usize], s) {
+            Ok(h) => Some((s, h)),
+            Err(reason) => {
+                problems.push(format!("header slot {s}: {reason}"));
+                None
+            }
+        })
+        .collect();
+    let mut candidates = strict;
+    let lenient = candidates.is_empty();
+    if lenient {
+        candidates = (0..2u8)
+            .filter_map(|s| lenient_header(&slots[s as usize], s).map(|h| (s, h)))
+            .collect();
+    }
+    // Newest checkpoint first; the first whose table checks out wins.
+    candidates.sort_by_key(|(_, h)| std::cmp::Reverse(h.seq));
+    for (slot, h) in candidates {
+        match read_table(&file, file_len, &h) {
+            Ok(table) => {
+                if lenient {
+                    problems.push(format!(
+                        "used header slot {slot} with its checksum ignored (checkpoint {}, its table checks out)",
+                        h.seq
+                    ));
+                }
+                let (blocks, missing) = table
+                    .into_iter()
+                    .partition(|(_, e)| e.offset + u64::from(e.len) <= file_len);
+                let checkpoint = CheckpointState {
+                    seq: h.seq,
+                    root: NodeId(h.root),
+                    lsn: h.lsn,
+                    meta: h.meta,
+                };
+                return Ok(DurableImage {
+                    checkpoint: Some(checkpoint),
+                    blocks,
+                    missing,
+                    problems,
+                    file_len,
+                });
+            }
+            Err(reason) => problems.push(format!(
+                "translation table of header slot {slot} (checkpoint {}): {reason}",
+                h.seq
+            )),
+        }
+    }
+    if problems.is_empty() {
+        problems.push("no header names a usable checkpoint".into());
+    }
+    Ok(DurableImage {
+        checkpoint: None,
+        blocks: Vec::new(),
+        missing: Vec::new(),
+        problems,
+        file_len,
+    })
+}
+
+/// The metadata blob of the first header slot that decodes leniently (the tree's options
+/// survive in either slot), for a file whose table is lost.
+pub fn lenient_meta(path: &Path) -> std::io::Result<Option<(u64, Vec<u8>)>> {
+    let file = File::open(path)?;
+    for s in 0..2u8 {
+        if let Some(h) = lenient_header(&read_slot(&file, s)?, s) {
+            return Ok(Some((h.lsn, h.meta)));
+        }
+    }
+    Ok(None)
+}
+
+/// Reads block `id` at `e` and checks it against the checksum the table recorded.
+pub fn read_block(path: &Path, id: NodeId, e: &Extent) -> Result<Vec<u8>, String> {
+    let file = File::open(path).map_err(|err| format!("open: {err}"))?;
+    let mut buf = vec![0u8; e.len as usize];
+    file.read_exact_at(&mut buf, e.offset)
+        .map_err(|err| format!("block {} at offset {}: {err}", id.0, e.offset))?;
+    let found = crc32c::crc32c(&buf);
+    if found != e.crc {
+        return Err(format!(
+            "checksum mismatch: expected {:#010x} found {found:#010x}",
+            e.crc
+        ));
+    }
+    Ok(buf)
+}
+
+/// First byte of the data area: where a page scan for node blocks starts.
+pub fn data_start() -> u64 {
+    DATA_START
+}
+
+/// One header slot's bytes (zeros past the end of a short file).
+fn read_slot(file: &File, slot: u8) -> std::io::Result<Vec<u8>> {
+    let mut page = vec![0u8; SLOT_SIZE];
+    let mut got = 0;
+    let at = slot_offset(slot);
+    while got < page.len() {
+        match file.read_at(&mut page[got..], at + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(page)
+}
+
+/// Decodes a slot with its magic, version and checksum rewritten, so that a damaged byte
+/// in one of those (or anywhere the checksum covers) does not hide the fields.
+fn lenient_header(bytes: &[u8], slot: u8) -> Option<Header> {
+    let mut b = bytes.to_vec();
+    let meta_len = u32::from_le_bytes(b.get(META_LEN_AT..META_LEN_AT + 4)?.try_into().ok()?);
+    let meta_len = usize::try_from(meta_len).ok().filter(|&n| n <= MAX_META)?;
+    let covered = HEADER_FIXED + meta_len;
+    if covered + 4 > b.len() {
+        return None;
+    }
+    b[..8].copy_from_slice(MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..covered]);
+    b[covered..covered + 4].copy_from_slice(&crc.to_le_bytes());
+    Header::decode(&b, slot).ok()
+}
+
+/// The translation table header `h` names, checked against its recorded checksum.
+fn read_table(file: &File, file_len: u64, h: &Header) -> Result<Vec<(NodeId, Extent)>, String> {
+    let end = h.btt_offset.checked_add(h.btt_len).ok_or("extent overflows")?;
+    if h.btt_offset < DATA_START || h.btt_len < 8 || end > file_len {
+        return Err(format!(
+            "extent of {} bytes at {} does not fit the file of {file_len} bytes",
+            h.btt_len, h.btt_offset
+        ));
+    }
+    let len = usize::try_from(h.btt_len).map_err(|_| "table too large")?;
+    let mut raw = vec![0u8; len];
+    file.read_exact_at(&mut raw, h.btt_offset)
+        .map_err(|e| format!("read: {e}"))?;
+    let found = crc32c::crc32c(&raw);
+    if found != h.btt_crc {
+        return Err(format!(
+            "checksum mismatch: expected {:#010x} found {found:#010x}",
+            h.btt_crc
+        ));
+    }
+    Ok(btt::decode(&raw)?.into_iter().collect())
+}

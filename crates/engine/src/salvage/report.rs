@@ -1,0 +1,238 @@
+//! What `verify` found and what `repair` did, as values and as the report an operator reads:
+//! one line per file (OK, or each problem with its block, offset and reason), then a
+//! verdict that says what to do next.
+
+use super::rebuild::Rebuilt;
+use crate::tree::salvage::{Extracted, LostBlock, Source};
+use crate::wal::salvage::LogCheck;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The catalog file's state.
+#[derive(Debug, Clone)]
+pub struct CatalogCheck {
+    pub file: PathBuf,
+    pub trees: usize,
+    pub problem: Option<String>,
+}
+
+/// One tree file's state.
+#[derive(Debug, Clone, Default)]
+pub struct TreeCheck {
+    /// The catalog's name for it (empty when the catalog is unreadable).
+    pub name: String,
+    pub id: u64,
+    pub file: PathBuf,
+    /// How its contents were read (`None`: the file is missing).
+    pub source: Option<Source>,
+    pub leaves: u64,
+    pub internals: u64,
+    /// Distinct keys found (deleted ones included).
+    pub keys: u64,
+    /// Blocks that did not read.
+    pub lost: Vec<LostBlock>,
+    /// Header, table and structure problems.
+    pub problems: Vec<String>,
+}
+
+impl TreeCheck {
+    pub fn is_clean(&self) -> bool {
+        self.source == Some(Source::Table) && self.lost.is_empty() && self.problems.is_empty()
+    }
+}
+
+/// Everything `verify` found.
+#[derive(Debug, Clone)]
+pub struct VerifyReport {
+    pub dir: PathBuf,
+    pub catalog: CatalogCheck,
+    pub trees: Vec<TreeCheck>,
+    pub log: LogCheck,
+    /// Tree files the catalog does not name (a create interrupted by a crash; the next
+    /// open removes them, R7).
+    pub unnamed_files: Vec<PathBuf>,
+}
+
+impl VerifyReport {
+    /// True when nothing is damaged.
+    pub fn is_clean(&self) -> bool {
+        self.catalog.problem.is_none()
+            && self.trees.iter().all(TreeCheck::is_clean)
+            && self.log.damage.is_none()
+    }
+}
+
+/// What `repair` found and did.
+#[derive(Debug, Clone)]
+pub struct RepairReport {
+    /// The state before the repair.
+    pub before: VerifyReport,
+    /// One line per change made: what was kept and exactly what was dropped.
+    pub actions: Vec<String>,
+}
+
+impl fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.catalog.problem {
+            None => writeln!(
+                f,
+                "catalog  {}: OK ({} trees)",
+                self.catalog.file.display(),
+                self.catalog.trees
+            )?,
+            Some(p) => writeln!(f, "catalog  {}: DAMAGED: {p}", self.catalog.file.display())?,
+        }
+        for t in &self.trees {
+            write_tree(f, t)?;
+        }
+        for p in &self.unnamed_files {
+            writeln!(
+                f,
+                "tree     {}: not named by the catalog (removed at the next start)",
+                p.display()
+            )?;
+        }
+        let log = self.dir.join("wal");
+        match &self.log.damage {
+            None => writeln!(
+                f,
+                "log      {}: OK ({} files, {} records, ends at LSN {})",
+                log.display(),
+                self.log.files,
+                self.log.records,
+                self.log.end
+            )?,
+            Some(d) => writeln!(
+                f,
+                "log      {}: DAMAGED at offset {} (LSN {}): {}; {} records before it read, \
+                 {} readable records after it, {} later files",
+                d.file.display(),
+                d.offset,
+                d.lsn,
+                d.reason,
+                self.log.records,
+                d.readable_after,
+                d.later_files.len()
+            )?,
+        }
+        if self.is_clean() {
+            write!(f, "verdict: clean")
+        } else {
+            write!(
+                f,
+                "verdict: DAMAGED; `shale serve --repair --dbpath {}` salvages what is intact \
+                 (damaged files are kept as *.damaged)",
+                self.dir.display()
+            )
+        }
+    }
+}
+
+fn write_tree(f: &mut fmt::Formatter<'_>, t: &TreeCheck) -> fmt::Result {
+    let name = if t.name.is_empty() {
+        "(name unknown)"
+    } else {
+        &t.name
+    };
+    let shape = format!(
+        "{} leaves, {} internal nodes, {} keys",
+        t.leaves, t.internals, t.keys
+    );
+    if t.is_clean() {
+        return writeln!(f, "tree     {name} {}: OK ({shape})", t.file.display());
+    }
+    let how = match t.source {
+        Some(Source::Table) => "read through its translation table",
+        Some(Source::Scan) => "no usable checkpoint: read by scanning its pages",
+        None => "missing",
+    };
+    writeln!(
+        f,
+        "tree     {name} {}: DAMAGED ({how}; {shape} readable)",
+        t.file.display()
+    )?;
+    for p in &t.problems {
+        writeln!(f, "           {p}")?;
+    }
+    for l in &t.lost {
+        writeln!(f, "           {}", lost_line(l))?;
+    }
+    Ok(())
+}
+
+/// One lost block: where, why, and which keys it held.
+pub(crate) fn lost_line(l: &LostBlock) -> String {
+    let node = l.node.map_or("a block".to_owned(), |n| format!("block {n}"));
+    let range = if l.range_known {
+        format!(
+            "keys {} .. {}",
+            show_key(l.low.as_deref(), "start"),
+            show_key(l.high.as_deref(), "end")
+        )
+    } else {
+        "key range unknown (its parent is lost too)".to_owned()
+    };
+    format!(
+        "{node} (offset {}, {} bytes): {}; {range}",
+        l.offset, l.len, l.reason
+    )
+}
+
+fn show_key(key: Option<&[u8]>, open: &str) -> String {
+    match key {
+        None => format!("<{open}>"),
+        Some(k) => {
+            let hex: String = k.iter().take(32).map(|b| format!("{b:02x}")).collect();
+            if k.len() > 32 {
+                format!("0x{hex}…")
+            } else {
+                format!("0x{hex}")
+            }
+        }
+    }
+}
+
+/// The report line of one rebuilt tree.
+pub(crate) fn rebuilt_line(name: &str, path: &Path, found: &Extracted, done: &Rebuilt) -> String {
+    let how = match found.source {
+        Source::Table => "its checkpoint's readable blocks",
+        Source::Scan => "a scan of its pages (no usable checkpoint; a key deleted long ago may reappear)",
+    };
+    let mut line = format!(
+        "tree {name:?} {}: rebuilt from {how}: {} keys kept ({} leaves, {} internal nodes read), \
+         {} keys end deleted, {} blocks dropped; the damaged file kept as {}",
+        path.display(),
+        done.keys,
+        done.deleted,
+        found.leaves,
+        found.internals,
+        found.lost.len(),
+        done.damaged_copy.display()
+    );
+    for l in &found.lost {
+        line.push_str("\n    dropped ");
+        line.push_str(&lost_line(l));
+    }
+    if done.skipped > 0 {
+        line.push_str(&format!(
+            "\n    {} changes of an unknown kind skipped",
+            done.skipped
+        ));
+    }
+    line
+}
+
+impl fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.actions.is_empty() {
+            return write!(f, "nothing to repair: the engine's files are intact");
+        }
+        for (i, a) in self.actions.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{a}")?;
+        }
+        Ok(())
+    }
+}
