@@ -174,13 +174,13 @@ impl ServeArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::Serve(args) => serve(args),
-        Command::Verify(args) => offline::verify(&args.dbpath),
-        Command::Repair(args) => repair_command(&args.dbpath),
+    let (doing, outcome) = match cli.command {
+        Command::Serve(args) => ("cannot start", serve(args)),
+        Command::Verify(args) => ("verify failed", offline::verify(&args.dbpath)),
+        Command::Repair(args) => ("repair failed", repair_command(&args.dbpath)),
     };
     outcome.unwrap_or_else(|e| {
-        startup::report(&e);
+        startup::report(doing, &e);
         ExitCode::FAILURE
     })
 }

@@ -61,7 +61,7 @@ fn refused(dbpath: &Path, what: &str, e: &shale_doc::MongoError) -> StartupError
         "check the file and device named above, then try again".to_owned()
     };
     StartupError {
-        what: format!("cannot {what} {}: {}", dbpath.display(), e.message),
+        what: format!("{}: {}", dbpath.display(), e.message),
         next_step,
     }
 }

@@ -112,17 +112,17 @@ pub fn open_failure(dbpath: &Path, e: &MongoError) -> StartupError {
     )
 }
 
-/// Writes the one line for a failure that ends the process: to the log once it is set up,
-/// else to stderr.
-pub fn report(e: &anyhow::Error) {
+/// Writes the one line for a failure that ends the process (`doing` says what failed:
+/// "cannot start", "verify failed"): to the log once it is set up, else to stderr.
+pub fn report(doing: &str, e: &anyhow::Error) {
     let line = match e.downcast_ref::<StartupError>() {
         Some(s) => s.to_string(),
         None => format!("{e:#}"),
     };
     if tracing::dispatcher::has_been_set() {
-        tracing::error!("cannot start: {line}");
+        tracing::error!("{doing}: {line}");
     } else {
-        eprintln!("shale: cannot start: {line}");
+        eprintln!("shale: {doing}: {line}");
     }
 }
 

@@ -21,11 +21,11 @@ pub mod mvcc;
 mod options;
 mod read_view;
 mod recovery;
+pub mod salvage;
 mod tree;
 mod txn;
 mod txn_cursor;
 pub mod wal;
-pub mod salvage;
 
 pub use counters::EngineCounters;
 pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};

@@ -34,7 +34,8 @@ pub struct DurableImage {
     pub checkpoint: Option<CheckpointState>,
     /// The blocks of that checkpoint that lie inside the file, by node id.
     pub blocks: Vec<(NodeId, Extent)>,
-    /// Blocks of that checkpoint whose extents lie past the end of the file.
+    /// Blocks of that checkpoint whose extents start past the end of the file (one cut
+    /// short is in `blocks`: its partitions before the end may still read).
     pub missing: Vec<(NodeId, Extent)>,
     /// What was wrong with the headers and the table (empty for a sound file).
     pub problems: Vec<String>,
@@ -76,9 +77,7 @@ pub fn read_durable(path: &Path) -> std::io::Result<DurableImage> {
                         h.seq
                     ));
                 }
-                let (blocks, missing) = table
-                    .into_iter()
-                    .partition(|(_, e)| e.offset + u64::from(e.len) <= file_len);
+                let (blocks, missing) = table.into_iter().partition(|(_, e)| e.offset < file_len);
                 let checkpoint = CheckpointState {
                     seq: h.seq,
                     root: NodeId(h.root),
@@ -123,20 +122,38 @@ pub fn lenient_meta(path: &Path) -> std::io::Result<Option<(u64, Vec<u8>)>> {
     Ok(None)
 }
 
-/// Reads block `id` at `e` and checks it against the checksum the table recorded.
-pub fn read_block(path: &Path, id: NodeId, e: &Extent) -> Result<Vec<u8>, String> {
+/// Reads block `id` at `e`, with why its bytes fail the checksum the table recorded, if
+/// they do (the node format checks each partition on its own, so a block with one damaged
+/// partition still yields the others).
+pub fn read_block(
+    path: &Path,
+    id: NodeId,
+    e: &Extent,
+) -> Result<(Vec<u8>, Option<String>), String> {
     let file = File::open(path).map_err(|err| format!("open: {err}"))?;
-    let mut buf = vec![0u8; e.len as usize];
+    let file_len = file.metadata().map_err(|err| format!("stat: {err}"))?.len();
+    let len = u64::from(e.len).min(file_len.saturating_sub(e.offset));
+    let mut buf = vec![0u8; len as usize];
     file.read_exact_at(&mut buf, e.offset)
         .map_err(|err| format!("block {} at offset {}: {err}", id.0, e.offset))?;
     let found = crc32c::crc32c(&buf);
-    if found != e.crc {
-        return Err(format!(
-            "checksum mismatch: expected {:#010x} found {found:#010x}",
-            e.crc
-        ));
-    }
-    Ok(buf)
+    let problem = if len < u64::from(e.len) {
+        Some(format!(
+            "cut short by the end of the file: {len} of {} bytes",
+            e.len
+        ))
+    } else {
+        None
+    };
+    let problem = problem.or_else(|| {
+        (found != e.crc).then(|| {
+            format!(
+                "checksum mismatch: expected {:#010x} found {found:#010x}",
+                e.crc
+            )
+        })
+    });
+    Ok((buf, problem))
 }
 
 /// First byte of the data area: where a page scan for node blocks starts.
@@ -177,7 +194,10 @@ fn lenient_header(bytes: &[u8], slot: u8) -> Option<Header> {
 
 /// The translation table header `h` names, checked against its recorded checksum.
 fn read_table(file: &File, file_len: u64, h: &Header) -> Result<Vec<(NodeId, Extent)>, String> {
-    let end = h.btt_offset.checked_add(h.btt_len).ok_or("extent overflows")?;
+    let end = h
+        .btt_offset
+        .checked_add(h.btt_len)
+        .ok_or("extent overflows")?;
     if h.btt_offset < DATA_START || h.btt_len < 8 || end > file_len {
         return Err(format!(
             "extent of {} bytes at {} does not fit the file of {file_len} bytes",

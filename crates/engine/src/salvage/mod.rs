@@ -18,6 +18,7 @@
 //! Then a normal open recovers the directory. The layers above (the database's indexes and
 //! counters) are checked and rebuilt by their own repair.
 
+mod catalog_scan;
 mod rebuild;
 mod report;
 
@@ -93,9 +94,21 @@ pub fn repair(dir: &Path, engine: &EnvOptions, merge: Arc<MergeFn>) -> Result<Re
         let known = found.lsn != 0 || found.source == Source::Table;
         let lsn = if known { found.lsn } else { log_end.0 };
         let lsn = lsn.clamp(oldest.0.min(log_end.0), log_end.0);
-        let options = found.options.clone().unwrap_or_else(|| entry.options.clone());
+        let options = found
+            .options
+            .clone()
+            .unwrap_or_else(|| entry.options.clone());
         let cache = options_cache(&options).min(engine.cache_bytes.max(16 << 20));
-        let done = rebuild::rebuild(dir, entry.id, name, &options, &found, lsn, merge.clone(), cache)?;
+        let done = rebuild::rebuild(
+            dir,
+            entry.id,
+            name,
+            &options,
+            &found,
+            lsn,
+            merge.clone(),
+            cache,
+        )?;
         actions.push(report::rebuilt_line(name, &path, &found, &done));
     }
     Ok(RepairReport { before, actions })
@@ -180,7 +193,14 @@ fn walk_tree(path: &Path, id: u64, name: &str, merge: &Arc<MergeFn>) -> Result<(
         stats: Arc::new(EngineStats::default()),
         snapshots: Snapshots::new(Ts(cp.lsn.max(1))),
     };
-    let tree = Arc::new(Tree::new(id, name.to_owned(), file, cp.root, &cp.meta, ctx)?);
+    let tree = Arc::new(Tree::new(
+        id,
+        name.to_owned(),
+        file,
+        cp.root,
+        &cp.meta,
+        ctx,
+    )?);
     cache.register(&tree);
     let outcome = tree.verify().map(|_| ());
     tree.release_cache();
@@ -209,12 +229,10 @@ fn clamp_redo(path: &Path, log_end: Lsn, actions: &mut Vec<String>) -> Result<()
 fn fix_catalog(dir: &Path, actions: &mut Vec<String>) -> Result<Catalog> {
     let path = dir.join(CATALOG_FILE);
     let bytes = std::fs::read(&path).map_err(|e| Error::os(&path, "read", e))?;
-    let mut catalog = match lenient_catalog(&bytes) {
-        Ok(c) => {
-            actions.push(format!(
-                "catalog: read with its checksum ignored: {} trees named",
-                c.trees.len()
-            ));
+    let files = tree_files(dir)?;
+    let mut catalog = match catalog_scan::read(&bytes, &files) {
+        Ok((c, how)) => {
+            actions.push(format!("catalog: {how}: {} trees named", c.trees.len()));
             c
         }
         Err(reason) => {
@@ -224,7 +242,6 @@ fn fix_catalog(dir: &Path, actions: &mut Vec<String>) -> Result<Catalog> {
             Catalog::default()
         }
     };
-    let files = tree_files(dir)?;
     catalog.trees.retain(|name, e| {
         let kept = files.contains(&e.id);
         if !kept {
@@ -267,19 +284,6 @@ fn fix_catalog(dir: &Path, actions: &mut Vec<String>) -> Result<Catalog> {
         aside.display()
     ));
     Ok(catalog)
-}
-
-/// Decodes a catalog whose checksum may be wrong: the checksum is recomputed and the
-/// fields must still parse exactly.
-fn lenient_catalog(bytes: &[u8]) -> std::result::Result<Catalog, String> {
-    let n = bytes.len();
-    if n < 4 {
-        return Err(format!("{n} bytes"));
-    }
-    let mut b = bytes.to_vec();
-    let crc = crc32c::crc32c(&b[..n - 4]);
-    b[n - 4..].copy_from_slice(&crc.to_le_bytes());
-    Catalog::decode(&b)
 }
 
 /// The ids of the tree files in `dir`.

@@ -66,14 +66,7 @@ pub(crate) fn rebuild(
         stats: Arc::new(EngineStats::default()),
         snapshots: Snapshots::new(newest),
     };
-    let tree = Arc::new(Tree::new(
-        id,
-        name.to_owned(),
-        file,
-        NodeId(0),
-        &meta,
-        ctx,
-    )?);
+    let tree = Arc::new(Tree::new(id, name.to_owned(), file, NodeId(0), &meta, ctx)?);
     cache.register(&tree);
     let mut out = Rebuilt {
         deleted,

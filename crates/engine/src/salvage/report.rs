@@ -162,7 +162,9 @@ fn write_tree(f: &mut fmt::Formatter<'_>, t: &TreeCheck) -> fmt::Result {
 
 /// One lost block: where, why, and which keys it held.
 pub(crate) fn lost_line(l: &LostBlock) -> String {
-    let node = l.node.map_or("a block".to_owned(), |n| format!("block {n}"));
+    let node = l
+        .node
+        .map_or("a block".to_owned(), |n| format!("block {n}"));
     let range = if l.range_known {
         format!(
             "keys {} .. {}",
@@ -196,16 +198,18 @@ fn show_key(key: Option<&[u8]>, open: &str) -> String {
 pub(crate) fn rebuilt_line(name: &str, path: &Path, found: &Extracted, done: &Rebuilt) -> String {
     let how = match found.source {
         Source::Table => "its checkpoint's readable blocks",
-        Source::Scan => "a scan of its pages (no usable checkpoint; a key deleted long ago may reappear)",
+        Source::Scan => {
+            "a scan of its pages (no usable checkpoint; a key deleted long ago may reappear)"
+        }
     };
     let mut line = format!(
         "tree {name:?} {}: rebuilt from {how}: {} keys kept ({} leaves, {} internal nodes read), \
          {} keys end deleted, {} blocks dropped; the damaged file kept as {}",
         path.display(),
         done.keys,
-        done.deleted,
         found.leaves,
         found.internals,
+        done.deleted,
         found.lost.len(),
         done.damaged_copy.display()
     );

@@ -17,8 +17,8 @@
 //! What it hands on keeps the order a flush would apply (E1, Q1): each key's leaf versions
 //! oldest first, then its buffered messages from the lowest level up, in buffer order.
 
-use super::msg::OpRef;
-use super::node::NodeBody;
+use super::msg::{MsgBuffer, OpRef};
+use super::node::Basement;
 use super::{decode_meta, format};
 use crate::block::salvage::{self as block_salvage, DurableImage};
 use crate::block::{Extent, NodeId};
@@ -49,6 +49,8 @@ impl Change {
 pub struct LostBlock {
     /// Node id (none for a block found by a page scan).
     pub node: Option<u64>,
+    /// The partition (basement or message buffer) lost, when the rest of the block read.
+    pub partition: Option<usize>,
     pub offset: u64,
     pub len: u64,
     pub reason: String,
@@ -128,6 +130,68 @@ pub(crate) fn extract(path: &Path) -> std::io::Result<Extracted> {
 /// The newest leaf versions of each key, oldest first, with the newest's timestamp.
 type Leaves = BTreeMap<Vec<u8>, Vec<Change>>;
 
+/// One partition of a node: a leaf's basement or an internal node's buffer.
+enum Part {
+    Basement(Basement),
+    Buffer(MsgBuffer),
+}
+
+/// A node as far as it decodes: its header (which has its own checksum) and each partition,
+/// or why that partition did not read.
+struct Partial {
+    height: u32,
+    pivots: Vec<Vec<u8>>,
+    children: Vec<NodeId>,
+    parts: Vec<Result<Part, String>>,
+}
+
+/// Decodes a block partition by partition.
+fn decode_partial(bytes: &[u8]) -> Result<Partial, String> {
+    let h = format::decode_header(bytes)?;
+    let parts = h
+        .parts
+        .iter()
+        .map(|d| {
+            let start = d.offset as usize;
+            let end = start
+                .checked_add(d.stored_len as usize)
+                .filter(|&e| start >= h.header_len && e <= bytes.len())
+                .ok_or_else(|| format!("partition outside the {}-byte block", bytes.len()))?;
+            let raw = format::decode_partition_raw(d, &bytes[start..end])?;
+            if h.leaf {
+                Basement::decode(raw).map(Part::Basement)
+            } else {
+                MsgBuffer::decode(raw).map(Part::Buffer)
+            }
+        })
+        .collect();
+    Ok(Partial {
+        height: h.height,
+        pivots: h.pivots,
+        children: h.children,
+        parts,
+    })
+}
+
+/// The keys partition `i` of a node covering `[low, high)` holds.
+fn part_range(
+    pivots: &[Vec<u8>],
+    i: usize,
+    low: &Option<Vec<u8>>,
+    high: &Option<Vec<u8>>,
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let lo = if i == 0 {
+        low.clone()
+    } else {
+        pivots.get(i - 1).cloned()
+    };
+    let hi = pivots.get(i).cloned().or_else(|| high.clone());
+    (lo, hi)
+}
+
+/// A node's key range while walking: `None` when a parent was lost.
+type Range = Option<(Option<Vec<u8>>, Option<Vec<u8>>)>;
+
 /// The table walk: from the root with key ranges, then blocks no walk reached.
 fn from_table(
     path: &Path,
@@ -138,52 +202,60 @@ fn from_table(
     out: &mut Extracted,
 ) {
     let table: BTreeMap<NodeId, Extent> = image.blocks.iter().copied().collect();
-    for (id, e) in &image.missing {
-        out.lost.push(lost(Some(id.0), e, "extent lies past the end of the file".into()));
-    }
+    let mut missing: BTreeMap<NodeId, Extent> = image.missing.iter().copied().collect();
+    let rest: Vec<NodeId> = table.keys().chain(missing.keys()).copied().collect();
     let mut seen = HashSet::new();
-    // (node, low, high): an explicit stack bounds the walk by the table, not the stack.
-    let mut stack: Vec<(NodeId, Option<Vec<u8>>, Option<Vec<u8>>)> = Vec::new();
+    // An explicit stack bounds the walk by the table, not the thread's stack.
+    let mut stack: Vec<(NodeId, Range)> = Vec::new();
     if root != NodeId(0) {
-        stack.push((root, None, None));
+        stack.push((root, Some((None, None))));
     }
-    while let Some((id, low, high)) = stack.pop() {
-        if !seen.insert(id) {
-            out.problems.push(format!("node {} is reachable twice", id.0));
-            continue;
-        }
-        let Some(e) = table.get(&id) else {
-            if let Some(l) = out.lost.iter_mut().find(|l| l.node == Some(id.0)) {
-                (l.low, l.high, l.range_known) = (low, high, true);
+    let mut visit =
+        |id: NodeId, range: Range, stack: &mut Vec<(NodeId, Range)>, out: &mut Extracted| {
+            if !seen.insert(id) {
+                return;
             }
-            continue;
-        };
-        match read_node(path, id, e) {
-            Ok(NodeBody::Internal(n)) => {
-                out.internals += 1;
-                for (c, child) in n.children.iter().enumerate() {
-                    let lo = if c == 0 { low.clone() } else { n.pivots.get(c - 1).cloned() };
-                    let hi = n.pivots.get(c).cloned().or_else(|| high.clone());
-                    stack.push((*child, lo, hi));
+            let Some(e) = table.get(&id) else {
+                if let Some(e) = missing.remove(&id) {
+                    out.lost.push(lost(
+                        Some(id.0),
+                        None,
+                        &e,
+                        "extent lies past the end of the file".into(),
+                        range,
+                    ));
                 }
-                take_buffers(NodeBody::Internal(n), leaves, buffered, out);
+                return;
+            };
+            let node = block_salvage::read_block(path, id, e).and_then(|(bytes, crc)| {
+                if let Some(problem) = crc {
+                    out.problems
+                        .push(format!("block {} (offset {}): {problem}", id.0, e.offset));
+                }
+                decode_partial(&bytes)
+            });
+            match node {
+                Err(reason) => out.lost.push(lost(Some(id.0), None, e, reason, range)),
+                Ok(node) => {
+                    let (low, high) = range.clone().unwrap_or_default();
+                    for (c, child) in node.children.iter().enumerate() {
+                        let child_range = range
+                            .as_ref()
+                            .map(|_| part_range(&node.pivots, c, &low, &high));
+                        stack.push((*child, child_range));
+                    }
+                    take_partial(node, Some(id.0), Some(e), range, leaves, buffered, out);
+                }
             }
-            Ok(body) => take_buffers(body, leaves, buffered, out),
-            Err(reason) => {
-                let mut l = lost(Some(id.0), e, reason);
-                (l.low, l.high, l.range_known) = (low, high, true);
-                out.lost.push(l);
-            }
-        }
+        };
+    while let Some((id, range)) = stack.pop() {
+        visit(id, range, &mut stack, out);
     }
     // Blocks under a lost internal node: their parent's range is gone, their keys are not.
-    for (id, e) in &table {
-        if seen.contains(id) {
-            continue;
-        }
-        match read_node(path, *id, e) {
-            Ok(body) => take_buffers(body, leaves, buffered, out),
-            Err(reason) => out.lost.push(lost(Some(id.0), e, reason)),
+    for id in rest {
+        visit(id, None, &mut stack, out);
+        while let Some((child, range)) = stack.pop() {
+            visit(child, range, &mut stack, out);
         }
     }
 }
@@ -201,8 +273,13 @@ fn from_scan(
     let mut at = block_salvage::data_start();
     while at + format::FIXED_HEADER_BYTES as u64 <= file_len {
         match block_at(&file, at, file_len)? {
-            Some((len, body)) => {
-                take_buffers(body, leaves, buffered, out);
+            Some((len, node)) => {
+                let e = Extent {
+                    offset: at,
+                    len: u32::try_from(len).unwrap_or(u32::MAX),
+                    crc: 0,
+                };
+                take_partial(node, None, Some(&e), None, leaves, buffered, out);
                 at += len.div_ceil(page).max(1) * page;
             }
             None => at += page,
@@ -211,8 +288,9 @@ fn from_scan(
     Ok(())
 }
 
-/// The node block starting at `at`, if one does and all of it checks out.
-fn block_at(file: &File, at: u64, file_len: u64) -> std::io::Result<Option<(u64, NodeBody)>> {
+/// The node block starting at `at`, if one does and its header checks out; its length is
+/// what its partitions span, cut at the end of the file (a partition past it is lost).
+fn block_at(file: &File, at: u64, file_len: u64) -> std::io::Result<Option<(u64, Partial)>> {
     let mut prefix = [0u8; format::FIXED_HEADER_BYTES];
     file.read_exact_at(&mut prefix, at)?;
     if &prefix[..4] != format::NODE_MAGIC {
@@ -234,76 +312,113 @@ fn block_at(file: &File, at: u64, file_len: u64) -> std::io::Result<Option<(u64,
         .iter()
         .map(|p| u64::from(p.offset) + u64::from(p.stored_len))
         .max()
-        .unwrap_or(header_len as u64);
-    if len > file_len - at {
-        return Ok(None);
-    }
+        .unwrap_or(header_len as u64)
+        .min(file_len - at);
     let mut block = vec![0u8; len as usize];
     file.read_exact_at(&mut block, at)?;
-    Ok(format::decode(&block).ok().map(|body| (len, body)))
+    Ok(decode_partial(&block).ok().map(|node| (len, node)))
 }
 
-/// Reads and decodes one block of the table.
-fn read_node(path: &Path, id: NodeId, e: &Extent) -> Result<NodeBody, String> {
-    let bytes = block_salvage::read_block(path, id, e)?;
-    format::decode(&bytes)
-}
-
-fn lost(node: Option<u64>, e: &Extent, reason: String) -> LostBlock {
+fn lost(
+    node: Option<u64>,
+    part: Option<usize>,
+    e: &Extent,
+    reason: String,
+    range: Range,
+) -> LostBlock {
+    let (low, high) = range.clone().unwrap_or_default();
     LostBlock {
         node,
+        partition: part,
         offset: e.offset,
         len: u64::from(e.len),
         reason,
-        low: None,
-        high: None,
-        range_known: false,
+        low,
+        high,
+        range_known: range.is_some(),
     }
 }
 
-/// Files a decoded node's leaf versions or buffered messages.
-fn take_buffers(body: NodeBody, leaves: &mut Leaves, buffered: &mut Buffered, out: &mut Extracted) {
-    match body {
-        NodeBody::Leaf(leaf) => {
-            out.leaves += 1;
-            for (key, entry) in leaf.into_entries() {
-                let mut versions: Vec<Change> = entry
-                    .versions()
-                    .map(|v| Change {
-                        ts: v.ts,
-                        code: match v.value {
-                            Some(_) => OpRef::Put(&[]).code(),
-                            None => OpRef::Delete.code(),
-                        },
-                        payload: v.value.clone().unwrap_or_default(),
-                    })
-                    .collect();
-                versions.reverse();
-                // A scan may meet old images of a leaf: the image with the newest version wins.
-                let newer = leaves
-                    .get(&key)
-                    .is_none_or(|held| newest(held) < newest(&versions));
-                if newer {
-                    leaves.insert(key, versions);
-                }
+/// Files a node's readable partitions as leaf versions or buffered messages, and its
+/// unreadable ones as lost with the keys they held.
+fn take_partial(
+    node: Partial,
+    id: Option<u64>,
+    e: Option<&Extent>,
+    range: Range,
+    leaves: &mut Leaves,
+    buffered: &mut Buffered,
+    out: &mut Extracted,
+) {
+    let leaf = node.children.is_empty();
+    if leaf {
+        out.leaves += 1;
+    } else {
+        out.internals += 1;
+    }
+    let (low, high) = range.clone().unwrap_or_default();
+    for (i, part) in node.parts.into_iter().enumerate() {
+        match part {
+            Ok(Part::Basement(b)) => take_basement(b, leaves),
+            Ok(Part::Buffer(b)) => take_buffer(&b, node.height, buffered),
+            Err(reason) => {
+                let what = if leaf { "basement" } else { "message buffer" };
+                let part_range = range
+                    .as_ref()
+                    .map(|_| part_range(&node.pivots, i, &low, &high));
+                let fallback = Extent {
+                    offset: 0,
+                    len: 0,
+                    crc: 0,
+                };
+                out.lost.push(lost(
+                    id,
+                    Some(i),
+                    e.unwrap_or(&fallback),
+                    format!("{what} {i}: {reason}"),
+                    part_range,
+                ));
             }
         }
-        NodeBody::Internal(n) => {
-            out.internals += 1;
-            for buffer in n.buffers.iter().flatten() {
-                for (key, msgs) in buffer.iter() {
-                    let list = buffered.entry(key.to_vec()).or_default();
-                    for m in msgs {
-                        let change = Change {
-                            ts: m.ts,
-                            code: m.op.code(),
-                            payload: m.op.payload().to_vec(),
-                        };
-                        if !list.iter().any(|(h, c)| *h == n.height && *c == change) {
-                            list.push((n.height, change));
-                        }
-                    }
-                }
+    }
+}
+
+fn take_basement(b: Basement, leaves: &mut Leaves) {
+    for (key, entry) in b.into_entries() {
+        let mut versions: Vec<Change> = entry
+            .versions()
+            .map(|v| Change {
+                ts: v.ts,
+                code: match v.value {
+                    Some(_) => OpRef::Put(&[]).code(),
+                    None => OpRef::Delete.code(),
+                },
+                payload: v.value.clone().unwrap_or_default(),
+            })
+            .collect();
+        versions.reverse();
+        // A scan may meet old images of a leaf: the image with the newest version wins.
+        let newer = leaves
+            .get(&key)
+            .is_none_or(|held| newest(held) < newest(&versions));
+        if newer {
+            leaves.insert(key, versions);
+        }
+    }
+}
+
+fn take_buffer(b: &MsgBuffer, height: u32, buffered: &mut Buffered) {
+    for (key, msgs) in b.iter() {
+        let list = buffered.entry(key.to_vec()).or_default();
+        for m in msgs {
+            let change = Change {
+                ts: m.ts,
+                code: m.op.code(),
+                payload: m.op.payload().to_vec(),
+            };
+            // A scan may meet the same message in two images of a node.
+            if !list.iter().any(|(h, c)| *h == height && *c == change) {
+                list.push((height, change));
             }
         }
     }
