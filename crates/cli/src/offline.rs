@@ -28,8 +28,7 @@ pub fn verify(dbpath: &Path) -> anyhow::Result<ExitCode> {
 /// Salvages `dbpath` and returns the summary; the caller reports it.
 pub fn repair(dbpath: &Path, options: DbOptions) -> anyhow::Result<RepairSummary> {
     existing(dbpath)?;
-    Ok(shale_db::repair::repair(dbpath, options)
-        .map_err(|e| refused(dbpath, "repair", &e))?)
+    Ok(shale_db::repair::repair(dbpath, options).map_err(|e| refused(dbpath, "repair", &e))?)
 }
 
 /// The exit status after a repair: 0 when everything validates.

@@ -155,7 +155,10 @@ impl Database {
         while let Some((_, value)) = cursor.entry() {
             docs += 1;
             bytes += i64::try_from(value.len()).map_err(|_| {
-                MongoError::new(ErrorCode::InternalError, "document size overflows".to_owned())
+                MongoError::new(
+                    ErrorCode::InternalError,
+                    "document size overflows".to_owned(),
+                )
             })?;
             cursor.next().map_err(engine_error)?;
         }

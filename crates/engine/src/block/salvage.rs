@@ -1,16 +1,15 @@
 //! Reading a block file that `BlockFile::open` refuses, for `verify` and `repair`
 //! (docs/operations.md). It owns no state and never writes: it finds the newest checkpoint
-//! whose translation table still checks out, leniently when both headers are damaged, and
+//! whose translation table still checks out, leniently when a header is damaged, and
 //! reads single blocks against their recorded checksums. It must never be used to open a
 //! file for writing: a file that only this reader accepts is salvaged into a fresh file.
 //!
 //! How far it goes, in order:
-//! 1. a header slot that decodes as written (B9);
-//! 2. else a header slot decoded with its magic, version and checksum rewritten (a damaged
-//!    byte elsewhere in the slot usually leaves its fields right), accepted only if the
-//!    translation table it names matches the table checksum it records — a header whose
-//!    fields were hit fails that test;
-//! 3. else no table: the caller scans the file's pages for node blocks.
+//! 1. the newest checkpoint whose header slot decodes — as written (B9), or with its magic,
+//!    version and checksum rewritten (a damaged byte elsewhere in the slot usually leaves its
+//!    fields right) — and whose translation table matches the table checksum that header
+//!    records; a header whose fields were hit fails that test;
+//! 2. else no table: the caller scans the file's pages for node blocks.
 //!
 //! A table entry whose extent lies past the end of the file (a truncated file) is reported
 //! as missing, not read.
@@ -50,25 +49,25 @@ pub fn read_durable(path: &Path) -> std::io::Result<DurableImage> {
     let file_len = file.metadata()?.len();
     let slots = [read_slot(&file, 0)?, read_slot(&file, 1)?];
     let mut problems = Vec::new();
-    let strict: Vec<(u8, Header)> = (0..2u8)
-        .filter_map(|s| match Header::decode(&slots[s as usize], s) {
-            Ok(h) => Some((s, h)),
+    // (slot, header, read leniently): every slot as written, or leniently if it fails.
+    let mut candidates: Vec<(u8, Header, bool)> = Vec::new();
+    for s in 0..2u8 {
+        match Header::decode(&slots[s as usize], s) {
+            Ok(h) => candidates.push((s, h, false)),
             Err(reason) => {
                 problems.push(format!("header slot {s}: {reason}"));
-                None
+                if let Some(h) = lenient_header(&slots[s as usize], s) {
+                    candidates.push((s, h, true));
+                }
             }
-        })
-        .collect();
-    let mut candidates = strict;
-    let lenient = candidates.is_empty();
-    if lenient {
-        candidates = (0..2u8)
-            .filter_map(|s| lenient_header(&slots[s as usize], s).map(|h| (s, h)))
-            .collect();
+        }
     }
     // Newest checkpoint first; the first whose table checks out wins.
-    candidates.sort_by_key(|(_, h)| std::cmp::Reverse(h.seq));
-    for (slot, h) in candidates {
+    // A lenient header is believed only through its table's checksum, which a header whose
+    // fields were hit fails; so the newest checkpoint wins even when its header is damaged
+    // (the older one's blocks are already reused or punched out, B5, B11).
+    candidates.sort_by_key(|(_, h, _)| std::cmp::Reverse(h.seq));
+    for (slot, h, lenient) in candidates {
         match read_table(&file, file_len, &h) {
             Ok(table) => {
                 if lenient {

@@ -174,8 +174,18 @@ pub(crate) fn lost_line(l: &LostBlock) -> String {
     } else {
         "key range unknown (its parent is lost too)".to_owned()
     };
+    let effect = match (l.messages, l.partition) {
+        (false, _) => "",
+        (true, Some(_)) => {
+            " (the changes buffered for those keys are lost: they keep older values)"
+        }
+        (true, None) => {
+            " (its entries if it was a leaf; if it was an internal node, the changes buffered \
+             for those keys, which then keep older values)"
+        }
+    };
     format!(
-        "{node} (offset {}, {} bytes): {}; {range}",
+        "{node} (offset {}, {} bytes): {}; {range}{effect}",
         l.offset, l.len, l.reason
     )
 }

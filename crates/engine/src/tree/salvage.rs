@@ -59,6 +59,10 @@ pub struct LostBlock {
     pub high: Option<Vec<u8>>,
     /// True when the parent's pivots gave the range.
     pub range_known: bool,
+    /// True when what was lost may be buffered messages (a message buffer, or a whole block
+    /// of unknown kind): keys in the range then keep the values the leaves below hold, which
+    /// may be older than the lost messages made them.
+    pub messages: bool,
 }
 
 /// How the contents were found.
@@ -336,6 +340,7 @@ fn lost(
         low,
         high,
         range_known: range.is_some(),
+        messages: part.is_none(),
     }
 }
 
@@ -371,13 +376,15 @@ fn take_partial(
                     len: 0,
                     crc: 0,
                 };
-                out.lost.push(lost(
+                let mut l = lost(
                     id,
                     Some(i),
                     e.unwrap_or(&fallback),
                     format!("{what} {i}: {reason}"),
                     part_range,
-                ));
+                );
+                l.messages = !leaf;
+                out.lost.push(l);
             }
         }
     }
