@@ -49,7 +49,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Check a stopped data directory offline (every tree, the catalog, the log) and print
     /// a report; exit status 0 clean, 2 damaged, 1 could not check.
     Verify(OfflineArgs),
@@ -175,7 +175,7 @@ impl ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (doing, outcome) = match cli.command {
-        Command::Serve(args) => ("cannot start", serve(args)),
+        Command::Serve(args) => ("cannot start", serve(*args)),
         Command::Verify(args) => ("verify failed", offline::verify(&args.dbpath)),
         Command::Repair(args) => ("repair failed", repair_command(&args.dbpath)),
     };

@@ -38,6 +38,7 @@ use crate::tree::{MergeFn, Tree, TreeContext};
 use crate::wal::{self, Lsn};
 use crate::{EnvOptions, Error, Result, TreeOptions};
 use shale_io::IoStats;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -94,21 +95,35 @@ pub fn repair(dir: &Path, engine: &EnvOptions, merge: Arc<MergeFn>) -> Result<Re
         let known = found.lsn != 0 || found.source == Source::Table;
         let lsn = if known { found.lsn } else { log_end.0 };
         let lsn = lsn.clamp(oldest.0.min(log_end.0), log_end.0);
-        let options = found
-            .options
-            .clone()
-            .unwrap_or_else(|| entry.options.clone());
+        let options = found.options.unwrap_or(entry.options);
         let cache = options_cache(&options).min(engine.cache_bytes.max(16 << 20));
-        let done = rebuild::rebuild(
+        let target = rebuild::Target {
             dir,
-            entry.id,
+            id: entry.id,
             name,
-            &options,
-            &found,
-            lsn,
-            merge.clone(),
-            cache,
-        )?;
+            options,
+            redo_lsn: lsn,
+        };
+        // Bytes a scan found may break an invariant the tree asserts (E1); that tree is
+        // then left as it was and reported, and the rest of the repair goes on.
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            rebuild::rebuild(&target, &found, merge.clone(), cache)
+        }));
+        let done = match outcome {
+            Ok(done) => done?,
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("a panic");
+                actions.push(format!(
+                    "tree {name:?} {}: could not be rebuilt ({why}); left as it was",
+                    path.display()
+                ));
+                continue;
+            }
+        };
         actions.push(report::rebuilt_line(name, &path, &found, &done));
     }
     Ok(RepairReport { before, actions })

@@ -30,18 +30,32 @@ pub struct Rebuilt {
     pub damaged_copy: PathBuf,
 }
 
-/// Replaces tree `id`'s file in `dir` with a fresh one holding what `found` salvaged.
-/// `redo_lsn` is the redo point the fresh checkpoint records.
+/// The tree a rebuild replaces.
+pub(crate) struct Target<'a> {
+    pub dir: &'a Path,
+    pub id: u64,
+    pub name: &'a str,
+    pub options: TreeOptions,
+    /// The redo point the fresh checkpoint records.
+    pub redo_lsn: u64,
+}
+
+/// Replaces the target tree's file with a fresh one holding what `found` salvaged, built in
+/// a private cache of `cache_bytes`.
 pub(crate) fn rebuild(
-    dir: &Path,
-    id: u64,
-    name: &str,
-    options: &TreeOptions,
+    target: &Target<'_>,
     found: &Extracted,
-    redo_lsn: u64,
     merge: Arc<MergeFn>,
     cache_bytes: usize,
 ) -> Result<Rebuilt> {
+    let Target {
+        dir,
+        id,
+        name,
+        options,
+        redo_lsn,
+    } = *target;
+    let options = &options;
     let path = tree_path(dir, id);
     let fresh = suffixed(&path, ".salvage");
     if fresh.exists() {

@@ -154,17 +154,77 @@ fn write_tree(f: &mut fmt::Formatter<'_>, t: &TreeCheck) -> fmt::Result {
     for p in &t.problems {
         writeln!(f, "           {p}")?;
     }
-    for l in &t.lost {
-        writeln!(f, "           {}", lost_line(l))?;
+    for line in lost_lines(&t.lost) {
+        writeln!(f, "           {line}")?;
     }
     Ok(())
 }
 
+/// The report lines of lost blocks: a run of neighbouring partitions of one block lost for
+/// the same reason (a block cut short loses its tail) is one line with their key range.
+pub(crate) fn lost_lines(lost: &[LostBlock]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lost.len() {
+        let mut j = i + 1;
+        while j < lost.len() && continues(&lost[j - 1], &lost[j]) {
+            j += 1;
+        }
+        if j - i == 1 {
+            out.push(lost_line(&lost[i]));
+        } else {
+            let (first, last) = (&lost[i], &lost[j - 1]);
+            let merged = LostBlock {
+                reason: reason_tail(&first.reason).to_owned(),
+                high: last.high.clone(),
+                ..first.clone()
+            };
+            let parts = format!(
+                "partitions {}-{}",
+                first.partition.unwrap_or(0),
+                last.partition.unwrap_or(0)
+            );
+            out.push(describe(&merged, Some(parts)));
+        }
+        i = j;
+    }
+    out
+}
+
+/// Whether `next` is the partition after `prev` in the same block, lost for the same reason.
+fn continues(prev: &LostBlock, next: &LostBlock) -> bool {
+    let (Some(a), Some(b)) = (prev.partition, next.partition) else {
+        return false;
+    };
+    prev.node == next.node
+        && prev.offset == next.offset
+        && a + 1 == b
+        && prev.messages == next.messages
+        && prev.range_known
+        && next.range_known
+        && prev.high == next.low
+        && reason_tail(&prev.reason) == reason_tail(&next.reason)
+}
+
+/// A partition's reason without its "basement N: " prefix.
+fn reason_tail(reason: &str) -> &str {
+    reason.split_once(": ").map_or(reason, |(_, tail)| tail)
+}
+
 /// One lost block: where, why, and which keys it held.
-pub(crate) fn lost_line(l: &LostBlock) -> String {
+fn lost_line(l: &LostBlock) -> String {
+    describe(l, l.partition.map(|p| format!("partition {p}")))
+}
+
+/// A lost block or run of partitions (`parts` names them) as a report line.
+fn describe(l: &LostBlock, parts: Option<String>) -> String {
     let node = l
         .node
         .map_or("a block".to_owned(), |n| format!("block {n}"));
+    let node = match parts {
+        Some(p) => format!("{node} {p}"),
+        None => node,
+    };
     let range = if l.range_known {
         format!(
             "keys {} .. {}",
@@ -223,9 +283,9 @@ pub(crate) fn rebuilt_line(name: &str, path: &Path, found: &Extracted, done: &Re
         found.lost.len(),
         done.damaged_copy.display()
     );
-    for l in &found.lost {
+    for l in lost_lines(&found.lost) {
         line.push_str("\n    dropped ");
-        line.push_str(&lost_line(l));
+        line.push_str(&l);
     }
     if done.skipped > 0 {
         line.push_str(&format!(

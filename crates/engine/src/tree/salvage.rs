@@ -108,7 +108,7 @@ pub(crate) fn extract(path: &Path) -> std::io::Result<Extracted> {
     };
     let decoded = meta.as_deref().map(decode_meta).and_then(|m| m.ok());
     let mut out = Extracted {
-        options: decoded.as_ref().map(|(o, _, _)| o.clone()),
+        options: decoded.as_ref().map(|(o, _, _)| *o),
         lsn,
         next_msn: decoded.as_ref().map_or(1, |(_, msn, _)| *msn),
         source: Source::Table,
@@ -214,20 +214,22 @@ fn from_table(
     if root != NodeId(0) {
         stack.push((root, Some((None, None))));
     }
+    // Children of height-1 nodes: leaves, so losing one loses entries, not messages.
+    let mut leaf_ids = HashSet::new();
     let mut visit =
         |id: NodeId, range: Range, stack: &mut Vec<(NodeId, Range)>, out: &mut Extracted| {
             if !seen.insert(id) {
                 return;
             }
+            let whole = |e: &Extent, reason: String, range: Range| {
+                let mut l = lost(Some(id.0), None, e, reason, range);
+                l.messages = !leaf_ids.contains(&id);
+                l
+            };
             let Some(e) = table.get(&id) else {
                 if let Some(e) = missing.remove(&id) {
-                    out.lost.push(lost(
-                        Some(id.0),
-                        None,
-                        &e,
-                        "extent lies past the end of the file".into(),
-                        range,
-                    ));
+                    let reason = "extent lies past the end of the file".into();
+                    out.lost.push(whole(&e, reason, range));
                 }
                 return;
             };
@@ -239,8 +241,11 @@ fn from_table(
                 decode_partial(&bytes)
             });
             match node {
-                Err(reason) => out.lost.push(lost(Some(id.0), None, e, reason, range)),
+                Err(reason) => out.lost.push(whole(e, reason, range)),
                 Ok(node) => {
+                    if node.height == 1 {
+                        leaf_ids.extend(node.children.iter().copied());
+                    }
                     let (low, high) = range.clone().unwrap_or_default();
                     for (c, child) in node.children.iter().enumerate() {
                         let child_range = range
