@@ -9,10 +9,12 @@ tree, a tree file cut short — and then:
 - `shale serve --repair` salvages what is intact, reports what it dropped, and exits 0;
 - the server then starts, `validate` passes, the documents that survive are exactly those
   the damage spared, and the secondary index agrees with them.
-A data directory that is a file, is locked, or is not writable also gives one line and 1.
+A data directory that is a file, is locked, or is not writable, and a port in use, also give
+one line and exit status 1.
 """
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -188,6 +190,20 @@ def test_a_damaged_block_of_a_tree(tmp_path):
     assert gone == list(range(gone[0], gone[-1] + 1)), gone
 
 
+def test_a_damaged_index_is_rebuilt_whole(tmp_path):
+    dbpath = tmp_path / "data"
+    populate(dbpath)
+    trees = sorted(dbpath.glob("tree-*.shl"), key=lambda p: p.stat().st_size)
+    index = trees[-2]  # the index on `a`: second largest after the documents
+    flip(index, first_block(index) + 6000, 0xFF)
+    report = verify(dbpath)
+    assert index.name in report and "DAMAGED" in report, report
+    out = repair(dbpath)
+    assert "index a_1 rebuilt from the documents" in out, out
+    # The documents were intact: the rebuilt index holds an entry for every one.
+    assert surviving_ids(dbpath) == list(range(DOCS))
+
+
 def test_a_tree_file_cut_short(tmp_path):
     dbpath = tmp_path / "data"
     populate(dbpath)
@@ -246,3 +262,16 @@ def test_verify_says_clean_after_a_clean_stop(tmp_path):
     p = run("verify", "--dbpath", str(dbpath))
     assert p.returncode == 0, p.stdout
     assert "verdict: clean" in p.stdout and "c1" in p.stdout
+
+
+def test_a_port_in_use(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = run("serve", "--dbpath", str(tmp_path / "data"), "--port", str(port))
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    errors = [l for l in out.splitlines() if "ERROR" in l]
+    assert len(errors) == 1 and "Address already in use" in errors[0], out
+    assert "--port" in errors[0], out

@@ -414,7 +414,12 @@ async fn bind_all(settings: &Settings) -> anyhow::Result<Vec<TcpListener>> {
         }
         let listener = shale_server::bind(addr)
             .await
-            .with_context(|| format!("listening on {addr}"))?;
+            .map_err(|e| startup::StartupError {
+                what: format!("cannot listen on {addr}: {e}"),
+                next_step: "another process may be using the port: stop it, or choose another \
+                        --port (net.port) or --bind_ip"
+                    .to_owned(),
+            })?;
         bound.push(addr);
         listeners.push(listener);
     }
