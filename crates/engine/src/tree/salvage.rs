@@ -19,6 +19,7 @@
 
 use super::msg::{MsgBuffer, OpRef};
 use super::node::Basement;
+use super::segment::{self, BufferDesc};
 use super::{decode_meta, format};
 use crate::block::salvage::{self as block_salvage, DurableImage};
 use crate::block::{Extent, NodeId};
@@ -149,23 +150,30 @@ struct Partial {
     parts: Vec<Result<Part, String>>,
 }
 
-/// Decodes a block partition by partition.
+/// Decodes a block partition by partition (a message buffer whole, all its segments, since
+/// format version 4 cuts buffers into segments under one buffer checksum).
 fn decode_partial(bytes: &[u8]) -> Result<Partial, String> {
     let h = format::decode_header(bytes)?;
     let parts = h
         .parts
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(i, d)| {
             let start = d.offset as usize;
             let end = start
                 .checked_add(d.stored_len as usize)
                 .filter(|&e| start >= h.header_len && e <= bytes.len())
                 .ok_or_else(|| format!("partition outside the {}-byte block", bytes.len()))?;
-            let raw = format::decode_partition_raw(d, &bytes[start..end])?;
+            let stored = &bytes[start..end];
             if h.leaf {
+                let raw = format::decode_partition_raw(d, stored)?;
                 Basement::decode(raw).map(Part::Basement)
             } else {
-                MsgBuffer::decode(raw).map(Part::Buffer)
+                let desc = BufferDesc {
+                    whole: *d,
+                    segs: h.segs.get(i).cloned().flatten(),
+                };
+                segment::decode_whole(&desc, stored).map(Part::Buffer)
             }
         })
         .collect();
