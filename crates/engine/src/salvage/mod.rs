@@ -12,8 +12,10 @@
 //!    are dropped and tree files it no longer names are kept under `salvaged.tree-<id>`;
 //! 3. each tree with a damaged header, table or block is rebuilt from what still reads
 //!    (`tree::salvage`, `rebuild`);
-//! 4. no tree's redo point may lie past the end of the cut log (R3): a later one is moved
-//!    to the log's end, so records appended after the repair are never skipped by redo.
+//! 4. every tree's redo point must lie inside the log (R3): when what is left of the log
+//!    ends before the newest checkpoint's redo point, the log restarts empty there, so
+//!    records appended after the repair are never skipped by redo and commit timestamps stay
+//!    above every version the trees hold (M1); an older redo point is moved up to it.
 //!
 //! Then a normal open recovers the directory. The layers above (the database's indexes and
 //! counters) are checked and rebuilt by their own repair.
@@ -74,6 +76,20 @@ pub fn repair(dir: &Path, engine: &EnvOptions, merge: Arc<MergeFn>) -> Result<Re
             d.later_files.len()
         ));
     }
+    // R3: a tree's redo point must lie inside the log. When what is left of the log ends
+    // before the newest checkpoint's redo point, no tree needs its records (their redo
+    // points are all past them, or the records a tree needed are gone either way): the log
+    // restarts empty at that redo point, so commit timestamps stay above every version in
+    // the trees (M1).
+    let newest_redo = before.trees.iter().filter_map(|t| t.redo_lsn).max();
+    if let Some(redo) = newest_redo.filter(|&r| r > log_end.0) {
+        wal::salvage::restart_at(&wal_dir(dir), Lsn(redo))?;
+        actions.push(format!(
+            "log: it ends at LSN {log_end}, before the newest checkpoint's redo point {redo}: \
+             restarted empty at LSN {redo} (its files set aside as *.damaged)"
+        ));
+        log_end = Lsn(redo);
+    }
     let oldest = wal::oldest_lsn(&wal_dir(dir))?.unwrap_or(log_end);
     let catalog = match &before.catalog.problem {
         None => Catalog::load(dir)?,
@@ -83,7 +99,7 @@ pub fn repair(dir: &Path, engine: &EnvOptions, merge: Arc<MergeFn>) -> Result<Re
         let check = before.trees.iter().find(|t| t.id == entry.id);
         let path = tree_path(dir, entry.id);
         if check.is_some_and(TreeCheck::is_clean) {
-            clamp_redo(&path, log_end, &mut actions)?;
+            align_redo(&path, oldest, &mut actions)?;
             continue;
         }
         let found = match extract(&path) {
@@ -154,6 +170,25 @@ fn verify_locked(dir: &Path, merge: &Arc<MergeFn>) -> Result<VerifyReport> {
             .collect(),
         None => Vec::new(),
     };
+    let log = wal::salvage::check(&wal_dir(dir))?;
+    let oldest = wal::oldest_lsn(&wal_dir(dir))?;
+    let redo_outside_log = trees
+        .iter()
+        .filter_map(|t| {
+            let redo = t.redo_lsn?;
+            let what = if log.damage.is_none() && redo > log.end.0 {
+                format!("the log ends at LSN {}, before", log.end)
+            } else if oldest.is_some_and(|o| redo < o.0) {
+                "the oldest log file starts after".to_owned()
+            } else {
+                return None;
+            };
+            Some(format!(
+                "{what} the redo point LSN {redo} of {}",
+                t.file.display()
+            ))
+        })
+        .collect();
     Ok(VerifyReport {
         dir: dir.to_owned(),
         catalog: CatalogCheck {
@@ -162,8 +197,9 @@ fn verify_locked(dir: &Path, merge: &Arc<MergeFn>) -> Result<VerifyReport> {
             problem,
         },
         trees,
-        log: wal::salvage::check(&wal_dir(dir))?,
+        log,
         unnamed_files: unnamed,
+        redo_outside_log,
     })
 }
 
@@ -190,6 +226,7 @@ fn check_tree(dir: &Path, name: &str, id: u64, merge: &Arc<MergeFn>) -> Result<T
     check.keys = found.keys.len() as u64;
     check.problems = found.problems;
     check.lost = found.lost;
+    check.redo_lsn = (found.source == Source::Table).then_some(found.lsn);
     if check.is_clean() {
         if let Err(e) = walk_tree(&path, id, name, merge) {
             check.problems.push(format!("tree structure: {e}"));
@@ -222,20 +259,20 @@ fn walk_tree(path: &Path, id: u64, name: &str, merge: &Arc<MergeFn>) -> Result<(
     outcome
 }
 
-/// Moves a sound tree's redo point back to `log_end` when the cut log ends before it (R3):
-/// the tree already holds every record below its old redo point that still exists.
-fn clamp_redo(path: &Path, log_end: Lsn, actions: &mut Vec<String>) -> Result<()> {
+/// Moves a sound tree's redo point up to `oldest`, the start of the log, when the log was
+/// restarted past it (R3): the records it still needed are gone, and the report says which.
+fn align_redo(path: &Path, oldest: Lsn, actions: &mut Vec<String>) -> Result<()> {
     let (file, cp) = BlockFile::open(path, false, Arc::new(IoStats::default()), None)?;
-    if cp.lsn <= log_end.0 {
+    if cp.lsn >= oldest.0 {
         return Ok(());
     }
     file.checkpoint_begin();
-    file.checkpoint_end(cp.root, log_end.0, &cp.meta)?;
+    file.checkpoint_end(cp.root, oldest.0, &cp.meta)?;
     actions.push(format!(
-        "tree file {}: redo point moved from LSN {} to the end of the cut log, {}",
+        "tree file {}: its redo point moved from LSN {} to the log's new start {oldest}; \
+         the records between them are lost to it",
         path.display(),
-        cp.lsn,
-        log_end
+        cp.lsn
     ));
     Ok(())
 }

@@ -33,6 +33,8 @@ pub struct TreeCheck {
     pub lost: Vec<LostBlock>,
     /// Header, table and structure problems.
     pub problems: Vec<String>,
+    /// The redo LSN of the checkpoint read (none when no checkpoint was found).
+    pub redo_lsn: Option<u64>,
 }
 
 impl TreeCheck {
@@ -51,6 +53,9 @@ pub struct VerifyReport {
     /// Tree files the catalog does not name (a create interrupted by a crash; the next
     /// open removes them, R7).
     pub unnamed_files: Vec<PathBuf>,
+    /// Trees whose redo point lies outside the log (R3): the log was cut short before it,
+    /// or its older files are missing.
+    pub redo_outside_log: Vec<String>,
 }
 
 impl VerifyReport {
@@ -59,6 +64,7 @@ impl VerifyReport {
         self.catalog.problem.is_none()
             && self.trees.iter().all(TreeCheck::is_clean)
             && self.log.damage.is_none()
+            && self.redo_outside_log.is_empty()
     }
 }
 
@@ -114,6 +120,9 @@ impl fmt::Display for VerifyReport {
                 d.readable_after,
                 d.later_files.len()
             )?,
+        }
+        for line in &self.redo_outside_log {
+            writeln!(f, "log      DAMAGED: {line}")?;
         }
         if self.is_clean() {
             write!(f, "verdict: clean")

@@ -1,7 +1,8 @@
 //! The log offline: `check` reads it the way recovery would and says where its first
 //! damaged record is (a bad frame that is not the crash tail, W5/W9, a bad file header, or
 //! a gap between files, W2) and how many readable records lie beyond it; `cut_at_damage`
-//! keeps every record before the damage and sets the rest aside, for `repair`
+//! keeps every record before the damage and sets the rest aside, and `restart_at` starts an
+//! empty log past the checkpoints when what is left ends before them, for `repair`
 //! (docs/operations.md). Nothing here runs while an environment has the log open.
 //!
 //! Cutting relies on W2 (a record's file offset follows from its LSN) and W9 (the cut page
@@ -11,6 +12,7 @@
 
 use super::frame::{self, Decoded, Lsn, FILE_HEADER_BYTES, FRAME_HEADER_BYTES};
 use super::reader::{list_log_files, os_err, valid_frame_after, Scan};
+use super::writer::create_log_file;
 use crate::{Error, Location, Result};
 use shale_io::{DataFile, IoStats, OpenMode};
 use std::path::{Path, PathBuf};
@@ -140,6 +142,20 @@ pub fn cut_at_damage(dir: &Path, damage: &LogDamage) -> Result<()> {
     for p in &damage.later_files {
         set_aside(p)?;
     }
+    shale_io::sync_dir(dir)?;
+    Ok(())
+}
+
+/// Sets every log file aside and starts the log afresh, empty, at LSN `first`: for a log
+/// that ends before the checkpoints' redo points, whose records no tree needs any more. The
+/// next commit's timestamp is then above every version the trees hold (M1), as it was
+/// before the damage.
+pub fn restart_at(dir: &Path, first: Lsn) -> Result<()> {
+    for (_, p) in list_log_files(dir)? {
+        set_aside(&p)?;
+    }
+    let stats = Arc::new(IoStats::default());
+    create_log_file(dir, first, false, &stats, &None)?;
     shale_io::sync_dir(dir)?;
     Ok(())
 }
