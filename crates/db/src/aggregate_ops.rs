@@ -10,7 +10,7 @@ use crate::query_ops::FindSpec;
 use crate::{Database, DbResult};
 use bson::{Document, RawDocument, RawDocumentBuf};
 use shale_doc::aggregate::{LookupResolver, Pipeline, RunOptions};
-use shale_doc::{ErrorCode, MongoError};
+use shale_doc::{ErrorCode, MongoError, Variables};
 use shale_engine::Txn;
 
 /// Largest total size of an aggregation's results held for its cursor.
@@ -81,6 +81,7 @@ fn to_doc(d: &RawDocument) -> DbResult<Document> {
 fn prefix_spec(
     prefix: &shale_doc::aggregate::Prefix<'_>,
     hint: Option<bson::Bson>,
+    vars: &Variables,
 ) -> DbResult<FindSpec> {
     Ok(FindSpec {
         filter: prefix.filter.map(to_doc).transpose()?.unwrap_or_default(),
@@ -88,21 +89,24 @@ fn prefix_spec(
         skip: prefix.skip,
         limit: prefix.limit,
         hint,
+        vars: vars.clone(),
         ..FindSpec::default()
     })
 }
 
 impl Database {
-    /// Runs `stages` over collection `ns` and returns every result document.
+    /// Runs `stages` over collection `ns` and returns every result document; the stages'
+    /// expressions read `vars` (the command's `let`, `$$NOW`).
     pub fn aggregate(
         &self,
         ns: &Namespace,
         stages: &[Document],
         hint: Option<bson::Bson>,
+        vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
-        let pipeline = Pipeline::parse(stages)?;
+        let pipeline = Pipeline::parse_with(stages, vars)?;
         let prefix = pipeline.prefix();
-        let spec = prefix_spec(&prefix, hint)?;
+        let spec = prefix_spec(&prefix, hint, vars)?;
         let mut query = self.find(ns, &spec)?;
         let input = std::iter::from_fn(move || query.next_doc().transpose());
         let resolver = Foreign {
@@ -121,10 +125,11 @@ impl Database {
         ns: &Namespace,
         stages: &[Document],
         hint: Option<bson::Bson>,
+        vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
-        let pipeline = Pipeline::parse(stages)?;
+        let pipeline = Pipeline::parse_with(stages, vars)?;
         let prefix = pipeline.prefix();
-        let spec = prefix_spec(&prefix, hint)?;
+        let spec = prefix_spec(&prefix, hint, vars)?;
         let mut query = self.query_for(ns, &spec)?;
         let input = std::iter::from_fn(move || match &mut query {
             Some(q) => q.next(Snap::Txn(txn)).transpose(),
@@ -144,10 +149,11 @@ impl Database {
         ns: &Namespace,
         stages: &[Document],
         hint: Option<bson::Bson>,
+        vars: &Variables,
     ) -> DbResult<Document> {
-        let pipeline = Pipeline::parse(stages)?;
+        let pipeline = Pipeline::parse_with(stages, vars)?;
         let prefix = pipeline.prefix();
-        let spec = prefix_spec(&prefix, hint)?;
+        let spec = prefix_spec(&prefix, hint, vars)?;
         let mut out = self.explain_find(ns, &spec, false)?;
         let names: Vec<&str> = pipeline
             .stage_names()

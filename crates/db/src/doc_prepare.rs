@@ -104,14 +104,10 @@ fn scan_top_level(doc: &RawDocument) -> DbResult<(usize, bool)> {
     Ok((ids, zero))
 }
 
-/// A fresh timestamp: the current second, and an increment unique within this process.
+/// A fresh timestamp: the current second, and an increment unique within this process
+/// (shared with `$$CLUSTER_TIME`).
 fn now_timestamp() -> bson::Timestamp {
-    static INCREMENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32);
-    let increment = INCREMENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    bson::Timestamp { time, increment }
+    shale_doc::variables::next_timestamp()
 }
 
 /// `doc` after `update` (`pos`: the matched array position for `$`), ready to store; `None`

@@ -10,10 +10,11 @@ use crate::sort::SortSpec;
 use crate::write_ops::matcher;
 use crate::{Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_doc::{compare_values, Projection};
+use shale_doc::{compare_values, Projection, Variables};
 use std::time::Instant;
 
-/// A find: filter, sort, projection, skip, limit, hint.
+/// A find: filter, sort, projection, skip, limit, hint, and the variables its expressions
+/// read (the command's `let`, `$$NOW`).
 #[derive(Debug, Default, Clone)]
 pub struct FindSpec {
     pub filter: Document,
@@ -22,6 +23,7 @@ pub struct FindSpec {
     pub skip: u64,
     pub limit: Option<u64>,
     pub hint: Option<Bson>,
+    pub vars: Variables,
 }
 
 impl Database {
@@ -39,10 +41,10 @@ impl Database {
     /// Plans a query with no snapshot and no lock (the caller holds the data lock): `None`
     /// when the collection does not exist. The spec is checked either way.
     pub(crate) fn query_for(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<Option<Query>> {
-        let matcher = matcher(&spec.filter)?;
+        let matcher = matcher(&spec.filter, &spec.vars)?;
         let sort = SortSpec::parse(spec.sort.as_ref().unwrap_or(&Document::new()))?;
         let projection = match &spec.projection {
-            Some(p) if !p.is_empty() => Some(Projection::parse(&to_raw(p)?)?),
+            Some(p) if !p.is_empty() => Some(Projection::parse_with(&to_raw(p)?, &spec.vars)?),
             _ => None,
         };
         let Some(coll) = self.catalog.get(ns) else {

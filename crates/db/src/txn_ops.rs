@@ -22,6 +22,7 @@ use crate::user_txn::{no_such_transaction, Mode, UserTxn};
 use crate::write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
 use bson::{Bson, Document, RawDocumentBuf};
+use shale_doc::Variables;
 use shale_engine::Txn;
 use std::sync::{Arc, RwLockReadGuard};
 
@@ -69,7 +70,7 @@ impl Database {
     ) -> DbResult<FindAndModifyResult> {
         let (coll, _guard) = self.write_target(t, ns, op.upsert && !op.remove)?;
         let Some(coll) = coll else {
-            crate::write_ops::matcher(&op.filter)?;
+            crate::write_ops::matcher(&op.filter, &op.vars)?;
             return t.with_open(|_| Ok(FindAndModifyResult::default()));
         };
         t.with_open(|st| self.find_and_modify_on(&coll, op, &mut Mode::User(st)))
@@ -120,9 +121,10 @@ impl Database {
         ns: &Namespace,
         stages: &[Document],
         hint: Option<Bson>,
+        vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
         let _guard = self.data_lock();
-        t.with_open(|st| self.aggregate_txn(st.txn(), ns, stages, hint))
+        t.with_open(|st| self.aggregate_txn(st.txn(), ns, stages, hint, vars))
     }
 
     /// Plans `spec` and runs `f` over the query in `t`; a missing collection reads as empty

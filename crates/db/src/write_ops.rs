@@ -17,7 +17,7 @@ use crate::sort::SortSpec;
 use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
-use shale_doc::{ErrorCode, Matcher, MongoError, Projection, UpdateSpec};
+use shale_doc::{ErrorCode, Matcher, MongoError, Projection, UpdateSpec, Variables};
 use shale_engine::Txn;
 use std::sync::Arc;
 
@@ -39,7 +39,9 @@ pub struct WriteResult {
 /// Where an insert transaction stopped, how many it inserted, the documents it refused.
 type ChunkOutcome = (usize, i64, Vec<(usize, MongoError)>);
 
-/// One update statement.
+/// One update statement. `vars` are what its filter's `$expr` reads (the command's `let`
+/// variables, `$$NOW`, which is also the time `$currentDate` writes); its update was parsed
+/// with the same.
 #[derive(Debug)]
 pub struct UpdateOp {
     pub filter: Document,
@@ -47,14 +49,16 @@ pub struct UpdateOp {
     pub multi: bool,
     pub upsert: bool,
     pub hint: Option<Bson>,
+    pub vars: Variables,
 }
 
-/// One delete statement (`limit` 1 deletes at most one document).
+/// One delete statement (`limit` 1 deletes at most one document); `vars` as for an update.
 #[derive(Debug)]
 pub struct DeleteOp {
     pub filter: Document,
     pub limit_one: bool,
     pub hint: Option<Bson>,
+    pub vars: Variables,
 }
 
 /// A findAndModify request.
@@ -68,6 +72,8 @@ pub struct FindAndModifyOp {
     pub fields: Option<Document>,
     pub upsert: bool,
     pub hint: Option<Bson>,
+    /// What the query's `$expr` and the projection read; the update was parsed with the same.
+    pub vars: Variables,
 }
 
 /// What findAndModify did.
@@ -238,7 +244,7 @@ impl Database {
         let mut result = WriteResult::default();
         for (i, op) in ops.iter().enumerate() {
             let Some(coll) = coll else {
-                if let Err(e) = matcher(&op.filter) {
+                if let Err(e) = matcher(&op.filter, &op.vars) {
                     result.errors.push((i, e));
                     if ordered {
                         break;
@@ -276,7 +282,7 @@ impl Database {
         op: &UpdateOp,
         mode: &mut Mode<'_>,
     ) -> DbResult<(i64, i64, Option<Bson>)> {
-        let matcher = matcher(&op.filter)?;
+        let matcher = matcher(&op.filter, &op.vars)?;
         let sort = SortSpec::parse(&Document::new())?;
         self.run_write(mode, coll, |txn| {
             let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
@@ -286,7 +292,7 @@ impl Database {
             };
             let mut query = Query::new(Scan::new(coll.clone(), p), shape);
             let (mut matched, mut modified) = (0i64, 0i64);
-            let now = bson::DateTime::now();
+            let now = op.vars.now();
             while let Some((doc, pos)) = query.next_match(Snap::Txn(txn))? {
                 matched += 1;
                 if apply_update(txn, coll, &op.update, &doc, pos, now)?.is_some() {
@@ -324,7 +330,7 @@ impl Database {
         let Some(coll) = self.catalog.get(ns) else {
             // Still validate the filters, as mongod does.
             for (i, op) in ops.iter().enumerate() {
-                if let Err(e) = matcher(&op.filter) {
+                if let Err(e) = matcher(&op.filter, &op.vars) {
                     result.errors.push((i, e));
                     if ordered {
                         break;
@@ -354,7 +360,7 @@ impl Database {
         op: &DeleteOp,
         mode: &mut Mode<'_>,
     ) -> DbResult<i64> {
-        let matcher = matcher(&op.filter)?;
+        let matcher = matcher(&op.filter, &op.vars)?;
         let sort = SortSpec::parse(&Document::new())?;
         self.run_txn(mode, |txn| {
             let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
@@ -389,7 +395,7 @@ impl Database {
             match self.catalog.get(ns) {
                 Some(c) => (c, g),
                 None => {
-                    matcher(&op.filter)?;
+                    matcher(&op.filter, &op.vars)?;
                     return Ok(FindAndModifyResult::default());
                 }
             }
@@ -405,10 +411,10 @@ impl Database {
         mode: &mut Mode<'_>,
     ) -> DbResult<FindAndModifyResult> {
         let coll = coll.clone();
-        let matcher = matcher(&op.filter)?;
+        let matcher = matcher(&op.filter, &op.vars)?;
         let sort = SortSpec::parse(op.sort.as_ref().unwrap_or(&Document::new()))?;
         let projection = match &op.fields {
-            Some(f) if !f.is_empty() => Some(Projection::parse(&to_raw(f)?)?),
+            Some(f) if !f.is_empty() => Some(Projection::parse_with(&to_raw(f)?, &op.vars)?),
             _ => None,
         };
         let mut out = self.run_write(mode, &coll, |txn| {
@@ -422,7 +428,7 @@ impl Database {
             };
             let mut query = Query::new(Scan::new(coll.clone(), p), shape);
             let found = query.next_match(Snap::Txn(txn))?;
-            let now = bson::DateTime::now();
+            let now = op.vars.now();
             let mut out = FindAndModifyResult::default();
             match (found, &op.update) {
                 (Some((doc, _)), _) if op.remove => {
@@ -487,8 +493,9 @@ fn fails_command(e: &MongoError, in_session: bool) -> bool {
         )
 }
 
-pub(crate) fn matcher(filter: &Document) -> DbResult<Matcher> {
-    Matcher::parse(&to_raw(filter)?)
+/// The parsed `filter`, whose `$expr` reads `vars`.
+pub(crate) fn matcher(filter: &Document, vars: &Variables) -> DbResult<Matcher> {
+    Matcher::parse_with(&to_raw(filter)?, vars)
 }
 
 fn backoff(attempt: u32) {

@@ -265,6 +265,7 @@ fn step(
                 multi: true,
                 upsert: false,
                 hint: None,
+                vars: Default::default(),
             };
             let res = db.update(ns, &[op], true).expect("update");
             assert!(res.errors.is_empty(), "seed {seed}: {:?}", res.errors);
@@ -277,6 +278,7 @@ fn step(
                 filter: filter.clone(),
                 limit_one: false,
                 hint: None,
+                vars: Default::default(),
             };
             let res = db.delete(ns, &[op], true).expect("delete");
             let before = model.len();
@@ -307,6 +309,7 @@ fn step(
                 multi: false,
                 upsert: false,
                 hint: None,
+                vars: Default::default(),
             };
             let res = db.update(ns, &[op], true).expect("update");
             let code = res.errors.first().map(|e| e.1.code.code());

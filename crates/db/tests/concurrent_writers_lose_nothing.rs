@@ -57,6 +57,7 @@ fn racing_unique_inserts_and_increments() {
                         multi: false,
                         upsert: false,
                         hint: None,
+                        vars: Default::default(),
                     };
                     let r = db.update(&ns, &[op], true).expect("update");
                     assert_eq!((r.n, r.errors.len()), (1, 0));

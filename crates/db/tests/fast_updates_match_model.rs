@@ -67,6 +67,7 @@ fn scan(db: &Database, ns: &Namespace) -> BTreeMap<i32, Document> {
         skip: 0,
         limit: None,
         hint: None,
+        vars: Default::default(),
     };
     let mut q = db.find(ns, &spec).expect("find");
     let mut out = BTreeMap::new();
@@ -111,6 +112,7 @@ fn step(
                 filter: doc! {"_id": id},
                 limit_one: true,
                 hint: None,
+                vars: Default::default(),
             };
             db.delete(ns, &[op], true).expect("delete");
             model.remove(&id);
@@ -127,6 +129,7 @@ fn step(
                 multi: true,
                 upsert: false,
                 hint: None,
+                vars: Default::default(),
             };
             let res = db.update(ns, &[op], true).expect("update");
             let ids: Vec<i32> = model.range(id..).map(|(k, _)| *k).collect();
@@ -144,6 +147,7 @@ fn step(
                 multi: false,
                 upsert,
                 hint: None,
+                vars: Default::default(),
             };
             let existed = model.contains_key(&id);
             let res = db.update(ns, &[op], true).expect("update");
@@ -238,6 +242,7 @@ fn an_update_message_reaches_a_document_after_a_crash() {
                 multi: false,
                 upsert: false,
                 hint: None,
+                vars: Default::default(),
             };
             db.update(&ns, &[op], true).expect("update");
         }
@@ -267,6 +272,7 @@ fn a_missing_document_is_not_created_and_the_count_stays_exact() {
         multi: false,
         upsert: false,
         hint: None,
+        vars: Default::default(),
     };
     let res = db.update(&ns, &[op], true).expect("update");
     assert_eq!((res.n, res.n_modified), (1, 1), "TokuMX's counts: no read");

@@ -198,6 +198,7 @@ fn run(seed: u64) {
                         multi,
                         upsert: false,
                         hint: None,
+                        vars: Default::default(),
                     };
                     let res = db.update(&ns, &[op], true).expect("update");
                     // (Single-document updates use an _id filter, case 7: which document a
@@ -229,6 +230,7 @@ fn run(seed: u64) {
                         multi: false,
                         upsert: false,
                         hint: None,
+                        vars: Default::default(),
                     };
                     let res = db.update(&ns, &[op], true).expect("update");
                     assert_eq!(res.n, 1, "seed {seed}");
@@ -247,6 +249,7 @@ fn run(seed: u64) {
                                 filter: filter.clone(),
                                 limit_one: false,
                                 hint: None,
+                                vars: Default::default(),
                             }],
                             true,
                         )

@@ -170,6 +170,7 @@ fn two_runs_of_one_statement_at_once_write_it_once() {
                     multi: false,
                     upsert: false,
                     hint: None,
+                    vars: Default::default(),
                 };
                 db.retryable_statement(
                     &id(1),

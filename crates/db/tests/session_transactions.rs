@@ -43,6 +43,7 @@ fn set(filter: Document, update: Document) -> UpdateOp {
         multi: false,
         upsert: false,
         hint: None,
+        vars: Default::default(),
     }
 }
 
@@ -85,6 +86,7 @@ fn own_writes_are_seen_inside_and_nothing_outside_until_commit() {
             &ns(),
             &[doc! {"$group": {"_id": null, "s": {"$sum": "$a"}}}],
             None,
+            &Default::default(),
         )
         .expect("aggregate_in");
     assert_eq!(summed[0].get_i32("s").expect("s"), 12);
@@ -124,6 +126,7 @@ fn abort_leaves_nothing() {
                 filter: doc! {"_id": 2},
                 limit_one: true,
                 hint: None,
+                vars: Default::default(),
             }],
         )
         .expect("delete_in");

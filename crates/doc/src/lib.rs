@@ -14,6 +14,7 @@ pub mod mongo_error;
 pub mod projection;
 pub mod raw_scan;
 pub mod update;
+pub mod variables;
 
 pub use aggregate::{LookupResolver, Pipeline, RunOptions};
 pub use compare::{canonical_type_order, compare_documents, compare_values};
@@ -26,3 +27,4 @@ pub use mongo_error::MongoError;
 pub use projection::Projection;
 pub use update::render::type_name;
 pub use update::{upsert_seed, ApplyContext, ApplyOutcome, UpdateSpec};
+pub use variables::Variables;

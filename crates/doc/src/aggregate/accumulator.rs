@@ -18,6 +18,7 @@ use crate::compare::compare_values;
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,11 @@ fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
 }
 
 /// Parse the value of one `$group` output field.
-pub(crate) fn parse(field: &str, spec: RawBsonRef<'_>) -> Result<Accumulator, MongoError> {
+pub(crate) fn parse(
+    field: &str,
+    spec: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<Accumulator, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location40234,
@@ -110,7 +115,7 @@ pub(crate) fn parse(field: &str, spec: RawBsonRef<'_>) -> Result<Accumulator, Mo
     }
     Ok(Accumulator {
         op,
-        arg: Expr::parse(arg)?,
+        arg: Expr::parse_in(arg, vars)?,
     })
 }
 

@@ -13,6 +13,7 @@ use super::field_path::validate_field_name;
 use super::simple::{render, type_name};
 use super::{Pipeline, Place};
 use crate::matcher::path::bson_error;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// A parsed `$facet`: output name and sub-pipeline, in specification order.
@@ -25,7 +26,7 @@ fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<Facet, MongoError> {
+pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<Facet, MongoError> {
     let not_object = || {
         error(
             ErrorCode::Location40169,
@@ -76,7 +77,10 @@ pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<Facet, MongoError> {
                 "sub-pipeline in $facet stage cannot be empty",
             ));
         }
-        facets.push((name.to_owned(), Pipeline::parse_in(&stages, Place::Facet)?));
+        facets.push((
+            name.to_owned(),
+            Pipeline::parse_in(&stages, Place::Facet, vars)?,
+        ));
     }
     if facets.is_empty() {
         return Err(not_object());

@@ -19,6 +19,7 @@ use super::execute::{
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// A parsed `$group` specification.
@@ -32,7 +33,7 @@ fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<GroupSpec, MongoError> {
+pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<GroupSpec, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location15947,
@@ -44,7 +45,7 @@ pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<GroupSpec, MongoError> {
     for item in d.iter() {
         let (name, value) = item.map_err(bson_error)?;
         if name == "_id" {
-            id = Some(Expr::parse(value)?);
+            id = Some(Expr::parse_in(value, vars)?);
             continue;
         }
         if name.contains('.') {
@@ -59,7 +60,7 @@ pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<GroupSpec, MongoError> {
                 format!("The field name '{name}' cannot be an operator name"),
             ));
         }
-        fields.push((name.to_owned(), accumulator::parse(name, value)?));
+        fields.push((name.to_owned(), accumulator::parse(name, value, vars)?));
     }
     let id = id.ok_or_else(|| {
         error(

@@ -5,7 +5,8 @@
 //!   value means null, which also matches a missing foreign field), by the query matcher's
 //!   `$eq`/`$in` rules;
 //! - pipeline: `let` variables (expressions over the input document) and a `pipeline` run over
-//!   the foreign collection for each input document (`lookup_vars` binds the variables);
+//!   the foreign collection for each input document, parsed again for each with the variables
+//!   bound to its values (on top of the command's: `Variables`);
 //! - both together: the equality match first, then the pipeline over the matches.
 //!
 //! The foreign collection is scanned once per run; a pipeline without variables or equality is
@@ -13,19 +14,17 @@
 
 use std::collections::HashMap;
 
-use bson::raw::{RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::raw::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
-use super::execute::{
-    map_docs, raw_to_bson, run_to_vec, to_document, to_raw, value_to_bson, Ctx, DocStream,
-};
+use super::execute::{map_docs, raw_to_bson, run_to_vec, to_document, to_raw, Ctx, DocStream};
 use super::field_path::{parse_field_path, set_path};
-use super::lookup_vars::{check_variable_name, substitute_pipeline};
 use super::simple::{render, type_name};
 use super::{Pipeline, Place};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::{bson_error, lookup};
 use crate::matcher::Matcher;
+use crate::variables::{check_user_write_name, Variables};
 use crate::{ErrorCode, MongoError};
 
 /// Read access to the other collections of the database, for `$lookup`.
@@ -89,7 +88,9 @@ pub(crate) struct Lookup {
 #[derive(Debug, Clone)]
 struct SubPipeline {
     lets: Vec<(String, Expr)>,
-    stages: Vec<Document>,
+    stages: Vec<RawDocumentBuf>,
+    /// The variables of the scope the `$lookup` is in (the command's, an outer `$lookup`'s).
+    vars: Variables,
     /// The pipeline parsed once, when there are no variables to bind.
     fixed: Option<Pipeline>,
 }
@@ -105,10 +106,10 @@ struct Args<'a> {
     local: Option<&'a str>,
     foreign: Option<&'a str>,
     lets: Option<&'a RawDocument>,
-    pipeline: Option<Vec<Document>>,
+    pipeline: Option<Vec<RawDocumentBuf>>,
 }
 
-pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<Lookup, MongoError> {
+pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<Lookup, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(failed(format!(
             "the $lookup stage specification must be an object, but found {}",
@@ -156,7 +157,7 @@ pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<Lookup, MongoError> {
         ));
     }
     let pipeline = match args.pipeline {
-        Some(stages) => Some(parse_sub_pipeline(args.lets, stages)?),
+        Some(stages) => Some(parse_sub_pipeline(args.lets, stages, vars)?),
         None => None,
     };
     Ok(Lookup {
@@ -177,7 +178,7 @@ fn read_argument<'a>(
             let mut stages = Vec::new();
             for item in items {
                 match item.map_err(bson_error)? {
-                    RawBsonRef::Document(s) => stages.push(to_document(s)?),
+                    RawBsonRef::Document(s) => stages.push(s.to_raw_document_buf()),
                     other => {
                         return Err(MongoError::new(
                             ErrorCode::TypeMismatch,
@@ -224,23 +225,25 @@ fn read_argument<'a>(
 /// Parse the variables, then check the pipeline with every variable bound to null.
 fn parse_sub_pipeline(
     lets: Option<&RawDocument>,
-    stages: Vec<Document>,
+    stages: Vec<RawDocumentBuf>,
+    vars: &Variables,
 ) -> Result<SubPipeline, MongoError> {
     let mut parsed_lets = Vec::new();
     for item in lets.into_iter().flat_map(|d| d.iter()) {
         let (name, value) = item.map_err(bson_error)?;
-        check_variable_name(name)?;
-        parsed_lets.push((name.to_owned(), Expr::parse(value)?));
+        check_user_write_name(name)?;
+        parsed_lets.push((name.to_owned(), Expr::parse_in(value, vars)?));
     }
-    let placeholders: Vec<(String, Option<Bson>)> = parsed_lets
+    let placeholders = parsed_lets
         .iter()
-        .map(|(name, _)| (name.clone(), Some(Bson::Null)))
+        .map(|(name, _)| (name.clone(), Some(RawBson::Null)))
         .collect();
-    let checked = Pipeline::parse_in(&substitute_pipeline(&stages, &placeholders)?, Place::Lookup)?;
+    let checked = Pipeline::parse_in(&stages, Place::Lookup, &vars.with_bindings(placeholders))?;
     Ok(SubPipeline {
         fixed: parsed_lets.is_empty().then_some(checked),
         lets: parsed_lets,
         stages,
+        vars: vars.clone(),
     })
 }
 
@@ -313,10 +316,14 @@ impl SubPipeline {
         }
         let mut values = Vec::with_capacity(self.lets.len());
         for (name, expr) in &self.lets {
-            values.push((name.clone(), value_to_bson(&expr.evaluate(outer)?)?));
+            let value = expr.evaluate(outer)?.as_raw().map(|v| v.to_raw_bson());
+            values.push((name.clone(), value));
         }
-        let bound =
-            Pipeline::parse_in(&substitute_pipeline(&self.stages, &values)?, Place::Lookup)?;
+        let bound = Pipeline::parse_in(
+            &self.stages,
+            Place::Lookup,
+            &self.vars.with_bindings(values),
+        )?;
         run_to_vec(bound.stages(), input.into_iter().cloned(), ctx)
     }
 }

@@ -16,7 +16,6 @@ mod facet;
 mod field_path;
 mod group;
 mod lookup;
-mod lookup_vars;
 mod project;
 mod reshape;
 mod set_fields;
@@ -29,6 +28,7 @@ use bson::Document;
 
 use crate::matcher::path::bson_error;
 use crate::matcher::Matcher;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 pub use execute::{Documents, RunOptions, DEFAULT_MEMORY_LIMIT_BYTES};
@@ -141,7 +141,11 @@ const BANNED_IN_FACET: &[&str] = &[
 ];
 
 /// Parse one stage document (`{$name: spec}`).
-pub(crate) fn parse_stage(stage: &RawDocument, place: Place) -> Result<Stage, MongoError> {
+pub(crate) fn parse_stage(
+    stage: &RawDocument,
+    place: Place,
+    vars: &Variables,
+) -> Result<Stage, MongoError> {
     let mut fields = stage.iter();
     let (name, spec) = match (fields.next(), fields.next()) {
         (Some(first), None) => first.map_err(bson_error)?,
@@ -154,21 +158,21 @@ pub(crate) fn parse_stage(stage: &RawDocument, place: Place) -> Result<Stage, Mo
         ));
     }
     match name {
-        "$match" => simple::parse_match(spec),
-        "$project" => reshape::parse_project(spec).map(Stage::Project),
-        "$addFields" | "$set" => set_fields::parse(name, spec).map(Stage::AddFields),
+        "$match" => simple::parse_match(spec, vars),
+        "$project" => reshape::parse_project(spec, vars).map(Stage::Project),
+        "$addFields" | "$set" => set_fields::parse(name, spec, vars).map(Stage::AddFields),
         "$unset" => reshape::parse_unset(spec).map(Stage::Unset),
-        "$replaceRoot" => reshape::parse_replace_root(spec).map(Stage::ReplaceRoot),
-        "$replaceWith" => reshape::parse_replace_with(spec).map(Stage::ReplaceRoot),
-        "$group" => group::parse(spec).map(Stage::Group),
+        "$replaceRoot" => reshape::parse_replace_root(spec, vars).map(Stage::ReplaceRoot),
+        "$replaceWith" => reshape::parse_replace_with(spec, vars).map(Stage::ReplaceRoot),
+        "$group" => group::parse(spec, vars).map(Stage::Group),
         "$sort" => sort::parse(spec).map(Stage::Sort),
         "$limit" => simple::parse_limit(spec).map(Stage::Limit),
         "$skip" => simple::parse_skip(spec).map(Stage::Skip),
         "$unwind" => unwind::parse(spec).map(Stage::Unwind),
         "$count" => simple::parse_count(spec).map(Stage::Count),
-        "$sortByCount" => simple::parse_sort_by_count(spec),
-        "$lookup" => lookup::parse(spec).map(|l| Stage::Lookup(Box::new(l))),
-        "$facet" => facet::parse(spec).map(Stage::Facet),
+        "$sortByCount" => simple::parse_sort_by_count(spec, vars),
+        "$lookup" => lookup::parse(spec, vars).map(|l| Stage::Lookup(Box::new(l))),
+        "$facet" => facet::parse(spec, vars).map(Stage::Facet),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -222,18 +226,30 @@ impl Stage {
 pub const MAX_PIPELINE_STAGES: usize = 1000;
 
 impl Pipeline {
-    /// Parse and validate a pipeline given as documents.
+    /// Parse and validate a pipeline given as documents, for a command with no `let`
+    /// variables (`$$NOW` is now).
     pub fn parse(stages: &[Document]) -> Result<Pipeline, MongoError> {
+        Pipeline::parse_with(stages, &Variables::new())
+    }
+
+    /// Parse and validate a pipeline whose expressions read `vars` (the command's `let`
+    /// variables, `$$NOW`, `$$CLUSTER_TIME`).
+    pub fn parse_with(stages: &[Document], vars: &Variables) -> Result<Pipeline, MongoError> {
         let raw = stages
             .iter()
             .map(execute::to_raw)
             .collect::<Result<Vec<_>, _>>()?;
-        Pipeline::parse_in(&raw, Place::Top)
+        Pipeline::parse_in(&raw, Place::Top, vars)
     }
 
     /// Parse and validate a pipeline given as the raw `pipeline` array of a command; a
     /// non-document element is a `TypeMismatch` (14), as MongoDB reports it.
     pub fn parse_raw(stages: &RawArray) -> Result<Pipeline, MongoError> {
+        Pipeline::parse_raw_with(stages, &Variables::new())
+    }
+
+    /// `parse_raw` with the command's variables.
+    pub fn parse_raw_with(stages: &RawArray, vars: &Variables) -> Result<Pipeline, MongoError> {
         let mut raw = Vec::new();
         for element in stages {
             match element.map_err(bson_error)? {
@@ -246,12 +262,13 @@ impl Pipeline {
                 }
             }
         }
-        Pipeline::parse_in(&raw, Place::Top)
+        Pipeline::parse_in(&raw, Place::Top, vars)
     }
 
     pub(crate) fn parse_in(
         stages: &[RawDocumentBuf],
         place: Place,
+        vars: &Variables,
     ) -> Result<Pipeline, MongoError> {
         if stages.len() > MAX_PIPELINE_STAGES {
             return Err(MongoError::new(
@@ -261,7 +278,7 @@ impl Pipeline {
         }
         let stages = stages
             .iter()
-            .map(|s| parse_stage(s, place))
+            .map(|s| parse_stage(s, place, vars))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Pipeline { stages })
     }

@@ -17,6 +17,7 @@ use super::execute::{raw_to_bson, value_to_bson};
 use crate::matcher::element::true_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// An inclusion projection, already validated.
@@ -82,12 +83,12 @@ fn is_flag(value: RawBsonRef<'_>) -> bool {
 
 impl Inclusion {
     /// Build the tree of a specification `Projection::parse` accepted as an inclusion.
-    pub(crate) fn build(spec: &RawDocument) -> Result<Inclusion, MongoError> {
+    pub(crate) fn build(spec: &RawDocument, vars: &Variables) -> Result<Inclusion, MongoError> {
         let mut inclusion = Inclusion {
             tree: Tree::default(),
             id_included: true,
         };
-        add_level(&mut inclusion, spec, &[])?;
+        add_level(&mut inclusion, spec, &[], vars)?;
         Ok(inclusion)
     }
 
@@ -102,6 +103,7 @@ fn add_level(
     inclusion: &mut Inclusion,
     spec: &RawDocument,
     prefix: &[&str],
+    vars: &Variables,
 ) -> Result<(), MongoError> {
     for item in spec.iter() {
         let (key, value) = item.map_err(bson_error)?;
@@ -111,7 +113,7 @@ fn add_level(
         if let RawBsonRef::Document(sub) = value {
             let first = sub.iter().next().transpose().map_err(bson_error)?;
             if !first.is_some_and(|(k, _)| k.starts_with('$')) {
-                add_level(inclusion, sub, &path)?;
+                add_level(inclusion, sub, &path, vars)?;
                 continue;
             }
         }
@@ -122,7 +124,7 @@ fn add_level(
                 inclusion.id_included = false;
                 continue;
             }
-            v => Node::Computed(Expr::parse(v)?),
+            v => Node::Computed(Expr::parse_in(v, vars)?),
         };
         let (last, parents) = path.split_last().expect("split yields a part");
         let mut tree = &mut inclusion.tree;
@@ -238,7 +240,7 @@ mod tests {
     fn project(spec: Document, input: Document) -> Document {
         let spec = RawDocumentBuf::from_document(&spec).expect("encodes");
         let input = RawDocumentBuf::from_document(&input).expect("encodes");
-        Inclusion::build(&spec)
+        Inclusion::build(&spec, &Variables::new())
             .expect("builds")
             .apply(&input)
             .expect("applies")

@@ -17,6 +17,7 @@ use super::simple::type_name;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::projection::Projection;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// `$project` or `$unset`: exclusions through the find projection, inclusions through
@@ -47,7 +48,7 @@ fn caused_by(stage: &str, e: MongoError) -> MongoError {
     )
 }
 
-pub(crate) fn parse_project(spec: RawBsonRef<'_>) -> Result<Project, MongoError> {
+pub(crate) fn parse_project(spec: RawBsonRef<'_>, vars: &Variables) -> Result<Project, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location15969,
@@ -62,9 +63,9 @@ pub(crate) fn parse_project(spec: RawBsonRef<'_>) -> Result<Project, MongoError>
         ));
     }
     refuse_find_only(d, "").map_err(|e| caused_by("$project", e))?;
-    let projection = Projection::parse(d).map_err(|e| caused_by("$project", e))?;
+    let projection = Projection::parse_with(d, vars).map_err(|e| caused_by("$project", e))?;
     if projection.is_inclusion() {
-        return Ok(Project::Inclusion(Inclusion::build(d)?));
+        return Ok(Project::Inclusion(Inclusion::build(d, vars)?));
     }
     Ok(Project::Exclusion(projection))
 }
@@ -148,7 +149,10 @@ pub(crate) struct ReplaceRoot {
     new_root: Expr,
 }
 
-pub(crate) fn parse_replace_root(spec: RawBsonRef<'_>) -> Result<ReplaceRoot, MongoError> {
+pub(crate) fn parse_replace_root(
+    spec: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<ReplaceRoot, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location40229,
@@ -170,7 +174,7 @@ pub(crate) fn parse_replace_root(spec: RawBsonRef<'_>) -> Result<ReplaceRoot, Mo
                 ),
             ));
         }
-        new_root = Some(Expr::parse(value)?);
+        new_root = Some(Expr::parse_in(value, vars)?);
     }
     let new_root = new_root.ok_or_else(|| {
         error(
@@ -181,9 +185,12 @@ pub(crate) fn parse_replace_root(spec: RawBsonRef<'_>) -> Result<ReplaceRoot, Mo
     Ok(ReplaceRoot { new_root })
 }
 
-pub(crate) fn parse_replace_with(spec: RawBsonRef<'_>) -> Result<ReplaceRoot, MongoError> {
+pub(crate) fn parse_replace_with(
+    spec: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<ReplaceRoot, MongoError> {
     Ok(ReplaceRoot {
-        new_root: Expr::parse(spec)?,
+        new_root: Expr::parse_in(spec, vars)?,
     })
 }
 
@@ -215,7 +222,7 @@ mod tests {
     use bson::doc;
 
     fn code_of<T: std::fmt::Debug>(
-        parse: fn(RawBsonRef<'_>) -> Result<T, MongoError>,
+        parse: impl Fn(RawBsonRef<'_>) -> Result<T, MongoError>,
         spec: Bson,
     ) -> i32 {
         let d = RawDocumentBuf::from_document(&doc! {"s": spec}).expect("encodes");
@@ -227,6 +234,7 @@ mod tests {
 
     #[test]
     fn project_parse_errors() {
+        let parse_project = |s: RawBsonRef<'_>| parse_project(s, &Variables::new());
         assert_eq!(code_of(parse_project, Bson::Int32(1)), 15969);
         assert_eq!(code_of(parse_project, bson::bson!({})), 51272);
         assert_eq!(code_of(parse_project, bson::bson!({"a.$": 1})), 31324);
@@ -243,6 +251,7 @@ mod tests {
 
     #[test]
     fn unset_and_replace_root_parse_errors() {
+        let parse_replace_root = |s: RawBsonRef<'_>| parse_replace_root(s, &Variables::new());
         assert_eq!(code_of(parse_unset, Bson::Int32(1)), 31002);
         assert_eq!(code_of(parse_unset, bson::bson!([])), 31119);
         assert_eq!(code_of(parse_unset, bson::bson!(["a", 1])), 31120);

@@ -19,6 +19,7 @@ use super::field_path::{parse_field_path, validate_field_name};
 use super::simple::type_name;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// A parsed `$addFields`/`$set`.
@@ -42,7 +43,11 @@ fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(crate) fn parse(stage: &str, spec: RawBsonRef<'_>) -> Result<SetFields, MongoError> {
+pub(crate) fn parse(
+    stage: &str,
+    spec: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<SetFields, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location40272,
@@ -52,7 +57,7 @@ pub(crate) fn parse(stage: &str, spec: RawBsonRef<'_>) -> Result<SetFields, Mong
             ),
         ));
     };
-    parse_spec(d).map_err(|e| {
+    parse_spec(d, vars).map_err(|e| {
         MongoError::new(
             e.code,
             format!("Invalid {stage} :: caused by :: {}", e.message),
@@ -60,9 +65,10 @@ pub(crate) fn parse(stage: &str, spec: RawBsonRef<'_>) -> Result<SetFields, Mong
     })
 }
 
-fn parse_spec(spec: &RawDocument) -> Result<SetFields, MongoError> {
+fn parse_spec(spec: &RawDocument, vars: &Variables) -> Result<SetFields, MongoError> {
     let mut parser = Parser {
         spec,
+        vars,
         tree: Tree::default(),
         leaves: Vec::new(),
     };
@@ -81,6 +87,7 @@ fn parse_spec(spec: &RawDocument) -> Result<SetFields, MongoError> {
 
 struct Parser<'s> {
     spec: &'s RawDocument,
+    vars: &'s Variables,
     tree: Tree,
     /// Every path given a value so far, to refuse overlapping ones (40176).
     leaves: Vec<String>,
@@ -90,7 +97,7 @@ impl Parser<'_> {
     fn element(&mut self, path: Vec<String>, value: RawBsonRef<'_>) -> Result<(), MongoError> {
         crate::depth::check_path_length(path.len())?;
         let RawBsonRef::Document(sub) = value else {
-            return self.leaf(path, Expr::parse(value)?);
+            return self.leaf(path, Expr::parse_in(value, self.vars)?);
         };
         let fields: Vec<(&str, RawBsonRef<'_>)> =
             sub.iter().collect::<Result<_, _>>().map_err(bson_error)?;
@@ -107,7 +114,7 @@ impl Parser<'_> {
                     ),
                 ));
             }
-            return self.leaf(path, Expr::parse(value)?);
+            return self.leaf(path, Expr::parse_in(value, self.vars)?);
         }
         if fields.is_empty() {
             return self.leaf(path, Expr::Object(Vec::new()));
@@ -245,18 +252,26 @@ mod tests {
 
     fn run(spec: Document, input: Document) -> Document {
         let d = RawDocumentBuf::from_document(&doc! {"s": spec}).expect("encodes");
-        let parsed =
-            parse("$addFields", d.get("s").expect("valid").expect("present")).expect("parses");
+        let parsed = parse(
+            "$addFields",
+            d.get("s").expect("valid").expect("present"),
+            &Variables::new(),
+        )
+        .expect("parses");
         let raw = RawDocumentBuf::from_document(&input).expect("encodes");
         to_document(&parsed.apply(&raw).expect("applies")).expect("decodes")
     }
 
     fn code(spec: Bson) -> i32 {
         let d = RawDocumentBuf::from_document(&doc! {"s": spec}).expect("encodes");
-        parse("$addFields", d.get("s").expect("valid").expect("present"))
-            .unwrap_err()
-            .code
-            .code()
+        parse(
+            "$addFields",
+            d.get("s").expect("valid").expect("present"),
+            &Variables::new(),
+        )
+        .unwrap_err()
+        .code
+        .code()
     }
 
     #[test]

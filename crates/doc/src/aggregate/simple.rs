@@ -12,6 +12,7 @@ use crate::compare::decimal128_to_f64;
 use crate::matcher::element::{type_alias, type_code};
 use crate::matcher::expr::Expr;
 use crate::matcher::Matcher;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
@@ -33,14 +34,14 @@ pub(crate) fn type_name(value: RawBsonRef<'_>) -> &'static str {
     type_alias(type_code(value))
 }
 
-pub(crate) fn parse_match(spec: RawBsonRef<'_>) -> Result<Stage, MongoError> {
+pub(crate) fn parse_match(spec: RawBsonRef<'_>, vars: &Variables) -> Result<Stage, MongoError> {
     let RawBsonRef::Document(filter) = spec else {
         return Err(error(
             ErrorCode::Location15959,
             "the match filter must be an expression in an object",
         ));
     };
-    let matcher = Matcher::parse(filter)?;
+    let matcher = Matcher::parse_with(filter, vars)?;
     Ok(Stage::Match {
         filter: filter.to_raw_document_buf(),
         matcher: Box::new(matcher),
@@ -126,7 +127,10 @@ pub(crate) fn parse_count(spec: RawBsonRef<'_>) -> Result<String, MongoError> {
 }
 
 /// `$sortByCount: <expr>` = `$group: {_id: <expr>, count: {$sum: 1}}` then `$sort: {count: -1}`.
-pub(crate) fn parse_sort_by_count(spec: RawBsonRef<'_>) -> Result<Stage, MongoError> {
+pub(crate) fn parse_sort_by_count(
+    spec: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<Stage, MongoError> {
     const NEEDS: &str =
         "the sortByCount field must be defined as a $-prefixed path or an expression inside an object";
     match spec {
@@ -151,7 +155,7 @@ pub(crate) fn parse_sort_by_count(spec: RawBsonRef<'_>) -> Result<Stage, MongoEr
             ))
         }
     }
-    let id = Expr::parse(spec)?;
+    let id = Expr::parse_in(spec, vars)?;
     Ok(Stage::SortByCount {
         group: group::GroupSpec::counting(id, "count"),
         sort: sort::SortSpec::descending("count"),

@@ -16,6 +16,7 @@ use super::{
     bad_value, is_operator_document, leaf, parse_filter, parse_operators, path::bson_error, Level,
     Node, Pred,
 };
+use crate::variables::Variables;
 use crate::MongoError;
 
 /// Operators that stand for a whole filter rather than a field, so that an `$elemMatch`
@@ -43,7 +44,8 @@ pub(crate) fn parse_elem_match(field: &str, arg: RawBsonRef<'_>) -> Result<Node,
         parse_operators("", sub, &mut children)?;
         return Ok(leaf(field, Pred::ElemMatchValue(children)));
     }
-    let inner = parse_filter(sub, Level::SubDocument)?;
+    // No expressions inside: `$expr` is refused at this level.
+    let inner = parse_filter(sub, Level::SubDocument, &Variables::new())?;
     if contains_where(sub) {
         return Err(bad_value("$elemMatch cannot contain $where expression"));
     }

@@ -9,6 +9,7 @@ use bson::raw::{RawBsonRef, RawDocument, RawRegexRef};
 
 use super::expr::{truthy, Expr};
 use super::{bad_value, leaf, path::bson_error, Level, Node, Pred};
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// A compiled regex predicate: matches strings and symbols by pattern, and BSON regex values
@@ -196,13 +197,17 @@ fn mod_argument(value: RawBsonRef<'_>, role: &str) -> Result<i64, MongoError> {
 }
 
 /// `$expr: <expression>`; only at the top of a query (not inside `$elemMatch`).
-pub(crate) fn parse_expr(value: RawBsonRef<'_>, level: Level) -> Result<Node, MongoError> {
+pub(crate) fn parse_expr(
+    value: RawBsonRef<'_>,
+    level: Level,
+    vars: &Variables,
+) -> Result<Node, MongoError> {
     if level == Level::SubDocument {
         return Err(bad_value(
             "$expr can only be applied to the top-level document",
         ));
     }
-    Ok(Node::Expr(Expr::parse(value)?))
+    Ok(Node::Expr(Expr::parse_in(value, vars)?))
 }
 
 pub(crate) fn eval_expr(e: &Expr, doc: &RawDocument) -> Result<bool, MongoError> {

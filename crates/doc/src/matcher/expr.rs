@@ -1,9 +1,12 @@
-//! Aggregation expressions over raw BSON, as `$expr` uses them today and `$project`/`$group`
-//! will reuse them: field paths (`"$a.b"`, mapped over arrays), `$$ROOT`/`$$CURRENT`/
-//! `$$REMOVE`, literals, array and object expressions, and the operators `$literal`, `$eq $ne
-//! $gt $gte $lt $lte $cmp`, `$and $or $not`, `$ifNull $cond`, `$type`, the strings `$concat
-//! $toLower $toUpper $strLenCP` and the arrays `$size $arrayElemAt $in`. Arithmetic (`$add
-//! $subtract $multiply $divide $mod $abs`) lives in `expr_arith`; strings and arrays in `expr_ops`.
+//! Aggregation expressions over raw BSON, as `$expr`, the pipeline stages, pipeline updates
+//! and projections use them: field paths (`"$a.b"`, mapped over arrays), variables
+//! (`expr_vars`: `$$ROOT`/`$$CURRENT`/`$$REMOVE`, `$$NOW`/`$$CLUSTER_TIME`, a command's `let`
+//! variables and `$let`'s), literals (`$literal`, `$const`), array and object expressions, and
+//! the operators `$eq $ne $gt $gte $lt $lte $cmp`, `$and $or $not`, `$ifNull $cond`, `$type`,
+//! `$rand`, the strings `$concat $toLower $toUpper $strLenCP` and the arrays `$size
+//! $arrayElemAt $in`. Arithmetic (`$add $subtract $multiply $divide $mod $abs`) lives in
+//! `expr_arith`; strings and arrays in `expr_ops`; `$getField $setField $unsetField` in
+//! `expr_fields`.
 //!
 //! Parsing raises MongoDB's parse errors (unknown operator 168, arity 16020, ...); evaluation
 //! raises its runtime errors (e.g. `$size` of a non-array, 17124). Values borrowed from the
@@ -15,8 +18,10 @@ use bson::raw::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use super::element::{type_alias, type_code};
 use super::expr_arith::{arithmetic, ArithOp};
+use super::expr_vars::Scope;
 use super::path::{bson_error, lookup, FieldPath};
 use crate::compare_raw::compare_raw_values;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// The result of evaluating an expression.
@@ -50,6 +55,15 @@ impl Value<'_> {
     pub fn type_name(&self) -> &'static str {
         self.as_raw()
             .map_or("missing", |v| type_alias(type_code(v)))
+    }
+
+    /// The same value, owning its bytes (for values read out of a shorter-lived one).
+    pub fn into_owned<'b>(self) -> Value<'b> {
+        match self {
+            Value::Missing => Value::Missing,
+            Value::Ref(v) => Value::Owned(v.to_raw_bson()),
+            Value::Owned(v) => Value::Owned(v),
+        }
     }
 }
 
@@ -95,17 +109,44 @@ pub enum CompareKind {
 /// A parsed aggregation expression.
 #[derive(Debug, Clone)]
 pub enum Expr {
+    /// A constant: a literal, or the value of a command's variable (`$$NOW`, a `let` name).
     Literal(RawBson),
-    /// `"$a.b"`, or `"$$ROOT.a"`/`"$$CURRENT.a"` (the same document here).
+    /// `"$a.b"` or `"$$ROOT.a"`: a path in the document.
     Field(FieldPath),
+    /// `$$ROOT` (and `$$CURRENT` where no `$let` rebinds it).
     Root,
+    /// `$$REMOVE`: no value.
     Remove,
+    /// A `$let` variable (or `CURRENT` rebound by one): its slot on the evaluation stack, and
+    /// a path into its value.
+    Local {
+        slot: usize,
+        path: Option<FieldPath>,
+    },
     Array(Vec<Expr>),
     Object(Vec<(String, Expr)>),
     Call(Op, Vec<Expr>),
+    /// `$let`: the values of its variables (pushed on the stack, in order), then its `in`.
+    Let {
+        values: Vec<Expr>,
+        body: Box<Expr>,
+    },
+    /// `$getField`: the field named exactly `field` (dots and `$` included) of `input`.
+    GetField {
+        field: String,
+        input: Box<Expr>,
+    },
+    /// `$setField`/`$unsetField` (whose value is `$$REMOVE`).
+    SetField {
+        field: String,
+        input: Box<Expr>,
+        value: Box<Expr>,
+    },
+    /// `$rand`: a double in [0, 1).
+    Rand,
 }
 
-fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
+pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
@@ -142,9 +183,20 @@ fn operator(name: &str) -> Option<Op> {
     })
 }
 
+/// Operators with their own argument forms (parsed outside `parse_call`).
+const SPECIAL: &[&str] = &[
+    "$literal",
+    "$const",
+    "$let",
+    "$getField",
+    "$setField",
+    "$unsetField",
+    "$rand",
+];
+
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
 pub fn is_expression_name(name: &str) -> bool {
-    name == "$literal" || operator(name).is_some()
+    SPECIAL.contains(&name) || operator(name).is_some()
 }
 
 /// Exact argument count, or `None` for variadic operators.
@@ -159,55 +211,121 @@ fn arity(op: Op) -> Option<usize> {
     }
 }
 
+/// The evaluation stack of `$let` variables, indexed by the slots parsing gave them.
+type Stack<'a> = Vec<Value<'a>>;
+
 impl Expr {
-    /// Parse an expression from its BSON form.
+    /// Parse an expression from its BSON form, for a command starting now with no `let`
+    /// variables (`Variables::new()`). Commands parse with their own: `parse_in`.
     pub fn parse(value: RawBsonRef<'_>) -> Result<Expr, MongoError> {
+        Expr::parse_in(value, &Variables::new())
+    }
+
+    /// Parse an expression that reads `vars` (`$$NOW`, `$$CLUSTER_TIME`, `let` names).
+    pub fn parse_in(value: RawBsonRef<'_>, vars: &Variables) -> Result<Expr, MongoError> {
+        Expr::parse_scoped(value, &mut Scope::new(vars))
+    }
+
+    pub(crate) fn parse_scoped(
+        value: RawBsonRef<'_>,
+        scope: &mut Scope<'_>,
+    ) -> Result<Expr, MongoError> {
         match value {
-            RawBsonRef::String(s) if s.starts_with("$$") => parse_variable(&s[2..]),
-            RawBsonRef::String(s) if s.starts_with('$') => parse_field_path(&s[1..]),
+            RawBsonRef::String(s) if s.starts_with("$$") => scope.variable(&s[2..]),
+            RawBsonRef::String(s) if s.starts_with('$') => scope.field_path(&s[1..]),
             RawBsonRef::Array(items) => {
                 let mut parsed = Vec::new();
                 for item in items {
-                    parsed.push(Expr::parse(item.map_err(bson_error)?)?);
+                    parsed.push(Expr::parse_scoped(item.map_err(bson_error)?, scope)?);
                 }
                 Ok(Expr::Array(parsed))
             }
-            RawBsonRef::Document(d) => parse_document(d),
+            RawBsonRef::Document(d) => parse_document(d, scope),
             other => Ok(Expr::Literal(other.to_raw_bson())),
         }
     }
 
     /// Evaluate against `root` (which is both `$$ROOT` and `$$CURRENT`).
     pub fn evaluate<'a>(&self, root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+        self.eval(root, &mut Vec::new())
+    }
+
+    pub(crate) fn eval<'a>(
+        &self,
+        root: &'a RawDocument,
+        stack: &mut Stack<'a>,
+    ) -> Result<Value<'a>, MongoError> {
         match self {
             Expr::Literal(v) => Ok(Value::Owned(v.clone())),
             Expr::Field(path) => field_value(root, path),
             Expr::Root => Ok(Value::Ref(RawBsonRef::Document(root))),
             Expr::Remove => Ok(Value::Missing),
-            Expr::Array(items) => evaluate_array(items, root),
-            Expr::Object(fields) => evaluate_object(fields, root),
-            Expr::Call(op, args) => call(*op, args, root),
+            Expr::Local { slot, path } => {
+                let value = stack
+                    .get(*slot)
+                    .cloned()
+                    .expect("parsing gave every variable a slot its $let pushes");
+                match path {
+                    None => Ok(value),
+                    Some(path) => path_in_value(value, path),
+                }
+            }
+            Expr::Array(items) => evaluate_array(items, root, stack),
+            Expr::Object(fields) => evaluate_object(fields, root, stack),
+            Expr::Call(op, args) => call(*op, args, root, stack),
+            Expr::Let { values, body } => {
+                let mut bound = Vec::with_capacity(values.len());
+                for v in values {
+                    bound.push(v.eval(root, stack)?);
+                }
+                let depth = stack.len();
+                stack.extend(bound);
+                let out = body.eval(root, stack);
+                stack.truncate(depth);
+                out
+            }
+            Expr::GetField { field, input } => {
+                super::expr_fields::get_field(field, input.eval(root, stack)?)
+            }
+            Expr::SetField {
+                field,
+                input,
+                value,
+            } => {
+                let input = input.eval(root, stack)?;
+                super::expr_fields::set_field(field, input, || value.eval(root, stack))
+            }
+            Expr::Rand => Ok(Value::Owned(RawBson::Double(rand::random::<f64>()))),
+        }
+    }
+
+    /// Whether the expression reads the document (a field path, `$$ROOT`, `$$CURRENT`): what
+    /// a command's `let` values may not do.
+    pub fn reads_document(&self) -> bool {
+        match self {
+            Expr::Field(_) | Expr::Root => true,
+            Expr::Literal(_) | Expr::Remove | Expr::Local { .. } | Expr::Rand => false,
+            Expr::Array(items) | Expr::Call(_, items) => items.iter().any(Expr::reads_document),
+            Expr::Object(fields) => fields.iter().any(|(_, e)| e.reads_document()),
+            Expr::Let { values, body } => {
+                values.iter().any(Expr::reads_document) || body.reads_document()
+            }
+            Expr::GetField { input, .. } => input.reads_document(),
+            Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
         }
     }
 }
 
-fn parse_variable(rest: &str) -> Result<Expr, MongoError> {
-    let (name, path) = match rest.split_once('.') {
-        Some((name, path)) => (name, Some(path)),
-        None => (rest, None),
-    };
-    match (name, path) {
-        ("ROOT" | "CURRENT", None) => Ok(Expr::Root),
-        ("ROOT" | "CURRENT", Some(path)) => parse_field_path(path),
-        ("REMOVE", None) => Ok(Expr::Remove),
-        _ => Err(error(
-            ErrorCode::Location17276,
-            format!("Use of undefined variable: {name}"),
-        )),
+/// `value.path` (a path into a variable's value): arrays along the way are mapped.
+fn path_in_value<'a>(value: Value<'a>, path: &FieldPath) -> Result<Value<'a>, MongoError> {
+    match value {
+        Value::Missing => Ok(Value::Missing),
+        Value::Ref(v) => descend(v, path, 0),
+        Value::Owned(v) => Ok(descend(v.as_raw_bson_ref(), path, 0)?.into_owned()),
     }
 }
 
-fn parse_field_path(path: &str) -> Result<Expr, MongoError> {
+pub(crate) fn parse_field_path(path: &str) -> Result<Expr, MongoError> {
     if path.is_empty() {
         return Err(error(
             ErrorCode::Location16872,
@@ -217,14 +335,14 @@ fn parse_field_path(path: &str) -> Result<Expr, MongoError> {
     Ok(Expr::Field(FieldPath::parse(path)))
 }
 
-fn parse_document(d: &RawDocument) -> Result<Expr, MongoError> {
+fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoError> {
     let fields: Vec<(&str, RawBsonRef<'_>)> =
         d.iter().collect::<Result<_, _>>().map_err(bson_error)?;
     let Some((first, first_value)) = fields.first().copied() else {
         return Ok(Expr::Object(Vec::new()));
     };
     if !first.starts_with('$') {
-        return parse_object(&fields);
+        return parse_object(&fields, scope);
     }
     if fields.len() != 1 {
         return Err(error(
@@ -237,8 +355,15 @@ fn parse_document(d: &RawDocument) -> Result<Expr, MongoError> {
             ),
         ));
     }
-    if first == "$literal" {
-        return Ok(Expr::Literal(first_value.to_raw_bson()));
+    match first {
+        "$literal" | "$const" => return Ok(Expr::Literal(first_value.to_raw_bson())),
+        "$let" => return scope.parse_let(first_value),
+        "$getField" => return super::expr_fields::parse_get_field(first_value, scope),
+        "$setField" | "$unsetField" => {
+            return super::expr_fields::parse_set_field(first, first_value, scope)
+        }
+        "$rand" => return parse_rand(first_value),
+        _ => {}
     }
     let op = operator(first).ok_or_else(|| {
         error(
@@ -246,14 +371,17 @@ fn parse_document(d: &RawDocument) -> Result<Expr, MongoError> {
             format!("Unrecognized expression '{first}'"),
         )
     })?;
-    parse_call(op, first, first_value)
+    parse_call(op, first, first_value, scope)
 }
 
 fn display(d: &RawDocument) -> String {
     bson::Document::try_from(d).map_or_else(|_| "<malformed>".to_owned(), |d| d.to_string())
 }
 
-fn parse_object(fields: &[(&str, RawBsonRef<'_>)]) -> Result<Expr, MongoError> {
+fn parse_object(
+    fields: &[(&str, RawBsonRef<'_>)],
+    scope: &mut Scope<'_>,
+) -> Result<Expr, MongoError> {
     let mut parsed = Vec::new();
     for (name, value) in fields {
         if name.starts_with('$') {
@@ -262,26 +390,49 @@ fn parse_object(fields: &[(&str, RawBsonRef<'_>)]) -> Result<Expr, MongoError> {
                 format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {name})"),
             ));
         }
-        parsed.push(((*name).to_owned(), Expr::parse(*value)?));
+        if name.contains('.') {
+            return Err(error(
+                ErrorCode::Location16412,
+                "FieldPath field names may not contain '.'. Consider using $getField or \
+                 $setField.",
+            ));
+        }
+        parsed.push(((*name).to_owned(), Expr::parse_scoped(*value, scope)?));
     }
     Ok(Expr::Object(parsed))
 }
 
-fn parse_call(op: Op, name: &str, arg: RawBsonRef<'_>) -> Result<Expr, MongoError> {
+/// `$rand: {}` (mongod takes no arguments, 3040501).
+fn parse_rand(arg: RawBsonRef<'_>) -> Result<Expr, MongoError> {
+    match arg {
+        RawBsonRef::Document(d) if d.iter().next().is_none() => Ok(Expr::Rand),
+        _ => Err(error(
+            ErrorCode::Location3040501,
+            "$rand does not currently accept arguments",
+        )),
+    }
+}
+
+fn parse_call(
+    op: Op,
+    name: &str,
+    arg: RawBsonRef<'_>,
+    scope: &mut Scope<'_>,
+) -> Result<Expr, MongoError> {
     if op == Op::Cond {
         if let RawBsonRef::Document(d) = arg {
-            return parse_cond_object(d);
+            return parse_cond_object(d, scope);
         }
     }
     let args = match arg {
         RawBsonRef::Array(items) => {
             let mut parsed = Vec::new();
             for item in items {
-                parsed.push(Expr::parse(item.map_err(bson_error)?)?);
+                parsed.push(Expr::parse_scoped(item.map_err(bson_error)?, scope)?);
             }
             parsed
         }
-        single => vec![Expr::parse(single)?],
+        single => vec![Expr::parse_scoped(single, scope)?],
     };
     check_arity(op, name, args.len())?;
     Ok(Expr::Call(op, args))
@@ -303,7 +454,7 @@ fn check_arity(op: Op, name: &str, count: usize) -> Result<(), MongoError> {
     }
 }
 
-fn parse_cond_object(d: &RawDocument) -> Result<Expr, MongoError> {
+fn parse_cond_object(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoError> {
     let (mut if_, mut then, mut else_) = (None, None, None);
     for item in d.iter() {
         let (key, value) = item.map_err(bson_error)?;
@@ -318,7 +469,7 @@ fn parse_cond_object(d: &RawDocument) -> Result<Expr, MongoError> {
                 ))
             }
         };
-        *slot = Some(Expr::parse(value)?);
+        *slot = Some(Expr::parse_scoped(value, scope)?);
     }
     let missing = |code, which| error(code, format!("Missing '{which}' parameter to $cond"));
     let if_ = if_.ok_or_else(|| missing(ErrorCode::Location17080, "if"))?;
@@ -335,7 +486,8 @@ fn field_value<'a>(root: &'a RawDocument, path: &FieldPath) -> Result<Value<'a>,
     }
 }
 
-fn descend<'a>(
+/// The value at components `next..` of `path` below `value`.
+pub(crate) fn descend<'a>(
     value: RawBsonRef<'a>,
     path: &FieldPath,
     next: usize,
@@ -364,10 +516,14 @@ fn descend<'a>(
     }
 }
 
-fn evaluate_array<'a>(items: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+fn evaluate_array<'a>(
+    items: &[Expr],
+    root: &'a RawDocument,
+    stack: &mut Stack<'a>,
+) -> Result<Value<'a>, MongoError> {
     let mut out = RawArrayBuf::new();
     for item in items {
-        match item.evaluate(root)?.as_raw() {
+        match item.eval(root, stack)?.as_raw() {
             Some(v) => out.push(v.to_raw_bson()),
             None => out.push(RawBson::Null),
         }
@@ -378,10 +534,11 @@ fn evaluate_array<'a>(items: &[Expr], root: &'a RawDocument) -> Result<Value<'a>
 fn evaluate_object<'a>(
     fields: &[(String, Expr)],
     root: &'a RawDocument,
+    stack: &mut Stack<'a>,
 ) -> Result<Value<'a>, MongoError> {
     let mut out = RawDocumentBuf::new();
     for (name, expr) in fields {
-        if let Some(v) = expr.evaluate(root)?.as_raw() {
+        if let Some(v) = expr.eval(root, stack)?.as_raw() {
             out.append_ref(name, v);
         }
     }
@@ -402,23 +559,28 @@ fn boolean<'a>(b: bool) -> Value<'a> {
     Value::Owned(RawBson::Boolean(b))
 }
 
-fn call<'a>(op: Op, args: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+fn call<'a>(
+    op: Op,
+    args: &[Expr],
+    root: &'a RawDocument,
+    stack: &mut Stack<'a>,
+) -> Result<Value<'a>, MongoError> {
     match op {
-        Op::And => logic(args, root, false),
-        Op::Or => logic(args, root, true),
+        Op::And => logic(args, root, stack, false),
+        Op::Or => logic(args, root, stack, true),
         Op::Cond => {
-            let branch = if truthy(&args[0].evaluate(root)?) {
+            let branch = if truthy(&args[0].eval(root, stack)?) {
                 1
             } else {
                 2
             };
-            args[branch].evaluate(root)
+            args[branch].eval(root, stack)
         }
-        Op::IfNull => if_null(args, root),
+        Op::IfNull => if_null(args, root, stack),
         _ => {
             let values = args
                 .iter()
-                .map(|a| a.evaluate(root))
+                .map(|a| a.eval(root, stack))
                 .collect::<Result<Vec<_>, _>>()?;
             apply(op, values)
         }
@@ -426,26 +588,35 @@ fn call<'a>(op: Op, args: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, M
 }
 
 /// `$and` (stop at the first false) and `$or` (stop at the first true).
-fn logic<'a>(args: &[Expr], root: &'a RawDocument, stop_on: bool) -> Result<Value<'a>, MongoError> {
+fn logic<'a>(
+    args: &[Expr],
+    root: &'a RawDocument,
+    stack: &mut Stack<'a>,
+    stop_on: bool,
+) -> Result<Value<'a>, MongoError> {
     for arg in args {
-        if truthy(&arg.evaluate(root)?) == stop_on {
+        if truthy(&arg.eval(root, stack)?) == stop_on {
             return Ok(boolean(stop_on));
         }
     }
     Ok(boolean(!stop_on))
 }
 
-fn if_null<'a>(args: &[Expr], root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
+fn if_null<'a>(
+    args: &[Expr],
+    root: &'a RawDocument,
+    stack: &mut Stack<'a>,
+) -> Result<Value<'a>, MongoError> {
     let (last, rest) = args
         .split_last()
         .expect("parse checked at least two arguments");
     for arg in rest {
-        let v = arg.evaluate(root)?;
+        let v = arg.eval(root, stack)?;
         if !v.is_nullish() {
             return Ok(v);
         }
     }
-    last.evaluate(root)
+    last.eval(root, stack)
 }
 
 fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {

@@ -6,6 +6,7 @@ use bson::raw::{RawBsonRef, RawDocument};
 
 use super::evaluation::RegexPred;
 use super::{bad_value, leaf, parse_filter, parse_operators, path::bson_error, Level, Node, Pred};
+use crate::variables::Variables;
 use crate::MongoError;
 
 /// `$and`/`$or`/`$nor` (`name` without the `$`): a non-empty array of filter documents.
@@ -13,6 +14,7 @@ pub(crate) fn parse_tree(
     name: &str,
     value: RawBsonRef<'_>,
     level: Level,
+    vars: &Variables,
 ) -> Result<Node, MongoError> {
     let RawBsonRef::Array(items) = value else {
         return Err(bad_value(format!("${name} must be an array")));
@@ -22,7 +24,7 @@ pub(crate) fn parse_tree(
         let RawBsonRef::Document(sub) = item.map_err(bson_error)? else {
             return Err(bad_value("$or/$and/$nor entries need to be full objects"));
         };
-        children.push(parse_filter(sub, level)?);
+        children.push(parse_filter(sub, level, vars)?);
     }
     if children.is_empty() {
         return Err(bad_value("$and/$or/$nor must be a nonempty array"));

@@ -12,7 +12,9 @@ pub mod element;
 pub mod evaluation;
 pub mod expr;
 pub mod expr_arith;
+mod expr_fields;
 pub mod expr_ops;
+mod expr_vars;
 pub mod logical;
 pub mod path;
 #[cfg(test)]
@@ -20,6 +22,7 @@ mod test_support;
 
 use bson::raw::{RawBsonRef, RawDocument};
 
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 use path::{visit_path, Candidate, FieldPath};
 
@@ -91,10 +94,17 @@ impl Pred {
 }
 
 impl Matcher {
-    /// Parse and validate a filter document.
+    /// Parse and validate a filter document, for a command with no `let` variables
+    /// (`$expr` reads `$$NOW` as of now).
     pub fn parse(filter: &RawDocument) -> Result<Matcher, MongoError> {
+        Matcher::parse_with(filter, &Variables::new())
+    }
+
+    /// Parse and validate a filter whose `$expr` reads `vars` (a command's `let` variables,
+    /// `$$NOW`, `$$CLUSTER_TIME`).
+    pub fn parse_with(filter: &RawDocument, vars: &Variables) -> Result<Matcher, MongoError> {
         Ok(Matcher {
-            root: parse_filter(filter, Level::Top)?,
+            root: parse_filter(filter, Level::Top, vars)?,
         })
     }
 
@@ -187,12 +197,16 @@ pub(crate) fn bad_value(message: impl Into<String>) -> MongoError {
 }
 
 /// Parse a filter document into one node (an `And` of its fields).
-pub(crate) fn parse_filter(filter: &RawDocument, level: Level) -> Result<Node, MongoError> {
+pub(crate) fn parse_filter(
+    filter: &RawDocument,
+    level: Level,
+    vars: &Variables,
+) -> Result<Node, MongoError> {
     let mut children = Vec::new();
     for item in filter.iter() {
         let (key, value) = item.map_err(path::bson_error)?;
         if let Some(name) = key.strip_prefix('$') {
-            if let Some(node) = parse_top_operator(key, name, value, level)? {
+            if let Some(node) = parse_top_operator(key, name, value, level, vars)? {
                 children.push(node);
             }
             continue;
@@ -212,6 +226,7 @@ fn parse_top_operator(
     name: &str,
     value: RawBsonRef<'_>,
     level: Level,
+    vars: &Variables,
 ) -> Result<Option<Node>, MongoError> {
     let next = if level == Level::Top {
         Level::UserTop
@@ -219,9 +234,9 @@ fn parse_top_operator(
         level
     };
     let node = match name {
-        "and" | "or" | "nor" => logical::parse_tree(name, value, next)?,
+        "and" | "or" | "nor" => logical::parse_tree(name, value, next, vars)?,
         "comment" => return Ok(None),
-        "expr" => evaluation::parse_expr(value, level)?,
+        "expr" => evaluation::parse_expr(value, level, vars)?,
         "alwaysTrue" | "alwaysFalse" => element::parse_always(name, value)?,
         "where" => return Err(bad_value("$where is not allowed in this context")),
         "text" | "jsonSchema" | "sampleRate" => {

@@ -16,6 +16,7 @@ use bson::raw::{RawDocument, RawDocumentBuf};
 
 use crate::matcher::expr::Expr;
 use crate::matcher::Matcher;
+use crate::variables::Variables;
 use crate::MongoError;
 
 /// A parsed find projection.
@@ -80,9 +81,14 @@ impl Tree {
 }
 
 impl Projection {
-    /// Parse and validate a find projection.
+    /// Parse and validate a find projection, for a command with no `let` variables.
     pub fn parse(spec: &RawDocument) -> Result<Projection, MongoError> {
-        let parsed = parse::parse_spec(spec)?;
+        Projection::parse_with(spec, &Variables::new())
+    }
+
+    /// Parse and validate a find projection whose expressions read `vars`.
+    pub fn parse_with(spec: &RawDocument, vars: &Variables) -> Result<Projection, MongoError> {
+        let parsed = parse::parse_spec(spec, vars)?;
         Ok(Projection {
             tree: parsed.tree,
             inclusion: parsed.inclusion,

@@ -11,6 +11,7 @@ use crate::matcher::element::{true_value, type_alias, type_code};
 use crate::matcher::expr::{is_expression_name, Expr};
 use crate::matcher::path::bson_error;
 use crate::matcher::Matcher;
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 
 /// The result of parsing.
@@ -30,14 +31,19 @@ struct State {
     positional: bool,
     elem_match: bool,
     find_slice: bool,
+    /// What computed fields' expressions read besides the document.
+    vars: Variables,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(super) fn parse_spec(spec: &RawDocument) -> Result<Parsed, MongoError> {
-    let mut state = State::default();
+pub(super) fn parse_spec(spec: &RawDocument, vars: &Variables) -> Result<Parsed, MongoError> {
+    let mut state = State {
+        vars: vars.clone(),
+        ..State::default()
+    };
     parse_level(spec, "", &mut state)?;
     // MongoDB's defaults when no field decided: `{_id: 1}` (alone or with `$slice`) and
     // `$elemMatch` make an inclusion; everything else is an exclusion.
@@ -147,7 +153,11 @@ fn parse_literal(
     value: RawBsonRef<'_>,
     state: &mut State,
 ) -> Result<(), MongoError> {
-    insert(&mut state.tree, full, Leaf::Computed(Expr::parse(value)?))?;
+    insert(
+        &mut state.tree,
+        full,
+        Leaf::Computed(Expr::parse_in(value, &state.vars)?),
+    )?;
     if state.mode == Some(false) {
         let shown = bson::Bson::try_from(value.to_raw_bson())
             .map_err(|e| error(ErrorCode::InvalidBSON, format!("malformed BSON: {e}")))?;
@@ -200,7 +210,7 @@ fn parse_expression(
     insert(
         &mut state.tree,
         full,
-        Leaf::Computed(Expr::parse(RawBsonRef::Document(sub))?),
+        Leaf::Computed(Expr::parse_in(RawBsonRef::Document(sub), &state.vars)?),
     )
 }
 

@@ -32,6 +32,7 @@ pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use upsert::upsert_seed;
 
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 use array::ArrayOp;
 use field::FieldOp;
@@ -164,15 +165,25 @@ impl UpdateSpec {
     }
 
     /// Parse an update given as any BSON value: documents as `parse`, arrays as update
-    /// pipelines, anything else is `TypeMismatch`.
+    /// pipelines, anything else is `TypeMismatch`. A pipeline reads no `let` variables.
     pub fn parse_value(
         update: &Bson,
         array_filters: Option<&[Document]>,
     ) -> Result<UpdateSpec, MongoError> {
+        UpdateSpec::parse_value_with(update, array_filters, &Variables::new())
+    }
+
+    /// `parse_value` for a command whose update pipeline reads `vars` (its `let` variables,
+    /// `$$NOW`, `$$CLUSTER_TIME`).
+    pub fn parse_value_with(
+        update: &Bson,
+        array_filters: Option<&[Document]>,
+        vars: &Variables,
+    ) -> Result<UpdateSpec, MongoError> {
         match update {
             Bson::Document(d) => UpdateSpec::parse(d, array_filters),
             Bson::Array(stages) => Ok(UpdateSpec {
-                form: Form::Pipeline(pipeline::parse(stages, array_filters.is_some())?),
+                form: Form::Pipeline(pipeline::parse(stages, array_filters.is_some(), vars)?),
                 array_filters: ArrayFilters::default(),
                 source: None,
             }),

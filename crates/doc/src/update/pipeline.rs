@@ -4,6 +4,7 @@
 //! the aggregation executor. `arrayFilters` do not apply to them.
 
 use crate::aggregate::{NoCollections, Pipeline};
+use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
 use bson::{Bson, Document};
 
@@ -17,8 +18,13 @@ const ALLOWED: &[&str] = &[
     "$replaceWith",
 ];
 
-/// Parses and checks an update pipeline.
-pub fn parse(stages: &[Bson], has_array_filters: bool) -> Result<Pipeline, MongoError> {
+/// Parses and checks an update pipeline whose expressions read `vars` (the command's `let`
+/// variables, `$$NOW`, `$$CLUSTER_TIME`).
+pub fn parse(
+    stages: &[Bson],
+    has_array_filters: bool,
+    vars: &Variables,
+) -> Result<Pipeline, MongoError> {
     if has_array_filters {
         return Err(MongoError::new(
             ErrorCode::FailedToParse,
@@ -43,7 +49,7 @@ pub fn parse(stages: &[Bson], has_array_filters: bool) -> Result<Pipeline, Mongo
         }
         docs.push(d.clone());
     }
-    Pipeline::parse(&docs)
+    Pipeline::parse_with(&docs, vars)
 }
 
 /// Runs the pipeline over `doc`, replacing it; true if it changed.
@@ -85,6 +91,7 @@ mod tests {
                 .as_array()
                 .expect("array"),
             false,
+            &Variables::new(),
         )
         .expect("pipeline");
         let mut d = doc! {"_id": 1, "a": 2, "c": 3};
@@ -94,17 +101,23 @@ mod tests {
         let e = parse(
             bson!([{"$match": {"a": 1}}]).as_array().expect("array"),
             false,
+            &Variables::new(),
         )
         .expect_err("$match");
         assert_eq!(e.code.code(), 72);
-        let e = parse(bson!([{"$set": {"a": 1}}]).as_array().expect("array"), true)
-            .expect_err("filters");
+        let e = parse(
+            bson!([{"$set": {"a": 1}}]).as_array().expect("array"),
+            true,
+            &Variables::new(),
+        )
+        .expect_err("filters");
         assert_eq!(e.code.code(), 9);
         let p = parse(
             bson!([{"$replaceWith": {"x": 1}}])
                 .as_array()
                 .expect("array"),
             false,
+            &Variables::new(),
         )
         .expect("p");
         // A result without `_id` keeps the old one; a different `_id` is refused.
@@ -113,6 +126,7 @@ mod tests {
         let p = parse(
             bson!([{"$set": {"_id": 2}}]).as_array().expect("array"),
             false,
+            &Variables::new(),
         )
         .expect("p");
         assert_eq!(apply(&p, &mut d).expect_err("changes _id").code.code(), 66);

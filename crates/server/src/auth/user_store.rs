@@ -90,6 +90,7 @@ pub fn replace(
         multi: false,
         upsert: false,
         hint: None,
+        vars: Default::default(),
     };
     let result = db.update(&users_namespace(), &[op], true);
     auth.users_changed();
@@ -114,6 +115,7 @@ pub fn delete(db: &Database, auth: &AuthConfig, filter: Document) -> Result<i64,
         filter,
         limit_one: false,
         hint: None,
+        vars: Default::default(),
     };
     let result = db.delete(&users_namespace(), &[op], true);
     auth.users_changed();

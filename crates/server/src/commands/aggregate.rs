@@ -4,8 +4,8 @@
 //! `$listLocalSessions` (`list_local_sessions.rs`).
 
 use super::data::{
-    cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint, raw_to_bson,
-    type_name, wrong_type,
+    command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
+    raw_to_bson, type_name, wrong_type,
 };
 use super::{list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
@@ -25,6 +25,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     }
     let ns = namespace(db, body, "aggregate")?;
     let hint = opt_hint(body)?;
+    let vars = command_vars(body, "aggregate")?;
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         if ctx.txn.is_some() {
             return Err(MongoError::new(
@@ -33,12 +34,12 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
             ));
         }
         // The plan a run with the same hint would use.
-        return ctx.db.explain_aggregate(&ns, &stages, hint);
+        return ctx.db.explain_aggregate(&ns, &stages, hint, &vars);
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
     let results = match &ctx.txn {
-        Some(t) => ctx.db.aggregate_in(t, &ns, &stages, hint)?,
-        None => ctx.db.aggregate(&ns, &stages, hint)?,
+        Some(t) => ctx.db.aggregate_in(t, &ns, &stages, hint, &vars)?,
+        None => ctx.db.aggregate(&ns, &stages, hint, &vars)?,
     };
     reply(ctx, &ns.to_string(), results, cursor)
 }
@@ -58,7 +59,8 @@ fn aggregate_database(
         ));
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
-    let results = list_local_sessions::run(ctx, stages)?;
+    let vars = command_vars(body, "aggregate")?;
+    let results = list_local_sessions::run(ctx, stages, &vars)?;
     reply(ctx, &format!("{db}.$cmd.aggregate"), results, cursor)
 }
 

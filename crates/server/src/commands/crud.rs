@@ -6,13 +6,14 @@
 //! at a time through `retryable_writes.rs`, each exactly once.
 
 use super::data::{
-    command_name, doc_array, missing, namespace, opt_bool, opt_doc, raw_to_bson, to_raw,
+    bind_let, command_name, command_vars, doc_array, missing, namespace, opt_bool, opt_doc,
+    raw_to_bson, to_raw,
 };
 use super::{retryable_writes, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
-use shale_doc::{ErrorCode, MongoError, UpdateSpec};
+use shale_doc::{ErrorCode, MongoError, UpdateSpec, Variables};
 
 /// Most statements in one write command (`maxWriteBatchSize`).
 const MAX_BATCH: usize = 100_000;
@@ -92,11 +93,14 @@ pub fn update(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     for s in &statements {
         known_fields(s, "update.updates", UPDATE_FIELDS)?;
     }
+    // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
+    // each statement's write error.
+    let vars = bind_let(opt_doc(body, "update", "let")?);
     let mut ops = Vec::new();
     let mut result = WriteResult::default();
     let mut offset = Vec::new();
     for (i, s) in statements.iter().enumerate() {
-        match parse_update(s) {
+        match vars.clone().and_then(|vars| parse_update(s, &vars)) {
             Ok(op) => {
                 ops.push(op);
                 offset.push(i);
@@ -177,13 +181,13 @@ fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), Mongo
     }
 }
 
-fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
+fn parse_update(s: &Document, vars: &Variables) -> Result<UpdateOp, MongoError> {
     let filter = opt_doc(s, "update.updates", "q")?
         .cloned()
         .ok_or_else(|| missing("update.updates.q"))?;
     let u = s.get("u").ok_or_else(|| missing("update.updates.u"))?;
     let filters = array_filters(s)?;
-    let update = UpdateSpec::parse_value(u, filters.as_deref())?;
+    let update = UpdateSpec::parse_value_with(u, filters.as_deref(), vars)?;
     let multi = opt_bool(s, "update.updates", "multi")?.unwrap_or(false);
     if multi && update.is_replacement() {
         return Err(MongoError::new(
@@ -197,6 +201,7 @@ fn parse_update(s: &Document) -> Result<UpdateOp, MongoError> {
         multi,
         upsert: opt_bool(s, "update.updates", "upsert")?.unwrap_or(false),
         hint: hint(s),
+        vars: vars.clone(),
     })
 }
 
@@ -235,6 +240,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let statements = doc_array(body, "delete", "deletes")?;
     check_batch_len(statements.len())?;
     let ordered = opt_bool(body, "delete", "ordered")?.unwrap_or(true);
+    // A `let` of the wrong type fails the command; its contents are bound after the
+    // statements are parsed, as each statement's own.
+    let vars = bind_let(opt_doc(body, "delete", "let")?);
     let mut ops = Vec::new();
     for s in &statements {
         known_fields(s, "delete.deletes", DELETE_FIELDS)?;
@@ -263,7 +271,18 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             filter,
             limit_one: limit == 1,
             hint: hint(s),
+            vars: vars.clone().unwrap_or_default(),
         });
+    }
+    if let Err(e) = vars {
+        // mongod binds `let` for each statement, so a bad one is each statement's write
+        // error (the first's only, in an ordered batch).
+        let failed = if ordered { 1 } else { ops.len() };
+        let result = WriteResult {
+            errors: (0..failed).map(|i| (i, e.clone())).collect(),
+            ..WriteResult::default()
+        };
+        return Ok(write_reply(result, false));
     }
     let result = match (&ctx.txn, &ctx.retry) {
         (Some(t), _) => ctx.db.delete_in(t, &ns, &ops)?,
@@ -283,9 +302,14 @@ pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comman
     let remove = opt_bool(body, c, "remove")?.unwrap_or(false);
     let return_new = opt_bool(body, c, "new")?.unwrap_or(false);
     let upsert = opt_bool(body, c, "upsert")?.unwrap_or(false);
+    let vars = command_vars(body, c)?;
     let update = match body.get("update") {
         None | Some(Bson::Null) => None,
-        Some(u) => Some(UpdateSpec::parse_value(u, array_filters(body)?.as_deref())?),
+        Some(u) => Some(UpdateSpec::parse_value_with(
+            u,
+            array_filters(body)?.as_deref(),
+            &vars,
+        )?),
     };
     let fail = |m: &str| Err(MongoError::new(ErrorCode::FailedToParse, m.to_owned()));
     match (&update, remove) {
@@ -308,6 +332,7 @@ pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comman
         fields: opt_doc(body, c, "fields")?.cloned(),
         upsert,
         hint: hint(body),
+        vars,
     };
     let r = match (&ctx.txn, &ctx.retry) {
         (Some(t), _) => ctx.db.find_and_modify_in(t, &ns, &op)?,

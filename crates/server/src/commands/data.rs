@@ -6,7 +6,7 @@
 use super::{aggregate, crud, ddl, query, Handler, RawHandler};
 use bson::{doc, Bson, Document, RawArrayBuf, RawBson, RawDocumentBuf};
 use shale_db::{Batch, Namespace};
-use shale_doc::{ErrorCode, MongoError};
+use shale_doc::{ErrorCode, MongoError, Variables};
 
 /// Data and catalog commands, by the names clients send.
 pub const COMMANDS: &[(&str, Handler)] = &[
@@ -228,6 +228,21 @@ pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
 pub fn to_raw(d: &Document) -> Result<RawDocumentBuf, MongoError> {
     RawDocumentBuf::from_document(d)
         .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+}
+
+/// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
+/// its `let` document (find, aggregate, update, delete, findAndModify), evaluated once.
+pub fn command_vars(body: &Document, command: &str) -> Result<Variables, MongoError> {
+    bind_let(opt_doc(body, command, "let")?)
+}
+
+/// The variables of a command whose `let` document (already checked to be one) is `spec`.
+pub fn bind_let(spec: Option<&Document>) -> Result<Variables, MongoError> {
+    let vars = Variables::new();
+    match spec {
+        Some(spec) => vars.with_let(&to_raw(spec)?),
+        None => Ok(vars),
+    }
 }
 
 #[cfg(test)]

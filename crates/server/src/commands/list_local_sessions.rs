@@ -10,7 +10,7 @@ use crate::session_table::{no_auth_uid, UserDigest};
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document, RawDocumentBuf};
 use shale_doc::aggregate::{NoCollections, Pipeline};
-use shale_doc::{type_name, ErrorCode, MongoError};
+use shale_doc::{type_name, ErrorCode, MongoError, Variables};
 
 pub const STAGE: &str = "$listLocalSessions";
 
@@ -51,11 +51,16 @@ pub fn leads(stages: &[Document]) -> bool {
         .is_some_and(|k| k == STAGE)
 }
 
-/// Runs a pipeline that starts with `$listLocalSessions` and returns its results.
-pub fn run(ctx: &ConnectionCtx, stages: &[Document]) -> Result<Vec<RawDocumentBuf>, MongoError> {
+/// Runs a pipeline that starts with `$listLocalSessions` and returns its results; the later
+/// stages' expressions read `vars` (the command's `let`, `$$NOW`).
+pub fn run(
+    ctx: &ConnectionCtx,
+    stages: &[Document],
+    vars: &Variables,
+) -> Result<Vec<RawDocumentBuf>, MongoError> {
     let spec = stages.first().and_then(|s| s.get(STAGE));
     let users = parse_spec(spec.unwrap_or(&Bson::Null))?;
-    let rest = Pipeline::parse(&stages[1..])?;
+    let rest = Pipeline::parse_with(&stages[1..], vars)?;
     let sessions = session_documents(ctx, &users)?;
     rest.run(sessions.into_iter().map(Ok), &NoCollections)
         .collect()

@@ -4,8 +4,8 @@
 //! read whole on the transaction's snapshot and served from memory.
 
 use super::data::{
-    command_name, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
-    opt_i64, req_str, type_name, wrong_type,
+    command_name, command_vars, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc,
+    opt_hint, opt_i64, req_str, type_name, wrong_type,
 };
 use super::{CommandResult, RawResult};
 use crate::session_table::describe_lsid;
@@ -25,6 +25,7 @@ fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), 
         skip: opt_count(body, c, "skip")?.unwrap_or(0),
         limit,
         hint: opt_hint(body)?,
+        vars: command_vars(body, c)?,
     };
     let batch_size = opt_count(body, c, "batchSize")?;
     let single = opt_bool(body, c, "singleBatch")?.unwrap_or(false);
@@ -225,6 +226,7 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
                 ns,
                 FindSpec {
                     filter,
+                    vars: command_vars(inner, name)?,
                     ..FindSpec::default()
                 },
             )
@@ -238,6 +240,7 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
                 FindSpec {
                     filter,
                     sort,
+                    vars: command_vars(inner, name)?,
                     ..FindSpec::default()
                 },
             )
