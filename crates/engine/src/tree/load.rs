@@ -284,25 +284,32 @@ impl Tree {
         if self.file.image(id) != Some(img) || st.node(id).is_none() {
             return Ok(());
         }
+        // The segment adds exactly its own bytes to the node's charge: `modify` recomputed
+        // the whole node's, walking every buffer and segment of it, per segment read.
         let cache = self.cache.clone();
-        st.modify(id, &cache, |n| {
-            let NodeBody::Internal(x) = &mut n.body else {
-                return;
-            };
-            if x.parts.get(c).map(|d| d.whole) != Some(whole) || x.buffers[c].is_some() {
-                return;
-            }
-            let k = table.descs.len();
-            if x.segments.len() <= c {
-                x.segments.resize_with(c + 1, Vec::new);
-            }
-            let p = &mut x.segments[c];
-            if p.len() != k {
-                p.clear();
-                p.resize_with(k, Seg::default);
-            }
-            p[s] = Seg::Loaded(piece);
-        });
+        let Some(node) = st.nodes.get_mut(&id) else {
+            return Ok(());
+        };
+        let NodeBody::Internal(x) = &mut node.body else {
+            return Ok(());
+        };
+        if x.parts.get(c).map(|d| d.whole) != Some(whole) || x.buffers[c].is_some() {
+            return Ok(());
+        }
+        let k = table.descs.len();
+        if x.segments.len() <= c {
+            x.segments.resize_with(c + 1, Vec::new);
+        }
+        let p = &mut x.segments[c];
+        if p.len() != k {
+            // Empty: segments are kept only for this image's table (S3).
+            p.clear();
+            p.resize_with(k, Seg::default);
+        }
+        let before = p[s].mem_bytes();
+        p[s] = Seg::Loaded(piece);
+        cache.recharge(before, p[s].mem_bytes());
+        node.may_have_evictable = true;
         Ok(())
     }
 
