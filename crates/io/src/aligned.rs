@@ -41,6 +41,27 @@ impl AlignedBuf {
         AlignedBuf { ptr, len, capacity }
     }
 
+    /// A buffer of logical length `len` whose bytes `fill` writes through a raw pointer to
+    /// its whole capacity, returning how many leading bytes it wrote; the rest are zeroed
+    /// here. For reads from a file: zeroing a buffer the read then overwrites was 2% of an
+    /// uncached point read's CPU. No reference to the bytes exists until they are written.
+    pub fn filled_by<E>(
+        len: usize,
+        fill: impl FnOnce(*mut u8, usize) -> Result<usize, E>,
+    ) -> Result<(Self, usize), E> {
+        let capacity = round_up_to_page(len.max(1));
+        let layout = Self::layout(capacity);
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        // Owned from here: dropping it (on an error) frees the memory without reading it.
+        let buf = AlignedBuf { ptr, len, capacity };
+        let done = fill(ptr.as_ptr(), capacity)?.min(capacity);
+        // SAFETY: `fill` wrote `[0, done)`; the rest of the allocation is initialised here.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr().add(done), 0, capacity - done) };
+        Ok((buf, done))
+    }
+
     /// A buffer holding a copy of `data`, zero-padded to the page boundary.
     pub fn from_slice(data: &[u8]) -> Self {
         let mut buf = Self::zeroed(data.len());
@@ -118,6 +139,22 @@ impl std::fmt::Debug for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_filled_in_part_is_zero_past_what_was_written() {
+        let (buf, done) = AlignedBuf::filled_by(5000, |ptr, cap| {
+            assert_eq!(cap, 2 * PAGE_SIZE);
+            // SAFETY: the first 10 bytes of the allocation.
+            unsafe { std::ptr::write_bytes(ptr, 0xab, 10) };
+            Ok::<_, ()>(10)
+        })
+        .expect("filled");
+        assert_eq!((done, buf.len()), (10, 5000));
+        assert!(buf[..10].iter().all(|&b| b == 0xab));
+        assert!(buf.padded()[10..].iter().all(|&b| b == 0));
+        let failed = AlignedBuf::filled_by(100, |_, _| Err::<usize, _>("no"));
+        assert_eq!(failed.err(), Some("no"));
+    }
 
     #[test]
     fn alignment_and_padding() {

@@ -126,8 +126,7 @@ impl DataFile {
         let start = round_down_to_page(offset);
         let lead = (offset - start) as usize;
         let extent = round_up_to_page(lead + len);
-        let mut buf = AlignedBuf::zeroed(extent);
-        let got = self.pread_full(&mut buf, start)?;
+        let (buf, got) = self.pread_new(extent, start)?;
         self.stats.add_read(cat, extent);
         if got < lead + len {
             return Err(Error::ShortRead {
@@ -212,18 +211,33 @@ impl DataFile {
             .map_err(|e| self.os_err("ftruncate", len, e))
     }
 
-    fn pread_full(&self, buf: &mut AlignedBuf, start: u64) -> Result<usize> {
-        let dst = buf.padded_mut();
-        let mut done = 0;
-        while done < dst.len() {
-            match self.file.read_at(&mut dst[done..], start + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.os_err("pread", start + done as u64, e)),
+    /// A new buffer of `extent` bytes read from `start`, and how many bytes the file had
+    /// there (the rest of the buffer is zeroes).
+    fn pread_new(&self, extent: usize, start: u64) -> Result<(AlignedBuf, usize)> {
+        let fd = self.file.as_raw_fd();
+        AlignedBuf::filled_by(extent, |ptr, cap| {
+            let mut done = 0;
+            while done < cap {
+                let at = start + done as u64;
+                let off = libc::off_t::try_from(at).map_err(|_| {
+                    self.os_err("pread", at, std::io::ErrorKind::InvalidInput.into())
+                })?;
+                // SAFETY: `ptr + done .. ptr + cap` lies inside the buffer's allocation,
+                // which nothing else references while it is filled.
+                let n = unsafe { libc::pread(fd, ptr.add(done).cast(), cap - done, off) };
+                match n {
+                    0 => break,
+                    n if n > 0 => done += n as usize,
+                    _ => {
+                        let e = std::io::Error::last_os_error();
+                        if e.kind() != std::io::ErrorKind::Interrupted {
+                            return Err(self.os_err("pread", at, e));
+                        }
+                    }
+                }
             }
-        }
-        Ok(done)
+            Ok(done)
+        })
     }
 
     /// A torn write: the prefix reaches the file through a second, buffered descriptor
