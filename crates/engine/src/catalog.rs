@@ -112,9 +112,8 @@ impl Catalog {
             let basement_size_bytes = r.u32()? as usize;
             let fanout = r.u32()? as usize;
             let code = r.u8()?;
-            let compression =
-                Compression::from_options_byte(code)
-                    .ok_or_else(|| format!("unknown codec or level {code:#04x}"))?;
+            let compression = Compression::from_options_byte(code)
+                .ok_or_else(|| format!("unknown codec or level {code:#04x}"))?;
             let options = TreeOptions {
                 node_size_bytes,
                 basement_size_bytes,

@@ -100,7 +100,9 @@ mod tests {
 
     #[test]
     fn levels_share_one_context_and_decode_alike() {
-        let raw: Vec<u8> = (0..50_000u32).flat_map(|i| (i % 1013).to_le_bytes()).collect();
+        let raw: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| (i % 1013).to_le_bytes())
+            .collect();
         let mut sizes = Vec::new();
         for level in [1, 19, 3, 1] {
             let codec = Compression::zstd(level).expect("a level");

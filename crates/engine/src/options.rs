@@ -253,10 +253,17 @@ mod tests {
             assert_eq!(c.zstd_level(), Some(level));
             assert_eq!(c.code(), 2, "a partition records the codec only");
         }
-        assert_eq!(Compression::zstd(DEFAULT_ZSTD_LEVEL), Some(Compression::Zstd));
+        assert_eq!(
+            Compression::zstd(DEFAULT_ZSTD_LEVEL),
+            Some(Compression::Zstd)
+        );
         assert_eq!(Compression::zstd(0), None);
         assert_eq!(Compression::zstd(MAX_ZSTD_LEVEL + 1), None);
-        assert_eq!(Compression::from_options_byte(1 | (5 << 3)), None, "lz4 has no level");
+        assert_eq!(
+            Compression::from_options_byte(1 | (5 << 3)),
+            None,
+            "lz4 has no level"
+        );
         assert_eq!(Compression::from_options_byte(3), None);
     }
 

@@ -76,7 +76,9 @@ fn read_sizes(file: &BlockFile, img: &Image) -> std::result::Result<(u64, u64), 
     let prefix = read(prefix_len)?;
     let header_len = header_len_from_prefix(&prefix)?;
     if header_len as u64 > u64::from(len) {
-        return Err(format!("header of {header_len} bytes in a {len}-byte block"));
+        return Err(format!(
+            "header of {header_len} bytes in a {len}-byte block"
+        ));
     }
     let header = if header_len as u32 > prefix_len {
         decode_header(&read(header_len as u32)?)?

@@ -54,7 +54,10 @@ fn stored_bytes_follow_the_codec_and_survive_reopen() {
     assert_eq!(none.raw_bytes, none.stored_bytes, "none stores raw bytes");
     assert!(lz4.ratio() > 1.5, "lz4: {lz4:?}");
     assert!(zstd.ratio() > lz4.ratio(), "zstd {zstd:?} vs lz4 {lz4:?}");
-    assert!(zstd19.stored_bytes <= zstd.stored_bytes, "{zstd19:?} vs {zstd:?}");
+    assert!(
+        zstd19.stored_bytes <= zstd.stored_bytes,
+        "{zstd19:?} vs {zstd:?}"
+    );
 
     let env = Env::open(dir.path(), tiny_options(8 << 20)).expect("reopen");
     for (i, (name, codec)) in codecs.into_iter().enumerate() {
@@ -62,7 +65,11 @@ fn stored_bytes_follow_the_codec_and_survive_reopen() {
         assert_eq!(t.options().compression, codec, "{name}: the level is kept");
         assert_eq!(t.space().expect("space"), measured[i], "{name}");
         for k in [0u32, 1_234, 1_999] {
-            assert_eq!(t.get(&k.to_be_bytes()).expect("get"), Some(value(k)), "{name} {k}");
+            assert_eq!(
+                t.get(&k.to_be_bytes()).expect("get"),
+                Some(value(k)),
+                "{name} {k}"
+            );
         }
     }
 }

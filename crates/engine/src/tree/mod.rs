@@ -493,8 +493,7 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String>
         ));
     }
     let u32_at = |i: usize| u32::from_le_bytes(m[i..i + 4].try_into().expect("4 bytes")) as usize;
-    let compression =
-        Compression::from_options_byte(m[13])
+    let compression = Compression::from_options_byte(m[13])
         .ok_or_else(|| format!("unknown codec or level {:#04x}", m[13]))?;
     let options = TreeOptions {
         node_size_bytes: u32_at(1),
