@@ -121,6 +121,7 @@ def test_coll_stats_figures_and_data_survive_a_restart(tmp_path):
             assert docs["nodes"] >= 1 and docs["bytesRaw"] >= s["size"], (name, docs)
             total = s["shale"]
             assert total["bytesRaw"] == sum(t["bytesRaw"] for t in total["trees"].values())
+            assert total["fileBytes"] >= total["bytesStored"] >= 1, (name, total)
         none = stats["n"]["shale"]
         assert none["bytesRaw"] == none["bytesStored"] and none["compressionRatio"] == 1.0
         zstd = stats["z"]["shale"]

@@ -31,6 +31,8 @@ fn tree_figures(coll: &Collection, scale: i64) -> DbResult<Document> {
         total.nodes += space.nodes;
         total.raw_bytes += space.raw_bytes;
         total.stored_bytes += space.stored_bytes;
+        total.file_bytes += space.file_bytes;
+        total.free_bytes += space.free_bytes;
         trees.insert(name, describe(tree.name(), tree.options(), &space, scale));
     }
     let mut out = doc! { "trees": trees };

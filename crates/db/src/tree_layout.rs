@@ -118,7 +118,8 @@ pub fn describe(tree: &str, o: &TreeOptions, space: &TreeSpace, scale: i64) -> D
     d
 }
 
-/// `nodes`, `bytesRaw`, `bytesStored` (divided by `scale`) and `compressionRatio` of `space`.
+/// `nodes`, `bytesRaw`, `bytesStored`, `compressionRatio`, `fileBytes` and `fileBytesFree`
+/// of `space` (bytes divided by `scale`).
 pub fn figures(space: &TreeSpace, scale: i64) -> Document {
     let scale = scale.max(1);
     doc! {
@@ -126,6 +127,8 @@ pub fn figures(space: &TreeSpace, scale: i64) -> Document {
         "bytesRaw": space.raw_bytes as i64 / scale,
         "bytesStored": space.stored_bytes as i64 / scale,
         "compressionRatio": space.ratio(),
+        "fileBytes": space.file_bytes as i64 / scale,
+        "fileBytesFree": space.free_bytes as i64 / scale,
     }
 }
 

@@ -24,6 +24,12 @@ pub struct TreeSpace {
     pub raw_bytes: u64,
     /// Their bytes in the file: the blocks' exact lengths (before page rounding).
     pub stored_bytes: u64,
+    /// The file's allocated length (headers, blocks, translation tables, free space, holes).
+    pub file_bytes: u64,
+    /// Of which on the free list: extents freed and not yet reused. Until reused they stay
+    /// allocated on disk unless they were punched out (only blocks a checkpoint retires are,
+    /// docs/format-blockfile.md B11).
+    pub free_bytes: u64,
 }
 
 impl TreeSpace {
@@ -39,7 +45,11 @@ impl TreeSpace {
 
 /// Measures every live image of `file`.
 pub(crate) fn measure(file: &BlockFile) -> Result<TreeSpace> {
-    let mut space = TreeSpace::default();
+    let mut space = TreeSpace {
+        file_bytes: file.file_len(),
+        free_bytes: file.free_bytes(),
+        ..TreeSpace::default()
+    };
     for (id, img) in file.live_images() {
         if let Some((raw, stored)) = measure_node(file, id, img)? {
             space.nodes += 1;

@@ -12,8 +12,8 @@
 //! the option).
 
 use super::charts::{Chart, Plot};
-use super::layout::LayoutArgs;
 use super::drive::{self, LoadSpec};
+use super::layout::LayoutArgs;
 use super::rows::{ratio, Figures, Row};
 use super::server::ClosedSize;
 use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};

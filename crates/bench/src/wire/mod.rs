@@ -42,7 +42,6 @@ pub use fast_update::FastUpdate;
 pub use iibench::Iibench;
 pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;
-pub use layout::LayoutArgs;
 pub use pk_lookup::{PkLookup, PkLookupArgs};
 pub use point_find::PointFind;
 

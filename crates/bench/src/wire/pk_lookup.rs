@@ -38,7 +38,10 @@ impl PkLookup {
     pub fn params_for(args: &PkLookupArgs) -> Result<Params> {
         let mut p = Self::params(&args.wire)?;
         if let Some(sizes) = &args.read_page_sizes {
-            anyhow::ensure!(!sizes.is_empty(), "--read-page-sizes needs at least one size");
+            anyhow::ensure!(
+                !sizes.is_empty(),
+                "--read-page-sizes needs at least one size"
+            );
             p.read_page_sizes = sizes.clone();
         }
         p.layout = args.layout.options(None);
@@ -156,8 +159,8 @@ impl Workload for PkLookup {
             let docs_tree_ratio = docs_tree_ratio(t, &name).await;
             for &clients in &CLIENTS {
                 let row = lookups(p, t, &q, page, clients, docs).await?;
-                let row = with_device(row, ctx, page, clients)
-                    .fig("docs_tree_ratio", docs_tree_ratio);
+                let row =
+                    with_device(row, ctx, page, clients).fig("docs_tree_ratio", docs_tree_ratio);
                 eprintln!(
                     "{name} {clients} clients: {} q/s, {} reads/q",
                     crate::report::num(row.get("qps").unwrap_or(0.0)),
