@@ -28,12 +28,15 @@ pub const MIN_PAGE_BYTES: usize = 1024;
 pub const MIN_READ_PAGE_BYTES: usize = 128;
 
 /// TokuMX's codec names, read as the nearest codec here: quicklz (fast, light) as lz4, zlib
-/// (TokuMX's default) as zstd at its default level, lzma (slow, small) as zstd at 19.
-const TOKUMX_NAMES: &[(&str, Compression)] = &[
-    ("quicklz", Compression::Lz4),
-    ("zlib", Compression::Zstd),
-    ("lzma", Compression::ZstdLevel(19)),
-];
+/// (TokuMX's default) as zstd at the default level, lzma (slow, small) as zstd at 19.
+fn tokumx_codec(name: &str) -> Option<Compression> {
+    match name {
+        "quicklz" => Some(Compression::Lz4),
+        "zlib" => Some(Compression::default()),
+        "lzma" => Compression::zstd(19),
+        _ => None,
+    }
+}
 
 /// The settings one options document gives; each `None` when not given.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -227,14 +230,10 @@ fn codec(field: &str, v: &Bson) -> Result<Compression, MongoError> {
         return Err(wrong_type(field, v, "string"));
     };
     match name.as_str() {
-        "zstd" => Ok(Compression::Zstd),
+        "zstd" => Ok(Compression::default()),
         "lz4" => Ok(Compression::Lz4),
         "none" => Ok(Compression::None),
-        other => TOKUMX_NAMES
-            .iter()
-            .find(|(n, _)| *n == other)
-            .map(|&(_, c)| c)
-            .ok_or_else(|| {
+        other => tokumx_codec(other).ok_or_else(|| {
                 bad_value(format!(
                     "{field} must be one of \"zstd\", \"lz4\", \"none\" (or TokuMX's \"zlib\", \"quicklz\", \"lzma\"), not \"{other}\""
                 ))
@@ -333,13 +332,15 @@ mod tests {
         );
         let t = tree_options(base(), &doc! { "compressionLevel": 3.0 }).expect("a whole double");
         assert_eq!(t.compression, Compression::Zstd);
+        let t = tree_options(base(), &doc! { "compression": "zstd" }).expect("zstd");
+        assert_eq!(t.compression, Compression::default(), "the default level");
     }
 
     #[test]
     fn tokumx_codec_names_map_to_ours() {
         for (name, want) in [
             ("quicklz", Compression::Lz4),
-            ("zlib", Compression::Zstd),
+            ("zlib", Compression::default()),
             ("lzma", Compression::zstd(19).expect("level")),
         ] {
             let t = tree_options(base(), &doc! { "compression": name }).expect(name);

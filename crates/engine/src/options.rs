@@ -7,30 +7,43 @@ pub const MAX_KEY_OR_VALUE_BYTES: usize = 16 << 20;
 
 /// Block compression codec of a tree, recorded in every partition's header (the codec alone:
 /// decoding needs no level) and, with its zstd level, in the tree's options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
     Lz4,
-    /// zstd at `DEFAULT_ZSTD_LEVEL`.
-    #[default]
+    /// zstd at `RECORDED_AS_ZERO_ZSTD_LEVEL` (3): the level of every tree written before
+    /// levels were recorded, whose options byte holds no level.
     Zstd,
     /// zstd at another level in `MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL`; made by `Compression::zstd`,
     /// which gives `Zstd` for the default level, so equal settings compare equal.
     ZstdLevel(u8),
 }
 
-/// The zstd level of `Compression::Zstd`.
-pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+/// The zstd level of `Compression::Zstd`, which an options byte records as level 0: the one
+/// level trees had before levels were recorded, so it never changes.
+pub const RECORDED_AS_ZERO_ZSTD_LEVEL: i32 = 3;
+/// The zstd level of new trees. Chosen by measurement (docs/benchmarks.md, "Compression per
+/// collection and index"): against level 3, level 1 cost 13% less server CPU per bakeoff
+/// insert and 8-18% less per uncached pk-lookup read, stored the bakeoff's trees 3% larger
+/// and pk-lookup's 6% smaller; levels 9 and 19 gained 4% and 8% for 2x and 20x the CPU.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 /// The levels a tree may take: zstd's ordinary range (20-22 need windows of 32 MiB+ to
 /// gain anything over 19, and negative levels give less than lz4 here).
 pub const MIN_ZSTD_LEVEL: i32 = 1;
 pub const MAX_ZSTD_LEVEL: i32 = 19;
 
+impl Default for Compression {
+    /// zstd at `DEFAULT_ZSTD_LEVEL`.
+    fn default() -> Self {
+        Compression::zstd(DEFAULT_ZSTD_LEVEL).expect("the default level is in range")
+    }
+}
+
 impl Compression {
     /// zstd at `level`, or `None` outside `MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL`.
     pub fn zstd(level: i32) -> Option<Self> {
         match level {
-            DEFAULT_ZSTD_LEVEL => Some(Compression::Zstd),
+            RECORDED_AS_ZERO_ZSTD_LEVEL => Some(Compression::Zstd),
             MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL => Some(Compression::ZstdLevel(level as u8)),
             _ => None,
         }
@@ -39,7 +52,7 @@ impl Compression {
     /// The zstd level, for the zstd codec.
     pub fn zstd_level(self) -> Option<i32> {
         match self {
-            Compression::Zstd => Some(DEFAULT_ZSTD_LEVEL),
+            Compression::Zstd => Some(RECORDED_AS_ZERO_ZSTD_LEVEL),
             Compression::ZstdLevel(l) => Some(i32::from(l)),
             Compression::None | Compression::Lz4 => None,
         }
@@ -75,7 +88,7 @@ impl Compression {
     }
 
     /// The byte a tree's options record (tree metadata, CATALOG): the codec's code in the low
-    /// 3 bits, the zstd level in the high 5 (0 = the default level). Files written before
+    /// 3 bits, the zstd level in the high 5 (0 = level 3, `Compression::Zstd`). Files written before
     /// levels existed hold 0, 1 or 2, which read back as before.
     pub fn options_byte(self) -> u8 {
         match self {
@@ -131,7 +144,7 @@ impl Default for TreeOptions {
             node_size_bytes: 4 << 20,
             basement_size_bytes: DEFAULT_BASEMENT_BYTES,
             fanout: 16,
-            compression: Compression::Zstd,
+            compression: Compression::default(),
         }
     }
 }
@@ -254,7 +267,7 @@ mod tests {
             assert_eq!(c.code(), 2, "a partition records the codec only");
         }
         assert_eq!(
-            Compression::zstd(DEFAULT_ZSTD_LEVEL),
+            Compression::zstd(RECORDED_AS_ZERO_ZSTD_LEVEL),
             Some(Compression::Zstd)
         );
         assert_eq!(Compression::zstd(0), None);
