@@ -56,7 +56,7 @@ enum Command {
     Bakeoff(wire::BakeoffArgs),
     /// Wire protocol: IO-bound point lookups by _id by read page size and clients, against
     /// the device's random-read limit
-    PkLookup(wire::WireArgs),
+    PkLookup(wire::PkLookupArgs),
     /// Wire protocol: inserts with 3 secondary indexes and concurrent range queries
     Iibench(wire::WireArgs),
     /// Wire protocol: cached find_one({_id}) from 1 and 40 clients, with the server's CPU
@@ -76,7 +76,9 @@ fn main() -> anyhow::Result<()> {
         Command::Bakeoff(args) => {
             wire::run_with::<wire::Bakeoff>(&args.wire, wire::Bakeoff::params_for(&args)?)
         }
-        Command::PkLookup(args) => wire::run::<wire::PkLookup>(&args),
+        Command::PkLookup(args) => {
+            wire::run_with::<wire::PkLookup>(&args.wire, wire::PkLookup::params_for(&args)?)
+        }
         Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
         Command::PointFind(args) => wire::run::<wire::PointFind>(&args),
         Command::FastUpdate(args) => wire::run::<wire::FastUpdate>(&args),

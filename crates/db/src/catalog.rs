@@ -19,6 +19,7 @@
 use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
 use crate::namespace::Namespace;
+use crate::tree_layout::tree_options;
 use crate::{engine_error, DbResult};
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -192,7 +193,7 @@ impl Catalog {
         ns: &Namespace,
         options: Document,
     ) -> DbResult<Arc<Collection>> {
-        let tree_options = tree_options(env, &options)?;
+        let tree_options = tree_options(env.options().tree_defaults, &options)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let docs = env
             .create_tree(&doc_tree_name(id), Some(tree_options))
@@ -213,8 +214,8 @@ impl Catalog {
     }
 
     /// Makes a new index tree for `coll` (not yet in the catalog). Its layout is the spec's
-    /// `storageEngine`; without one, a clustering index (which holds documents) takes the
-    /// collection's layout and any other index the defaults.
+    /// layout options (`tree_layout.rs`) over a base: the collection's layout for a
+    /// clustering index (which holds documents), the defaults for any other.
     pub fn create_index_tree(
         &self,
         env: &Env,
@@ -222,11 +223,12 @@ impl Catalog {
         spec: &Document,
         clustering: bool,
     ) -> DbResult<(u64, TreeHandle)> {
-        let options = match spec.get_document("storageEngine") {
-            Ok(se) => tree_options(env, &doc! { "storageEngine": se.clone() })?,
-            Err(_) if clustering => tree_options(env, &coll.options)?,
-            Err(_) => env.options().tree_defaults,
+        let base = if clustering {
+            *coll.docs.options()
+        } else {
+            env.options().tree_defaults
         };
+        let options = tree_options(base, spec)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let tree = env
             .create_tree(&index_tree_name(id), Some(options))
@@ -400,52 +402,6 @@ fn drop_unnamed_trees(env: &Env, colls: &BTreeMap<Namespace, Arc<Collection>>) -
     Ok(())
 }
 
-/// Tree layout from a collection's `storageEngine.shale` options: `nodeSizeBytes`,
-/// `readPageSizeBytes` (the basement size), `compression` ("zstd", "lz4", "none").
-pub fn tree_options(env: &Env, options: &Document) -> DbResult<TreeOptions> {
-    let mut t = env.options().tree_defaults;
-    let Ok(se) = options.get_document("storageEngine") else {
-        return Ok(t);
-    };
-    let Ok(shale) = se.get_document("shale") else {
-        return Ok(t);
-    };
-    for (k, v) in shale {
-        let as_size = || -> DbResult<usize> {
-            match v {
-                Bson::Int32(n) if *n > 0 => Ok(*n as usize),
-                Bson::Int64(n) if *n > 0 => Ok(*n as usize),
-                Bson::Double(n) if *n > 0.0 && n.fract() == 0.0 => Ok(*n as usize),
-                _ => Err(bad_option(format!(
-                    "storageEngine.shale.{k} must be a positive integer"
-                ))),
-            }
-        };
-        match k.as_str() {
-            "nodeSizeBytes" => t.node_size_bytes = as_size()?,
-            "readPageSizeBytes" | "basementSizeBytes" => t.basement_size_bytes = as_size()?,
-            "fanout" => t.fanout = as_size()?,
-            "compression" => {
-                t.compression =
-                    match v.as_str() {
-                        Some("zstd") => Compression::Zstd,
-                        Some("lz4") => Compression::Lz4,
-                        Some("none") => Compression::None,
-                        _ => return Err(bad_option(
-                            "storageEngine.shale.compression must be \"zstd\", \"lz4\" or \"none\"",
-                        )),
-                    }
-            }
-            other => {
-                return Err(bad_option(format!(
-                    "unknown storageEngine.shale option '{other}'"
-                )))
-            }
-        }
-    }
-    Ok(t)
-}
-
 fn catalog_tree_options() -> TreeOptions {
     TreeOptions {
         node_size_bytes: 256 << 10,
@@ -453,10 +409,6 @@ fn catalog_tree_options() -> TreeOptions {
         fanout: 16,
         compression: Compression::Zstd,
     }
-}
-
-fn bad_option(message: impl Into<String>) -> MongoError {
-    MongoError::new(ErrorCode::InvalidOptions, message)
 }
 
 fn corrupt(message: String) -> MongoError {

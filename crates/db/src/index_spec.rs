@@ -1,7 +1,8 @@
 //! Index specifications as `createIndexes` receives them and `listIndexes` returns them:
 //! validation with MongoDB's error codes, and the `IndexDef` the key generator uses.
 //! Besides mongod's options it takes TokuMX's `clustering` (the index entry carries the whole
-//! document: docs/format-collections.md).
+//! document: docs/format-collections.md) and its tree layout options (`compression`,
+//! `compressionLevel`, `pageSize`, `readPageSize`: `tree_layout.rs`).
 
 use crate::index_keys::IndexDef;
 use bson::{Bson, Document, RawDocumentBuf};
@@ -33,6 +34,10 @@ const KNOWN_OPTIONS: &[&str] = &[
     "wildcardProjection",
     "dropDups",
     "clustering",
+    "compression",
+    "compressionLevel",
+    "pageSize",
+    "readPageSize",
 ];
 
 /// The `_id` index every collection has (the document tree itself).
@@ -85,6 +90,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
     let unique = truthy(spec.get("unique"));
     let sparse = truthy(spec.get("sparse"));
     let clustering = bool_option(spec, "clustering")?;
+    crate::tree_layout::check(spec)?;
     let partial = match spec.get("partialFilterExpression") {
         None => None,
         Some(Bson::Document(f)) => {
@@ -122,6 +128,10 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
         "expireAfterSeconds",
         "hidden",
         "storageEngine",
+        "compression",
+        "compressionLevel",
+        "pageSize",
+        "readPageSize",
     ] {
         if let Some(v) = spec.get(opt) {
             stored.insert(opt, v.clone());
@@ -327,6 +337,29 @@ mod tests {
                 .code
                 .code(),
             14
+        );
+    }
+
+    #[test]
+    fn layout_options_are_checked_and_stored() {
+        let (stored, _) = parse_spec(&doc! {
+            "key": {"a": 1}, "name": "a", "compression": "zstd", "compressionLevel": 5,
+            "pageSize": "1MB", "readPageSize": 8192,
+        })
+        .expect("valid");
+        assert_eq!(
+            stored,
+            doc! {"v": 2, "key": {"a": 1}, "name": "a", "compression": "zstd",
+            "compressionLevel": 5, "pageSize": "1MB", "readPageSize": 8192}
+        );
+        let refused = |spec: Document| parse_spec(&spec).expect_err("refused").code;
+        assert_eq!(
+            refused(doc! {"key": {"a": 1}, "name": "a", "compression": "gzip"}),
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            refused(doc! {"key": {"a": 1}, "name": "a", "pageSize": false}),
+            ErrorCode::TypeMismatch
         );
     }
 }

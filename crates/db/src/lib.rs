@@ -28,6 +28,7 @@ pub mod repair;
 mod retryable;
 mod sort;
 mod stats;
+mod tree_layout;
 mod txn_ops;
 mod user_txn;
 mod write_ops;

@@ -1,5 +1,6 @@
 //! Statistics and checks: `collStats`, `dbStats` (document count and data size are the
-//! engine's exact counters, read in O(1); sizes on disk are tree file sizes) and `validate`
+//! engine's exact counters, read in O(1); sizes on disk are tree file sizes; `collStats.shale`
+//! gives each tree's layout and its written nodes' raw and stored bytes) and `validate`
 //! (every engine tree verified, and every document's index keys present with no extra
 //! entries, counted against the stored document count; a clustering index's entries must
 //! each hold exactly the document the document tree holds). The data size of a collection
@@ -12,9 +13,32 @@ use crate::ddl::collection_disk_bytes;
 use crate::doc_write::{id_of, MAX_DOCUMENT_BYTES};
 use crate::index_keys::id_key;
 use crate::namespace::{validate_db_name, Namespace};
+use crate::tree_layout::{describe, figures};
 use crate::{engine_error, Database, DbResult};
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
+use shale_engine::TreeSpace;
+
+/// `collStats.shale`: each tree's layout and what its written nodes hold raw and stored
+/// (`_id_` is the document tree), and the totals over them.
+fn tree_figures(coll: &Collection, scale: i64) -> DbResult<Document> {
+    let mut trees = Document::new();
+    let mut total = TreeSpace::default();
+    let named = std::iter::once(("_id_", &coll.docs))
+        .chain(coll.indexes.iter().map(|i| (i.def.name.as_str(), &i.tree)));
+    for (name, tree) in named {
+        let space = tree.space().map_err(engine_error)?;
+        total.nodes += space.nodes;
+        total.raw_bytes += space.raw_bytes;
+        total.stored_bytes += space.stored_bytes;
+        total.file_bytes += space.file_bytes;
+        total.free_bytes += space.free_bytes;
+        trees.insert(name, describe(tree.name(), tree.options(), &space, scale));
+    }
+    let mut out = doc! { "trees": trees };
+    out.extend(figures(&total, scale));
+    Ok(out)
+}
 
 fn data_size(c: &Collection) -> i64 {
     c.size.count().max(0)
@@ -57,6 +81,7 @@ impl Database {
             "indexSizes": index_sizes,
             "scaleFactor": scale,
             "maxSize": MAX_DOCUMENT_BYTES as i64,
+            "shale": tree_figures(&coll, scale)?,
         })
     }
 

@@ -4,7 +4,8 @@
 //!
 //! Format (version 1, little-endian): magic `SHCAT\0\0\1`, u64 next tree id, u32 count, then
 //! per tree: u64 id, u32 name length, name (UTF-8), u32 node size, u32 basement size,
-//! u32 fanout, u8 codec; then a CRC-32C of everything before it.
+//! u32 fanout, u8 codec (low 3 bits: the codec; high 5: the zstd level, 0 = the default; see
+//! `Compression::options_byte`); then a CRC-32C of everything before it.
 
 use crate::bytes::Reader;
 use crate::{Compression, Error, Location, Result, TreeOptions};
@@ -79,7 +80,7 @@ impl Catalog {
             out.extend_from_slice(&(e.options.node_size_bytes as u32).to_le_bytes());
             out.extend_from_slice(&(e.options.basement_size_bytes as u32).to_le_bytes());
             out.extend_from_slice(&(e.options.fanout as u32).to_le_bytes());
-            out.push(e.options.compression.code());
+            out.push(e.options.compression.options_byte());
         }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -111,8 +112,8 @@ impl Catalog {
             let basement_size_bytes = r.u32()? as usize;
             let fanout = r.u32()? as usize;
             let code = r.u8()?;
-            let compression =
-                Compression::from_code(code).ok_or_else(|| format!("unknown codec {code}"))?;
+            let compression = Compression::from_options_byte(code)
+                .ok_or_else(|| format!("unknown codec or level {code:#04x}"))?;
             let options = TreeOptions {
                 node_size_bytes,
                 basement_size_bytes,

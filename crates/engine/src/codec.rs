@@ -1,29 +1,34 @@
 //! Compression and checksums of node partitions: one codec per partition, recorded in the
 //! partition's descriptor, and a CRC-32C over the compressed bytes as stored.
 
-use crate::Compression;
+use crate::{Compression, DEFAULT_ZSTD_LEVEL};
 use std::cell::RefCell;
-
-/// zstd level of every compressed partition.
-const ZSTD_LEVEL: i32 = 3;
 
 thread_local! {
     // One zstd context of each kind per thread, kept between calls: creating a
     // decompression context per partition read was 2% of uncached point reads' CPU.
-    static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> =
+    // The compressor keeps the level it was last set to: trees of different levels share it.
+    static ZSTD_COMPRESSOR: RefCell<Option<(zstd::bulk::Compressor<'static>, i32)>> =
         const { RefCell::new(None) };
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { RefCell::new(None) };
 }
 
-fn zstd_compress(raw: &[u8]) -> Vec<u8> {
+fn zstd_compress(raw: &[u8], level: i32) -> Vec<u8> {
     ZSTD_COMPRESSOR.with_borrow_mut(|c| {
-        let c = match c {
+        let (c, at) = match c {
             Some(c) => c,
-            None => c.insert(
-                zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a zstd context can be created"),
-            ),
+            None => c.insert((
+                zstd::bulk::Compressor::new(DEFAULT_ZSTD_LEVEL)
+                    .expect("a zstd context can be created"),
+                DEFAULT_ZSTD_LEVEL,
+            )),
         };
+        if *at != level {
+            c.set_compression_level(level)
+                .expect("levels are checked by Compression::zstd");
+            *at = level;
+        }
         c.compress(raw)
             .expect("zstd compression of memory cannot fail")
     })
@@ -47,7 +52,9 @@ pub fn compress(codec: Compression, raw: &[u8]) -> Vec<u8> {
     match codec {
         Compression::None => raw.to_vec(),
         Compression::Lz4 => lz4_flex::block::compress(raw),
-        Compression::Zstd => zstd_compress(raw),
+        Compression::Zstd | Compression::ZstdLevel(_) => {
+            zstd_compress(raw, codec.zstd_level().expect("a zstd codec has a level"))
+        }
     }
 }
 
@@ -57,7 +64,7 @@ pub fn decompress(codec: Compression, stored: &[u8], raw_len: usize) -> Result<V
         Compression::None => stored.to_vec(),
         Compression::Lz4 => lz4_flex::block::decompress(stored, raw_len)
             .map_err(|e| format!("lz4 decompression failed: {e}"))?,
-        Compression::Zstd => zstd_decompress(stored, raw_len)?,
+        Compression::Zstd | Compression::ZstdLevel(_) => zstd_decompress(stored, raw_len)?,
     };
     if out.len() != raw_len {
         return Err(format!(
@@ -89,6 +96,25 @@ mod tests {
                 raw
             );
         }
+    }
+
+    #[test]
+    fn levels_share_one_context_and_decode_alike() {
+        let raw: Vec<u8> = (0..50_000u32)
+            .flat_map(|i| (i % 1013).to_le_bytes())
+            .collect();
+        let mut sizes = Vec::new();
+        for level in [1, 19, 3, 1] {
+            let codec = Compression::zstd(level).expect("a level");
+            let stored = compress(codec, &raw);
+            // A partition records only the codec: the default-level codec decodes any level.
+            assert_eq!(
+                decompress(Compression::Zstd, &stored, raw.len()).expect("round trip"),
+                raw
+            );
+            sizes.push(stored.len());
+        }
+        assert_eq!(sizes[0], sizes[3], "the level is set again on each change");
     }
 
     #[test]

@@ -428,6 +428,11 @@ impl TreeHandle {
     pub fn file_bytes(&self) -> u64 {
         self.tree.file().file_len()
     }
+    /// Raw and stored bytes of the tree's written nodes, from their headers (one small read
+    /// per node; `tree_space.rs`). Nodes changed since their last write count as written.
+    pub fn space(&self) -> Result<crate::TreeSpace> {
+        crate::tree_space::measure(self.tree.file())
+    }
 }
 
 impl EnvInner {

@@ -23,6 +23,7 @@ mod read_view;
 mod recovery;
 pub mod salvage;
 mod tree;
+mod tree_space;
 mod txn;
 mod txn_cursor;
 pub mod wal;
@@ -32,11 +33,13 @@ pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
 pub use error::{Error, Location, Result};
 pub use heap::{HeapProbe, HeapSample};
 pub use options::{
-    Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM,
-    MAX_KEY_OR_VALUE_BYTES, MIN_TXN_MAX_BYTES,
+    Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM, DEFAULT_ZSTD_LEVEL,
+    MAX_KEY_OR_VALUE_BYTES, MAX_ZSTD_LEVEL, MIN_TXN_MAX_BYTES, MIN_ZSTD_LEVEL,
+    RECORDED_AS_ZERO_ZSTD_LEVEL,
 };
 pub use read_view::ReadView;
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
 pub use tree::{Cursor, MergeFn, TreeShape};
+pub use tree_space::TreeSpace;
 pub use txn::Txn;
 pub use txn_cursor::TxnCursor;

@@ -5,31 +5,104 @@ use std::time::Duration;
 /// Largest key or value the engine accepts (16 MiB).
 pub const MAX_KEY_OR_VALUE_BYTES: usize = 16 << 20;
 
-/// Block compression codec, recorded in every partition's header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Block compression codec of a tree, recorded in every partition's header (the codec alone:
+/// decoding needs no level) and, with its zstd level, in the tree's options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
     Lz4,
-    #[default]
+    /// zstd at `RECORDED_AS_ZERO_ZSTD_LEVEL` (3): the level of every tree written before
+    /// levels were recorded, whose options byte holds no level.
     Zstd,
+    /// zstd at another level in `MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL`; made by `Compression::zstd`,
+    /// which gives `Zstd` for the default level, so equal settings compare equal.
+    ZstdLevel(u8),
+}
+
+/// The zstd level of `Compression::Zstd`, which an options byte records as level 0: the one
+/// level trees had before levels were recorded, so it never changes.
+pub const RECORDED_AS_ZERO_ZSTD_LEVEL: i32 = 3;
+/// The zstd level of new trees. Chosen by measurement (docs/benchmarks.md, "Compression per
+/// collection and index"): against level 3, level 1 cost 13% less server CPU per bakeoff
+/// insert and 8-18% less per uncached pk-lookup read, stored the bakeoff's trees 3% larger
+/// and pk-lookup's 6% smaller; levels 9 and 19 gained 4% and 8% for 2x and 20x the CPU.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
+/// The levels a tree may take: zstd's ordinary range (20-22 need windows of 32 MiB+ to
+/// gain anything over 19, and negative levels give less than lz4 here).
+pub const MIN_ZSTD_LEVEL: i32 = 1;
+pub const MAX_ZSTD_LEVEL: i32 = 19;
+
+impl Default for Compression {
+    /// zstd at `DEFAULT_ZSTD_LEVEL`.
+    fn default() -> Self {
+        Compression::zstd(DEFAULT_ZSTD_LEVEL).expect("the default level is in range")
+    }
 }
 
 impl Compression {
-    /// On-disk code of the codec (see docs/format.md).
+    /// zstd at `level`, or `None` outside `MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL`.
+    pub fn zstd(level: i32) -> Option<Self> {
+        match level {
+            RECORDED_AS_ZERO_ZSTD_LEVEL => Some(Compression::Zstd),
+            MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL => Some(Compression::ZstdLevel(level as u8)),
+            _ => None,
+        }
+    }
+
+    /// The zstd level, for the zstd codec.
+    pub fn zstd_level(self) -> Option<i32> {
+        match self {
+            Compression::Zstd => Some(RECORDED_AS_ZERO_ZSTD_LEVEL),
+            Compression::ZstdLevel(l) => Some(i32::from(l)),
+            Compression::None | Compression::Lz4 => None,
+        }
+    }
+
+    /// The codec's name: "none", "lz4" or "zstd".
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd | Compression::ZstdLevel(_) => "zstd",
+        }
+    }
+
+    /// On-disk code of the codec in a partition descriptor (see docs/format-node.md).
     pub fn code(self) -> u8 {
         match self {
             Compression::None => 0,
             Compression::Lz4 => 1,
-            Compression::Zstd => 2,
+            Compression::Zstd | Compression::ZstdLevel(_) => 2,
         }
     }
 
-    /// Codec for an on-disk code.
+    /// Codec for a partition descriptor's code (the level is not recorded there: decoding
+    /// does not need it).
     pub fn from_code(code: u8) -> Option<Self> {
         match code {
             0 => Some(Compression::None),
             1 => Some(Compression::Lz4),
             2 => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+
+    /// The byte a tree's options record (tree metadata, CATALOG): the codec's code in the low
+    /// 3 bits, the zstd level in the high 5 (0 = level 3, `Compression::Zstd`). Files written before
+    /// levels existed hold 0, 1 or 2, which read back as before.
+    pub fn options_byte(self) -> u8 {
+        match self {
+            Compression::ZstdLevel(l) => self.code() | (l << 3),
+            _ => self.code(),
+        }
+    }
+
+    /// The codec and level of an options byte.
+    pub fn from_options_byte(byte: u8) -> Option<Self> {
+        let level = byte >> 3;
+        match (Compression::from_code(byte & 7)?, level) {
+            (c, 0) => Some(c),
+            (Compression::Zstd, l) => Compression::zstd(i32::from(l)),
             _ => None,
         }
     }
@@ -71,7 +144,7 @@ impl Default for TreeOptions {
             node_size_bytes: 4 << 20,
             basement_size_bytes: DEFAULT_BASEMENT_BYTES,
             fanout: 16,
-            compression: Compression::Zstd,
+            compression: Compression::default(),
         }
     }
 }
@@ -179,6 +252,33 @@ impl Default for EnvOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_bytes_keep_the_zstd_level_and_read_old_codes() {
+        for code in 0..3u8 {
+            let c = Compression::from_options_byte(code).expect("an old code");
+            assert_eq!(c, Compression::from_code(code).expect("a code"));
+            assert_eq!(c.options_byte(), code);
+        }
+        for level in MIN_ZSTD_LEVEL..=MAX_ZSTD_LEVEL {
+            let c = Compression::zstd(level).expect("in range");
+            assert_eq!(Compression::from_options_byte(c.options_byte()), Some(c));
+            assert_eq!(c.zstd_level(), Some(level));
+            assert_eq!(c.code(), 2, "a partition records the codec only");
+        }
+        assert_eq!(
+            Compression::zstd(RECORDED_AS_ZERO_ZSTD_LEVEL),
+            Some(Compression::Zstd)
+        );
+        assert_eq!(Compression::zstd(0), None);
+        assert_eq!(Compression::zstd(MAX_ZSTD_LEVEL + 1), None);
+        assert_eq!(
+            Compression::from_options_byte(1 | (5 << 3)),
+            None,
+            "lz4 has no level"
+        );
+        assert_eq!(Compression::from_options_byte(3), None);
+    }
 
     #[test]
     fn the_default_layout_fits_a_small_cache_and_keeps_a_large_one() {

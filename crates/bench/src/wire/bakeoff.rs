@@ -13,6 +13,7 @@
 
 use super::charts::{Chart, Plot};
 use super::drive::{self, LoadSpec};
+use super::layout::LayoutArgs;
 use super::rows::{ratio, Figures, Row};
 use super::server::ClosedSize;
 use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};
@@ -34,6 +35,11 @@ pub struct BakeoffArgs {
     /// entries carry the documents
     #[arg(long)]
     pub no_clustering: bool,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Basement size in bytes (TokuMX's readPageSize) [server default: 16 KiB]
+    #[arg(long, value_name = "BYTES")]
+    pub read_page_size: Option<i64>,
 }
 
 impl Bakeoff {
@@ -41,6 +47,8 @@ impl Bakeoff {
     pub fn params_for(args: &BakeoffArgs) -> Result<Params> {
         let mut p = Self::params(&args.wire)?;
         p.clustering = !args.no_clustering;
+        p.layout = args.layout.options(args.read_page_size);
+        p.layout_label = args.layout.label(args.read_page_size);
         Ok(p)
     }
 }
@@ -64,6 +72,9 @@ pub struct Params {
     index: &'static str,
     /// The index is clustering on ShaleDB (never on a peer).
     clustering: bool,
+    /// Layout options of the collection and the index on ShaleDB (`layout.rs`).
+    layout: Document,
+    layout_label: String,
 }
 
 impl Workload for Bakeoff {
@@ -90,6 +101,8 @@ impl Workload for Bakeoff {
             scan_seconds: args.seconds_or(5.0, 60.0)?,
             index: "{owner: 1, lid: 1}",
             clustering: true,
+            layout: Document::new(),
+            layout_label: "defaults".into(),
         })
     }
 
@@ -119,7 +132,13 @@ impl Workload for Bakeoff {
         if clustering {
             index.insert("clustering", true);
         }
-        let coll = t.create_indexed(COLL, doc! {}, vec![index]).await?;
+        let layout = if t.is_shale {
+            p.layout.clone()
+        } else {
+            Document::new()
+        };
+        index.extend(layout.clone());
+        let coll = t.create_indexed(COLL, layout, vec![index]).await?;
         let spec = LoadSpec {
             docs: p.docs,
             batch: p.load_batch,
@@ -152,6 +171,9 @@ impl Workload for Bakeoff {
             "raw_bson_bytes_per_doc",
             "stored_bytes_per_doc",
             "compression_ratio",
+            "compression_ratio_with_log",
+            "docs_tree_ratio",
+            "index_tree_ratio",
         ] {
             summary.set(k, size.get(k).unwrap_or(f64::NAN));
         }
@@ -286,6 +308,23 @@ fn sizes(stats: &Document, raw_bytes: u64, docs: u64, closed: Option<ClosedSize>
             ratio(with_log, docs as f64),
         )
         .fig("compression_ratio", ratio(raw_per_doc, stored_per_doc))
+        .fig(
+            "compression_ratio_with_log",
+            ratio(raw_bytes as f64, with_log),
+        )
+        .fig("docs_tree_ratio", tree_ratio(stats, "_id_"))
+        .fig("index_tree_ratio", tree_ratio(stats, "owner_lid"))
+}
+
+/// `collStats.shale.trees.<name>.compressionRatio` (ShaleDB only): raw over stored bytes of
+/// the tree's nodes as last written before the close, NaN elsewhere.
+fn tree_ratio(stats: &Document, name: &str) -> f64 {
+    stats
+        .get_document("shale")
+        .and_then(|s| s.get_document("trees"))
+        .and_then(|t| t.get_document(name))
+        .and_then(|t| t.get_f64("compressionRatio"))
+        .unwrap_or(f64::NAN)
 }
 
 fn owner_name(o: u64) -> String {

@@ -12,6 +12,7 @@ mod diskstats;
 mod drive;
 mod fast_update;
 mod iibench;
+mod layout;
 mod log_write_amp;
 mod nth_attribute;
 mod pk_lookup;
@@ -41,7 +42,7 @@ pub use fast_update::FastUpdate;
 pub use iibench::Iibench;
 pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;
-pub use pk_lookup::PkLookup;
+pub use pk_lookup::{PkLookup, PkLookupArgs};
 pub use point_find::PointFind;
 
 const MIB: u64 = 1024 * 1024;

@@ -9,15 +9,46 @@
 
 use super::charts::{Chart, Plot};
 use super::drive::{self, LoadSpec};
+use super::layout::LayoutArgs;
 use super::rows::{ratio, Figures, Row};
 use super::{line_series, Ctx, Outcome, Target, WireArgs, Workload};
 use anyhow::{Context, Result};
+use clap::Args;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 pub struct PkLookup;
+
+/// `shale-bench pk-lookup`'s flags: the common ones, the layout and the read page sizes.
+#[derive(Debug, Clone, Args)]
+pub struct PkLookupArgs {
+    #[command(flatten)]
+    pub wire: WireArgs,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Read page sizes (basements) to measure, one collection each [default: 4096,8192,16384,65536]
+    #[arg(long, value_name = "BYTES,...", value_delimiter = ',')]
+    pub read_page_sizes: Option<Vec<usize>>,
+}
+
+impl PkLookup {
+    /// The parameters from the workload's own flags.
+    pub fn params_for(args: &PkLookupArgs) -> Result<Params> {
+        let mut p = Self::params(&args.wire)?;
+        if let Some(sizes) = &args.read_page_sizes {
+            anyhow::ensure!(
+                !sizes.is_empty(),
+                "--read-page-sizes needs at least one size"
+            );
+            p.read_page_sizes = sizes.clone();
+        }
+        p.layout = args.layout.options(None);
+        p.layout_label = args.layout.label(None);
+        Ok(p)
+    }
+}
 
 const PAGE_SIZES: [usize; 4] = [4096, 8192, 16384, 65536];
 const CLIENTS: [usize; 4] = [8, 16, 32, 40];
@@ -38,6 +69,10 @@ pub struct Params {
     warmup_seconds: f64,
     load_clients: usize,
     load_batch: usize,
+    /// Layout options of every collection and index on ShaleDB besides the read page size
+    /// (`layout.rs`).
+    layout: Document,
+    layout_label: String,
 }
 
 impl Workload for PkLookup {
@@ -65,6 +100,8 @@ impl Workload for PkLookup {
             warmup_seconds: seconds / 2.0,
             load_clients: 4,
             load_batch: 1000,
+            layout: Document::new(),
+            layout_label: "defaults".into(),
         })
     }
 
@@ -87,16 +124,18 @@ impl Workload for PkLookup {
 
     async fn run(p: &Params, t: &mut Target, ctx: &Ctx) -> Result<Outcome> {
         let mut rows = Vec::new();
-        for &page in &PAGE_SIZES {
+        for &page in &p.read_page_sizes {
             let name = format!("sbtest_{}k", page / 1024);
             let mut options = doc! {};
+            let mut index = doc! {"key": {"k": 1}, "name": "k_1"};
             if t.is_shale {
                 options.insert(
                     "storageEngine",
                     doc! {"shale": {"readPageSizeBytes": page as i64}},
                 );
+                options.extend(p.layout.clone());
+                index.extend(p.layout.clone());
             }
-            let index = doc! {"key": {"k": 1}, "name": "k_1"};
             let coll = t
                 .create_indexed(&name, options, vec![index])
                 .await
@@ -117,9 +156,11 @@ impl Workload for PkLookup {
             );
             let q = t.db().collection::<Document>(&name);
             warm(p, &q, docs).await?;
+            let docs_tree_ratio = docs_tree_ratio(t, &name).await;
             for &clients in &CLIENTS {
                 let row = lookups(p, t, &q, page, clients, docs).await?;
-                let row = with_device(row, ctx, page, clients);
+                let row =
+                    with_device(row, ctx, page, clients).fig("docs_tree_ratio", docs_tree_ratio);
                 eprintln!(
                     "{name} {clients} clients: {} q/s, {} reads/q",
                     crate::report::num(row.get("qps").unwrap_or(0.0)),
@@ -275,6 +316,21 @@ fn device_iops(points: &[(usize, usize, f64)], bs: usize, depth: usize) -> f64 {
 }
 
 /// At the page size with the highest QPS at 40 clients.
+/// `collStats.shale.trees._id_.compressionRatio` of collection `name` on ShaleDB: raw over
+/// stored bytes of the document tree's nodes as last written (at 10x the cache, nearly all of
+/// them); NaN elsewhere.
+async fn docs_tree_ratio(t: &Target, name: &str) -> f64 {
+    let Ok(stats) = t.db().run_command(doc! {"collStats": name}).await else {
+        return f64::NAN;
+    };
+    stats
+        .get_document("shale")
+        .and_then(|s| s.get_document("trees"))
+        .and_then(|t| t.get_document("_id_"))
+        .and_then(|t| t.get_f64("compressionRatio"))
+        .unwrap_or(f64::NAN)
+}
+
 fn summarize(rows: &[Row]) -> Figures {
     let best = rows
         .iter()
@@ -291,6 +347,7 @@ fn summarize(rows: &[Row]) -> Figures {
         "fraction_of_device_iops",
         "server_reads_per_query",
         "server_bytes_per_read",
+        "docs_tree_ratio",
     ] {
         f.set(k, get(k));
     }

@@ -368,6 +368,19 @@ impl BlockFile {
         })
     }
 
+    /// Every node's live (L) image, in node id order: what the tree's nodes hold on disk as
+    /// of their last write (a checkpoint or an eviction).
+    pub fn live_images(&self) -> Vec<(NodeId, Image)> {
+        let st = self.state.lock();
+        st.live
+            .iter()
+            .map(|(&id, &extent)| {
+                let write = st.stamps.get(&id).copied().unwrap_or(0);
+                (id, Image { extent, write })
+            })
+            .collect()
+    }
+
     /// Reads the whole block of image `img` of `id` (one pread of its page-rounded extent) and
     /// verifies its crc; a mismatch is `Error::Corruption` naming the file and the block. The
     /// image may have been replaced (and its extent reused) meanwhile: then the bytes fail the

@@ -131,7 +131,7 @@ fn options(b: &[u8]) -> Option<TreeOptions> {
     let node = usize::try_from(u32_at(b, 0)?).ok()?;
     let basement = usize::try_from(u32_at(b, 4)?).ok()?;
     let fanout = usize::try_from(u32_at(b, 8)?).ok()?;
-    let compression = Compression::from_code(*b.get(12)?)?;
+    let compression = Compression::from_options_byte(*b.get(12)?)?;
     let sane = (512..=(1 << 30)).contains(&node)
         && (64..=node).contains(&basement)
         && (3..=4096).contains(&fanout);

@@ -477,7 +477,7 @@ pub(crate) fn encode_meta(o: &TreeOptions, next_msn: u64, count: i64) -> Vec<u8>
     m.extend_from_slice(&(o.node_size_bytes as u32).to_le_bytes());
     m.extend_from_slice(&(o.basement_size_bytes as u32).to_le_bytes());
     m.extend_from_slice(&(o.fanout as u32).to_le_bytes());
-    m.push(o.compression.code());
+    m.push(o.compression.options_byte());
     m.extend_from_slice(&next_msn.to_le_bytes());
     m.extend_from_slice(&count.to_le_bytes());
     assert_eq!(m.len(), META_BYTES);
@@ -493,8 +493,8 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String>
         ));
     }
     let u32_at = |i: usize| u32::from_le_bytes(m[i..i + 4].try_into().expect("4 bytes")) as usize;
-    let compression =
-        Compression::from_code(m[13]).ok_or_else(|| format!("unknown codec {}", m[13]))?;
+    let compression = Compression::from_options_byte(m[13])
+        .ok_or_else(|| format!("unknown codec or level {:#04x}", m[13]))?;
     let options = TreeOptions {
         node_size_bytes: u32_at(1),
         basement_size_bytes: u32_at(5),

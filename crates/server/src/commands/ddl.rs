@@ -21,6 +21,11 @@ const STORED_OPTIONS: &[&str] = &[
     "validationAction",
     "collation",
     "indexOptionDefaults",
+    // TokuMX's layout options (crates/db/src/tree_layout.rs).
+    "compression",
+    "compressionLevel",
+    "pageSize",
+    "readPageSize",
 ];
 
 /// Fields accepted and ignored: any command's generic fields (and every `$`-prefixed one),
