@@ -315,8 +315,12 @@ impl Tree {
                 l.recut_oversized(basement_bytes);
             }
         });
-        // Remember an over-full child by a key in its range: the flusher walks to it later.
+        // Remember an over-full child by a key in its range: the flusher walks to it later;
+        // and forget the parent if this emptied it below its size (hot optimize drains
+        // nodes the flusher remembered: a stale entry sent the flusher walking to them
+        // through the root, loading it whole).
         self.remember_if_overfull(st, child);
+        self.remember_if_overfull(st, id);
         EngineStats::bump(&self.stats.flushes);
         self.stats
             .messages_flushed
