@@ -208,10 +208,20 @@ impl MsgBuffer {
     /// `segment.rs`).
     pub fn encode_range(&self, range: std::ops::Range<usize>) -> Cow<'_, [u8]> {
         if range == (0..self.len()) {
-            self.encode()
-        } else {
-            Cow::Owned(self.copy_of(range).arena)
+            return self.encode();
         }
+        if !self.canonical || range.is_empty() {
+            return Cow::Owned(self.copy_of(range).arena);
+        }
+        // A canonical arena holds the range's messages back to back (Q3): one copy.
+        let start = self.starts[range.start] as usize;
+        let last = self.starts[range.end - 1] as usize;
+        let end = last + msg_len(&self.arena, last);
+        let count = u32::try_from(range.len()).expect("a buffer's messages fit its arena");
+        let mut out = Vec::with_capacity(COUNT_BYTES + end - start);
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&self.arena[start..end]);
+        Cow::Owned(out)
     }
 
     /// Where segments of about `target` raw bytes start (`segment::cuts`): message indexes,

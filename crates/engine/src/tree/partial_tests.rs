@@ -513,7 +513,11 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
     st.modify(root, &cache, |n| n.body.evict_partitions());
     // flush_all forgets the nodes it emptied: the flusher has nowhere to walk (a stale
     // entry sent it through the root, loading it whole in the middle of the reads below).
-    assert!(st.overfull.is_empty(), "hot optimize left {:?}", st.overfull);
+    assert!(
+        st.overfull.is_empty(),
+        "hot optimize left {:?}",
+        st.overfull
+    );
     let NodeBody::Internal(n) = &st.nodes[&root].body else {
         unreachable!()
     };

@@ -294,5 +294,11 @@ mod tests {
             .collect();
         let joined = MsgBuffer::join(raws).expect("join");
         assert_eq!(joined.encode(), b.encode());
+        // A buffer read from disk (canonical) cuts to the same bytes by slicing its arena.
+        let read = MsgBuffer::decode(b.encode().into_owned()).expect("decode");
+        assert!(read.is_packed());
+        for r in cuts(&b, 2048) {
+            assert_eq!(read.encode_range(r.clone()), b.encode_range(r));
+        }
     }
 }
