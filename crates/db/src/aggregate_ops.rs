@@ -2,14 +2,16 @@
 //! as a planned query (so they use indexes), the remaining stages run in `shale_doc`'s
 //! pipeline executor over that query's documents, and `$lookup` reads foreign collections of
 //! the same database through a snapshot query. Results are computed whole (the executor's
-//! output borrows the pipeline), then served by a cursor.
+//! output borrows the pipeline), then served by a cursor, or, when the pipeline ends in
+//! `$out`/`$merge`, written (`aggregate_write.rs`) and answered with none. A pipeline led by
+//! `$documents` runs on no collection (`{aggregate: 1}`).
 
 use crate::exec::Snap;
 use crate::namespace::Namespace;
 use crate::query_ops::FindSpec;
 use crate::{Database, DbResult};
 use bson::{Document, RawDocument, RawDocumentBuf};
-use shale_doc::aggregate::{LookupResolver, Pipeline, RunOptions};
+use shale_doc::aggregate::{LookupResolver, Pipeline, RunOptions, WriteStage};
 use shale_doc::{ErrorCode, MongoError, Variables};
 use shale_engine::Txn;
 
@@ -45,6 +47,13 @@ impl LookupResolver for Foreign<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+fn write_stage_name(stage: &WriteStage) -> &'static str {
+    match stage {
+        WriteStage::Out(_) => "$out",
+        WriteStage::Merge(_) => "$merge",
     }
 }
 
@@ -105,6 +114,12 @@ impl Database {
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
         let pipeline = Pipeline::parse_with(stages, vars)?;
+        if pipeline.leads_with_documents() {
+            return Err(MongoError::new(
+                ErrorCode::InvalidNamespace,
+                "$documents can only be run with database-level aggregation ({aggregate: 1})",
+            ));
+        }
         let prefix = pipeline.prefix();
         let spec = prefix_spec(&prefix, hint, vars)?;
         let mut query = self.find(ns, &spec)?;
@@ -114,7 +129,86 @@ impl Database {
             name: &ns.db,
             txn: None,
         };
-        collect_results(pipeline.run_from(prefix.stages, input, &resolver, RunOptions::default()))
+        let results = collect_results(pipeline.run_from(
+            prefix.stages,
+            input,
+            &resolver,
+            RunOptions::default(),
+        ))?;
+        self.finish(&ns.db, &pipeline, results, vars)
+    }
+
+    /// `{aggregate: 1}` in database `db`: a pipeline led by `$documents` over no collection.
+    pub fn aggregate_collectionless(
+        &self,
+        db: &str,
+        stages: &[Document],
+        vars: &Variables,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        crate::namespace::validate_db_name(db)?;
+        let pipeline = Pipeline::parse_with(stages, vars)?;
+        if !pipeline.leads_with_documents() {
+            let first = pipeline
+                .stage_names()
+                .first()
+                .copied()
+                .unwrap_or("an empty pipeline");
+            return Err(MongoError::new(
+                ErrorCode::InvalidNamespace,
+                format!("{{aggregate: 1}} is not valid for '{first}'; a collection is required."),
+            ));
+        }
+        let resolver = Foreign {
+            db: self,
+            name: db,
+            txn: None,
+        };
+        let results = collect_results(pipeline.run_from(
+            0,
+            std::iter::empty(),
+            &resolver,
+            RunOptions::default(),
+        ))?;
+        self.finish(db, &pipeline, results, vars)
+    }
+
+    /// Runs `stages` (none of them a collection's: `$listLocalSessions`'s remainder) over
+    /// `input` in database `db`, writing when they end in `$out`/`$merge`.
+    pub fn aggregate_documents(
+        &self,
+        db: &str,
+        stages: &[Document],
+        input: Vec<RawDocumentBuf>,
+        vars: &Variables,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        let pipeline = Pipeline::parse_with(stages, vars)?;
+        let resolver = Foreign {
+            db: self,
+            name: db,
+            txn: None,
+        };
+        let input = input.into_iter().map(Ok);
+        let results =
+            collect_results(pipeline.run_from(0, input, &resolver, RunOptions::default()))?;
+        self.finish(db, &pipeline, results, vars)
+    }
+
+    /// The results a client gets: `results` themselves, or none once a write stage has
+    /// written them.
+    fn finish(
+        &self,
+        db: &str,
+        pipeline: &Pipeline,
+        results: Vec<RawDocumentBuf>,
+        vars: &Variables,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
+        match pipeline.write_stage() {
+            Some(stage) => {
+                self.write_results(db, stage, results, vars)?;
+                Ok(Vec::new())
+            }
+            None => Ok(results),
+        }
     }
 
     /// `aggregate` inside a session transaction: every stage reads `txn`'s snapshot and own
@@ -128,6 +222,12 @@ impl Database {
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
         let pipeline = Pipeline::parse_with(stages, vars)?;
+        if let Some(name) = pipeline.write_stage().map(write_stage_name) {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                format!("{name} cannot be used in a transaction"),
+            ));
+        }
         let prefix = pipeline.prefix();
         let spec = prefix_spec(&prefix, hint, vars)?;
         let mut query = self.query_for(ns, &spec)?;

@@ -298,6 +298,50 @@ impl Catalog {
         Ok(())
     }
 
+    /// Moves `from` to `to` over an existing `to` in one catalog write (delete `from`, put
+    /// `to` naming `from`'s trees), so a crash leaves either the old `to` or the new one,
+    /// then drops the replaced collection's trees; returns it. (`$out` renames its temporary
+    /// collection over its target so.)
+    pub fn replace(
+        &self,
+        env: &Env,
+        from: &Namespace,
+        to: &Namespace,
+    ) -> DbResult<Option<Arc<Collection>>> {
+        let Some(source) = self.get(from) else {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("Source collection {from} does not exist"),
+            ));
+        };
+        let moved = Collection {
+            ns: to.clone(),
+            id: source.id,
+            uuid: source.uuid,
+            options: source.options.clone(),
+            docs: source.docs.clone(),
+            size: source.size.clone(),
+            indexes: source.indexes.clone(),
+        };
+        let mut batch = WriteBatch::new();
+        batch.delete(&self.tree, from.to_string().as_bytes());
+        batch.put(
+            &self.tree,
+            to.to_string().as_bytes(),
+            &moved.record_bytes()?,
+        );
+        env.write(batch).map_err(engine_error)?;
+        let replaced = {
+            let mut map = self.write();
+            map.remove(from);
+            map.insert(to.clone(), Arc::new(moved))
+        };
+        if let Some(old) = &replaced {
+            drop_trees(env, old)?;
+        }
+        Ok(replaced)
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Namespace, Arc<Collection>>> {
         self.colls.read().unwrap_or_else(|p| p.into_inner())
     }

@@ -388,6 +388,89 @@ impl Database {
     }
 }
 
+impl Database {
+    /// Creates `ns` with `options` and the indexes `specs` (a `$out`'s temporary collection,
+    /// shaped like its target). The collection is new, so no session transaction is aborted.
+    pub(crate) fn create_with_indexes(
+        &self,
+        ns: &Namespace,
+        options: Document,
+        specs: &[Document],
+    ) -> DbResult<()> {
+        let parsed = specs.iter().map(parse_spec).collect::<DbResult<Vec<_>>>()?;
+        let _ddl = self.ddl_lock();
+        if self.catalog.get(ns).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!("Collection {ns} already exists."),
+            ));
+        }
+        let coll = self.catalog.create(self.engine(), ns, options)?;
+        let mut indexes = Vec::new();
+        for (stored, def) in parsed {
+            if def.name == "_id_" {
+                continue;
+            }
+            let (id, tree) =
+                self.catalog
+                    .create_index_tree(self.engine(), &coll, &stored, def.clustering)?;
+            indexes.push(Arc::new(Index {
+                id,
+                spec: stored,
+                def,
+                tree,
+                multikey: AtomicBool::new(false),
+                multikey_durable: AtomicBool::new(false),
+            }));
+        }
+        if !indexes.is_empty() {
+            self.catalog
+                .commit(self.engine(), coll.with_indexes(indexes))?;
+        }
+        Ok(())
+    }
+
+    /// Renames `from` over `to` in one catalog write if `to` is still as `expected` (absent,
+    /// or the same collection with the same options and indexes), else `CommandFailed` as
+    /// mongod's `$out` reports a target changed while it ran.
+    pub(crate) fn replace_collection(
+        &self,
+        from: &Namespace,
+        to: &Namespace,
+        expected: Option<&Collection>,
+    ) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
+        let current = self.catalog.get(to);
+        let unchanged = match (expected, current.as_deref()) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                a.uuid == b.uuid && a.options == b.options && index_specs(a) == index_specs(b)
+            }
+            _ => false,
+        };
+        if !unchanged {
+            return Err(MongoError::new(
+                ErrorCode::CommandFailed,
+                format!(
+                    "collection or indexes of target collection {to} changed during processing"
+                ),
+            ));
+        }
+        if current.is_some() {
+            self.kill_user_txns(KILLED_BY_DDL);
+            self.cursors.kill_namespace(&to.to_string());
+        }
+        self.cursors.kill_namespace(&from.to_string());
+        self.catalog.replace(self.engine(), from, to)?;
+        Ok(())
+    }
+}
+
+/// A collection's index specifications, `_id_` excluded, in creation order.
+pub(crate) fn index_specs(coll: &Collection) -> Vec<Document> {
+    coll.indexes.iter().map(|i| i.spec.clone()).collect()
+}
+
 /// True if an index with the same name and spec exists; an error if one conflicts.
 fn is_existing(coll: &Collection, stored: &Document) -> DbResult<bool> {
     let name = stored.get_str("name").unwrap_or_default();

@@ -10,6 +10,7 @@
 //! them; DDL that would change trees under it aborts it first.
 
 mod aggregate_ops;
+mod aggregate_write;
 mod bounds;
 mod catalog;
 mod cursors;

@@ -147,7 +147,7 @@ pub fn next_timestamp() -> Timestamp {
 
 /// A `let` name: a user variable name (or `CURRENT`, which a client may rebind); a system
 /// variable is 4738901; anything else fails with its name error, in mongod's context.
-fn check_let_name(name: &str) -> Result<(), MongoError> {
+pub(crate) fn check_let_name(name: &str) -> Result<(), MongoError> {
     if let Err(e) = check_user_write_name(name) {
         if SYSTEM_VARIABLES.contains(&name) {
             return Err(MongoError::new(

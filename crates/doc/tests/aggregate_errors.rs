@@ -44,7 +44,7 @@ fn pipeline_and_stage_shape() {
             40324,
             Some("Unrecognized pipeline stage name: 'match'"),
         ),
-        (vec![doc! {"$out": "c"}], 238, None),
+        (vec![doc! {"$out": "c"}, doc! {"$limit": 1}], 40601, None),
         (vec![doc! {"$bucket": {}}], 238, None),
         (vec![doc! {"$limit": 1}, doc! {"$nope": 1}], 40324, None),
     ]);

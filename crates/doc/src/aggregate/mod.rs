@@ -11,6 +11,7 @@
 //! come through `LookupResolver`) and no wire protocol.
 
 mod accumulator;
+mod documents;
 mod execute;
 mod facet;
 mod field_path;
@@ -22,10 +23,12 @@ mod set_fields;
 mod simple;
 mod sort;
 mod unwind;
+mod write_stage;
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::Document;
 
+use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::matcher::Matcher;
 use crate::variables::Variables;
@@ -33,6 +36,7 @@ use crate::{ErrorCode, MongoError};
 
 pub use execute::{Documents, RunOptions, DEFAULT_MEMORY_LIMIT_BYTES};
 pub use lookup::{LookupResolver, MemoryCollections, NoCollections};
+pub use write_stage::{MergeSpec, WhenMatched, WhenNotMatched, WriteStage, WriteTarget};
 
 /// A parsed, validated aggregation pipeline.
 #[derive(Debug, Clone)]
@@ -63,6 +67,10 @@ pub(crate) enum Stage {
     },
     Lookup(Box<lookup::Lookup>),
     Facet(facet::Facet),
+    /// `$documents`: its expression (an array of documents once evaluated).
+    Documents(Expr),
+    /// `$out` or `$merge`: documents pass through; the database writes them.
+    Write(write_stage::WriteStage),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -104,7 +112,6 @@ const NOT_YET: &[&str] = &[
     "$collStats",
     "$currentOp",
     "$densify",
-    "$documents",
     "$fill",
     "$geoNear",
     "$graphLookup",
@@ -113,8 +120,6 @@ const NOT_YET: &[&str] = &[
     "$listSampledQueries",
     "$listSearchIndexes",
     "$listSessions",
-    "$merge",
-    "$out",
     "$planCacheStats",
     "$redact",
     "$sample",
@@ -173,6 +178,9 @@ pub(crate) fn parse_stage(
         "$sortByCount" => simple::parse_sort_by_count(spec, vars),
         "$lookup" => lookup::parse(spec, vars).map(|l| Stage::Lookup(Box::new(l))),
         "$facet" => facet::parse(spec, vars).map(Stage::Facet),
+        "$documents" => documents::parse(spec, vars).map(Stage::Documents),
+        "$out" => write_stage::parse_out(spec).map(Stage::Write),
+        "$merge" => write_stage::parse_merge(spec, vars).map(Stage::Write),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -202,6 +210,9 @@ impl Stage {
             Stage::SortByCount { .. } => "$sortByCount",
             Stage::Lookup(_) => "$lookup",
             Stage::Facet(_) => "$facet",
+            Stage::Documents(_) => "$documents",
+            Stage::Write(write_stage::WriteStage::Out(_)) => "$out",
+            Stage::Write(write_stage::WriteStage::Merge(_)) => "$merge",
         }
     }
 
@@ -217,6 +228,7 @@ impl Stage {
                 | Stage::Skip(_)
                 | Stage::Unwind(_)
                 | Stage::Count(_)
+                | Stage::Write(_)
         )
     }
 }
@@ -280,6 +292,7 @@ impl Pipeline {
             .iter()
             .map(|s| parse_stage(s, place, vars))
             .collect::<Result<Vec<_>, _>>()?;
+        check_placement(&stages, place)?;
         Ok(Pipeline { stages })
     }
 
@@ -379,4 +392,53 @@ impl Pipeline {
     pub(crate) fn stages(&self) -> &[Stage] {
         &self.stages
     }
+
+    /// The `$out` or `$merge` that ends the pipeline, if any: the documents the run yields
+    /// are what it must write.
+    pub fn write_stage(&self) -> Option<&WriteStage> {
+        match self.stages.last() {
+            Some(Stage::Write(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// True when the pipeline starts with `$documents` (it needs no collection).
+    pub fn leads_with_documents(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::Documents(_)))
+    }
+}
+
+/// Where the stages that must stand at one end of a pipeline may stand: `$out`/`$merge`
+/// last (40601) and never inside `$lookup` (51047); `$documents` first (40602).
+fn check_placement(stages: &[Stage], place: Place) -> Result<(), MongoError> {
+    for (i, stage) in stages.iter().enumerate() {
+        match stage {
+            Stage::Write(_) if place == Place::Lookup => {
+                return Err(MongoError::new(
+                    ErrorCode::Location51047,
+                    format!(
+                        "{} is not allowed within a $lookup's sub-pipeline",
+                        stage.name()
+                    ),
+                ))
+            }
+            Stage::Write(_) if i + 1 != stages.len() => {
+                return Err(MongoError::new(
+                    ErrorCode::Location40601,
+                    format!(
+                        "{} can only be the final stage in the pipeline",
+                        stage.name()
+                    ),
+                ))
+            }
+            Stage::Documents(_) if i != 0 => {
+                return Err(MongoError::new(
+                    ErrorCode::Location40602,
+                    "$documents is only valid as the first stage in a pipeline",
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

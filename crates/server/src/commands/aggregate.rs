@@ -1,7 +1,8 @@
 //! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
 //! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
-//! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves only
-//! `$listLocalSessions` (`list_local_sessions.rs`).
+//! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves pipelines led
+//! by `$listLocalSessions` (`list_local_sessions.rs`) or `$documents`. A pipeline ending in
+//! `$out`/`$merge` writes its results and answers with an empty cursor.
 
 use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
@@ -44,23 +45,28 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     reply(ctx, &ns.to_string(), results, cursor)
 }
 
-/// `{aggregate: 1}`: only a pipeline led by `$listLocalSessions` is served.
+/// `{aggregate: 1}`: a pipeline led by `$listLocalSessions` (served here, from the session
+/// table) or by `$documents` (served by the database); any other first stage needs a
+/// collection (`InvalidNamespace`).
 fn aggregate_database(
     ctx: &ConnectionCtx,
     db: &str,
     body: &Document,
     stages: &[Document],
 ) -> CommandResult {
-    if !list_local_sessions::leads(stages) {
-        return Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            "database-level aggregation ({aggregate: 1}) is supported by shale only for \
-             $listLocalSessions",
-        ));
-    }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
     let vars = command_vars(body, "aggregate")?;
-    let results = list_local_sessions::run(ctx, stages, &vars)?;
+    let results = if list_local_sessions::leads(stages) {
+        list_local_sessions::run(ctx, db, stages, &vars)?
+    } else {
+        if ctx.txn.is_some() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                "database-level aggregation cannot run in a transaction",
+            ));
+        }
+        ctx.db.aggregate_collectionless(db, stages, &vars)?
+    };
     reply(ctx, &format!("{db}.$cmd.aggregate"), results, cursor)
 }
 

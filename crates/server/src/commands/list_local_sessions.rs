@@ -9,7 +9,7 @@ use super::sessions::user_uids;
 use crate::session_table::{no_auth_uid, UserDigest};
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document, RawDocumentBuf};
-use shale_doc::aggregate::{NoCollections, Pipeline};
+use shale_doc::aggregate::Pipeline;
 use shale_doc::{type_name, ErrorCode, MongoError, Variables};
 
 pub const STAGE: &str = "$listLocalSessions";
@@ -51,19 +51,21 @@ pub fn leads(stages: &[Document]) -> bool {
         .is_some_and(|k| k == STAGE)
 }
 
-/// Runs a pipeline that starts with `$listLocalSessions` and returns its results; the later
-/// stages' expressions read `vars` (the command's `let`, `$$NOW`).
+/// Runs a pipeline that starts with `$listLocalSessions` in database `db` and returns its
+/// results (none when it ends in `$out`/`$merge`, which write them); the later stages'
+/// expressions read `vars` (the command's `let`, `$$NOW`).
 pub fn run(
     ctx: &ConnectionCtx,
+    db: &str,
     stages: &[Document],
     vars: &Variables,
 ) -> Result<Vec<RawDocumentBuf>, MongoError> {
     let spec = stages.first().and_then(|s| s.get(STAGE));
     let users = parse_spec(spec.unwrap_or(&Bson::Null))?;
-    let rest = Pipeline::parse_with(&stages[1..], vars)?;
+    // The rest is checked before the sessions are read.
+    Pipeline::parse_with(&stages[1..], vars)?;
     let sessions = session_documents(ctx, &users)?;
-    rest.run(sessions.into_iter().map(Ok), &NoCollections)
-        .collect()
+    ctx.db.aggregate_documents(db, &stages[1..], sessions, vars)
 }
 
 /// `{}`, `{allUsers: bool}`, `{users: [{user, db}, ...]}` (mongod's `ListSessionsSpec`).
