@@ -113,6 +113,21 @@ impl Database {
         hint: Option<bson::Bson>,
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
+        if let Some((base, mut all)) = self.resolve_view(ns)? {
+            all.extend(stages.iter().cloned());
+            return self.aggregate_on(&base, &all, hint, vars);
+        }
+        self.aggregate_on(ns, stages, hint, vars)
+    }
+
+    /// `aggregate` on a collection (not a view).
+    fn aggregate_on(
+        &self,
+        ns: &Namespace,
+        stages: &[Document],
+        hint: Option<bson::Bson>,
+        vars: &Variables,
+    ) -> DbResult<Vec<RawDocumentBuf>> {
         let pipeline = Pipeline::parse_with(stages, vars)?;
         if pipeline.leads_with_documents() {
             return Err(MongoError::new(
@@ -221,7 +236,16 @@ impl Database {
         hint: Option<bson::Bson>,
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
-        let pipeline = Pipeline::parse_with(stages, vars)?;
+        let resolved = self.resolve_view(ns)?;
+        let (ns, stages) = match &resolved {
+            Some((base, view_stages)) => {
+                let mut all = view_stages.clone();
+                all.extend(stages.iter().cloned());
+                (base, std::borrow::Cow::Owned(all))
+            }
+            None => (ns, std::borrow::Cow::Borrowed(stages)),
+        };
+        let pipeline = Pipeline::parse_with(&stages, vars)?;
         if let Some(name) = pipeline.write_stage().map(write_stage_name) {
             return Err(MongoError::new(
                 ErrorCode::OperationNotSupportedInTransaction,

@@ -54,6 +54,17 @@ impl Database {
         }
     }
 
+    /// Drops the temporary collections of `$out`s a crash interrupted (at open).
+    pub(crate) fn drop_temporary_out_collections(&self) -> DbResult<()> {
+        for c in self.catalog.list(None) {
+            if c.ns.coll.starts_with(TEMP_OUT_PREFIX) {
+                tracing::warn!(ns = %c.ns, "dropping a temporary $out collection left by a crash");
+                self.catalog.remove(self.engine(), &c.ns)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The namespace a write stage names, refused as mongod refuses it.
     fn stage_target(&self, stage: &str, db: &str, target: &WriteTarget) -> DbResult<Namespace> {
         let db = target.db.as_deref().unwrap_or(db);
@@ -79,6 +90,7 @@ impl Database {
                 format!("Can't {stage} to internal database: {}", ns.db),
             ));
         }
+        self.refuse_view(&ns)?;
         Ok(ns)
     }
 

@@ -14,7 +14,10 @@
 //!
 //! Records carry `formatVersion` (docs/format-collections.md): 2 since clustering indexes;
 //! a record without it is version 1 (no index is clustering) and opens unchanged. A record
-//! of a newer version than `CATALOG_FORMAT_VERSION` is refused, never misread.
+//! of a newer version than `CATALOG_FORMAT_VERSION` is refused, never misread. A view is a
+//! record of its own kind (`kind: "view"`, version 3, no trees: `views.rs`), under the same
+//! key space, so a view and a collection never share a name; binaries before views refuse
+//! its version rather than misread it.
 
 use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
@@ -126,6 +129,8 @@ pub fn index_tree_name(id: u64) -> String {
 pub struct Catalog {
     tree: TreeHandle,
     colls: RwLock<BTreeMap<Namespace, Arc<Collection>>>,
+    /// The views (`views.rs`), kept apart from the collections.
+    pub(crate) views: RwLock<BTreeMap<Namespace, Arc<crate::views::View>>>,
     next_id: AtomicU64,
 }
 
@@ -145,12 +150,19 @@ impl Catalog {
                 .map_err(engine_error)?,
         };
         let mut colls = BTreeMap::new();
+        let mut views = BTreeMap::new();
         let mut max_id = 0;
         let mut cursor = tree.cursor();
         cursor.seek_to_first().map_err(engine_error)?;
         while let Some((_, value)) = cursor.entry() {
             let record: Document = bson::from_slice(value)
                 .map_err(|e| corrupt(format!("catalog record does not decode: {e}")))?;
+            if crate::views::is_view_record(&record) {
+                let view = crate::views::View::from_record(&record)?;
+                views.insert(view.ns.clone(), Arc::new(view));
+                cursor.next().map_err(engine_error)?;
+                continue;
+            }
             let coll = load_collection(env, &record)?;
             max_id = max_id.max(coll.id);
             for i in &coll.indexes {
@@ -164,6 +176,7 @@ impl Catalog {
         Ok(Catalog {
             tree,
             colls: RwLock::new(colls),
+            views: RwLock::new(views),
             next_id: AtomicU64::new(max_id + 1),
         })
     }

@@ -54,6 +54,7 @@ impl Database {
         &self,
         ns: &Namespace,
     ) -> DbResult<(Arc<Collection>, RwLockReadGuard<'_, ()>)> {
+        self.refuse_view(ns)?;
         loop {
             {
                 let guard = self.data_lock();
@@ -71,6 +72,12 @@ impl Database {
     /// `create`: a new empty collection with `options` (NamespaceExists if it exists).
     pub fn create_collection(&self, ns: &Namespace, options: Document) -> DbResult<()> {
         let _ddl = self.ddl_lock();
+        if self.catalog.view(ns).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                format!("Namespace {ns} already exists"),
+            ));
+        }
         if self.catalog.get(ns).is_some() {
             return Err(MongoError::new(
                 ErrorCode::NamespaceExists,
@@ -82,9 +89,12 @@ impl Database {
     }
 
     /// `drop`: removes the collection and its indexes; returns how many indexes it had
-    /// (counting `_id_`), or `None` if it did not exist.
+    /// (counting `_id_`), or `None` if it did not exist. A view is dropped as `Some(0)`.
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
+        if self.catalog.remove_view(self.engine(), ns)? {
+            return Ok(Some(0));
+        }
         if self.catalog.get(ns).is_some() {
             self.kill_user_txns(KILLED_BY_DDL);
         }
@@ -106,12 +116,16 @@ impl Database {
         for c in self.catalog.list(Some(db)) {
             self.catalog.remove(self.engine(), &c.ns)?;
         }
+        for v in self.catalog.list_views(Some(db)) {
+            self.catalog.remove_view(self.engine(), &v.ns)?;
+        }
         Ok(())
     }
 
     /// `listCollections` entries of `db`.
     pub fn list_collections(&self, db: &str) -> Vec<Document> {
-        self.catalog
+        let mut out: Vec<Document> = self
+            .catalog
             .list(Some(db))
             .iter()
             .map(|c| {
@@ -123,7 +137,15 @@ impl Database {
                     "idIndex": id_index_spec(),
                 }
             })
-            .collect()
+            .collect();
+        out.extend(
+            self.catalog
+                .list_views(Some(db))
+                .iter()
+                .map(|v| v.listing()),
+        );
+        out.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
+        out
     }
 
     /// Databases with at least one collection: (name, bytes on disk).
@@ -147,6 +169,13 @@ impl Database {
         drop_target: bool,
     ) -> DbResult<()> {
         let _ddl = self.ddl_lock();
+        self.refuse_view(from)?;
+        if self.catalog.view(to).is_some() {
+            return Err(MongoError::new(
+                ErrorCode::NamespaceExists,
+                "target namespace exists",
+            ));
+        }
         if self.catalog.get(from).is_none() {
             return Err(MongoError::new(
                 ErrorCode::NamespaceNotFound,
@@ -176,6 +205,7 @@ impl Database {
 
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
+        self.refuse_view(ns)?;
         let coll = self.catalog.get(ns).ok_or_else(|| {
             MongoError::new(
                 ErrorCode::NamespaceNotFound,
@@ -195,6 +225,7 @@ impl Database {
     ) -> DbResult<CreateIndexesResult> {
         let parsed = specs.iter().map(parse_spec).collect::<DbResult<Vec<_>>>()?;
         let _ddl = self.ddl_lock();
+        self.refuse_view(ns)?;
         let created_collection = self.catalog.get(ns).is_none();
         if created_collection {
             self.catalog.create(self.engine(), ns, Document::new())?;
@@ -313,6 +344,7 @@ impl Database {
     /// Returns the index count before.
     pub fn drop_indexes(&self, ns: &Namespace, which: &Bson) -> DbResult<usize> {
         let _ddl = self.ddl_lock();
+        self.refuse_view(ns)?;
         let coll = self.catalog.get(ns).ok_or_else(|| {
             MongoError::new(ErrorCode::NamespaceNotFound, format!("ns not found {ns}"))
         })?;

@@ -442,10 +442,12 @@ impl Query {
     }
 }
 
-/// A query that owns its snapshot: what a client cursor holds between batches.
+/// A query that owns its snapshot: what a client cursor holds between batches. A find on a
+/// view (`views.rs`) is computed whole and served from `computed`.
 pub struct ViewQuery {
     view: ReadView,
     query: Option<Query>,
+    computed: std::vec::IntoIter<RawDocumentBuf>,
 }
 
 impl ViewQuery {
@@ -453,18 +455,28 @@ impl ViewQuery {
         ViewQuery {
             view,
             query: Some(query),
+            computed: Vec::new().into_iter(),
         }
     }
 
     /// A query with no documents (its collection does not exist).
     pub fn empty(view: ReadView) -> ViewQuery {
-        ViewQuery { view, query: None }
+        ViewQuery::computed(view, Vec::new())
+    }
+
+    /// A query whose documents are already computed (a find on a view).
+    pub fn computed(view: ReadView, docs: Vec<RawDocumentBuf>) -> ViewQuery {
+        ViewQuery {
+            view,
+            query: None,
+            computed: docs.into_iter(),
+        }
     }
 
     pub fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
         match &mut self.query {
             Some(q) => q.next(Snap::View(&self.view)),
-            None => Ok(None),
+            None => Ok(self.computed.next()),
         }
     }
 

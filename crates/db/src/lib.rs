@@ -32,6 +32,7 @@ mod stats;
 mod tree_layout;
 mod txn_ops;
 mod user_txn;
+mod views;
 mod write_ops;
 
 pub use cursors::{
@@ -46,6 +47,7 @@ pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use query_ops::FindSpec;
 pub use retryable::{RetryId, Statement, RETRY_TREE};
 pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
+pub use views::{View, MAX_VIEW_DEPTH};
 pub use write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 
 use catalog::Catalog;
@@ -93,7 +95,7 @@ impl Database {
         let env = Env::open_with(dir, options.engine, hooks).map_err(engine_error)?;
         let catalog = Catalog::open(&env)?;
         let retry_tree = retryable::open_tree(&env)?;
-        Ok(Database {
+        let db = Database {
             env,
             catalog,
             cursors: CursorTable::default(),
@@ -101,7 +103,9 @@ impl Database {
             user_txns: user_txn::UserTxns::default(),
             retry_tree,
             fast,
-        })
+        };
+        db.drop_temporary_out_collections()?;
+        Ok(db)
     }
 
     /// The engine environment underneath (for counters and diagnostics).

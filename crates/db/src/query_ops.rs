@@ -29,6 +29,9 @@ pub struct FindSpec {
 impl Database {
     /// Plans and starts a query on one snapshot. A missing collection gives no documents.
     pub fn find(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<ViewQuery> {
+        if let Some(docs) = self.find_on_view(ns, spec)? {
+            return Ok(ViewQuery::computed(self.engine().read_view(), docs));
+        }
         let _guard = self.data_lock();
         let query = self.query_for(ns, spec)?;
         let view = self.engine().read_view();
@@ -72,7 +75,7 @@ impl Database {
         limit: Option<u64>,
         hint: Option<Bson>,
     ) -> DbResult<u64> {
-        if filter.is_empty() && hint.is_none() {
+        if filter.is_empty() && hint.is_none() && !self.is_view(ns) {
             let total = {
                 let _guard = self.data_lock();
                 self.catalog

@@ -47,6 +47,7 @@ fn data_size(c: &Collection) -> i64 {
 impl Database {
     /// `collStats` figures divided by `scale`.
     pub fn coll_stats(&self, ns: &Namespace, scale: i64) -> DbResult<Document> {
+        self.refuse_view(ns)?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(ns).ok_or_else(|| {
             MongoError::new(
@@ -119,6 +120,7 @@ impl Database {
     /// `validate`: checks the collection's trees and that documents, index entries and the
     /// stored counters agree.
     pub fn validate(&self, ns: &Namespace) -> DbResult<Document> {
+        self.refuse_view(ns)?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(ns).ok_or_else(|| {
             MongoError::new(

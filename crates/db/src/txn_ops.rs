@@ -85,6 +85,9 @@ impl Database {
         ns: &Namespace,
         spec: &FindSpec,
     ) -> DbResult<Vec<RawDocumentBuf>> {
+        if let Some(docs) = self.find_on_view_in(t, ns, spec)? {
+            return Ok(docs);
+        }
         self.read_in(t, ns, spec, |txn, q| {
             let (mut out, mut bytes) = (Vec::new(), 0usize);
             while let Some(d) = q.next(Snap::Txn(txn))? {
@@ -106,6 +109,9 @@ impl Database {
         key: &str,
         filter: &Document,
     ) -> DbResult<Vec<Bson>> {
+        if let Some(docs) = self.find_on_view_in(t, ns, &distinct_spec(filter))? {
+            return distinct_values(docs.into_iter().map(Ok), key);
+        }
         self.read_in(t, ns, &distinct_spec(filter), |txn, q| {
             distinct_values(
                 std::iter::from_fn(|| q.next(Snap::Txn(txn)).transpose()),
@@ -152,6 +158,7 @@ impl Database {
         ns: &Namespace,
         create: bool,
     ) -> DbResult<(Option<Arc<Collection>>, RwLockReadGuard<'_, ()>)> {
+        self.refuse_view(ns)?;
         if create {
             refuse_ended(t)?;
             let (c, g) = self.collection_or_create(ns)?;

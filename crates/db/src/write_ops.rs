@@ -223,6 +223,7 @@ impl Database {
 
     /// Runs update statements in order; ordered updates stop at the first error.
     pub fn update(&self, ns: &Namespace, ops: &[UpdateOp], ordered: bool) -> DbResult<WriteResult> {
+        self.refuse_view(ns)?;
         let (coll, _guard) = if ops.iter().any(|o| o.upsert) {
             let (c, g) = self.collection_or_create(ns)?;
             (Some(c), g)
@@ -326,6 +327,7 @@ impl Database {
         ordered: bool,
         mode: &mut Mode<'_>,
     ) -> DbResult<WriteResult> {
+        self.refuse_view(ns)?;
         let mut result = WriteResult::default();
         let Some(coll) = self.catalog.get(ns) else {
             // Still validate the filters, as mongod does.
@@ -388,6 +390,7 @@ impl Database {
         ns: &Namespace,
         op: &FindAndModifyOp,
     ) -> DbResult<FindAndModifyResult> {
+        self.refuse_view(ns)?;
         let (coll, _guard) = if op.upsert && !op.remove {
             self.collection_or_create(ns)?
         } else {

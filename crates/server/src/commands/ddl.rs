@@ -42,6 +42,15 @@ const IGNORED_FIELDS: &[&str] = &[
 
 pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "create")?;
+    if body.contains_key("viewOn") {
+        return create_view(ctx, &ns, body);
+    }
+    if body.contains_key("pipeline") {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "'pipeline' requires 'viewOn' to also be specified",
+        ));
+    }
     let mut options = Document::new();
     for (k, v) in body.iter().skip(1) {
         match k.as_str() {
@@ -54,8 +63,6 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             "autoIndexId" if v == &Bson::Boolean(true) => {}
             "flags" if matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {}
             "capped"
-            | "viewOn"
-            | "pipeline"
             | "timeseries"
             | "clusteredIndex"
             | "changeStreamPreAndPostImages"
@@ -83,6 +90,76 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         }
     }
     ctx.db.create_collection(&ns, options)?;
+    Ok(Document::new())
+}
+
+/// `create` with `viewOn` (and `pipeline`): a view. Other collection options are refused as
+/// mongod refuses them on a view (`InvalidOptions`); `collation` too, which shale does not
+/// apply yet.
+fn create_view(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandResult {
+    let view_on = match body.get("viewOn") {
+        Some(Bson::String(s)) if s.is_empty() => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                "'viewOn' cannot be empty",
+            ))
+        }
+        Some(Bson::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'create.viewOn' is the wrong type '{}', expected type 'string'",
+                    type_name(other)
+                ),
+            ))
+        }
+        None => return Err(missing("create.viewOn")),
+    };
+    let pipeline = match body.get("pipeline") {
+        None => Vec::new(),
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .map(|s| match s {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    format!(
+                        "Each element of the 'pipeline' array must be an object, not {}",
+                        type_name(other)
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "BSON field 'create.pipeline' is the wrong type '{}', expected type 'array'",
+                    type_name(other)
+                ),
+            ))
+        }
+    };
+    for (k, _) in body.iter().skip(1) {
+        match k.as_str() {
+            k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
+            "viewOn" | "pipeline" => {}
+            "collation" => {
+                return Err(MongoError::new(
+                    ErrorCode::CommandNotSupported,
+                    "create option 'collation' on a view is not supported by shale",
+                ))
+            }
+            other => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidOptions,
+                    format!("option not supported on a view: {other}"),
+                ))
+            }
+        }
+    }
+    ctx.db.create_view(ns, &view_on, pipeline)?;
     Ok(Document::new())
 }
 
@@ -175,7 +252,14 @@ pub fn list_collections(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comma
                 continue;
             }
         }
-        out.push(if name_only { to_raw(&doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"})? } else { raw });
+        out.push(if name_only {
+            to_raw(&doc! {
+                "name": entry.get("name").cloned().unwrap_or(Bson::Null),
+                "type": entry.get("type").cloned().unwrap_or(Bson::Null),
+            })?
+        } else {
+            raw
+        });
     }
     cursor_of(
         ctx,
