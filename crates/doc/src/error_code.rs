@@ -72,6 +72,11 @@ error_codes! {
     MechanismUnavailable = 334,
     /// createUser: the user already exists.
     Location51003 = 51003,
+    /// createRole: the role already exists.
+    Location51002 = 51002,
+    /// A role change mongod refuses: a cycle, a role granted to itself, privileges or roles
+    /// of another database on a role outside `admin`.
+    InvalidRoleModification = 74,
     BSONObjectTooLarge = 10334,
     DataCorruptionDetected = 301,
     /// Another process holds the data directory's lock (mongod's `DBPathInUse`).

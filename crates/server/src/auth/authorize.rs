@@ -7,41 +7,48 @@
 
 use super::command_actions::{self, Rule};
 use super::cursor_users::{self, coauthorized};
-use super::privileges::{self, allows, Privilege, Resource};
-use super::{LoggedIn, UserName};
+use super::privileges::{allows, Privilege, Resource};
+use super::role_graph::{self, Resolved};
+use super::{LoggedIn, RoleName, UserName};
 use crate::commands::Reply;
 use crate::ConnectionCtx;
 use bson::{Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
 
-/// The privileges of `users`' roles, merged by resource (roles that no longer exist give
-/// nothing).
-pub fn privileges_of(users: &[LoggedIn]) -> Vec<Privilege> {
-    let mut all = Vec::new();
+/// The roles `users` hold through the role graph and the privileges those grant, merged by
+/// resource (roles that no longer exist give nothing).
+pub fn resolve_users(db: &shale_db::Database, users: &[LoggedIn]) -> Result<Resolved, MongoError> {
+    let mut direct: Vec<RoleName> = Vec::new();
     for role in users.iter().flat_map(|u| u.roles.iter()) {
-        if let (Ok(name), Ok(db)) = (role.get_str("role"), role.get_str("db")) {
-            all.extend(privileges::builtin(name, db).unwrap_or_default());
+        if let Some(name) = RoleName::from_document(role) {
+            if !direct.contains(&name) {
+                direct.push(name);
+            }
         }
     }
-    privileges::merge(all)
+    role_graph::resolve_stored(db, &direct)
 }
 
 /// Refuses command `name` unless `users` may run it on `db` with arguments `body`.
 pub fn check(
     ctx: &ConnectionCtx,
     users: &[LoggedIn],
+    resolved: &Resolved,
     name: &str,
     db: &str,
     body: &Document,
 ) -> Result<(), MongoError> {
-    let privileges = privileges_of(users);
+    let privileges = &resolved.privileges;
     let allowed = match command_actions::rule(name, db, body) {
         None => false,
         Some(Rule::Anyone) | Some(Rule::ListDatabases) => true,
-        Some(Rule::Actions(needs)) => all_allowed(&privileges, &needs),
+        Some(Rule::Actions(needs)) => all_allowed(privileges, &needs),
         Some(Rule::AnyInDatabase) => privileges.iter().any(|p| p.pattern.touches_db(db)),
         Some(Rule::UsersInfo(needs)) => {
-            asks_only_about(users, db, body) || all_allowed(&privileges, &needs)
+            asks_only_about(users, db, body) || all_allowed(privileges, &needs)
+        }
+        Some(Rule::RolesInfo(needs)) => {
+            holds_asked_roles(resolved, db, body) || all_allowed(privileges, &needs)
         }
         Some(Rule::CursorOwner) => return check_get_more(ctx, users, body),
     };
@@ -49,7 +56,7 @@ pub fn check(
         return Err(unauthorized(db, body));
     }
     if name == "killCursors" {
-        check_kill_cursors(ctx, users, &privileges, body)?;
+        check_kill_cursors(ctx, users, privileges, body)?;
     }
     Ok(())
 }
@@ -80,6 +87,23 @@ fn asks_only_about(users: &[LoggedIn], db: &str, body: &Document) -> bool {
         _ => return false,
     };
     asked.iter().all(|a| users.iter().any(|u| &u.name == a))
+}
+
+/// `rolesInfo` about roles the users hold (directly or inherited) needs no privilege.
+fn holds_asked_roles(resolved: &Resolved, db: &str, body: &Document) -> bool {
+    let one = |b: &Bson| match b {
+        Bson::String(role) => Some(RoleName::new(role, db)),
+        Bson::Document(d) => RoleName::from_document(d),
+        _ => None,
+    };
+    let asked: Vec<Option<RoleName>> = match body.get("rolesInfo") {
+        Some(Bson::Array(items)) => items.iter().map(one).collect(),
+        Some(b @ (Bson::String(_) | Bson::Document(_))) => vec![one(b)],
+        _ => return false,
+    };
+    asked
+        .iter()
+        .all(|a| a.as_ref().is_some_and(|r| resolved.roles.contains(r)))
 }
 
 fn names(users: &[LoggedIn]) -> Vec<UserName> {
@@ -179,7 +203,7 @@ pub fn database_filter(
     if !ctx.server.auth.enabled {
         return Ok(None);
     }
-    let privileges = privileges_of(&super::gate::lock(ctx).users);
+    let privileges = super::gate::authorization(ctx)?.1.privileges.clone();
     let can_list = allows(&privileges, &Resource::Cluster, "listDatabases");
     match body.get("authorizedDatabases") {
         Some(v) if command_actions::truthy(Some(v)) => Ok(Some(privileges)),
@@ -196,13 +220,17 @@ pub fn sees_database(privileges: &[Privilege], db: &str) -> bool {
 
 /// For `listCollections` with `authorizedCollections` and `nameOnly`: `None` when every
 /// collection is listed, or the privileges whose collections are.
+/// (If the privileges cannot be read, nothing is shown: the listing fails closed.)
 pub fn collection_filter(ctx: &ConnectionCtx, db: &str, body: &Document) -> Option<Vec<Privilege>> {
     let names_only = command_actions::truthy(body.get("authorizedCollections"))
         && command_actions::truthy(body.get("nameOnly"));
     if !ctx.server.auth.enabled || !names_only {
         return None;
     }
-    let privileges = privileges_of(&super::gate::lock(ctx).users);
+    let privileges = match super::gate::authorization(ctx) {
+        Ok((_, resolved)) => resolved.privileges.clone(),
+        Err(_) => return Some(Vec::new()),
+    };
     let db_resource = Resource::Database(db.to_owned());
     (!allows(&privileges, &db_resource, "listCollections")).then_some(privileges)
 }

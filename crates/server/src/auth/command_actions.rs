@@ -25,6 +25,8 @@ pub enum Rule {
     AnyInDatabase,
     /// `usersInfo`: `viewUser` on each database asked about, unless asking about oneself.
     UsersInfo(Needs),
+    /// `rolesInfo`: `viewRole` on each database asked about, unless the user holds the roles.
+    RolesInfo(Needs),
     /// `getMore`: only the users that opened the cursor.
     CursorOwner,
 }
@@ -68,6 +70,8 @@ const ON_DATABASE: &[(&str, &str)] = &[
     ("listCollections", "listCollections"),
     ("dropUser", "dropUser"),
     ("dropAllUsersFromDatabase", "dropUser"),
+    ("dropRole", "dropRole"),
+    ("dropAllRolesFromDatabase", "dropRole"),
 ];
 
 /// Commands that need actions on the collection named by their first field.
@@ -127,6 +131,17 @@ fn special(name: &str, db: &str, body: &Document) -> Option<Rule> {
         "grantRolesToUser" => Rule::Actions(roles_of(db, body, "grantRole")),
         "revokeRolesFromUser" => Rule::Actions(roles_of(db, body, "revokeRole")),
         "usersInfo" => Rule::UsersInfo(users_info(db, body)),
+        "createRole" => {
+            let mut needs = granting(db, body, "createRole", "roles");
+            needs.extend(privileges_of(body, "grantRole"));
+            Rule::Actions(needs)
+        }
+        "updateRole" => Rule::Actions(update_role(db, body)),
+        "grantRolesToRole" => Rule::Actions(roles_of(db, body, "grantRole")),
+        "revokeRolesFromRole" => Rule::Actions(roles_of(db, body, "revokeRole")),
+        "grantPrivilegesToRole" => Rule::Actions(privileges_change(db, body, "grantRole")),
+        "revokePrivilegesFromRole" => Rule::Actions(privileges_change(db, body, "revokeRole")),
+        "rolesInfo" => Rule::RolesInfo(roles_info(db, body)),
         _ => return None,
     };
     Some(rule)
@@ -303,6 +318,78 @@ fn update_user(db: &str, body: &Document) -> Needs {
         }
     }
     needs
+}
+
+/// `action` on the database of each privilege in the `privileges` array (`admin` for the
+/// cluster and for patterns over every database), as mongod's
+/// `checkAuthorizedToGrantPrivilege`.
+fn privileges_of(body: &Document, action: &'static str) -> Needs {
+    let mut dbs: Vec<String> = Vec::new();
+    if let Some(Bson::Array(items)) = body.get("privileges") {
+        for resource in items
+            .iter()
+            .filter_map(Bson::as_document)
+            .filter_map(|p| p.get_document("resource").ok())
+        {
+            let db = match resource.get_str("db") {
+                Ok(d) if !d.is_empty() => d.to_owned(),
+                _ => "admin".to_owned(),
+            };
+            if !dbs.contains(&db) {
+                dbs.push(db);
+            }
+        }
+    }
+    dbs.iter().map(|d| (database(d), action)).collect()
+}
+
+/// `grantPrivilegesToRole`/`revokePrivilegesFromRole`: `action` where each privilege
+/// points, or on the command's database when none is given.
+fn privileges_change(db: &str, body: &Document, action: &'static str) -> Needs {
+    let needs = privileges_of(body, action);
+    if needs.is_empty() {
+        return vec![(database(db), action)];
+    }
+    needs
+}
+
+/// `updateRole`: revoking the roles and privileges it replaces, granting the new ones, and
+/// `setAuthenticationRestriction` for restrictions.
+fn update_role(db: &str, body: &Document) -> Needs {
+    let mut needs = Vec::new();
+    if body.contains_key("roles") || body.contains_key("privileges") {
+        needs.push((database(db), "revokeRole"));
+    }
+    for role_db in role_databases(db, body.get("roles")) {
+        needs.push((database(&role_db), "grantRole"));
+    }
+    if body.contains_key("privileges") {
+        needs.extend(privileges_of(body, "grantRole"));
+    }
+    if body.contains_key("authenticationRestrictions") {
+        needs.push((database(db), "setAuthenticationRestriction"));
+    }
+    if needs.is_empty() {
+        needs.push((database(db), "revokeRole"));
+    }
+    needs
+}
+
+/// `rolesInfo`: `viewRole` on each database asked about.
+fn roles_info(db: &str, body: &Document) -> Needs {
+    let mut dbs = match body.get("rolesInfo") {
+        Some(Bson::Document(d)) => vec![d.get_str("db").unwrap_or(db).to_owned()],
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Bson::Document(d) => d.get_str("db").unwrap_or(db).to_owned(),
+                _ => db.to_owned(),
+            })
+            .collect(),
+        _ => vec![db.to_owned()],
+    };
+    dbs.dedup();
+    dbs.iter().map(|d| (database(d), "viewRole")).collect()
 }
 
 /// `usersInfo`: `viewUser` on each database asked about; `forAllDBs` on the cluster.

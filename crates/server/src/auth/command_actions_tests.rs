@@ -103,3 +103,46 @@ fn renames_listings_cursors_and_unknown_commands() {
     );
     assert_eq!(rule("noSuchCommand", "t", &doc! {}), None);
 }
+
+#[test]
+fn role_commands_need_grant_and_revoke_where_their_roles_and_privileges_point() {
+    let on = |d: &str, a: &'static str| (database(d), a);
+    let cases: Vec<(Document, Needs)> = vec![
+        (
+            doc! {"createRole": "r", "privileges": [], "roles": []},
+            vec![on("t", "createRole")],
+        ),
+        (
+            doc! {"createRole": "r", "roles": [{"role": "read", "db": "x"}],
+            "privileges": [{"resource": {"cluster": true}, "actions": ["inprog"]},
+                           {"resource": {"db": "y", "collection": "c"}, "actions": ["find"]}]},
+            vec![
+                on("t", "createRole"),
+                on("x", "grantRole"),
+                on("admin", "grantRole"),
+                on("y", "grantRole"),
+            ],
+        ),
+        (
+            doc! {"grantPrivilegesToRole": "r", "privileges": []},
+            vec![on("t", "grantRole")],
+        ),
+        (
+            doc! {"revokeRolesFromRole": "r", "roles": ["a"]},
+            vec![on("t", "revokeRole")],
+        ),
+        (doc! {"dropRole": "r"}, vec![on("t", "dropRole")]),
+        (
+            doc! {"rolesInfo": [{"role": "a", "db": "x"}]},
+            vec![on("x", "viewRole")],
+        ),
+    ];
+    for (body, needs) in cases {
+        let name = body.keys().next().expect("a command").clone();
+        let got = match rule(&name, "t", &body) {
+            Some(Rule::Actions(n)) | Some(Rule::RolesInfo(n)) => n,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(got, needs, "{name}");
+    }
+}

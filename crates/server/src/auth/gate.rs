@@ -7,10 +7,12 @@
 //! An authenticated connection's command is then checked against its users' roles by
 //! `authorize`.
 
-use super::{conversation, user_store, AuthSession};
+use super::role_graph::Resolved;
+use super::{conversation, user_store, AuthSession, LoggedIn};
 use crate::ConnectionCtx;
 use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
+use std::sync::Arc;
 
 /// Commands mongod runs for a connection with no authenticated user.
 const WITHOUT_AUTHENTICATION: &[&str] = &[
@@ -39,9 +41,9 @@ pub fn check(ctx: &ConnectionCtx, name: &str, db: &str, body: &Document) -> Resu
     if !ctx.server.auth.enabled || !requires_authentication(name) {
         return Ok(());
     }
-    let users = refreshed_session(ctx)?;
+    let (users, resolved) = authorization(ctx)?;
     if !users.is_empty() {
-        return super::authorize::check(ctx, &users, name, db, body);
+        return super::authorize::check(ctx, &users, &resolved, name, db, body);
     }
     if name == "createUser" && db == "admin" && localhost_exception(ctx)? {
         return Ok(());
@@ -52,14 +54,17 @@ pub fn check(ctx: &ConnectionCtx, name: &str, db: &str, body: &Document) -> Resu
     ))
 }
 
-/// Whether the localhost exception applies: a loopback client, and no user at all.
+/// Whether the localhost exception applies: a loopback client, and no user and no
+/// user-defined role at all (mongod counts both as privilege documents).
 fn localhost_exception(ctx: &ConnectionCtx) -> Result<bool, MongoError> {
-    Ok(ctx.peer.ip().is_loopback() && !user_store::any(&ctx.db)?)
+    Ok(ctx.peer.ip().is_loopback()
+        && !user_store::any(&ctx.db)?
+        && !super::role_store::any(&ctx.db)?)
 }
 
 /// The connection's logged-in users after dropping those whose user was deleted since they
 /// logged in and refreshing the roles of the others (read again only when a user changed).
-pub fn refreshed_session(ctx: &ConnectionCtx) -> Result<Vec<super::LoggedIn>, MongoError> {
+pub fn refreshed_session(ctx: &ConnectionCtx) -> Result<Vec<LoggedIn>, MongoError> {
     let mut session = lock(ctx);
     let now = ctx.server.auth.users_generation();
     if session.checked_generation != now {
@@ -67,6 +72,19 @@ pub fn refreshed_session(ctx: &ConnectionCtx) -> Result<Vec<super::LoggedIn>, Mo
         session.checked_generation = now;
     }
     Ok(session.users.clone())
+}
+
+/// The connection's logged-in users (refreshed as `refreshed_session`) and the roles and
+/// privileges they hold through the role graph (resolved once per change).
+pub fn authorization(ctx: &ConnectionCtx) -> Result<(Vec<LoggedIn>, Arc<Resolved>), MongoError> {
+    let users = refreshed_session(ctx)?;
+    let mut session = lock(ctx);
+    if let Some(resolved) = &session.resolved {
+        return Ok((users, Arc::clone(resolved)));
+    }
+    let resolved = Arc::new(super::authorize::resolve_users(&ctx.db, &users)?);
+    session.resolved = Some(Arc::clone(&resolved));
+    Ok((users, resolved))
 }
 
 fn refresh(ctx: &ConnectionCtx, session: &mut AuthSession) -> Result<(), MongoError> {
@@ -82,6 +100,7 @@ fn refresh(ctx: &ConnectionCtx, session: &mut AuthSession) -> Result<(), MongoEr
         }
     }
     session.users = kept;
+    session.resolved = None;
     Ok(())
 }
 

@@ -3,9 +3,12 @@
 //! the SASL exchanges of one connection, `gate` what an unauthenticated connection may run,
 //! `authorize` what an authenticated one may (the built-in roles' `privileges` against
 //! `command_actions` and `pipeline_actions`, and `cursor_users` for cursor ownership).
-//! This module holds the server-wide settings (`AuthConfig`) and each connection's state
-//! (`AuthSession`). User-defined roles are not built (docs/auth.md).
+//! User-defined roles live in `admin.system.roles` (`role_store`), their privileges are
+//! documents (`privilege_doc`, checked against `action_types`) and `role_graph` follows
+//! inheritance. This module holds the server-wide settings (`AuthConfig`) and each
+//! connection's state (`AuthSession`).
 
+pub mod action_types;
 pub mod authorize;
 pub mod command_actions;
 pub mod conversation;
@@ -13,7 +16,10 @@ pub mod credentials;
 pub mod cursor_users;
 pub mod gate;
 pub mod pipeline_actions;
+pub mod privilege_doc;
 pub mod privileges;
+pub mod role_graph;
+pub mod role_store;
 pub mod roles;
 pub mod scram;
 pub mod user_store;
@@ -23,6 +29,7 @@ use rand::RngCore;
 use scram::Mechanism;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The server's authentication settings, shared by every connection.
 #[derive(Debug)]
@@ -94,7 +101,7 @@ impl AuthConfig {
         self.users_generation.load(Ordering::Acquire)
     }
 
-    /// Called after every write to `admin.system.users`.
+    /// Called after every write to `admin.system.users` or `admin.system.roles`.
     pub fn users_changed(&self) {
         self.users_generation.fetch_add(1, Ordering::AcqRel);
     }
@@ -136,6 +143,47 @@ impl fmt::Display for UserName {
     }
 }
 
+/// A role's full name: the role and the database it is defined in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RoleName {
+    pub role: String,
+    pub db: String,
+}
+
+impl RoleName {
+    pub fn new(role: &str, db: &str) -> RoleName {
+        RoleName {
+            role: role.to_owned(),
+            db: db.to_owned(),
+        }
+    }
+
+    /// The name in a `{role, db}` document, if it has both as strings.
+    pub fn from_document(d: &Document) -> Option<RoleName> {
+        Some(RoleName::new(
+            d.get_str("role").ok()?,
+            d.get_str("db").ok()?,
+        ))
+    }
+
+    /// The `_id` of its document in `admin.system.roles`: `db.role`.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.db, self.role)
+    }
+
+    /// `{role, db}`, as user and role documents list roles.
+    pub fn to_document(&self) -> Document {
+        bson::doc! { "role": &self.role, "db": &self.db }
+    }
+}
+
+impl fmt::Display for RoleName {
+    /// mongod's spelling in messages: `role@db`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.role, self.db)
+    }
+}
+
 /// An authenticated user of a connection and the roles it had when it logged in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoggedIn {
@@ -153,6 +201,9 @@ pub struct AuthSession {
     pub checked_generation: u64,
     /// SASL conversations in progress.
     pub conversations: conversation::Conversations,
+    /// The roles and privileges of `users`, resolved through the role graph when first
+    /// needed; dropped when the users or any user or role changes.
+    pub resolved: Option<Arc<role_graph::Resolved>>,
 }
 
 impl AuthSession {
@@ -160,11 +211,13 @@ impl AuthSession {
     pub fn log_in(&mut self, user: LoggedIn) {
         self.users.retain(|u| u.name.db != user.name.db);
         self.users.push(user);
+        self.resolved = None;
     }
 
     /// Logs out the user of `db`, if any.
     pub fn log_out(&mut self, db: &str) {
         self.users.retain(|u| u.name.db != db);
+        self.resolved = None;
     }
 }
 

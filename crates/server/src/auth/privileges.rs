@@ -105,10 +105,12 @@ impl Privilege {
 }
 
 /// Whether `privileges` allow `action` on `resource`.
+/// (`anyAction`, which user-defined roles may grant, allows every action.)
 pub fn allows(privileges: &[Privilege], resource: &Resource, action: &str) -> bool {
-    privileges
-        .iter()
-        .any(|p| p.actions.contains(&action) && p.pattern.covers(resource))
+    privileges.iter().any(|p| {
+        (p.actions.contains(&action) || p.actions.contains(&super::action_types::ANY_ACTION))
+            && p.pattern.covers(resource)
+    })
 }
 
 /// Merges privileges on the same pattern, so each pattern appears once (mongod's

@@ -1,10 +1,11 @@
 //! Commands about the asking connection: `whatsmyuri` (the client's address as we see it),
-//! `connectionStatus` (the users logged in on it and their roles) and `logout` (ends the
+//! `connectionStatus` (the users logged in on it and the roles they hold, inherited ones
+//! included) and `logout` (ends the
 //! login of the command's database). `showPrivileges` adds the merged privileges of the
 //! users' roles (`authenticatedUserPrivileges`).
 
 use super::CommandResult;
-use crate::auth::{authorize, gate};
+use crate::auth::gate;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::matcher::element::bson_true_value;
@@ -14,24 +15,23 @@ pub fn whatsmyuri(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandRe
 }
 
 pub fn connection_status(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let users = gate::refreshed_session(ctx)?;
+    let (users, resolved) = gate::authorization(ctx)?;
     let names: Vec<Bson> = users
         .iter()
         .map(|u| Bson::Document(doc! { "user": &u.name.user, "db": &u.name.db }))
         .collect();
-    let mut roles: Vec<Bson> = Vec::new();
-    for role in users.iter().flat_map(|u| u.roles.iter()) {
-        let role = Bson::Document(role.clone());
-        if !roles.contains(&role) {
-            roles.push(role);
-        }
-    }
+    let roles: Vec<Bson> = resolved
+        .roles
+        .iter()
+        .map(|r| Bson::Document(r.to_document()))
+        .collect();
     let mut auth_info = doc! {
         "authenticatedUsers": names,
         "authenticatedUserRoles": roles,
     };
     if body.get("showPrivileges").is_some_and(bson_true_value) {
-        let privileges: Vec<Bson> = authorize::privileges_of(&users)
+        let privileges: Vec<Bson> = resolved
+            .privileges
             .iter()
             .map(|p| Bson::Document(p.to_document()))
             .collect();

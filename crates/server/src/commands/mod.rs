@@ -19,6 +19,8 @@ mod list_local_sessions;
 mod parameters;
 mod query;
 pub mod retryable_writes;
+mod roles;
+mod roles_info;
 mod sasl;
 pub mod server_status;
 mod sessions;
@@ -104,6 +106,21 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("grantRolesToUser", users::grant_roles_to_user),
     ("revokeRolesFromUser", users::revoke_roles_from_user),
     ("usersInfo", users_info::users_info),
+    ("createRole", roles::create_role),
+    ("updateRole", roles::update_role),
+    ("dropRole", roles::drop_role),
+    (
+        "dropAllRolesFromDatabase",
+        roles::drop_all_roles_from_database,
+    ),
+    ("grantPrivilegesToRole", roles::grant_privileges_to_role),
+    (
+        "revokePrivilegesFromRole",
+        roles::revoke_privileges_from_role,
+    ),
+    ("grantRolesToRole", roles::grant_roles_to_role),
+    ("revokeRolesFromRole", roles::revoke_roles_from_role),
+    ("rolesInfo", roles_info::roles_info),
     ("startSession", sessions::start_session),
     ("endSessions", sessions::end_sessions),
     ("refreshSessions", sessions::refresh_sessions),

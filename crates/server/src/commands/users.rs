@@ -25,7 +25,7 @@ pub fn create_user(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
     check_fields(body, "createUser", CREATE_FIELDS)?;
     let name = user_name(body, "createUser", db)?;
     let roles = match body.get("roles") {
-        Some(v) => roles::parse(v, "createUser.roles", db)?,
+        Some(v) => roles::parse(&ctx.db, v, "createUser.roles", db)?,
         None => return Err(missing("createUser.roles")),
     };
     let credentials = match db {
@@ -78,7 +78,7 @@ pub fn update_user(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
     if let Some(v) = body.get("roles") {
         user.insert(
             "roles",
-            roles_bson(roles::parse(v, "updateUser.roles", db)?),
+            roles_bson(roles::parse(&ctx.db, v, "updateUser.roles", db)?),
         );
     }
     for field in ["customData", "authenticationRestrictions"] {
@@ -137,6 +137,7 @@ fn change_roles(
     let name = user_name(body, command, db)?;
     let field = format!("{command}.roles");
     let given = roles::parse(
+        &ctx.db,
         body.get("roles").ok_or_else(|| missing(&field))?,
         &field,
         db,
@@ -281,7 +282,7 @@ fn roles_bson(roles: Vec<Document>) -> Bson {
 }
 
 /// Refuses fields neither the command's own nor generic ones, as mongod's IDL parser does.
-fn check_fields(body: &Document, command: &str, own: &[&str]) -> Result<(), MongoError> {
+pub(super) fn check_fields(body: &Document, command: &str, own: &[&str]) -> Result<(), MongoError> {
     for key in body.keys().skip(1) {
         if !own.contains(&key.as_str()) && !GENERIC_ARGUMENTS.contains(&key.as_str()) {
             return Err(MongoError::new(
@@ -293,7 +294,7 @@ fn check_fields(body: &Document, command: &str, own: &[&str]) -> Result<(), Mong
     Ok(())
 }
 
-fn missing(field: &str) -> MongoError {
+pub(super) fn missing(field: &str) -> MongoError {
     MongoError::new(
         ErrorCode::Location40414,
         format!("BSON field '{field}' is missing but a required field"),

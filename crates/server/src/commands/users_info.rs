@@ -4,13 +4,14 @@
 //! it: `_id`, `userId`, `user`, `db`, `roles`, `mechanisms`, `customData` (unless
 //! `showCustomData: false`), and its salted keys only with `showCredentials: true`. A
 //! `filter` is matched against the stored documents. `showPrivileges` adds
-//! `inheritedRoles` (the user's roles: built-in roles inherit none that mongod lists
-//! separately here, which is partial for `root`, `dbOwner` and `clusterAdmin`) and
-//! `inheritedPrivileges`, the merged privileges of those roles.
+//! `inheritedRoles` (the user's roles and those they inherit through user-defined roles;
+//! built-in roles are listed without the built-in roles mongod shows them containing, which
+//! is partial for `root`, `dbOwner` and `clusterAdmin`) and `inheritedPrivileges`, the
+//! merged privileges of those roles.
 
 use super::CommandResult;
 use crate::auth::credentials::mechanisms_of;
-use crate::auth::{authorize, user_store, LoggedIn, UserName};
+use crate::auth::{role_graph, user_store, UserName};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -24,43 +25,39 @@ pub fn users_info(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResu
     let show_privileges = option(body, "showPrivileges", false);
     let show_credentials = option(body, "showCredentials", false);
     let show_custom_data = option(body, "showCustomData", true);
-    let users: Vec<Bson> = user_store::list(&ctx.db, filter)?
-        .into_iter()
-        .map(|u| {
-            let mut user = shown(u, show_credentials, show_custom_data);
-            if show_privileges {
-                add_privileges(&mut user);
-            }
-            Bson::Document(user)
-        })
-        .collect();
+    let mut users: Vec<Bson> = Vec::new();
+    for stored in user_store::list(&ctx.db, filter)? {
+        let mut user = shown(stored, show_credentials, show_custom_data);
+        if show_privileges {
+            add_privileges(&ctx.db, &mut user)?;
+        }
+        users.push(Bson::Document(user));
+    }
     Ok(doc! { "users": users })
 }
 
-/// `inheritedRoles` and `inheritedPrivileges` of a shown user, from its `roles`.
-fn add_privileges(user: &mut Document) {
-    let roles: Vec<Document> = match user.get("roles") {
-        Some(Bson::Array(items)) => items
-            .iter()
-            .filter_map(|r| r.as_document().cloned())
-            .collect(),
-        _ => Vec::new(),
-    };
-    let login = LoggedIn {
-        name: UserName::new("", ""),
-        roles: roles.clone(),
-    };
-    let privileges: Vec<Bson> = authorize::privileges_of(&[login])
+/// `inheritedRoles` (every role the user holds, through inheritance too) and
+/// `inheritedPrivileges` of a shown user, from its `roles`.
+fn add_privileges(db: &shale_db::Database, user: &mut Document) -> Result<(), MongoError> {
+    let direct = role_graph::held_roles(user);
+    let resolved = role_graph::resolve_stored(db, &direct)?;
+    let privileges: Vec<Bson> = resolved
+        .privileges
         .iter()
         .map(|p| Bson::Document(p.to_document()))
         .collect();
-    let roles: Vec<Bson> = roles.into_iter().map(Bson::Document).collect();
+    let roles: Vec<Bson> = resolved
+        .roles
+        .iter()
+        .map(|r| Bson::Document(r.to_document()))
+        .collect();
     user.insert("inheritedRoles", roles);
     user.insert("inheritedPrivileges", privileges);
     user.insert(
         "inheritedAuthenticationRestrictions",
         Bson::Array(Vec::new()),
     );
+    Ok(())
 }
 
 /// The stored-document filter for the `usersInfo` value.
