@@ -145,6 +145,22 @@ struct ServeArgs {
     /// authenticated user (SCRAM-SHA-256 or SCRAM-SHA-1) [security.authorization].
     #[arg(long)]
     auth: bool,
+    /// TLS for client connections: disabled, allowTLS or preferTLS (TLS and plain text
+    /// both accepted), requireTLS [net.tls.mode].
+    #[arg(long = "tlsMode", value_name = "MODE")]
+    tls_mode: Option<String>,
+    /// The server's certificate chain and private key in one PEM file
+    /// [net.tls.certificateKeyFile].
+    #[arg(long = "tlsCertificateKeyFile", value_name = "FILE")]
+    tls_certificate_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates must chain to; clients must present
+    /// one unless --tlsAllowConnectionsWithoutCertificates [net.tls.CAFile].
+    #[arg(long = "tlsCAFile", value_name = "FILE")]
+    tls_ca_file: Option<PathBuf>,
+    /// With --tlsCAFile, let clients connect without a certificate
+    /// [net.tls.allowConnectionsWithoutCertificates].
+    #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
+    tls_allow_connections_without_certificates: bool,
     /// Salvage what is intact in the data directory (log records up to the first damaged
     /// one, every readable block of a damaged tree, indexes rebuilt from the documents),
     /// report what was dropped, and exit (mongod's --repair).
@@ -168,6 +184,11 @@ impl ServeArgs {
             verbosity: self.verbose,
             quiet: self.quiet,
             auth: self.auth,
+            tls_mode: self.tls_mode.clone(),
+            tls_certificate_key_file: self.tls_certificate_key_file.clone(),
+            tls_ca_file: self.tls_ca_file.clone(),
+            tls_allow_connections_without_certificates: self
+                .tls_allow_connections_without_certificates,
         }
     }
 }
@@ -210,6 +231,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(gb) = settings.cache_size_gb {
         options.engine.cache_bytes = (gb * (1u64 << 30) as f64) as usize;
     }
+    let tls = shale_server::tls::load(&settings.tls).map_err(|e| {
+        startup::StartupError::new(
+            format!("TLS: {e}"),
+            "fix the --tls* options or net.tls.* keys",
+        )
+    })?;
     startup::check_dbpath(&settings.dbpath)?;
     if args.repair {
         let summary = offline::repair(&settings.dbpath, options)?;
@@ -250,6 +277,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         )),
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
         auth: Arc::new(auth_config(settings.auth, &parameters)?),
+        tls,
         ..ServerConfig::default()
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,

@@ -7,6 +7,7 @@
 use anyhow::{bail, Context};
 use bson::{Bson, Document};
 use serde_yaml::Value;
+use shale_server::tls::{TlsMode, TlsSettings};
 use std::path::{Path, PathBuf};
 
 /// Log line format on the console or log file.
@@ -33,6 +34,14 @@ pub struct Flags {
     pub quiet: bool,
     /// `--auth`.
     pub auth: bool,
+    /// `--tlsMode`.
+    pub tls_mode: Option<String>,
+    /// `--tlsCertificateKeyFile`.
+    pub tls_certificate_key_file: Option<PathBuf>,
+    /// `--tlsCAFile`.
+    pub tls_ca_file: Option<PathBuf>,
+    /// `--tlsAllowConnectionsWithoutCertificates`.
+    pub tls_allow_connections_without_certificates: bool,
 }
 
 /// The settings the server runs with.
@@ -52,6 +61,8 @@ pub struct Settings {
     pub quiet: bool,
     /// Access control (`--auth`, `security.authorization: enabled`).
     pub auth: bool,
+    /// TLS for client connections (`--tls*`, `net.tls.*`).
+    pub tls: TlsSettings,
     /// The options as given (file, then flags), nested like mongod's YAML.
     pub parsed: Document,
     /// Configuration-file keys that were ignored, by dotted path.
@@ -93,6 +104,10 @@ struct FileConfig {
     log_append: Option<bool>,
     log_format: Option<String>,
     authorization: Option<bool>,
+    tls_mode: Option<String>,
+    tls_certificate_key_file: Option<String>,
+    tls_ca_file: Option<String>,
+    tls_allow_without_certificates: Option<bool>,
     /// Known keys in file order with their values, for `parsed`.
     given: Vec<(&'static str, Bson)>,
     ignored: Vec<String>,
@@ -114,6 +129,10 @@ const KEYS: &[&str] = &[
     "systemLog.logAppend",
     "systemLog.logFormat",
     "security.authorization",
+    "net.tls.mode",
+    "net.tls.certificateKeyFile",
+    "net.tls.CAFile",
+    "net.tls.allowConnectionsWithoutCertificates",
 ];
 
 fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
@@ -152,6 +171,12 @@ fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
                         "security.authorization must be \"enabled\" or \"disabled\", not {other:?}"
                     ),
                 })
+            }
+            "net.tls.mode" => c.tls_mode = Some(string(key, &value)?),
+            "net.tls.certificateKeyFile" => c.tls_certificate_key_file = Some(string(key, &value)?),
+            "net.tls.CAFile" => c.tls_ca_file = Some(string(key, &value)?),
+            "net.tls.allowConnectionsWithoutCertificates" => {
+                c.tls_allow_without_certificates = Some(boolean(key, &value)?)
             }
             "systemLog.destination" => {
                 let d = string(key, &value)?;
@@ -231,6 +256,7 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
     for (key, value) in &file.given {
         set_path(&mut parsed, key, value.clone());
     }
+    let tls = tls_settings(flags, &file, &mut parsed)?;
 
     let dbpath = match &flags.dbpath {
         Some(p) => {
@@ -359,8 +385,57 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         verbosity: verbosity as i32,
         quiet,
         auth,
+        tls,
         parsed,
         ignored_keys: file.ignored,
+    })
+}
+
+/// `--tlsMode` and friends over `net.tls.*`; flags win.
+fn tls_settings(
+    flags: &Flags,
+    file: &FileConfig,
+    parsed: &mut Document,
+) -> anyhow::Result<TlsSettings> {
+    if let Some(m) = &flags.tls_mode {
+        set_path(parsed, "net.tls.mode", m.clone().into());
+    }
+    let mode_text = flags.tls_mode.as_deref().or(file.tls_mode.as_deref());
+    let mode = match mode_text {
+        None => TlsMode::Disabled,
+        Some(m) => TlsMode::parse(m).with_context(|| {
+            format!(
+                "net.tls.mode must be one of disabled, allowTLS, preferTLS, requireTLS, not {m:?}"
+            )
+        })?,
+    };
+    let certificate_key_file = match &flags.tls_certificate_key_file {
+        Some(p) => {
+            set_path(parsed, "net.tls.certificateKeyFile", path_string(p).into());
+            Some(p.clone())
+        }
+        None => file.tls_certificate_key_file.as_ref().map(PathBuf::from),
+    };
+    let ca_file = match &flags.tls_ca_file {
+        Some(p) => {
+            set_path(parsed, "net.tls.CAFile", path_string(p).into());
+            Some(p.clone())
+        }
+        None => file.tls_ca_file.as_ref().map(PathBuf::from),
+    };
+    if flags.tls_allow_connections_without_certificates {
+        set_path(
+            parsed,
+            "net.tls.allowConnectionsWithoutCertificates",
+            true.into(),
+        );
+    }
+    Ok(TlsSettings {
+        mode,
+        certificate_key_file,
+        ca_file,
+        allow_connections_without_certificates: flags.tls_allow_connections_without_certificates
+            || file.tls_allow_without_certificates.unwrap_or(false),
     })
 }
 
@@ -509,6 +584,38 @@ processManagement:
         let s = merge(&Flags::default(), c).expect("merge");
         assert_eq!(s.cache_size_gb, Some(1.0));
         assert_eq!(s.bind_ips, ["0.0.0.0"]);
+    }
+
+    #[test]
+    fn tls_from_the_file_or_the_flags() {
+        let c = parse_config(
+            "net:\n  tls:\n    mode: requireTLS\n    certificateKeyFile: /s.pem\n    CAFile: /ca.pem\n    allowConnectionsWithoutCertificates: true\n",
+        )
+        .expect("parse");
+        let s = merge(&Flags::default(), c).expect("merge");
+        assert_eq!(
+            s.tls,
+            TlsSettings {
+                mode: TlsMode::RequireTls,
+                certificate_key_file: Some("/s.pem".into()),
+                ca_file: Some("/ca.pem".into()),
+                allow_connections_without_certificates: true,
+            }
+        );
+        let flags = Flags {
+            tls_mode: Some("preferTLS".into()),
+            tls_certificate_key_file: Some("/f.pem".into()),
+            ..Flags::default()
+        };
+        let c = parse_config("net:\n  tls:\n    mode: requireTLS\n").expect("parse");
+        let s = merge(&flags, c).expect("merge");
+        assert_eq!(s.tls.mode, TlsMode::PreferTls);
+        assert_eq!(s.tls.certificate_key_file, Some("/f.pem".into()));
+        let bad = Flags {
+            tls_mode: Some("requireSSL".into()),
+            ..Flags::default()
+        };
+        assert!(merge(&bad, FileConfig::default()).is_err());
     }
 
     #[test]

@@ -26,7 +26,7 @@ impl fmt::Display for StartupError {
 impl std::error::Error for StartupError {}
 
 impl StartupError {
-    fn new(what: impl Into<String>, next_step: impl Into<String>) -> Self {
+    pub fn new(what: impl Into<String>, next_step: impl Into<String>) -> Self {
         StartupError {
             what: what.into(),
             next_step: next_step.into(),

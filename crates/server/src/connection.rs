@@ -12,6 +12,7 @@
 
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
+use crate::transport::Transport;
 use crate::wire::{
     decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
@@ -47,14 +48,32 @@ const UNCOMPRESSIBLE_COMMANDS: &[&str] = &[
 /// Serves `stream` (blocking) until the client disconnects or the server shuts the socket.
 pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
     let _ = stream.set_nodelay(true);
+    let tls = ctx.server.tls.as_ref();
+    let transport = match Transport::establish(stream, tls, ctx.server.incomplete_message_timeout) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::info!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
+                "closing connection: not established");
+            return;
+        }
+    };
+    if transport.is_tls() {
+        let certificate = transport.peer_certificate();
+        tracing::debug!(
+            conn = ctx.connection_id,
+            client_certificate = certificate.is_some(),
+            "TLS handshake done"
+        );
+        crate::auth::gate::lock(&ctx).client_certificate = certificate;
+    }
     net_stats::connection_opened();
     // Reads go through a buffer, so a small request's header and body take one `recv`.
-    let mut reader = ClientReader::new(stream);
+    let mut reader = ClientReader::new(&transport);
     let limits = ReadLimits {
         stall: ctx.server.incomplete_message_timeout,
         budget_wait: Some(ctx.server.inflight_wait()),
     };
-    let mut writer = stream;
+    let mut writer = &transport;
     loop {
         let (reply, _permit) = match read_message(&mut reader, limits) {
             Ok(Some(Incoming::Message {
@@ -108,7 +127,7 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
             continue;
         };
         net_stats::reply(reply.len());
-        if let Err(e) = writer.write_all(&reply) {
+        if let Err(e) = writer.write_all(&reply).and_then(|()| writer.flush()) {
             tracing::debug!(conn = ctx.connection_id, error = %e, "write failed");
             break;
         }

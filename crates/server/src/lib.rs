@@ -13,6 +13,8 @@ pub mod net_stats;
 pub mod op_counters;
 pub mod ram_log;
 pub mod session_table;
+pub mod tls;
+mod transport;
 pub mod wire;
 
 pub use connection::handle_message;
@@ -71,6 +73,8 @@ pub struct ServerConfig {
     pub lifetime_limit_secs_set: Arc<AtomicU64>,
     /// Authentication: `--auth`, SCRAM iteration counts, the users generation.
     pub auth: Arc<auth::AuthConfig>,
+    /// TLS for client connections (`net.tls.*`); `None`: disabled, every connection plain.
+    pub tls: Option<tls::Tls>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.

@@ -8,9 +8,9 @@
 //! This module decodes nothing past the header and never runs a command.
 
 use crate::inflight::{self, NoRoom, Permit};
+use crate::transport::Transport;
 use crate::wire::{MsgHeader, OpCode, WireError, HEADER_LEN, MAX_MESSAGE_BYTES};
 use std::io::{BufRead, BufReader, Read};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// Bytes a connection reads ahead: larger requests are read straight into their own buffer.
@@ -90,19 +90,19 @@ impl From<WireError> for ReadError {
 }
 
 /// A connection's buffered reader, with the deadline of the message being read. The buffer
-/// reads the socket itself (`&TcpStream`), not through a wrapper: std's `BufReader` zeroes
+/// reads the connection's stream (`&Transport`: the socket, or TLS over it), not a wrapper: std's `BufReader` zeroes
 /// its whole buffer before a read by any reader without a native `read_buf`, which cost
 /// every idle connection 16 KiB of resident memory. So the deadline is applied here, as the
 /// socket's receive timeout, before each read that will reach the socket, and lifted once
 /// the message is read (idle waits have no limit).
 pub(crate) struct ClientReader<'a> {
-    buffer: BufReader<&'a TcpStream>,
+    buffer: BufReader<&'a Transport<'a>>,
     deadline: Option<Instant>,
     timeout_set: bool,
 }
 
 impl<'a> ClientReader<'a> {
-    pub(crate) fn new(stream: &'a TcpStream) -> Self {
+    pub(crate) fn new(stream: &'a Transport<'a>) -> Self {
         ClientReader {
             buffer: BufReader::with_capacity(READ_BUFFER_BYTES, stream),
             deadline: None,
@@ -163,6 +163,8 @@ pub(crate) fn read_message(
     let buffered = loop {
         match reader.buffer.fill_buf() {
             Ok([]) => return Ok(None),
+            // A TLS client that closes without close_notify (most do) between messages.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
             Ok(b) => break b,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),

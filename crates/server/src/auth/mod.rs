@@ -204,6 +204,9 @@ pub struct AuthSession {
     /// The roles and privileges of `users`, resolved through the role graph when first
     /// needed; dropped when the users or any user or role changes.
     pub resolved: Option<Arc<role_graph::Resolved>>,
+    /// The certificate the client presented in its TLS handshake (verified against the CA),
+    /// for MONGODB-X509.
+    pub client_certificate: Option<rustls_pki_types::CertificateDer<'static>>,
 }
 
 impl AuthSession {
