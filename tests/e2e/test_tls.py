@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from pymongo import MongoClient
-from pymongo.errors import ConnectionFailure, ServerSelectionTimeoutError
+from pymongo.errors import ConnectionFailure, OperationFailure, ServerSelectionTimeoutError
 
 from conftest import Server, free_port, shale_binary
 
@@ -189,3 +189,58 @@ def test_bad_tls_options_stop_the_server_with_one_line(tmp_path, args, message):
     assert run.returncode == 1
     errors = [line for line in run.stderr.splitlines() if message in line]
     assert len(errors) == 1, run.stderr
+
+
+def subject_of(cert: Path) -> str:
+    out = subprocess.run(
+        ["openssl", "x509", "-in", str(cert), "-noout", "-subject", "-nameopt", "RFC2253"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    return out.removeprefix("subject=")
+
+
+def test_x509_logs_the_certificate_subject_in_as_an_external_user(tmp_path, certs):
+    subject = subject_of(certs["client"])
+    assert subject == "CN=client,OU=Tests,O=Shale,C=US"
+    srv = Server(
+        tmp_path / "data",
+        args=[
+            "--auth", "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", str(certs["server"]),
+            "--tlsCAFile", str(certs["ca"]), "--tlsAllowConnectionsWithoutCertificates",
+        ],
+    )
+    try:
+        with tls_client(srv, certs) as c:
+            c.admin.command("createUser", "root", pwd="pw", roles=["root"])
+        root_uri = f"mongodb://root:pw@127.0.0.1:{srv.port}/?directConnection=true&authSource=admin"
+        with MongoClient(root_uri, tls=True, tlsCAFile=str(certs["ca"]), serverSelectionTimeoutMS=3000) as root:
+            root["$external"].command("createUser", subject, roles=[{"role": "read", "db": "app"}])
+            root.app.c.insert_one({"x": 1})
+        x509_uri = f"mongodb://127.0.0.1:{srv.port}/?directConnection=true&authMechanism=MONGODB-X509"
+        with MongoClient(
+            x509_uri, tls=True, tlsCAFile=str(certs["ca"]),
+            tlsCertificateKeyFile=str(certs["client"]), serverSelectionTimeoutMS=3000,
+        ) as c:
+            assert c.app.c.find_one({}, {"_id": 0}) == {"x": 1}
+            info = c.admin.command("connectionStatus")["authInfo"]
+            assert info["authenticatedUsers"] == [{"user": subject, "db": "$external"}]
+            with pytest.raises(OperationFailure) as e:
+                c.app.c.insert_one({"x": 2})
+            assert e.value.code == 13
+        # The authenticate command itself, without the driver's speculative handshake.
+        with tls_client(srv, certs, certs["client"]) as c:
+            reply = c["$external"].command("authenticate", 1, mechanism="MONGODB-X509")
+            assert (reply["dbname"], reply["user"]) == ("$external", subject)
+            with pytest.raises(OperationFailure) as e:
+                c["$external"].command("authenticate", 1, mechanism="MONGODB-X509", user="CN=someone")
+            assert e.value.code == 18
+            with pytest.raises(OperationFailure) as e:
+                c.admin.command("authenticate", 1, mechanism="MONGODB-X509")
+            assert e.value.code == 17
+        # Without a certificate there is no subject to log in as.
+        with tls_client(srv, certs) as c:
+            with pytest.raises(OperationFailure) as e:
+                c["$external"].command("authenticate", 1, mechanism="MONGODB-X509")
+            assert e.value.code == 18
+    finally:
+        srv.stop()

@@ -58,13 +58,15 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
         }
     };
     if transport.is_tls() {
-        let certificate = transport.peer_certificate();
-        tracing::debug!(
+        let subject = transport
+            .peer_certificate()
+            .and_then(|c| crate::auth::x509::subject_name(&c));
+        tracing::info!(
             conn = ctx.connection_id,
-            client_certificate = certificate.is_some(),
+            client_subject = subject.as_deref().unwrap_or(""),
             "TLS handshake done"
         );
-        crate::auth::gate::lock(&ctx).client_certificate = certificate;
+        crate::auth::gate::lock(&ctx).client_subject = subject;
     }
     net_stats::connection_opened();
     // Reads go through a buffer, so a small request's header and body take one `recv`.

@@ -23,6 +23,7 @@ pub mod role_store;
 pub mod roles;
 pub mod scram;
 pub mod user_store;
+pub mod x509;
 
 use bson::Document;
 use rand::RngCore;
@@ -204,9 +205,9 @@ pub struct AuthSession {
     /// The roles and privileges of `users`, resolved through the role graph when first
     /// needed; dropped when the users or any user or role changes.
     pub resolved: Option<Arc<role_graph::Resolved>>,
-    /// The certificate the client presented in its TLS handshake (verified against the CA),
-    /// for MONGODB-X509.
-    pub client_certificate: Option<rustls_pki_types::CertificateDer<'static>>,
+    /// The subject (RFC 2253) of the certificate the client presented in its TLS handshake,
+    /// verified against the CA: the user MONGODB-X509 logs in as.
+    pub client_subject: Option<String>,
 }
 
 impl AuthSession {

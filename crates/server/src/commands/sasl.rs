@@ -1,13 +1,13 @@
-//! `saslStart`, `saslContinue` and the refused legacy `authenticate`; and the two parts of
+//! `saslStart`, `saslContinue` and `authenticate` (MONGODB-X509 only); and the two parts of
 //! `hello` that belong to authentication: `saslSupportedMechs` (the mechanisms a named user
-//! has keys for) and `speculativeAuthenticate` (a `saslStart` carried in the handshake, so a
-//! driver saves a round trip). The SCRAM exchange itself is `auth::conversation`.
+//! has keys for) and `speculativeAuthenticate` (a `saslStart` or X.509 `authenticate`
+//! carried in the handshake, so a driver saves a round trip). The SCRAM exchange itself is `auth::conversation`.
 //! Replies carry `conversationId`, `done` and `payload` as generic BinData, as mongod's do.
 
 use super::CommandResult;
-use crate::auth::conversation::{StartRequest, Step, CONVERSATION_ID};
+use crate::auth::conversation::{logged_in, StartRequest, Step, CONVERSATION_ID};
 use crate::auth::credentials::mechanisms_of;
-use crate::auth::{gate, user_store, UserName};
+use crate::auth::{gate, user_store, x509, UserName};
 use crate::ConnectionCtx;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -57,15 +57,54 @@ pub fn sasl_continue(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Command
     finish_step(ctx, step)
 }
 
-/// MONGODB-CR is gone and X.509 is not built: every `authenticate` is refused.
-pub fn authenticate(_ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
+/// `authenticate`: MONGODB-X509 logs in as the `$external` user named by the client
+/// certificate's subject (`auth::x509`); MONGODB-CR is gone, so any other mechanism is
+/// refused. Answers `{dbname, user}` as mongod.
+pub fn authenticate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let mechanism = body.get_str("mechanism").unwrap_or("MONGODB-CR");
-    Err(MongoError::new(
-        ErrorCode::MechanismUnavailable,
-        format!(
-            "Received authentication for mechanism {mechanism} which is unknown or not enabled"
-        ),
-    ))
+    if mechanism != "MONGODB-X509" {
+        return Err(MongoError::new(
+            ErrorCode::MechanismUnavailable,
+            format!(
+                "Received authentication for mechanism {mechanism} which is unknown or not enabled"
+            ),
+        ));
+    }
+    let name = authenticate_x509(ctx, db, body).map_err(|e| {
+        tracing::info!(conn = ctx.connection_id, code = e.code.code(), error = %e.message,
+            "X.509 authentication failed");
+        // As mongod: the reason an AuthenticationFailed carries stays in the log.
+        match e.code {
+            ErrorCode::AuthenticationFailed => {
+                MongoError::new(ErrorCode::AuthenticationFailed, "auth failed")
+            }
+            _ => e,
+        }
+    })?;
+    Ok(doc! { "dbname": &name.db, "user": &name.user })
+}
+
+fn authenticate_x509(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &Document,
+) -> Result<UserName, MongoError> {
+    let subject = gate::lock(ctx).client_subject.clone();
+    let requested = body.get_str("user").ok();
+    let name = x509::user_for(subject.as_deref(), requested, db)?;
+    let Some(stored) = user_store::find(&ctx.db, &name)? else {
+        return Err(MongoError::new(
+            ErrorCode::AuthenticationFailed,
+            format!(
+                "Could not find user \"{}\" for db \"{}\"",
+                name.user, name.db
+            ),
+        ));
+    };
+    let user = logged_in(&name, &stored);
+    tracing::info!(conn = ctx.connection_id, user = %name, "authenticated (MONGODB-X509)");
+    gate::lock(ctx).log_in(user);
+    Ok(name)
 }
 
 /// Logs the user in when a step completes, logs failures, and builds the reply.
@@ -144,11 +183,17 @@ fn supported_mechanisms(ctx: &ConnectionCtx, name: &str) -> Option<Vec<&'static 
     )
 }
 
-/// Runs the handshake's `{saslStart, mechanism, payload, db}`; `None` when it fails.
+/// Runs the handshake's `{saslStart, mechanism, payload, db}` or `{authenticate,
+/// mechanism: "MONGODB-X509", db}`; `None` when it fails.
 fn speculative(ctx: &ConnectionCtx, request: &Document) -> Option<Document> {
-    request.get("saslStart")?;
     let db = request.get_str("db").ok()?;
-    match sasl_start(ctx, db, request) {
+    let result = if request.contains_key("authenticate") {
+        authenticate(ctx, db, request)
+    } else {
+        request.get("saslStart")?;
+        sasl_start(ctx, db, request)
+    };
+    match result {
         Ok(reply) => Some(reply),
         Err(e) => {
             tracing::info!(
