@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every ShaleDB check: formatting, lints, Rust unit and integration tests, and the
 # end-to-end suite with the real pymongo driver against the real `shale` binary, and the
-# drivers' CRUD spec tests (from the pymongo source package) with a pass-count floor, and
+# drivers' CRUD spec tests and pymongo's test_auth.py against a server with --auth (both from
+# the pymongo source package) with pass-count floors, and
 # short cargo-fuzz runs of the wire decoder and the BSON readers.
 # Needs the Rust toolchain (rust-toolchain.toml), Python 3, git, and Node.js with npm (for
 # the mongosh smoke test).
@@ -52,6 +53,9 @@ echo "end-to-end tests run: $ran"
 
 step "driver spec tests: pymongo 4.20.0's CRUD unified tests against $SHALE_BIN (tests/spec)"
 bash tests/spec/run_crud_unified.sh
+
+step "pymongo 4.20.0's test/test_auth.py against $SHALE_BIN --auth (tests/spec)"
+bash tests/spec/run_auth.sh
 
 step "fuzz: wire decoder + dispatch, and the BSON readers, ${FUZZ_SECONDS:-20}s each (scripts/fuzz.sh)"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-20}" bash scripts/fuzz.sh

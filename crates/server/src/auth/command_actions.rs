@@ -67,6 +67,7 @@ const ON_CLUSTER: &[(&str, &str)] = &[
 const ON_DATABASE: &[(&str, &str)] = &[
     ("dropDatabase", "dropDatabase"),
     ("dbStats", "dbStats"),
+    ("dbstats", "dbStats"),
     ("listCollections", "listCollections"),
     ("dropUser", "dropUser"),
     ("dropAllUsersFromDatabase", "dropUser"),

@@ -3,7 +3,8 @@
 //! exist, so the two cases look alike); `step` checks the proof and answers the server's
 //! signature, then, unless the client asked for `skipEmptyExchange`, one more empty round
 //! ends it. Every failure is the same `AuthenticationFailed` "Authentication failed.", and
-//! ends the conversation. One conversation at a time per connection (conversationId 1, as
+//! ends the conversation, except a user that exists without keys for the mechanism, which
+//! is `MechanismUnavailable` at the start, as on mongod. One conversation at a time per connection (conversationId 1, as
 //! mongod numbers it); a new `saslStart` replaces an unfinished one.
 
 use super::credentials::{fake_keys, keys_of};
@@ -92,6 +93,23 @@ impl Conversations {
         let first = ClientFirst::parse(text).map_err(|_| failed())?;
         let name = UserName::new(&first.user, request.db);
         let stored = user_store::find(db, &name)?;
+        if let Some(doc) = &stored {
+            let has_keys = doc
+                .get_document("credentials")
+                .is_ok_and(|c| c.contains_key(mech.name()));
+            if !has_keys {
+                // As mongod: drivers rely on this to fall back from a speculative
+                // SCRAM-SHA-256 to the mechanism `saslSupportedMechs` named.
+                return Err(MongoError::new(
+                    ErrorCode::MechanismUnavailable,
+                    format!(
+                        "Unable to use {0} based authentication for user without any {0} \
+                         credentials registered",
+                        mech.name()
+                    ),
+                ));
+            }
+        }
         let (keys, user) = keys_for(auth, mech, &name, stored.as_ref());
         let nonce = format!("{}{}", first.client_nonce, server_nonce());
         let server_first = scram::server_first(&nonce, &keys);

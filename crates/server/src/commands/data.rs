@@ -32,6 +32,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("deleteIndexes", ddl::drop_indexes),
     ("collStats", ddl::coll_stats),
     ("dbStats", ddl::db_stats),
+    ("dbstats", ddl::db_stats),
     ("validate", ddl::validate),
 ];
 

@@ -1,5 +1,6 @@
-"""Runs pymongo's CRUD unified spec tests against a fresh `shale serve` and checks the pass
-count against the floor. Called by run_crud_unified.sh, which prepares the venv and the
+"""Runs one of pymongo's test files (a suite: the CRUD unified spec tests, or test_auth.py
+against a server with `--auth`) against a fresh `shale serve` and checks the pass count
+against the suite's floor. Called by run_pymongo_suite.sh, which prepares the venv and the
 unpacked pymongo source package (--src).
 
 The harness skips every test when it cannot reach the server and errors every test when its
@@ -18,11 +19,58 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOOR_FILE = ROOT / "tests" / "spec" / "crud_unified_floor.txt"
-TEST_FILE = "test/test_crud_unified.py"
+SPEC_DIR = ROOT / "tests" / "spec"
+
+# The user the auth suite's harness runs as (DB_USER/DB_PASSWORD), created over the
+# localhost exception before pytest starts; a root user, as pymongo's own CI creates.
+AUTH_USER = ("shale-test", "shale-test-pw")
+
+
+@dataclass(frozen=True)
+class Suite:
+    title: str
+    test_file: str
+    floor_file: Path
+    # Flags for `shale serve` besides --dbpath/--port.
+    server_args: tuple[str, ...]
+    # Whether the server runs with --auth and the harness gets DB_USER/DB_PASSWORD.
+    auth: bool
+    # pytest arguments of the suite (a marker selection replaces pyproject's `-m default`).
+    pytest_args: tuple[str, ...] = ()
+
+
+SUITES = {
+    "crud_unified": Suite(
+        title="crud unified spec tests",
+        test_file="test/test_crud_unified.py",
+        floor_file=SPEC_DIR / "crud_unified_floor.txt",
+        # Test commands on, as drivers' spec runs start mongod: the failCommand tests need
+        # configureFailPoint.
+        server_args=("--setParameter", "enableTestCommands=1"),
+        auth=False,
+    ),
+    "auth": Suite(
+        title="test_auth.py",
+        test_file="test/test_auth.py",
+        floor_file=SPEC_DIR / "auth_floor.txt",
+        server_args=("--setParameter", "enableTestCommands=1", "--auth"),
+        auth=True,
+        # Its tests are marked `auth`, which pyproject's `-m default` deselects.
+        # test_scram_threaded authenticates from four threads whose query is a `$where`
+        # with a JavaScript sleep; ShaleDB runs no JavaScript, so it is deselected (listed
+        # in docs/compat.md, Driver spec tests) rather than counted as a failure.
+        pytest_args=(
+            "-m",
+            "auth",
+            "--deselect",
+            "test/test_auth.py::TestSCRAM::test_scram_threaded",
+        ),
+    ),
+}
 
 
 def free_port() -> int:
@@ -31,16 +79,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def read_floor() -> int:
-    for line in FLOOR_FILE.read_text().splitlines():
+def read_floor(floor_file: Path) -> int:
+    for line in floor_file.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             return int(line)
-    raise SystemExit(f"no number in {FLOOR_FILE}")
+    raise SystemExit(f"no number in {floor_file}")
 
 
-def write_floor(value: int) -> None:
-    lines = FLOOR_FILE.read_text().splitlines()
+def write_floor(floor_file: Path, value: int) -> None:
+    lines = floor_file.read_text().splitlines()
     out = []
     done = False
     for line in lines:
@@ -49,7 +97,7 @@ def write_floor(value: int) -> None:
             done = True
         else:
             out.append(line)
-    FLOOR_FILE.write_text("\n".join(out) + "\n")
+    floor_file.write_text("\n".join(out) + "\n")
 
 
 def tail(path: Path, n: int = 40) -> str:
@@ -61,15 +109,12 @@ def tail(path: Path, n: int = 40) -> str:
 
 
 class Shale:
-    def __init__(self, binary: str, dbpath: Path, log: Path):
+    def __init__(self, binary: str, dbpath: Path, log: Path, args: tuple[str, ...]):
         self.port = free_port()
         self.log_path = log
         self.log = open(log, "wb")
         self.proc = subprocess.Popen(
-            # Test commands on, as drivers' spec runs start mongod: the failCommand tests
-            # need configureFailPoint.
-            [binary, "serve", "--dbpath", str(dbpath), "--port", str(self.port),
-             "--setParameter", "enableTestCommands=1"],
+            [binary, "serve", "--dbpath", str(dbpath), "--port", str(self.port), *args],
             stdout=self.log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -85,6 +130,14 @@ class Shale:
                 if time.monotonic() > deadline:
                     raise RuntimeError("shale did not start listening within 30 s") from None
                 time.sleep(0.05)
+
+    def create_user(self, src: Path, user: str, password: str) -> None:
+        """Creates a root user over the localhost exception (the server has no user yet)."""
+        sys.path.insert(0, str(src))  # the sdist's pymongo: the venv has no other
+        from pymongo import MongoClient
+
+        with MongoClient("127.0.0.1", self.port, directConnection=True) as client:
+            client.admin.command("createUser", user, pwd=password, roles=["root"])
 
     def responsive(self, src: Path) -> str | None:
         """None if the server answers a ping within 10 s, else why not."""
@@ -185,6 +238,7 @@ def parse_junit(path: Path) -> dict[str, list[tuple[str, str]]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--suite", required=True, choices=sorted(SUITES), help="which test file")
     ap.add_argument("--src", required=True, type=Path, help="unpacked pymongo sdist")
     ap.add_argument("--out", required=True, type=Path, help="directory for this run's logs")
     ap.add_argument(
@@ -201,7 +255,8 @@ def main() -> int:
         return 1
     test_timeout = int(os.environ.get("SPEC_TEST_TIMEOUT", "60"))
     run_timeout = int(os.environ.get("SPEC_RUN_TIMEOUT", "600"))
-    floor = read_floor()
+    suite = SUITES[args.suite]
+    floor = read_floor(suite.floor_file)
 
     out = args.out
     shutil.rmtree(out, ignore_errors=True)
@@ -214,24 +269,28 @@ def main() -> int:
     started = time.monotonic()
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="shale-spec-") as tmp:
-        server = Shale(binary, Path(tmp) / "data", server_log)
+        server = Shale(binary, Path(tmp) / "data", server_log, suite.server_args)
         env = dict(os.environ)
         env.update(DB_IP="127.0.0.1", DB_PORT=str(server.port), PYTHONDONTWRITEBYTECODE="1")
+        if suite.auth:
+            server.create_user(args.src, *AUTH_USER)
+            env.update(DB_USER=AUTH_USER[0], DB_PASSWORD=AUTH_USER[1])
         # The sdist's pymongo/ and bson/ (pure Python) come first on sys.path: pytest runs
         # from the unpacked tree with its own pyproject.toml configuration.
         command = [
             sys.executable,
             "-m",
             "pytest",
-            TEST_FILE,
+            suite.test_file,
             "-p",
             "no:cacheprovider",
             f"--junitxml={junit}",
             f"--timeout={test_timeout}",
             "-v",
+            *suite.pytest_args,
             *args.pytest_args,
         ]
-        print(f"shale {binary} on port {server.port}; pytest {TEST_FILE} in {args.src}")
+        print(f"shale {binary} on port {server.port}; pytest {suite.test_file} in {args.src}")
         with open(pytest_log, "wb") as log:
             pytest = subprocess.Popen(
                 command,
@@ -287,10 +346,14 @@ def main() -> int:
     if total == 0:
         problems.append(f"no test ran (pytest exit {status})")
     if counts["passed"] < floor:
-        problems.append(f"{counts['passed']} passed is below the floor of {floor} ({FLOOR_FILE.name})")
+        problems.append(
+            f"{counts['passed']} passed is below the floor of {floor} ({suite.floor_file.name})"
+        )
+    if suite.auth and counts["failed"] + counts["errored"] > 0:
+        problems.append("the auth suite must have no failures or errors (docs/compat.md)")
 
     print(
-        f"crud unified spec tests (pymongo 4.20.0): passed {counts['passed']}, "
+        f"{suite.title} (pymongo 4.20.0): passed {counts['passed']}, "
         f"failed {counts['failed']}, errored {counts['errored']}, skipped {counts['skipped']} "
         f"of {total}; floor {floor}; {elapsed:.0f} s"
     )
@@ -298,12 +361,12 @@ def main() -> int:
 
     if counts["passed"] > floor and not problems:
         if args.update_floor:
-            write_floor(counts["passed"])
-            print(f"floor raised to {counts['passed']} in {FLOOR_FILE}")
+            write_floor(suite.floor_file, counts["passed"])
+            print(f"floor raised to {counts['passed']} in {suite.floor_file}")
         else:
             print(
                 f"more tests pass than the floor: raise it to {counts['passed']} "
-                f"(bash tests/spec/run_crud_unified.sh --update-floor)"
+                f"(bash tests/spec/run_pymongo_suite.sh {args.suite} --update-floor)"
             )
 
     if problems:
