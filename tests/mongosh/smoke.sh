@@ -2,7 +2,9 @@
 # mongosh smoke test against the real `shale` binary: installs mongosh from the npm registry
 # into tests/mongosh/.prefix if it is missing (or SHALE_MONGOSH_PREFIX), starts the server on
 # a free loopback port with a temporary data directory, and runs one `mongosh --eval` per
-# step, printing PASS or FAIL for each. Exits non-zero when any selected step fails.
+# step, printing PASS or FAIL for each. Exits non-zero when any selected step fails. The
+# server runs with --tlsMode preferTLS and certificates the script makes with the openssl
+# CLI, so the plain steps and the TLS ones (tls, x509) share it.
 #
 #   bash tests/mongosh/smoke.sh                 # every step
 #   bash tests/mongosh/smoke.sh connect insert     # only these steps
@@ -16,7 +18,7 @@ PREFIX=${SHALE_MONGOSH_PREFIX:-$PWD/tests/mongosh/.prefix}
 SHALE_BIN=${SHALE_BIN:-$PWD/target/debug/shale}
 MONGOSH=$PREFIX/node_modules/.bin/mongosh
 
-ALL_STEPS=(connect insert show_dbs find count create_user login)
+ALL_STEPS=(connect insert show_dbs find count create_user login tls create_x509_user x509)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${ALL_STEPS[@]}")
 
@@ -46,14 +48,28 @@ step_js() {
         if (s.authenticatedUsers.length !== 1 || s.authenticatedUsers[0].user !== "smoke")
             throw new Error(EJSON.stringify(s));
         print("logged in as " + s.authenticatedUsers[0].user);' ;;
+    tls) echo 'const r = db.runCommand({ping: 1});
+        if (r.ok !== 1) throw new Error("ping: " + EJSON.stringify(r));
+        print("ping over TLS: ok");' ;;
+    create_x509_user) echo 'const r = db.getSiblingDB("$external").createUser({user: "CN=smoke,O=Shale", roles: [{role: "read", db: "smoke"}]});
+        if (r.ok !== 1) throw new Error(EJSON.stringify(r));
+        print("created user CN=smoke,O=Shale");' ;;
+    x509) echo 'const s = db.runCommand({connectionStatus: 1}).authInfo;
+        if (s.authenticatedUsers.length !== 1 || s.authenticatedUsers[0].user !== "CN=smoke,O=Shale")
+            throw new Error(EJSON.stringify(s));
+        print("logged in with X.509 as " + s.authenticatedUsers[0].user);' ;;
     *) echo "unknown step: $1" >&2; return 1 ;;
     esac
 }
 
-# The connection string of a step: `login` carries the user `create_user` made.
+# The connection string of a step: `login` carries the user `create_user` made; `tls` and
+# `x509` connect with TLS, `x509` with the client certificate.
 step_uri() {
+    local tls="tls=true&tlsCAFile=$tmp/ca.pem"
     case "$1" in
     login) echo "mongodb://smoke:smokepw@127.0.0.1:$port/smoke?directConnection=true&serverSelectionTimeoutMS=5000&authSource=admin" ;;
+    tls) echo "$uri&$tls" ;;
+    x509) echo "$uri&$tls&tlsCertificateKeyFile=$tmp/client.pem&authMechanism=MONGODB-X509" ;;
     *) echo "$uri" ;;
     esac
 }
@@ -76,7 +92,31 @@ fi
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 tmp=$(mktemp -d)
-"$SHALE_BIN" serve --dbpath "$tmp/data" --port "$port" >"$tmp/shale.log" 2>&1 &
+# A CA, a server certificate for 127.0.0.1 and a client certificate (subject CN=smoke,O=Shale).
+certs() {
+    local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+    openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj /CN=smoke-ca \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    local name subject ext
+    for name in server client; do
+        if [ "$name" = server ]; then
+            subject=/CN=localhost
+            ext=$'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth'
+        else
+            subject=/O=Shale/CN=smoke
+            ext=extendedKeyUsage=clientAuth
+        fi
+        openssl req "${ec[@]}" -keyout "$name.key" -out "$name.csr" -subj "$subject"
+        printf '%s\n' "$ext" >"$name.ext"
+        openssl x509 -req -in "$name.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+            -out "$name.crt" -days 2 -extfile "$name.ext"
+        cat "$name.crt" "$name.key" >"$name.pem"
+    done
+}
+(cd "$tmp" && certs) >"$tmp/openssl.log" 2>&1 || { cat "$tmp/openssl.log" >&2; echo "openssl failed" >&2; exit 1; }
+"$SHALE_BIN" serve --dbpath "$tmp/data" --port "$port" --tlsMode preferTLS \
+    --tlsCertificateKeyFile "$tmp/server.pem" --tlsCAFile "$tmp/ca.pem" \
+    --tlsAllowConnectionsWithoutCertificates >"$tmp/shale.log" 2>&1 &
 pid=$!
 cleanup() {
     kill "$pid" 2>/dev/null || true

@@ -71,7 +71,9 @@ struct OfflineArgs {
 struct ServeArgs {
     /// YAML configuration file with mongod's keys (storage.dbPath, net.port, net.bindIp,
     /// storage.wiredTiger.engineConfig.cacheSizeGB or storage.shale.cacheSizeGB,
-    /// systemLog.path, systemLog.verbosity, systemLog.quiet, security.authorization).
+    /// systemLog.path, systemLog.verbosity, systemLog.quiet, security.authorization,
+    /// net.tls.mode, net.tls.certificateKeyFile, net.tls.CAFile,
+    /// net.tls.allowConnectionsWithoutCertificates).
     #[arg(short = 'f', long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// Data directory, created if missing [storage.dbPath; default ./data].
