@@ -194,24 +194,10 @@ impl Tree {
     /// Reads and installs message buffer `i` of internal node `id` (`load_partition`).
     fn read_buffer(&self, id: NodeId, i: usize, bdesc: BufferDesc, img: Image) -> Result<()> {
         let desc = bdesc.whole;
-        let extent = img.extent;
-        let end = desc.offset as u64 + desc.stored_len as u64;
-        if end > extent.len as u64 {
-            return Err(self.corrupt(id, &extent, format!("partition {i} extends past the block")));
-        }
-        // The stored bytes and the decompressed ones, held until the partition's own charge
-        // replaces them.
-        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
-        let stored =
-            self.file
-                .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
-        let buffer = segment::decode_whole(&bdesc, &stored)
-            .map_err(|r| self.corrupt(id, &extent, format!("partition {i}: {r}")))?;
-        EngineStats::bump(&self.stats.buffers_read);
-        let bytes = &self.stats.buffer_read_bytes;
-        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
-        drop((flight, stored));
-        self.make_room(buffer.mem_bytes())?;
+        let what = format!("partition {i}");
+        let buffer = self.read_buffer_bytes(id, &img, &desc, &what, |stored| {
+            segment::decode_whole(&bdesc, stored)
+        })?;
         let mut st = self.write_state();
         if self.file.image(id) != Some(img) || st.node(id).is_none() {
             return Ok(());
@@ -237,6 +223,36 @@ impl Tree {
         Ok(())
     }
 
+    /// Reads the stored bytes `desc` of a buffer (whole or one segment, named `what` in
+    /// errors) from image `img` of node `id` with one exact `pread`, decodes them, counts
+    /// the read, and makes room for the result; the stored and decompressed bytes are
+    /// charged until then.
+    fn read_buffer_bytes(
+        &self,
+        id: NodeId,
+        img: &Image,
+        desc: &PartDesc,
+        what: &str,
+        decode: impl FnOnce(&[u8]) -> std::result::Result<MsgBuffer, String>,
+    ) -> Result<MsgBuffer> {
+        let extent = img.extent;
+        if desc.offset as u64 + desc.stored_len as u64 > extent.len as u64 {
+            return Err(self.corrupt(id, &extent, format!("{what} extends past the block")));
+        }
+        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
+        let stored =
+            self.file
+                .read_image_range(img, desc.offset, desc.stored_len, Category::UserRead)?;
+        let buffer =
+            decode(&stored).map_err(|r| self.corrupt(id, &extent, format!("{what}: {r}")))?;
+        EngineStats::bump(&self.stats.buffers_read);
+        let bytes = &self.stats.buffer_read_bytes;
+        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
+        drop((flight, stored));
+        self.make_room(buffer.mem_bytes())?;
+        Ok(buffer)
+    }
+
     /// Reads segment `s` of evicted buffer `c` of internal node `id` alone (one exact
     /// `pread`) and installs it if the node's image and the buffer's descriptor are still
     /// the ones read (B10, S3).
@@ -258,28 +274,12 @@ impl Tree {
         let Some(table) = table.filter(|t| s < t.descs.len()) else {
             return Ok(());
         };
-        let extent = img.extent;
         let desc = table.descs[s];
-        if desc.offset as u64 + desc.stored_len as u64 > extent.len as u64 {
-            return Err(self.corrupt(
-                id,
-                &extent,
-                format!("buffer {c} segment {s} extends past the block"),
-            ));
-        }
-        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
-        let stored =
-            self.file
-                .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
-        let piece = format::decode_partition_raw(&desc, &stored)
-            .and_then(MsgBuffer::decode)
-            .and_then(|b| segment::check_piece(&table, s, &b).map(|()| b))
-            .map_err(|r| self.corrupt(id, &extent, format!("buffer {c} segment {s}: {r}")))?;
-        EngineStats::bump(&self.stats.buffers_read);
-        let bytes = &self.stats.buffer_read_bytes;
-        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
-        drop((flight, stored));
-        self.make_room(piece.mem_bytes())?;
+        let what = format!("buffer {c} segment {s}");
+        let piece = self.read_buffer_bytes(id, &img, &desc, &what, |stored| {
+            let b = format::decode_partition_raw(&desc, stored).and_then(MsgBuffer::decode)?;
+            segment::check_piece(&table, s, &b).map(|()| b)
+        })?;
         let mut st = self.write_state();
         if self.file.image(id) != Some(img) || st.node(id).is_none() {
             return Ok(());
