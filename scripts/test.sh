@@ -4,8 +4,9 @@
 # drivers' CRUD spec tests and pymongo's test_auth.py against a server with --auth (both from
 # the pymongo source package) with pass-count floors, and
 # short cargo-fuzz runs of the wire decoder and the BSON readers.
-# Needs the Rust toolchain (rust-toolchain.toml), Python 3, git, and Node.js with npm (for
-# the mongosh smoke test).
+# Needs rustup (rust-toolchain.toml), a C toolchain (cc, make), Python 3.11+ with venv,
+# Node.js with npm, and the crates.io, PyPI and npm registries on the first run: the README's
+# Prerequisites section, which also lists what this installs and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
