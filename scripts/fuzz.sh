@@ -9,8 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_PER_TARGET:-30}"
 if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz 0.13.2 into ${CARGO_HOME:-$HOME/.cargo}/bin (cargo install)"
     cargo install cargo-fuzz --version 0.13.2 --locked
 fi
+# Built once up front with cargo's progress shown: the first build compiles the workspace
+# with coverage instrumentation into fuzz/target and takes minutes; the runs below reuse it.
+echo "== building the fuzz targets (cargo fuzz build; minutes on the first run, into fuzz/target)"
+RUSTC_BOOTSTRAP=1 cargo fuzz build -s none
 for target in wire_message bson_readers; do
     echo "== fuzz $target for ${secs}s"
     corpus="${CARGO_TARGET_DIR:-target}/fuzz-corpus/$target"
