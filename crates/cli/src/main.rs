@@ -12,6 +12,9 @@ mod set_parameter;
 mod settings;
 mod startup;
 
+#[cfg(test)]
+mod help_tests;
+
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use settings::{Flags, Settings};
@@ -61,8 +64,8 @@ enum Command {
 /// The data directory of an offline command.
 #[derive(Args)]
 struct OfflineArgs {
-    /// Data directory of a stopped server [default ./data].
-    #[arg(long = "dbpath", default_value = "data")]
+    /// Data directory of a stopped server.
+    #[arg(long = "dbpath", default_value = settings::DEFAULT_DBPATH)]
     dbpath: PathBuf,
 }
 
@@ -76,24 +79,25 @@ struct ServeArgs {
     /// net.tls.allowConnectionsWithoutCertificates).
     #[arg(short = 'f', long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Data directory, created if missing [storage.dbPath; default ./data].
+    /// Data directory, created if missing [storage.dbPath] [default: ./data].
     #[arg(long = "dbpath")]
     dbpath: Option<PathBuf>,
-    /// TCP port to listen on; 0 picks a free one and logs it [net.port; default 27017].
+    /// TCP port to listen on; 0 picks a free one and logs it [net.port] [default: 27017].
     #[arg(long)]
     port: Option<u16>,
-    /// Comma-separated addresses or host names to listen on [net.bindIp; default 127.0.0.1].
+    /// Comma-separated addresses or host names to listen on [net.bindIp]
+    /// [default: 127.0.0.1].
     #[arg(long = "bind_ip")]
     bind_ip: Option<String>,
     /// Listen on every IPv4 address [net.bindIpAll].
     #[arg(long = "bind_ip_all")]
     bind_ip_all: bool,
-    /// Engine cache budget in GiB, fractions allowed [storage.shale.cacheSizeGB; default 0.25,
-    /// i.e. 256 MiB; the process keeps its heap under the cache + 64 MiB].
+    /// Engine cache budget in GiB, fractions allowed; the process keeps its heap under the
+    /// cache + 64 MiB [storage.shale.cacheSizeGB] [default: 0.25, i.e. 256 MiB].
     #[arg(long = "cacheSizeGB", alias = "wiredTigerCacheSizeGB")]
     cache_size_gb: Option<f64>,
-    /// Most client connections open at once; more are closed as soon as they are accepted
-    /// [net.maxIncomingConnections; default 1,000,000, capped at 80% of the open-file limit].
+    /// Most client connections open at once; more are closed as soon as they are accepted;
+    /// capped at 80% of the open-file limit [net.maxIncomingConnections] [default: 1000000].
     #[arg(long = "maxConns")]
     max_conns: Option<u64>,
     /// Seconds the rest of a message may take once its first byte has arrived; a client
@@ -112,23 +116,26 @@ struct ServeArgs {
     max_inflight_request_wait_secs: u64,
     /// Seconds a multi-document transaction may stay open before the server aborts it
     /// (mongod's transactionLifetimeLimitSeconds parameter; also
-    /// --setParameter transactionLifetimeLimitSeconds=N, which wins) [default 60].
+    /// --setParameter transactionLifetimeLimitSeconds=N, which wins).
     #[arg(long = "transactionLifetimeLimitSeconds",
+          default_value_t = DEFAULT_TRANSACTION_LIFETIME_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
-    transaction_lifetime_limit_secs: Option<u64>,
+    transaction_lifetime_limit_secs: u64,
     /// Minutes a logical session may stay idle before the server ends it, aborting its
     /// transaction and closing its cursors (mongod's localLogicalSessionTimeoutMinutes
-    /// parameter; also --setParameter localLogicalSessionTimeoutMinutes=N, which wins)
-    /// [default 30].
+    /// parameter; also --setParameter localLogicalSessionTimeoutMinutes=N, which wins).
     #[arg(long = "localLogicalSessionTimeoutMinutes",
+          default_value_t = DEFAULT_SESSION_TIMEOUT_MINUTES,
           value_parser = clap::value_parser!(u64).range(1..))]
-    session_timeout_minutes: Option<u64>,
+    session_timeout_minutes: u64,
     /// A server parameter, name=value (repeatable): enableTestCommands (serves
-    /// configureFailPoint), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes,
-    /// scramIterationCount, scramSHA256IterationCount.
+    /// configureFailPoint; default false), fastUpdates (TokuMX's read-free updates; default
+    /// false), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes (defaults as
+    /// their flags), scramIterationCount (default 10000), scramSHA256IterationCount (default
+    /// 15000).
     #[arg(long = "setParameter", value_name = "NAME=VALUE")]
     set_parameter: Vec<String>,
-    /// Log format: "text" or "json" [systemLog.logFormat; default text].
+    /// Log format: "text" or "json" [systemLog.logFormat] [default: text].
     #[arg(long = "logFormat")]
     log_format: Option<String>,
     /// Write the log to this file instead of stderr [systemLog.path].
@@ -267,14 +274,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         transaction_lifetime_limit: Some(std::time::Duration::from_secs(
             parameters
                 .transaction_lifetime_limit_secs
-                .or(args.transaction_lifetime_limit_secs)
-                .unwrap_or(60),
+                .unwrap_or(args.transaction_lifetime_limit_secs),
         )),
         session_timeout: Some(std::time::Duration::from_secs(
             parameters
                 .session_timeout_minutes
-                .or(args.session_timeout_minutes)
-                .unwrap_or(30)
+                .unwrap_or(args.session_timeout_minutes)
                 .saturating_mul(60),
         )),
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
@@ -337,6 +342,10 @@ fn auth_config(
 
 /// mongod's default connection limit.
 const DEFAULT_MAX_CONNS: u64 = 1_000_000;
+/// mongod's default transactionLifetimeLimitSeconds.
+const DEFAULT_TRANSACTION_LIFETIME_SECS: u64 = 60;
+/// mongod's default localLogicalSessionTimeoutMinutes.
+const DEFAULT_SESSION_TIMEOUT_MINUTES: u64 = 30;
 
 /// The connection limit in force: the one given (or mongod's default), capped, as mongod
 /// caps it, at 80% of the open-file limit, so the data files, the log and the listeners
