@@ -84,3 +84,30 @@ fn main() -> anyhow::Result<()> {
         Command::FastUpdate(args) => wire::run::<wire::FastUpdate>(&args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// The top-level help promises --quick and --json on every workload (issue 28); each
+    /// subcommand must take both.
+    #[test]
+    fn every_workload_takes_quick_and_json() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(
+            help.contains("--quick") && help.contains("--json"),
+            "{help}"
+        );
+        let cli = Cli::command();
+        for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+            for flag in ["quick", "json"] {
+                assert!(
+                    sub.get_arguments().any(|a| a.get_long() == Some(flag)),
+                    "shale-bench {} has no --{flag}",
+                    sub.get_name()
+                );
+            }
+        }
+    }
+}
