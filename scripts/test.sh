@@ -5,8 +5,8 @@
 # the pymongo source package) with pass-count floors, and
 # short cargo-fuzz runs of the wire decoder and the BSON readers.
 # Needs rustup (rust-toolchain.toml), a C toolchain (cc, make), Python 3.11+ with venv,
-# Node.js with npm, and the crates.io, PyPI and npm registries on the first run: the README's
-# Prerequisites section, which also lists what this installs and where.
+# Node.js with npm, openssl, and the crates.io, PyPI and npm registries on the first run:
+# the README's Prerequisites section, which also lists what this installs and where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
