@@ -7,10 +7,17 @@ use super::*;
 use clap::CommandFactory;
 use shale_server::auth::scram::Mechanism;
 
-/// Options that take a value but have no default: without them nothing is read (`--config`),
-/// no parameter is set (`--setParameter`, whose parameters' defaults its help lists), or the
-/// log goes to standard error (`--logpath`, as its help says).
-const NO_DEFAULT: &[&str] = &["config", "setParameter", "logpath"];
+/// Options that take a value but have no default: without them nothing is read (`--config`,
+/// `--tlsCertificateKeyFile`, `--tlsCAFile`), no parameter is set (`--setParameter`, whose
+/// parameters' defaults its help lists), or the log goes to standard error (`--logpath`, as
+/// its help says).
+const NO_DEFAULT: &[&str] = &[
+    "config",
+    "setParameter",
+    "logpath",
+    "tlsCertificateKeyFile",
+    "tlsCAFile",
+];
 
 /// A subcommand's long help, whitespace runs collapsed so a wrapped line still matches.
 fn help_of(name: &str) -> (clap::Command, String) {
@@ -48,6 +55,7 @@ fn stated_defaults_are_the_ones_in_force() {
     let (_, help) = help_of("serve");
     let resolved = settings::resolve(&Flags::default()).expect("defaults resolve");
     assert_eq!(resolved.log_format, settings::LogFormat::Text);
+    assert_eq!(resolved.tls.mode, shale_server::tls::TlsMode::Disabled);
     let cache_bytes = DbOptions::default().engine.cache_bytes;
     let expected = [
         format!("[default: {}]", resolved.dbpath.display()),
@@ -62,6 +70,7 @@ fn stated_defaults_are_the_ones_in_force() {
         format!("[default: {DEFAULT_TRANSACTION_LIFETIME_SECS}]"),
         format!("[default: {DEFAULT_SESSION_TIMEOUT_MINUTES}]"),
         "[default: text]".to_owned(),
+        "[net.tls.mode] [default: disabled]".to_owned(),
         format!(
             "scramIterationCount (default {})",
             Mechanism::Sha1.default_iterations()

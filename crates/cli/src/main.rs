@@ -155,7 +155,7 @@ struct ServeArgs {
     #[arg(long)]
     auth: bool,
     /// TLS for client connections: disabled, allowTLS or preferTLS (TLS and plain text
-    /// both accepted), requireTLS [net.tls.mode].
+    /// both accepted), requireTLS [net.tls.mode] [default: disabled].
     #[arg(long = "tlsMode", value_name = "MODE")]
     tls_mode: Option<String>,
     /// The server's certificate chain and private key in one PEM file
