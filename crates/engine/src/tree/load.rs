@@ -257,28 +257,30 @@ impl Tree {
     /// `pread`) and installs it if the node's image and the buffer's descriptor are still
     /// the ones read (B10, S3).
     fn load_segment(&self, id: NodeId, c: usize, s: usize) -> Result<()> {
-        let (whole, table, img) = {
+        // Only this segment's descriptor and range leave the lock, not the whole table.
+        let (whole, seg, img) = {
             let st = self.read_state();
             let Some(NodeBody::Internal(n)) = st.node(id).map(|n| &n.body) else {
                 return Ok(());
             };
-            let seg = n.segments.get(c).and_then(|p| p.get(s));
-            let loaded = seg.is_some_and(Seg::is_loaded);
-            match n.parts.get(c) {
-                Some(d) if n.buffers[c].is_none() && !loaded && d.segs.is_some() => {
-                    (d.whole, d.segs.clone(), self.image_of(id)?)
+            let slot = n.segments.get(c).and_then(|p| p.get(s));
+            let loaded = slot.is_some_and(Seg::is_loaded);
+            let seg = n
+                .parts
+                .get(c)
+                .and_then(|d| Some((d.whole, d.segs.as_ref()?.read_of(s)?)));
+            match seg {
+                Some((whole, seg)) if n.buffers[c].is_none() && !loaded => {
+                    (whole, seg, self.image_of(id)?)
                 }
                 _ => return Ok(()),
             }
         };
-        let Some(table) = table.filter(|t| s < t.descs.len()) else {
-            return Ok(());
-        };
-        let desc = table.descs[s];
+        let desc = seg.desc;
         let what = format!("buffer {c} segment {s}");
         let piece = self.read_buffer_bytes(id, &img, &desc, &what, |stored| {
             let b = format::decode_partition_raw(&desc, stored).and_then(MsgBuffer::decode)?;
-            segment::check_piece(&table, s, &b).map(|()| b)
+            segment::check_piece(s, seg.range(), &b).map(|()| b)
         })?;
         let mut st = self.write_state();
         if self.file.image(id) != Some(img) || st.node(id).is_none() {
@@ -296,7 +298,7 @@ impl Tree {
         if x.parts.get(c).map(|d| d.whole) != Some(whole) || x.buffers[c].is_some() {
             return Ok(());
         }
-        let k = table.descs.len();
+        let k = seg.count;
         if x.segments.len() <= c {
             x.segments.resize_with(c + 1, Vec::new);
         }

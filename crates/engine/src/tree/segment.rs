@@ -44,7 +44,7 @@ pub struct BufferDesc {
 
 impl BufferDesc {
     pub fn mem_bytes(&self) -> usize {
-        24 + self.segs.as_ref().map_or(0, |t| t.mem_bytes())
+        std::mem::size_of::<Self>() + self.segs.as_ref().map_or(0, |t| t.mem_bytes())
     }
 }
 
@@ -101,6 +101,19 @@ impl SegTable {
         (lo, self.lows.get(s).map(Vec::as_slice))
     }
 
+    /// What reading segment `s` alone needs, copied out of the table: its descriptor, the
+    /// segment count and its key range (the table itself stays in the node).
+    pub fn read_of(&self, s: usize) -> Option<SegRead> {
+        let desc = *self.descs.get(s)?;
+        let (lo, hi) = self.range(s);
+        Some(SegRead {
+            desc,
+            count: self.descs.len(),
+            lo: lo.map(<[u8]>::to_vec),
+            hi: hi.map(<[u8]>::to_vec),
+        })
+    }
+
     pub fn mem_bytes(&self) -> usize {
         alloc_bytes(self.descs.capacity() * std::mem::size_of::<PartDesc>())
             + self
@@ -108,6 +121,22 @@ impl SegTable {
                 .iter()
                 .map(|l| alloc_bytes(l.len()) + 24)
                 .sum::<usize>()
+    }
+}
+
+/// One segment to read alone (`SegTable::read_of`).
+#[derive(Debug, Clone)]
+pub struct SegRead {
+    pub desc: PartDesc,
+    /// Segments in the buffer's table.
+    pub count: usize,
+    pub lo: Option<Vec<u8>>,
+    pub hi: Option<Vec<u8>>,
+}
+
+impl SegRead {
+    pub fn range(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        (self.lo.as_deref(), self.hi.as_deref())
     }
 }
 
@@ -217,9 +246,12 @@ pub fn decode_whole(d: &BufferDesc, stored: &[u8]) -> Result<MsgBuffer, String> 
     MsgBuffer::join(raws)
 }
 
-/// Checks that a segment read alone holds only keys of its range (S2).
-pub fn check_piece(t: &SegTable, s: usize, piece: &MsgBuffer) -> Result<(), String> {
-    let (lo, hi) = t.range(s);
+/// Checks that segment `s`, read alone, holds only keys of its range `[lo, hi)` (S2).
+pub fn check_piece(
+    s: usize,
+    (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+    piece: &MsgBuffer,
+) -> Result<(), String> {
     let first = piece.first_key();
     let last = piece.iter().next_back().map(|(k, _)| k);
     let below = matches!((first, lo), (Some(f), Some(lo)) if f < lo);
