@@ -282,33 +282,7 @@ impl Catalog {
 
     /// Moves `from` to `to` in one catalog write (no data moves).
     pub fn rename(&self, env: &Env, from: &Namespace, to: &Namespace) -> DbResult<()> {
-        let Some(old) = self.get(from) else {
-            return Err(MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("Source collection {from} does not exist"),
-            ));
-        };
-        let moved = Collection {
-            ns: to.clone(),
-            id: old.id,
-            uuid: old.uuid,
-            options: old.options.clone(),
-            docs: old.docs.clone(),
-            size: old.size.clone(),
-            indexes: old.indexes.clone(),
-        };
-        let mut batch = WriteBatch::new();
-        batch.delete(&self.tree, from.to_string().as_bytes());
-        batch.put(
-            &self.tree,
-            to.to_string().as_bytes(),
-            &moved.record_bytes()?,
-        );
-        env.write(batch).map_err(engine_error)?;
-        let mut map = self.write();
-        map.remove(from);
-        map.insert(to.clone(), Arc::new(moved));
-        Ok(())
+        self.move_entry(env, from, to).map(|_| ())
     }
 
     /// Moves `from` to `to` over an existing `to` in one catalog write (delete `from`, put
@@ -316,6 +290,21 @@ impl Catalog {
     /// then drops the replaced collection's trees; returns it. (`$out` renames its temporary
     /// collection over its target so.)
     pub fn replace(
+        &self,
+        env: &Env,
+        from: &Namespace,
+        to: &Namespace,
+    ) -> DbResult<Option<Arc<Collection>>> {
+        let replaced = self.move_entry(env, from, to)?;
+        if let Some(old) = &replaced {
+            drop_trees(env, old)?;
+        }
+        Ok(replaced)
+    }
+
+    /// Deletes `from`'s record and puts it under `to` in one catalog write; returns the
+    /// entry that was at `to` (its trees untouched).
+    fn move_entry(
         &self,
         env: &Env,
         from: &Namespace,
@@ -344,15 +333,9 @@ impl Catalog {
             &moved.record_bytes()?,
         );
         env.write(batch).map_err(engine_error)?;
-        let replaced = {
-            let mut map = self.write();
-            map.remove(from);
-            map.insert(to.clone(), Arc::new(moved))
-        };
-        if let Some(old) = &replaced {
-            drop_trees(env, old)?;
-        }
-        Ok(replaced)
+        let mut map = self.write();
+        map.remove(from);
+        Ok(map.insert(to.clone(), Arc::new(moved)))
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<Namespace, Arc<Collection>>> {
