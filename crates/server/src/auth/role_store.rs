@@ -7,7 +7,7 @@
 
 use super::{user_store, AuthConfig, RoleName};
 use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_db::{Database, DeleteOp, FindSpec, Namespace, UpdateOp};
+use shale_db::{Database, Namespace, UpdateOp};
 use shale_doc::{ErrorCode, MongoError, UpdateSpec};
 
 /// `admin.system.roles`.
@@ -25,27 +25,12 @@ pub fn find(db: &Database, name: &RoleName) -> Result<Option<Document>, MongoErr
 
 /// Roles matching `filter`, ordered by database then name.
 pub fn list(db: &Database, filter: Document) -> Result<Vec<Document>, MongoError> {
-    let spec = FindSpec {
-        filter,
-        sort: Some(doc! { "db": 1, "role": 1 }),
-        ..FindSpec::default()
-    };
-    let mut query = db.find(&roles_namespace(), &spec)?;
-    let mut out = Vec::new();
-    while let Some(raw) = query.next_doc()? {
-        out.push(raw.to_document().map_err(|e| {
-            MongoError::new(
-                ErrorCode::InternalError,
-                format!("a document of admin.system.roles does not decode: {e}"),
-            )
-        })?);
-    }
-    Ok(out)
+    user_store::list_in(db, &roles_namespace(), filter, doc! { "db": 1, "role": 1 })
 }
 
 /// Whether any user-defined role exists.
 pub fn any(db: &Database) -> Result<bool, MongoError> {
-    Ok(db.count(&roles_namespace(), &Document::new(), 0, Some(1), None)? > 0)
+    user_store::any_in(db, &roles_namespace())
 }
 
 /// Stores a new role; `Location51002` when it exists already.
@@ -116,19 +101,7 @@ pub fn delete_and_pull(
     for ns in [user_store::users_namespace(), roles_namespace()] {
         update(db, auth, &ns, referencing.clone(), pull.clone(), true)?;
     }
-    let op = DeleteOp {
-        filter,
-        limit_one: false,
-        hint: None,
-        vars: Default::default(),
-    };
-    let result = db.delete(&roles_namespace(), &[op], true);
-    auth.users_changed();
-    let result = result?;
-    if let Some((_, e)) = result.errors.into_iter().next() {
-        return Err(e);
-    }
-    Ok(result.n)
+    user_store::delete_in(db, auth, &roles_namespace(), filter)
 }
 
 /// One update statement on an auth collection; the number of documents matched.

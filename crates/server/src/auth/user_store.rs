@@ -25,31 +25,43 @@ pub fn find(db: &Database, name: &UserName) -> Result<Option<Document>, MongoErr
 
 /// Users matching `filter`, ordered by database then name.
 pub fn list(db: &Database, filter: Document) -> Result<Vec<Document>, MongoError> {
+    list_in(db, &users_namespace(), filter, doc! { "db": 1, "user": 1 })
+}
+
+/// The documents of auth collection `ns` matching `filter`, in `sort` order (users and
+/// roles: `role_store.rs` shares this).
+pub(super) fn list_in(
+    db: &Database,
+    ns: &Namespace,
+    filter: Document,
+    sort: Document,
+) -> Result<Vec<Document>, MongoError> {
     let spec = FindSpec {
         filter,
-        sort: Some(doc! { "db": 1, "user": 1 }),
+        sort: Some(sort),
         ..FindSpec::default()
     };
-    let mut query = db.find(&users_namespace(), &spec)?;
+    let mut query = db.find(ns, &spec)?;
     let mut out = Vec::new();
     while let Some(raw) = query.next_doc()? {
-        out.push(decode(&raw)?);
+        out.push(raw.to_document().map_err(|e| {
+            MongoError::new(
+                ErrorCode::InternalError,
+                format!("a document of {ns} does not decode: {e}"),
+            )
+        })?);
     }
     Ok(out)
 }
 
-fn decode(raw: &RawDocumentBuf) -> Result<Document, MongoError> {
-    raw.to_document().map_err(|e| {
-        MongoError::new(
-            ErrorCode::InternalError,
-            format!("a document of admin.system.users does not decode: {e}"),
-        )
-    })
-}
-
 /// Whether any user exists (the localhost exception ends with the first).
 pub fn any(db: &Database) -> Result<bool, MongoError> {
-    Ok(db.count(&users_namespace(), &Document::new(), 0, Some(1), None)? > 0)
+    any_in(db, &users_namespace())
+}
+
+/// Whether auth collection `ns` holds any document.
+pub(super) fn any_in(db: &Database, ns: &Namespace) -> Result<bool, MongoError> {
+    Ok(db.count(ns, &Document::new(), 0, Some(1), None)? > 0)
 }
 
 /// Stores a new user; `Location51003` when it exists already.
@@ -111,13 +123,24 @@ pub fn not_found(name: &UserName) -> MongoError {
 
 /// Deletes the users matching `filter` and returns how many there were.
 pub fn delete(db: &Database, auth: &AuthConfig, filter: Document) -> Result<i64, MongoError> {
+    delete_in(db, auth, &users_namespace(), filter)
+}
+
+/// Deletes the documents of auth collection `ns` matching `filter` (telling `auth` its
+/// users or roles changed) and returns how many there were.
+pub(super) fn delete_in(
+    db: &Database,
+    auth: &AuthConfig,
+    ns: &Namespace,
+    filter: Document,
+) -> Result<i64, MongoError> {
     let op = DeleteOp {
         filter,
         limit_one: false,
         hint: None,
         vars: Default::default(),
     };
-    let result = db.delete(&users_namespace(), &[op], true);
+    let result = db.delete(ns, &[op], true);
     auth.users_changed();
     let result = result?;
     if let Some((_, e)) = result.errors.into_iter().next() {
