@@ -70,6 +70,15 @@ pub fn plan(
     if let Some(dir) = natural_hint(hint).or(sort.natural.filter(|_| sort.is_empty())) {
         return Ok(collscan(dir == Direction::Descending, sort.is_empty()));
     }
+    // mongod's IDHACK: one `_id` is one point of the document tree, the best plan there
+    // is, found before the other candidates are gathered (the loop below would pick it
+    // first too: the document tree is its first candidate).
+    if hint.is_none() && filter.contains_key("_id") {
+        let p = build(&id_candidate(), filter, sort);
+        if matches!(p.access, Access::IdRanges { point: true }) {
+            return Ok(p);
+        }
+    }
     let candidates = candidates(coll);
     if let Some(h) = hint {
         let c = candidates.iter().find(|c| hint_matches(c, h)).ok_or_else(|| {
@@ -173,15 +182,20 @@ fn usable(index: &Index) -> bool {
     index.def.partial.is_none() && !index.def.has_positional_path()
 }
 
-fn candidates(coll: &Collection) -> Vec<Candidate> {
-    let mut v = vec![Candidate {
+/// The document tree as a candidate: unique on `_id`, holding the whole document.
+fn id_candidate() -> Candidate {
+    Candidate {
         index: None,
         fields: vec![("_id".to_owned(), Direction::Ascending)],
         multikey: false,
         unique: true,
         sparse: false,
         clustering: true,
-    }];
+    }
+}
+
+fn candidates(coll: &Collection) -> Vec<Candidate> {
+    let mut v = vec![id_candidate()];
     for i in &coll.indexes {
         v.push(Candidate {
             index: Some(i.clone()),

@@ -10,6 +10,7 @@
 //! a message under the stall deadline and the in-flight budget is `message_reader.rs`'s;
 //! this file answers what it reads, a refused request included (`ExceededMemoryLimit`).
 
+use crate::command::Command;
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
 use crate::transport::Transport;
@@ -19,7 +20,7 @@ use crate::wire::{
     MAX_BSON_INTERNAL_BYTES, MSG_FLAG_MORE_TO_COME,
 };
 use crate::{inflight, legacy, net_stats, ConnectionCtx};
-use bson::Document;
+use bson::{Document, RawBsonRef};
 use shale_doc::{ErrorCode, MongoError};
 use std::io::Write;
 use std::net::TcpStream;
@@ -272,7 +273,7 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
         OpCode::Msg => match OpMsg::decode(whole) {
             Ok(msg) => {
                 let more_to_come = msg.flags & MSG_FLAG_MORE_TO_COME != 0;
-                let command = first_key(&msg.body);
+                let command = crate::command::first_key(msg.body).map(str::to_owned);
                 let reply = run_msg(ctx, msg);
                 if more_to_come {
                     return None;
@@ -287,8 +288,9 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
                     return Some(legacy_reply(legacy::run_query(ctx, header.request_id, &q)));
                 };
                 let command = q.command();
-                let reply = run_command_in(ctx, db, &command);
-                (reply, first_key(&command), OpCode::Query)
+                let name = first_key(&command);
+                tracing::debug!(conn = ctx.connection_id, db, command = name, "command");
+                (dispatch(ctx, db, &command), name, OpCode::Query)
             }
             Err(e) => {
                 let failure = legacy::failure_reply(header.request_id, &legacy::wire_error(&e));
@@ -325,38 +327,32 @@ fn first_key(body: &Document) -> Option<String> {
     body.keys().next().cloned()
 }
 
-/// Runs an OP_MSG: an `insert` whose documents came as a document sequence takes them raw;
-/// any other command sees its sequences folded into its body.
-fn run_msg(ctx: &ConnectionCtx, mut msg: OpMsg) -> ReplyBody {
-    let Ok(db) = msg.body.get_str("$db").map(str::to_owned) else {
+/// Runs an OP_MSG on its raw body: an `insert` whose documents came as a document
+/// sequence takes them as they came; any other command reads its sequences through
+/// `Command`.
+fn run_msg(ctx: &ConnectionCtx, msg: OpMsg<'_>) -> ReplyBody {
+    let Some(RawBsonRef::String(db)) = crate::command::get(msg.body, "$db") else {
         return ReplyBody::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
             "OP_MSG body has no string field '$db'",
         )));
     };
-    let raw_insert = msg.body.keys().next().is_some_and(|k| k == "insert")
+    let raw_insert = crate::command::first_key(msg.body) == Some("insert")
         && matches!(msg.sequences.as_slice(), [(id, _)] if id == "documents");
-    if raw_insert {
-        let (_, docs) = msg.sequences.pop().expect("one sequence");
-        tracing::debug!(
-            conn = ctx.connection_id,
-            db,
-            command = "insert",
-            docs = docs.len(),
-            "command"
-        );
-        return crate::commands::dispatch_insert_raw(ctx, &db, &msg.body, docs);
-    }
-    if let Err(e) = msg.fold_sequences() {
-        return wire_error_reply(&e).into();
-    }
-    run_command_in(ctx, &db, &msg.body)
-}
-
-fn run_command_in(ctx: &ConnectionCtx, db: &str, body: &Document) -> ReplyBody {
-    let name = body.keys().next().map(String::as_str).unwrap_or("");
-    tracing::debug!(conn = ctx.connection_id, db, command = name, "command");
-    dispatch(ctx, db, body)
+    let mut cmd = Command::new(msg.body, msg.sequences);
+    let docs = if raw_insert {
+        cmd.take_sequence("documents")
+    } else {
+        None
+    };
+    tracing::debug!(
+        conn = ctx.connection_id,
+        db,
+        command = cmd.name(),
+        docs = docs.as_ref().map(Vec::len),
+        "command"
+    );
+    crate::commands::dispatch_command(ctx, db, &cmd, docs)
 }
 
 /// The error reply for a message that could not be decoded, with mongod's code for it.
@@ -423,7 +419,10 @@ mod tests {
         };
         let op = OpCode::from_i32(i32::from_le_bytes(plain[12..16].try_into().expect("4")));
         let body = match op {
-            OpCode::Msg => OpMsg::decode(&plain).expect("reply OP_MSG").body,
+            OpCode::Msg => {
+                let msg = OpMsg::decode(&plain).expect("reply OP_MSG");
+                Document::try_from(msg.body).expect("reply body decodes")
+            }
             OpCode::Reply => Document::from_reader(&plain[HEADER_LEN + 20..]).expect("doc"),
             other => panic!("unexpected reply opcode {other:?}"),
         };

@@ -3,6 +3,7 @@
 //! owns no storage: everything persistent goes through `shale_db`.
 
 pub mod auth;
+pub mod command;
 pub mod commands;
 mod connection;
 pub mod fail_point;

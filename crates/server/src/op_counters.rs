@@ -5,6 +5,7 @@
 //! failed). Legacy opcodes run as commands, so they are counted the same way. Relaxed
 //! atomics only: counting never blocks a command.
 
+use crate::command::Command;
 use crate::commands::Reply;
 use bson::{doc, Bson, Document, RawBsonRef, RawDocument};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -24,10 +25,14 @@ static RETURNED: AtomicU64 = AtomicU64::new(0);
 static USER_ASSERTS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts one command: `raw_documents` is the number of documents an OP_MSG insert sent as
-/// a document sequence (they are not in `body`).
-pub fn record(name: &str, body: &Document, raw_documents: Option<usize>, reply: &Reply) {
-    let statements = |field: &str| body.get_array(field).map_or(0, |a| a.len() as u64);
-    match name {
+/// a document sequence and the dispatcher took out of the command.
+pub fn record(cmd: &Command<'_>, raw_documents: Option<usize>, reply: &Reply) {
+    let statements = |field: &str| match (cmd.get(field), cmd.sequence(field)) {
+        (Some(RawBsonRef::Array(a)), _) => a.into_iter().count() as u64,
+        (_, Some(docs)) => docs.len() as u64,
+        _ => 0,
+    };
+    match cmd.name() {
         "insert" => {
             let n = raw_documents.map_or_else(|| statements("documents"), |n| n as u64);
             INSERT.fetch_add(n, Relaxed);
@@ -46,7 +51,7 @@ pub fn record(name: &str, body: &Document, raw_documents: Option<usize>, reply: 
         add(&USER_ASSERTS, 1);
         return;
     }
-    match (name, raw) {
+    match (cmd.name(), raw) {
         ("find", Some(r)) => add(&RETURNED, batch_len(r, "firstBatch")),
         ("getMore", Some(r)) => add(&RETURNED, batch_len(r, "nextBatch")),
         ("insert", None) => add(&INSERTED, reply_number(reply, "n")),
@@ -131,15 +136,17 @@ mod tests {
     #[test]
     fn inserts_count_documents_and_finds_what_they_returned() {
         let before = opcounters_document();
-        let body = doc! {"insert": "c", "documents": [{}, {}, {}]};
-        record("insert", &body, None, &Reply::Doc(doc! {"n": 3, "ok": 1.0}));
-        record("insert", &body, Some(2), &Reply::Doc(doc! {"ok": 0.0}));
+        let body = Command::from_doc(doc! {"insert": "c", "documents": [{}, {}, {}]});
+        let body = body.expect("raw");
+        record(&body, None, &Reply::Doc(doc! {"n": 3, "ok": 1.0}));
+        record(&body, Some(2), &Reply::Doc(doc! {"ok": 0.0}));
         let after = opcounters_document();
         let gained = after.get_i64("insert").expect("n") - before.get_i64("insert").expect("n");
         assert!(gained >= 5, "other tests count too, never less");
         let raw = bson::rawdoc! {"cursor": {"firstBatch": [{}, {}], "id": 0i64}, "ok": 1.0};
         let returned = document_metrics().get_i64("returned").expect("n");
-        record("find", &doc! {"find": "c"}, None, &Reply::Raw(raw));
+        let find = Command::from_doc(doc! {"find": "c"}).expect("raw");
+        record(&find, None, &Reply::Raw(raw));
         assert!(document_metrics().get_i64("returned").expect("n") >= returned + 2);
     }
 }

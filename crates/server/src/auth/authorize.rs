@@ -10,9 +10,10 @@ use super::cursor_users::{self, coauthorized};
 use super::privileges::{allows, Privilege, Resource};
 use super::role_graph::{self, Resolved};
 use super::{LoggedIn, RoleName, UserName};
+use crate::command::Command;
 use crate::commands::Reply;
 use crate::ConnectionCtx;
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawBsonRef};
 use shale_doc::{ErrorCode, MongoError};
 
 /// The roles `users` hold through the role graph and the privileges those grant, merged by
@@ -157,23 +158,23 @@ fn check_kill_cursors(
 
 /// After a command ran under `--auth`: records who opened a new cursor, forgets an
 /// exhausted or killed one.
-pub fn after(ctx: &ConnectionCtx, name: &str, body: &Document, reply: &Reply) {
+pub fn after(ctx: &ConnectionCtx, cmd: &Command<'_>, reply: &Reply) {
     if !ctx.server.auth.enabled {
         return;
     }
     let table = &ctx.server.auth.cursor_users;
-    match name {
+    match cmd.name() {
         "killCursors" => {
-            if let Some(Bson::Array(ids)) = body.get("cursors") {
-                ids.iter()
-                    .filter_map(Bson::as_i64)
+            if let Some(RawBsonRef::Array(ids)) = cmd.get("cursors") {
+                ids.into_iter()
+                    .filter_map(|v| v.ok()?.as_i64())
                     .for_each(|id| table.forget(id));
             }
         }
         "getMore" => {
             let exhausted = matches!(reply_cursor_id(reply), Some(0));
-            if let (true, Some(Bson::Int64(id))) = (exhausted, body.get("getMore")) {
-                table.forget(*id);
+            if let (true, Some(RawBsonRef::Int64(id))) = (exhausted, cmd.get("getMore")) {
+                table.forget(id);
             }
         }
         _ => {

@@ -9,8 +9,8 @@
 
 use super::role_graph::Resolved;
 use super::{conversation, user_store, AuthSession, LoggedIn};
+use crate::command::Command;
 use crate::ConnectionCtx;
-use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::Arc;
 
@@ -37,13 +37,18 @@ pub fn requires_authentication(name: &str) -> bool {
 
 /// Refuses command `name` on database `db` when access control requires a user first, or
 /// when the logged-in users' roles do not allow it.
-pub fn check(ctx: &ConnectionCtx, name: &str, db: &str, body: &Document) -> Result<(), MongoError> {
+pub fn check(
+    ctx: &ConnectionCtx,
+    name: &str,
+    db: &str,
+    cmd: &Command<'_>,
+) -> Result<(), MongoError> {
     if !ctx.server.auth.enabled || !requires_authentication(name) {
         return Ok(());
     }
     let (users, resolved) = authorization(ctx)?;
     if !users.is_empty() {
-        return super::authorize::check(ctx, &users, &resolved, name, db, body);
+        return super::authorize::check(ctx, &users, &resolved, name, db, cmd.doc()?);
     }
     if name == "createUser" && db == "admin" && localhost_exception(ctx)? {
         return Ok(());

@@ -7,20 +7,35 @@
 
 use super::data::{
     bind_let, command_name, command_vars, doc_array, missing, namespace, opt_bool, opt_doc,
-    raw_to_bson, to_raw,
+    raw_to_bson, wrong_type,
 };
-use super::{retryable_writes, CommandResult};
+use super::{raw_args, retryable_writes, CommandResult};
+use crate::command::{to_bson, Command};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawBsonRef, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
 use shale_doc::{ErrorCode, MongoError, UpdateSpec, Variables};
 
 /// Most statements in one write command (`maxWriteBatchSize`).
 const MAX_BATCH: usize = 100_000;
 
-pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let docs = doc_array(body, "insert", "documents")?;
-    insert_documents(ctx, db, body, docs.into_iter().map(to_raw).collect())
+/// `insert` read from the raw body: its documents copied out of the body's array (or a
+/// document sequence) as they are, never decoded.
+pub fn insert(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let docs: Vec<RawDocumentBuf> = match (cmd.get("documents"), cmd.sequence("documents")) {
+        (Some(RawBsonRef::Array(items)), _) => items
+            .into_iter()
+            .map(|v| match v {
+                Ok(RawBsonRef::Document(d)) => Ok(d.to_owned()),
+                Ok(other) => Err(wrong_type("insert.documents", &to_bson(other), "object")),
+                Err(e) => Err(MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
+            })
+            .collect::<Result<_, _>>()?,
+        (Some(v), _) => return Err(wrong_type("insert.documents", &to_bson(v), "array")),
+        (None, Some(seq)) => seq.to_vec(),
+        (None, None) => return Err(missing("insert.documents")),
+    };
+    insert_documents(ctx, db, cmd, docs.into_iter().map(Ok).collect())
 }
 
 /// `insert` whose documents came as an OP_MSG document sequence: stored as they came (raw,
@@ -28,10 +43,10 @@ pub fn insert(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
 pub fn insert_raw(
     ctx: &ConnectionCtx,
     db: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     docs: Vec<RawDocumentBuf>,
 ) -> CommandResult {
-    insert_documents(ctx, db, body, docs.into_iter().map(Ok).collect())
+    insert_documents(ctx, db, cmd, docs.into_iter().map(Ok).collect())
 }
 
 /// Prepares (`_id` first, generated if missing) and inserts `docs`; a document that failed
@@ -39,12 +54,12 @@ pub fn insert_raw(
 fn insert_documents(
     ctx: &ConnectionCtx,
     db: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     docs: Vec<Result<RawDocumentBuf, MongoError>>,
 ) -> CommandResult {
-    let ns = namespace(db, body, "insert")?;
+    let ns = raw_args::namespace(db, cmd, "insert")?;
     check_batch_len(docs.len())?;
-    let ordered = opt_bool(body, "insert", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_bool(cmd, "insert", "ordered")?.unwrap_or(true);
     let mut prepared = Vec::with_capacity(docs.len());
     let mut early_errors = Vec::new();
     let mut positions = Vec::with_capacity(docs.len());

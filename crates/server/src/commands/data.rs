@@ -3,14 +3,13 @@
 //! type, `Location40414` for a missing field), namespaces, and the cursor reply shape
 //! (`cursor: {firstBatch|nextBatch, id, ns}`).
 
-use super::{aggregate, crud, ddl, query, Handler, RawHandler};
+use super::{aggregate, crud, ddl, query, Handler, RawBodyHandler, RawHandler};
 use bson::{doc, Bson, Document, RawArrayBuf, RawBson, RawDocumentBuf};
 use shale_db::{Batch, Namespace};
 use shale_doc::{ErrorCode, MongoError, Variables};
 
 /// Data and catalog commands, by the names clients send.
 pub const COMMANDS: &[(&str, Handler)] = &[
-    ("insert", crud::insert),
     ("update", crud::update),
     ("delete", crud::delete),
     ("findAndModify", crud::find_and_modify),
@@ -40,6 +39,10 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 /// engine to the socket without being decoded (the hot read path).
 pub const RAW_COMMANDS: &[(&str, RawHandler)] =
     &[("find", query::find), ("getMore", query::get_more)];
+
+/// Commands that read their arguments from the raw body (the hot write path): the body is
+/// never decoded into an owned document.
+pub const RAW_BODY_COMMANDS: &[(&str, RawBodyHandler)] = &[("insert", crud::insert)];
 
 /// The name a command was sent under (its first key): an alias (`findandmodify`,
 /// `deleteIndexes`) names its fields in errors by the name the client used.

@@ -1,5 +1,6 @@
-//! Command dispatch: finds the handler for a command document's first key and turns its
-//! result into a reply document (`ok: 1` or `ok: 0` with `errmsg`, `code`, `codeName`).
+//! Command dispatch: finds the handler for a command's first key and turns its result into a
+//! reply document (`ok: 1` or `ok: 0` with `errmsg`, `code`, `codeName`). Dispatch reads the
+//! raw body (`crate::command`); hot handlers do too, the rest get the body decoded once.
 //! One file per command family; handlers never see the wire format.
 
 mod aggregate;
@@ -18,6 +19,7 @@ mod list_commands;
 mod list_local_sessions;
 mod parameters;
 mod query;
+mod raw_args;
 pub mod retryable_writes;
 mod roles;
 mod roles_info;
@@ -31,6 +33,7 @@ mod users_info;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
+use crate::command::Command;
 use crate::ConnectionCtx;
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
@@ -44,7 +47,11 @@ pub(crate) type Handler = fn(&ConnectionCtx, &str, &Document) -> CommandResult;
 /// A command's outcome built as raw BSON (cursor replies: documents are never decoded).
 pub type RawResult = Result<RawDocumentBuf, MongoError>;
 
-pub(crate) type RawHandler = fn(&ConnectionCtx, &str, &Document) -> RawResult;
+/// A handler that reads the command's raw body and builds a raw reply.
+pub(crate) type RawHandler = fn(&ConnectionCtx, &str, &Command<'_>) -> RawResult;
+
+/// A handler that reads the command's raw body and builds an owned reply.
+pub(crate) type RawBodyHandler = fn(&ConnectionCtx, &str, &Command<'_>) -> CommandResult;
 
 /// A reply body, owned or already serialised.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,58 +143,53 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("rollbackTransaction", connection_txn::rollback_transaction),
 ];
 
-/// Runs the command in `body` against database `db` and returns the reply.
+/// Runs a command built in memory (the legacy opcodes, OP_QUERY commands, tests) against
+/// database `db` and returns the reply.
 pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Reply {
-    dispatch_with(ctx, db, body, None)
+    match Command::from_doc(body.clone()) {
+        Ok(cmd) => dispatch_command(ctx, db, &cmd, None),
+        Err(e) => Reply::Doc(error_reply(&e)),
+    }
 }
 
-/// Runs an `insert` whose documents came raw in an OP_MSG document sequence.
-pub fn dispatch_insert_raw(
+/// Runs a command as the wire delivered it; `raw_documents` are an insert's documents
+/// taken from its OP_MSG document sequence, stored as they came.
+pub fn dispatch_command(
     ctx: &ConnectionCtx,
     db: &str,
-    body: &Document,
-    docs: Vec<RawDocumentBuf>,
-) -> Reply {
-    dispatch_with(ctx, db, body, Some(docs))
-}
-
-/// Checks a command's session fields, then runs it: as it is, as a statement of its
-/// session's transaction, or as a retryable write (a transaction number without
-/// `autocommit`).
-fn dispatch_with(
-    ctx: &ConnectionCtx,
-    db: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
     let raw_count = raw_documents.as_ref().map(Vec::len);
-    let reply = dispatch_checked(ctx, db, body, raw_documents);
-    let name = body.keys().next().map_or("", String::as_str);
-    crate::op_counters::record(name, body, raw_count, &reply);
+    let reply = dispatch_checked(ctx, db, cmd, raw_documents);
+    crate::op_counters::record(cmd, raw_count, &reply);
     reply
 }
 
-/// Checks access and session fields, then runs the command.
+/// Checks access and session fields, then runs the command: as it is, as a statement of
+/// its session's transaction, or as a retryable write (a transaction number without
+/// `autocommit`).
 fn dispatch_checked(
     ctx: &ConnectionCtx,
     db: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
-    let Some(name) = body.keys().next() else {
+    let name = cmd.name();
+    if name.is_empty() {
         return Reply::Doc(error_reply(&MongoError::new(
             ErrorCode::FailedToParse,
             "empty command document",
         )));
-    };
+    }
     // Access control first, as mongod: an unauthenticated client learns nothing more.
     if is_known(ctx, name) {
-        if let Err(e) = crate::auth::gate::check(ctx, name, db, body) {
+        if let Err(e) = crate::auth::gate::check(ctx, name, db, cmd) {
             return Reply::Doc(error_reply(&e));
         }
     }
-    let kind = txn_fields::classify(body);
-    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(body)?)));
+    let kind = txn_fields::classify(cmd.raw());
+    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(cmd.raw())?)));
     let (kind, lsid) = match lsid {
         Ok(ok) => ok,
         Err(e) => return Reply::Doc(error_reply(&e)),
@@ -210,8 +212,8 @@ fn dispatch_checked(
             return reply;
         }
     }
-    let reply = run_kind(ctx, db, name, body, &kind, lsid.is_some(), raw_documents);
-    crate::auth::authorize::after(ctx, name, body, &reply);
+    let reply = run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents);
+    crate::auth::authorize::after(ctx, cmd, &reply);
     fail_command::after(ctx, name, reply)
 }
 
@@ -220,30 +222,28 @@ fn dispatch_checked(
 fn run_kind(
     ctx: &ConnectionCtx,
     db: &str,
-    name: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     kind: &Kind,
     has_lsid: bool,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
+    let name = cmd.name();
     match kind {
         Kind::Transaction(f) if command_names().any(|n| n == name) => {
-            transactions::run(ctx, db, name, body, f, |c| {
-                route(c, db, name, body, raw_documents)
-            })
+            transactions::run(ctx, db, cmd, f, |c| route(c, db, cmd, raw_documents))
         }
         Kind::RetryableWrite(f) if command_names().any(|n| n == name) => {
-            retryable_writes::run(ctx, name, f, |c| route(c, db, name, body, raw_documents))
+            retryable_writes::run(ctx, name, f, |c| route(c, db, cmd, raw_documents))
         }
         _ if !has_lsid => {
             // The documents move into whichever closure runs.
             let mut docs = raw_documents;
             let in_conn_txn = connection_txn::run(ctx, db, name, is_data_command(name), |c| {
-                route(c, db, name, body, docs.take())
+                route(c, db, cmd, docs.take())
             });
-            in_conn_txn.unwrap_or_else(|| route(ctx, db, name, body, docs))
+            in_conn_txn.unwrap_or_else(|| route(ctx, db, cmd, docs))
         }
-        _ => route(ctx, db, name, body, raw_documents),
+        _ => route(ctx, db, cmd, raw_documents),
     }
 }
 
@@ -289,29 +289,33 @@ fn is_data_command(name: &str) -> bool {
         .iter()
         .map(|(n, _)| *n)
         .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
+        .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n))
         .any(|n| n == name)
 }
 
-/// Routes a command to its handler: raw insert documents, a raw-reply handler, or an
-/// owned-reply handler.
+/// Routes a command to its handler: raw insert documents, a raw handler (the hot paths,
+/// which read the raw body), or an owned-body handler (the body decoded once, here).
 fn route(
     ctx: &ConnectionCtx,
     db: &str,
-    name: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
+    let name = cmd.name();
     if let Some(docs) = raw_documents {
-        return Reply::Doc(finish(crud::insert_raw(ctx, db, body, docs)));
+        return Reply::Doc(finish(crud::insert_raw(ctx, db, cmd, docs)));
     }
     if let Some((_, raw)) = data::RAW_COMMANDS.iter().find(|(n, _)| *n == name) {
-        return match raw(ctx, db, body) {
+        return match raw(ctx, db, cmd) {
             Ok(mut reply) => {
                 reply.append("ok", 1.0);
                 Reply::Raw(reply)
             }
             Err(e) => Reply::Doc(error_reply(&e)),
         };
+    }
+    if let Some((_, raw)) = data::RAW_BODY_COMMANDS.iter().find(|(n, _)| *n == name) {
+        return Reply::Doc(finish(raw(ctx, db, cmd)));
     }
     let handler = COMMANDS
         .iter()
@@ -320,7 +324,7 @@ fn route(
         .map(|(_, h)| *h)
         .or_else(|| test_command(ctx, name));
     let result = match handler {
-        Some(handler) => handler(ctx, db, body),
+        Some(handler) => cmd.doc().and_then(|body| handler(ctx, db, body)),
         None => Err(MongoError::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
@@ -376,6 +380,7 @@ pub fn command_names() -> impl Iterator<Item = &'static str> {
         .chain(data::COMMANDS)
         .map(|(n, _)| *n)
         .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
+        .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n))
 }
 
 /// Fields any command may carry besides its own (mongod's generic arguments).

@@ -4,57 +4,68 @@
 //! read whole on the transaction's snapshot and served from memory.
 
 use super::data::{
-    command_name, command_vars, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc,
-    opt_hint, opt_i64, req_str, type_name, wrong_type,
+    command_name, command_vars, cursor_reply_raw, missing, namespace, opt_count, opt_doc, opt_i64,
+    req_str, type_name, wrong_type,
 };
-use super::{CommandResult, RawResult};
+use super::{raw_args, CommandResult, RawResult};
+use crate::command::{to_bson, Command};
 use crate::session_table::describe_lsid;
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawBsonRef, RawDocument};
 use shale_db::{DocSource, FindSpec, Namespace, VecSource};
 use shale_doc::{ErrorCode, MongoError};
 
-/// Parses a find command's query fields.
-fn find_spec(body: &Document, c: &str) -> Result<(FindSpec, Option<u64>, bool), MongoError> {
+/// Parses a find command's query fields from its raw body; only the filter, sort and
+/// projection are decoded (the planner and sort still take owned documents).
+fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool), MongoError> {
+    let owned = |d: Option<&RawDocument>| d.map(owned_doc).transpose();
     // `limit: 0` means no limit.
-    let limit = opt_count(body, c, "limit")?.filter(|n| *n > 0);
+    let limit = raw_args::opt_count(cmd, c, "limit")?.filter(|n| *n > 0);
     let spec = FindSpec {
-        filter: opt_doc(body, c, "filter")?.cloned().unwrap_or_default(),
-        sort: opt_doc(body, c, "sort")?.cloned().filter(|s| !s.is_empty()),
-        projection: opt_doc(body, c, "projection")?.cloned(),
-        skip: opt_count(body, c, "skip")?.unwrap_or(0),
+        filter: owned(raw_args::opt_doc(cmd, c, "filter")?)?.unwrap_or_default(),
+        sort: owned(raw_args::opt_doc(cmd, c, "sort")?)?.filter(|s| !s.is_empty()),
+        projection: owned(raw_args::opt_doc(cmd, c, "projection")?)?,
+        skip: raw_args::opt_count(cmd, c, "skip")?.unwrap_or(0),
         limit,
-        hint: opt_hint(body)?,
-        vars: command_vars(body, c)?,
+        hint: raw_args::opt_hint(cmd)?,
+        vars: raw_args::command_vars(cmd, c)?,
     };
-    let batch_size = opt_count(body, c, "batchSize")?;
-    let single = opt_bool(body, c, "singleBatch")?.unwrap_or(false);
+    let batch_size = raw_args::opt_count(cmd, c, "batchSize")?;
+    let single = raw_args::opt_bool(cmd, c, "singleBatch")?.unwrap_or(false);
     Ok((spec, batch_size, single))
 }
 
-pub fn find(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
-    let ns = namespace(db, body, "find")?;
-    let (spec, batch_size, single) = find_spec(body, "find")?;
+/// An owned copy of a checked raw sub-document.
+fn owned_doc(d: &RawDocument) -> Result<Document, MongoError> {
+    Document::try_from(d).map_err(|e| {
+        MongoError::new(
+            ErrorCode::InvalidBSON,
+            format!("document does not decode: {e}"),
+        )
+    })
+}
+
+pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
+    let ns = raw_args::namespace(db, cmd, "find")?;
+    let (spec, batch_size, single) = find_spec(cmd, "find")?;
     let batch_size = batch_size.map(|b| b as usize);
     let source: Box<dyn DocSource> = match &ctx.txn {
         // Read whole on the transaction's snapshot: later getMores cannot reach it.
         Some(t) => Box::new(VecSource(ctx.db.find_in(t, &ns, &spec)?.into_iter())),
         None => Box::new(ctx.db.find(&ns, &spec)?),
     };
-    let batch = ctx.db.cursors().first_batch(
-        &ns.to_string(),
-        source,
-        batch_size,
-        single,
-        ctx.cursor_owner(),
-    )?;
-    Ok(cursor_reply_raw(&ns.to_string(), batch, "firstBatch"))
+    let ns = ns.to_string();
+    let batch =
+        ctx.db
+            .cursors()
+            .first_batch(&ns, source, batch_size, single, ctx.cursor_owner())?;
+    Ok(cursor_reply_raw(&ns, batch, "firstBatch"))
 }
 
-pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
-    let id = match body.get("getMore") {
-        Some(Bson::Int64(id)) => *id,
-        Some(other) => return Err(wrong_type("getMore.getMore", other, "long")),
+pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
+    let id = match cmd.get("getMore") {
+        Some(RawBsonRef::Int64(id)) => id,
+        Some(other) => return Err(wrong_type("getMore.getMore", &to_bson(other), "long")),
         None => {
             return Err(MongoError::new(
                 ErrorCode::FailedToParse,
@@ -62,13 +73,14 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, body: &Document) -> RawResult {
             ))
         }
     };
-    let ns = Namespace::new(db, req_str(body, "getMore", "collection")?)?;
-    let batch_size = opt_count(body, "getMore", "batchSize")?.map(|b| b as usize);
+    let ns = Namespace::new(db, raw_args::req_str(cmd, "getMore", "collection")?)?;
+    let batch_size = raw_args::opt_count(cmd, "getMore", "batchSize")?.map(|b| b as usize);
     if let Some(owner) = ctx.db.cursors().owner(id) {
         check_session(id, owner, ctx.lsid)?;
     }
-    let batch = ctx.db.cursors().get_more(id, &ns.to_string(), batch_size)?;
-    Ok(cursor_reply_raw(&ns.to_string(), batch, "nextBatch"))
+    let ns = ns.to_string();
+    let batch = ctx.db.cursors().get_more(id, &ns, batch_size)?;
+    Ok(cursor_reply_raw(&ns, batch, "nextBatch"))
 }
 
 /// A getMore must run in the session its cursor was opened in, or in none if it was opened
@@ -193,7 +205,7 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     let (ns, spec) = match name {
         "find" => {
             let ns = namespace(db, inner, "find")?;
-            (ns, find_spec(inner, "find")?.0)
+            (ns, find_spec(&Command::from_doc(inner.clone())?, "find")?.0)
         }
         "count" | "distinct" => {
             let ns = namespace(db, inner, name)?;

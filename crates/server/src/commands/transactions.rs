@@ -10,9 +10,10 @@
 
 use super::txn_fields::TxnFields;
 use super::{error_reply, require_admin, CommandResult, Reply};
+use crate::command::{to_bson, Command};
 use crate::session_table::{SessionState, TxnPhase};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawBsonRef};
 use shale_db::UserTxn;
 use shale_doc::{ErrorCode, MongoError};
 
@@ -48,12 +49,11 @@ const TRANSIENT: &[ErrorCode] = &[
 pub(crate) fn run(
     ctx: &ConnectionCtx,
     db: &str,
-    name: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     f: &TxnFields,
     run: impl FnOnce(&ConnectionCtx) -> Reply,
 ) -> Reply {
-    match run_checked(ctx, db, name, body, f, run) {
+    match run_checked(ctx, db, cmd, f, run) {
         Ok(reply) => reply,
         Err(e) => Reply::Doc(labelled(error_reply(&e))),
     }
@@ -62,16 +62,16 @@ pub(crate) fn run(
 fn run_checked(
     ctx: &ConnectionCtx,
     db: &str,
-    name: &str,
-    body: &Document,
+    cmd: &Command<'_>,
     f: &TxnFields,
     run: impl FnOnce(&ConnectionCtx) -> Reply,
 ) -> Result<Reply, MongoError> {
+    let name = cmd.name();
     let ends = matches!(name, "commitTransaction" | "abortTransaction");
     check_allowed(db, name, ends)?;
     if ends {
         require_admin(db, name)?;
-    } else if body.contains_key("writeConcern") {
+    } else if cmd.has("writeConcern") {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
             "writeConcern is not allowed within a multi-statement transaction",
@@ -79,7 +79,7 @@ fn run_checked(
     }
     let session = ctx.sessions.checkout(f.lsid);
     let mut st = session.lock();
-    let Some(txn) = enter(ctx, &mut st, f, name, body)? else {
+    let Some(txn) = enter(ctx, &mut st, f, name, cmd)? else {
         // A retried commit of a committed transaction.
         return Ok(ok_reply());
     };
@@ -128,7 +128,7 @@ fn enter(
     st: &mut SessionState,
     f: &TxnFields,
     name: &str,
-    body: &Document,
+    cmd: &Command<'_>,
 ) -> Result<Option<UserTxn>, MongoError> {
     let (n, active) = (f.txn_number, st.txn_number);
     if n < active {
@@ -152,7 +152,7 @@ fn enter(
                 ),
             ));
         }
-        check_first_read_concern(body)?;
+        check_first_read_concern(cmd.get("readConcern").map(to_bson).as_ref())?;
         // A newer transaction number aborts the session's open transaction.
         st.abort(&ctx.db);
         st.txn_number = n;
@@ -167,10 +167,7 @@ fn enter(
              transaction number",
         ));
     }
-    if body
-        .get_document("readConcern")
-        .is_ok_and(|r| !r.is_empty())
-    {
+    if matches!(cmd.get("readConcern"), Some(RawBsonRef::Document(r)) if !r.is_empty()) {
         return Err(MongoError::new(
             ErrorCode::InvalidOptions,
             "Only the first command in a transaction may specify a readConcern",
@@ -191,8 +188,8 @@ fn enter(
 
 /// The first statement's readConcern: level local, majority or snapshot (all read the
 /// newest commit on this single node), or none.
-fn check_first_read_concern(body: &Document) -> Result<(), MongoError> {
-    let rc = match body.get("readConcern") {
+fn check_first_read_concern(read_concern: Option<&Bson>) -> Result<(), MongoError> {
+    let rc = match read_concern {
         None | Some(Bson::Null) => return Ok(()),
         Some(Bson::Document(d)) => d,
         Some(_) => {
@@ -375,14 +372,19 @@ mod tests {
     fn only_snapshot_majority_or_local_may_start_a_transaction() {
         for level in ["local", "majority", "snapshot"] {
             let body = doc! {"find": "c", "readConcern": {"level": level}};
-            assert!(check_first_read_concern(&body).is_ok(), "{level}");
+            assert!(
+                check_first_read_concern(body.get("readConcern")).is_ok(),
+                "{level}"
+            );
         }
         let body = doc! {"find": "c", "readConcern": {"level": "linearizable"}};
         assert_eq!(
-            check_first_read_concern(&body).expect_err("refused").code,
+            check_first_read_concern(body.get("readConcern"))
+                .expect_err("refused")
+                .code,
             ErrorCode::InvalidOptions
         );
-        assert!(check_first_read_concern(&doc! {"find": "c"}).is_ok());
+        assert!(check_first_read_concern(None).is_ok());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! multi-document transaction. Nothing here keeps state; `transactions.rs` runs the
 //! transaction statements against the session table.
 
-use bson::{spec::BinarySubtype, Bson, Document};
+use crate::command::{get, to_bson};
+use bson::{spec::BinarySubtype, Bson, RawBsonRef, RawDocument};
 use shale_doc::{ErrorCode, MongoError};
 
 /// What a command's session fields ask for.
@@ -55,10 +56,10 @@ impl RetryFields {
 }
 
 /// Checks and classifies `body`'s session fields.
-pub fn classify(body: &Document) -> Result<Kind, MongoError> {
+pub fn classify(body: &RawDocument) -> Result<Kind, MongoError> {
     const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
     let lsid = lsid(body)?;
-    if !FIELDS.iter().any(|f| body.contains_key(f)) {
+    if !FIELDS.iter().any(|f| get(body, f).is_some()) {
         return Ok(Kind::Plain);
     }
     let txn_number = txn_number(body)?;
@@ -102,8 +103,8 @@ pub fn classify(body: &Document) -> Result<Kind, MongoError> {
 }
 
 /// `stmtIds: [int, ...]`.
-fn stmt_ids(body: &Document) -> Result<Option<Vec<i32>>, MongoError> {
-    let Some(v) = body.get("stmtIds") else {
+fn stmt_ids(body: &RawDocument) -> Result<Option<Vec<i32>>, MongoError> {
+    let Some(v) = field(body, "stmtIds") else {
         return Ok(None);
     };
     let bad = || MongoError::new(ErrorCode::TypeMismatch, "stmtIds must be an array of ints");
@@ -121,8 +122,8 @@ fn stmt_ids(body: &Document) -> Result<Option<Vec<i32>>, MongoError> {
 }
 
 /// `stmtId: int` (0 when absent).
-fn first_stmt_id(body: &Document) -> Result<i32, MongoError> {
-    match body.get("stmtId") {
+fn first_stmt_id(body: &RawDocument) -> Result<i32, MongoError> {
+    match field(body, "stmtId").as_ref() {
         None => Ok(0),
         Some(Bson::Int32(n)) => Ok(*n),
         Some(_) => Err(MongoError::new(
@@ -133,8 +134,8 @@ fn first_stmt_id(body: &Document) -> Result<i32, MongoError> {
 }
 
 /// `txnNumber`: a non-negative long (an int is accepted too).
-fn txn_number(body: &Document) -> Result<Option<i64>, MongoError> {
-    let n = match body.get("txnNumber") {
+fn txn_number(body: &RawDocument) -> Result<Option<i64>, MongoError> {
+    let n = match field(body, "txnNumber").as_ref() {
         None => return Ok(None),
         Some(Bson::Int64(n)) => *n,
         Some(Bson::Int32(n)) => i64::from(*n),
@@ -156,17 +157,17 @@ fn txn_number(body: &Document) -> Result<Option<i64>, MongoError> {
 }
 
 /// `lsid: {id: UUID, ...}`; absent is `None`.
-pub fn lsid(body: &Document) -> Result<Option<bson::Uuid>, MongoError> {
-    let Some(v) = body.get("lsid") else {
+pub fn lsid(body: &RawDocument) -> Result<Option<bson::Uuid>, MongoError> {
+    let Some(v) = get(body, "lsid") else {
         return Ok(None);
     };
     let id = match v {
-        Bson::Document(d) => d.get("id"),
+        RawBsonRef::Document(d) => get(d, "id"),
         _ => None,
     };
     match id {
-        Some(Bson::Binary(b)) if b.subtype == BinarySubtype::Uuid => {
-            let bytes: [u8; 16] = b.bytes.as_slice().try_into().map_err(|_| {
+        Some(RawBsonRef::Binary(b)) if b.subtype == BinarySubtype::Uuid => {
+            let bytes: [u8; 16] = b.bytes.try_into().map_err(|_| {
                 MongoError::new(ErrorCode::InvalidOptions, "lsid.id must be a 16-byte UUID")
             })?;
             Ok(Some(bson::Uuid::from_bytes(bytes)))
@@ -178,9 +179,14 @@ pub fn lsid(body: &Document) -> Result<Option<bson::Uuid>, MongoError> {
     }
 }
 
+/// An owned copy of session field `key` (only commands that carry one pay for it).
+fn field(body: &RawDocument, key: &str) -> Option<Bson> {
+    get(body, key).map(to_bson)
+}
+
 /// A boolean session flag.
-fn flag(body: &Document, field: &str) -> Result<Option<bool>, MongoError> {
-    match body.get(field) {
+fn flag(body: &RawDocument, field: &str) -> Result<Option<bool>, MongoError> {
+    match self::field(body, field).as_ref() {
         None => Ok(None),
         Some(Bson::Boolean(b)) => Ok(Some(*b)),
         Some(other) => Err(MongoError::new(
@@ -197,7 +203,11 @@ fn flag(body: &Document, field: &str) -> Result<Option<bool>, MongoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Document};
+
+    fn classify(body: &Document) -> Result<Kind, MongoError> {
+        super::classify(&bson::RawDocumentBuf::from_document(body).expect("raw"))
+    }
 
     fn code(body: Document) -> i32 {
         classify(&body).expect_err("refused").code.code()

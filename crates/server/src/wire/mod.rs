@@ -117,17 +117,23 @@ impl<'a> Reader<'a> {
             .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
     }
 
-    /// One BSON document, length-checked, depth-checked without recursion (so the parser,
-    /// which recurses per level, never meets a document deeper than mongod's limit) and
-    /// parsed.
-    pub(crate) fn document(&mut self, what: &'static str) -> Result<bson::Document, WireError> {
+    /// One BSON document, length-checked and validated (structure, UTF-8, depth) without
+    /// recursion, borrowed from the message: a command body, read in place.
+    pub(crate) fn raw_document_ref(
+        &mut self,
+        what: &'static str,
+    ) -> Result<&'a bson::RawDocument, WireError> {
         let bytes = self.checked_document_bytes(what)?;
-        // Through the raw view: iterating raw elements is about twice as fast as the serde
-        // path `Document::from_reader` takes, and checks the same things.
-        let invalid =
-            |e: bson::raw::Error| WireError::InvalidBson(format!("{what}: invalid BSON: {e}"));
-        let raw = bson::RawDocument::from_bytes(bytes).map_err(invalid)?;
-        bson::Document::try_from(raw).map_err(invalid)
+        bson::RawDocument::from_bytes(bytes)
+            .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
+    }
+
+    /// One BSON document, checked as `raw_document_ref` checks it, then parsed into an owned
+    /// document (the legacy opcodes' path; OP_MSG keeps its body raw).
+    pub(crate) fn document(&mut self, what: &'static str) -> Result<bson::Document, WireError> {
+        let raw = self.raw_document_ref(what)?;
+        bson::Document::try_from(raw)
+            .map_err(|e| WireError::InvalidBson(format!("{what}: invalid BSON: {e}")))
     }
 
     /// The bytes of the next document, its length and its content checked (the iterative

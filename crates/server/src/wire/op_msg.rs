@@ -1,10 +1,10 @@
 //! OP_MSG (opcode 2013): flag bits, a body section (kind 0), document sequences (kind 1) and
-//! the optional CRC-32C checksum. Document sequences are kept raw (validated, not decoded);
-//! `fold_sequences` adds them to the body as arrays under their identifier, which is how
-//! commands see them, except an insert's documents, which go to the engine as they came.
+//! the optional CRC-32C checksum. Nothing is decoded: the body stays raw, borrowed from the
+//! message, and the sequences' documents raw beside it (both validated); `crate::command`
+//! reads them, and builds an owned body only for the handlers that still take one.
 
 use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN, MAX_MESSAGE_BYTES};
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Document, RawDocument, RawDocumentBuf};
 
 /// The message ends with a CRC-32C of everything before it.
 pub const MSG_FLAG_CHECKSUM: u32 = 1 << 0;
@@ -18,17 +18,17 @@ const KNOWN_BITS: u32 = MSG_FLAG_CHECKSUM | MSG_FLAG_MORE_TO_COME | MSG_FLAG_EXH
 
 /// A decoded OP_MSG request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OpMsg {
+pub struct OpMsg<'a> {
     pub flags: u32,
-    /// The body section.
-    pub body: Document,
+    /// The body section, raw and checked, borrowed from the message.
+    pub body: &'a RawDocument,
     /// The document sequences (kind 1 sections), by identifier, each document raw.
     pub sequences: Vec<(String, Vec<RawDocumentBuf>)>,
 }
 
-impl OpMsg {
+impl<'a> OpMsg<'a> {
     /// Decodes the bytes after the header. `whole` is the full message (for the checksum).
-    pub fn decode(whole: &[u8]) -> Result<OpMsg, WireError> {
+    pub fn decode(whole: &'a [u8]) -> Result<OpMsg<'a>, WireError> {
         let payload = &whole[HEADER_LEN..];
         let mut r = Reader::new(payload);
         let flags = r.u32("flagBits")?;
@@ -52,14 +52,16 @@ impl OpMsg {
                 0 if body.is_some() => {
                     return Err(WireError::Invalid("more than one body section".into()))
                 }
-                0 => body = Some(r.document("body section")?),
+                0 => body = Some(r.raw_document_ref("body section")?),
                 1 => sequences.push(decode_sequence(&mut r)?),
                 k => return Err(WireError::Invalid(format!("unknown section kind {k}"))),
             }
         }
         let body = body.ok_or_else(|| WireError::Invalid("OP_MSG has no body".into()))?;
         for (i, (id, _)) in sequences.iter().enumerate() {
-            if body.contains_key(id) || sequences[..i].iter().any(|(other, _)| other == id) {
+            if crate::command::get(body, id).is_some()
+                || sequences[..i].iter().any(|(other, _)| other == id)
+            {
                 return Err(WireError::Invalid(format!(
                     "document sequence {id:?} duplicates a body field"
                 )));
@@ -70,23 +72,6 @@ impl OpMsg {
             body,
             sequences,
         })
-    }
-
-    /// Moves every document sequence into the body as an array field (decoding its
-    /// documents), which is how command handlers see them.
-    pub fn fold_sequences(&mut self) -> Result<(), WireError> {
-        for (id, docs) in std::mem::take(&mut self.sequences) {
-            let decoded = docs
-                .iter()
-                .map(|d| {
-                    Document::try_from(d.as_ref())
-                        .map(Bson::Document)
-                        .map_err(|e| WireError::InvalidBson(format!("sequence document: {e}")))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            self.body.insert(id, Bson::Array(decoded));
-        }
-        Ok(())
     }
 }
 
@@ -178,7 +163,7 @@ mod tests {
     }
 
     #[test]
-    fn body_and_sequence_are_merged() {
+    fn body_and_sequence_are_kept_raw() {
         let mut sections = body_section(&doc! {"insert": "c", "$db": "test"});
         let mut seq = b"documents\0".to_vec();
         doc! {"_id": 1}.to_writer(&mut seq).expect("encode");
@@ -186,10 +171,12 @@ mod tests {
         sections.push(1);
         sections.extend_from_slice(&((seq.len() + 4) as i32).to_le_bytes());
         sections.extend_from_slice(&seq);
-        let mut msg = OpMsg::decode(&message(0, &sections, false)).expect("decode");
-        msg.fold_sequences().expect("fold");
-        let docs = msg.body.get_array("documents").expect("array");
-        assert_eq!(docs.len(), 2);
+        let whole = message(0, &sections, false);
+        let msg = OpMsg::decode(&whole).expect("decode");
+        assert_eq!(msg.body.get_str("insert"), Ok("c"));
+        assert_eq!(msg.sequences.len(), 1);
+        assert_eq!(msg.sequences[0].0, "documents");
+        assert_eq!(msg.sequences[0].1.len(), 2);
     }
 
     #[test]

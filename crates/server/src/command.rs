@@ -1,0 +1,168 @@
+//! A command as the wire delivered it: the body raw, borrowed from the message it came in,
+//! its OP_MSG document sequences raw beside it. The wire layer has already checked every
+//! byte of both (`shale_doc::check_depth`: lengths, type bytes, UTF-8, nesting), so reading a
+//! field never fails on malformed input.
+//!
+//! Dispatch and the hot handlers (`find`, `getMore`, `insert`) read the raw body directly.
+//! Every other handler still takes an owned `bson::Document`; [`Command::doc`] builds it on
+//! first ask (body plus the sequences folded in as arrays, which is how those handlers see
+//! them) and keeps it, so a command is decoded at most once and the hot path never
+//! (ARCHITECTURE.md, "Commands from the wire").
+
+use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
+use shale_doc::{ErrorCode, MongoError};
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
+/// One command: raw body, raw document sequences, and the owned form once asked for.
+pub struct Command<'a> {
+    body: Cow<'a, RawDocument>,
+    sequences: Vec<(String, Vec<RawDocumentBuf>)>,
+    owned: OnceCell<Result<Document, MongoError>>,
+}
+
+impl<'a> Command<'a> {
+    /// A command from an OP_MSG: its body and its document sequences, both checked.
+    pub fn new(body: &'a RawDocument, sequences: Vec<(String, Vec<RawDocumentBuf>)>) -> Self {
+        Command {
+            body: Cow::Borrowed(body),
+            sequences,
+            owned: OnceCell::new(),
+        }
+    }
+
+    /// A command built in memory (legacy opcodes, OP_QUERY commands, tests): its raw form
+    /// is serialised once here and the owned one kept.
+    pub fn from_doc(doc: Document) -> Result<Command<'static>, MongoError> {
+        let raw = RawDocumentBuf::from_document(&doc)
+            .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))?;
+        Ok(Command {
+            body: Cow::Owned(raw),
+            sequences: Vec::new(),
+            owned: OnceCell::from(Ok(doc)),
+        })
+    }
+
+    /// The command's name: its body's first key ("" for an empty body).
+    pub fn name(&self) -> &str {
+        first_key(&self.body).unwrap_or("")
+    }
+
+    /// The raw body (without the document sequences).
+    pub fn raw(&self) -> &RawDocument {
+        &self.body
+    }
+
+    /// The value of a body field; `None` when absent. Sequences are not searched.
+    pub fn get(&self, key: &str) -> Option<RawBsonRef<'_>> {
+        get(&self.body, key)
+    }
+
+    /// Whether the body or a document sequence has field `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some() || self.sequences.iter().any(|(id, _)| id == key)
+    }
+
+    /// The document sequence named `id`, removed from the command (an insert takes its
+    /// documents as they came). A later [`Command::doc`] no longer sees it.
+    pub fn take_sequence(&mut self, id: &str) -> Option<Vec<RawDocumentBuf>> {
+        let at = self.sequences.iter().position(|(s, _)| s == id)?;
+        self.owned = OnceCell::new();
+        Some(self.sequences.swap_remove(at).1)
+    }
+
+    /// The document sequence named `id`, if the command has one.
+    pub fn sequence(&self, id: &str) -> Option<&[RawDocumentBuf]> {
+        self.sequences
+            .iter()
+            .find(|(s, _)| s == id)
+            .map(|(_, docs)| docs.as_slice())
+    }
+
+    /// The owned form: the body with each document sequence folded in as an array under
+    /// its identifier. Decoded on the first call, then kept.
+    pub fn doc(&self) -> Result<&Document, MongoError> {
+        self.owned
+            .get_or_init(|| decode(&self.body, &self.sequences))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+fn decode(
+    body: &RawDocument,
+    sequences: &[(String, Vec<RawDocumentBuf>)],
+) -> Result<Document, MongoError> {
+    let invalid = |e: bson::raw::Error| {
+        MongoError::new(
+            ErrorCode::InvalidBSON,
+            format!("command does not decode: {e}"),
+        )
+    };
+    let mut doc = Document::try_from(body).map_err(invalid)?;
+    for (id, docs) in sequences {
+        let items = docs
+            .iter()
+            .map(|d| Document::try_from(d.as_ref()).map(Bson::Document))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        doc.insert(id.clone(), Bson::Array(items));
+    }
+    Ok(doc)
+}
+
+/// The first key of a checked raw document.
+pub fn first_key(doc: &RawDocument) -> Option<&str> {
+    doc.iter().next().and_then(Result::ok).map(|(k, _)| k)
+}
+
+/// Field `key` of a checked raw document (a malformed one reads as absent).
+pub fn get<'d>(doc: &'d RawDocument, key: &str) -> Option<RawBsonRef<'d>> {
+    doc.get(key).ok().flatten()
+}
+
+/// An owned copy of one raw value, for error messages and the few places that keep it.
+pub fn to_bson(v: RawBsonRef<'_>) -> Bson {
+    Bson::try_from(v.to_raw_bson()).unwrap_or(Bson::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn raw(d: Document) -> RawDocumentBuf {
+        RawDocumentBuf::from_document(&d).expect("raw")
+    }
+
+    #[test]
+    fn the_owned_form_folds_sequences_in_and_is_built_once() {
+        let body = raw(doc! {"insert": "c", "ordered": false, "$db": "t"});
+        let seq = vec![raw(doc! {"_id": 1}), raw(doc! {"_id": 2})];
+        let mut cmd = Command::new(&body, vec![("documents".into(), seq)]);
+        assert_eq!(cmd.name(), "insert");
+        assert!(cmd.has("documents") && cmd.has("ordered") && !cmd.has("x"));
+        let owned = cmd.doc().expect("decodes");
+        assert_eq!(owned.get_array("documents").expect("array").len(), 2);
+        assert!(std::ptr::eq(owned, cmd.doc().expect("again")));
+        assert_eq!(cmd.sequence("documents").map(<[_]>::len), Some(2));
+        assert_eq!(cmd.take_sequence("documents").map(|d| d.len()), Some(2));
+        assert!(!cmd.has("documents"));
+        assert!(cmd.doc().expect("decodes").get("documents").is_none());
+    }
+
+    #[test]
+    fn a_command_built_in_memory_reads_the_same_both_ways() {
+        let cmd = Command::from_doc(doc! {"find": "c", "limit": 3_i64}).expect("raw");
+        assert_eq!(cmd.name(), "find");
+        assert_eq!(cmd.get("limit").and_then(|v| v.as_i64()), Some(3));
+        assert_eq!(cmd.doc().expect("owned").get_i64("limit"), Ok(3));
+        assert_eq!(to_bson(cmd.get("find").expect("name")), Bson::from("c"));
+    }
+
+    #[test]
+    fn an_empty_body_has_no_name() {
+        let body = RawDocumentBuf::new();
+        assert_eq!(Command::new(&body, Vec::new()).name(), "");
+    }
+}

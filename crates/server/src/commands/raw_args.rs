@@ -1,0 +1,175 @@
+//! Typed access to a raw command body's fields, for the handlers that read the body as it
+//! came (`find`, `getMore`, `insert`): the same checks and the same mongod messages as the
+//! owned-body helpers in `data.rs`, without decoding the command. A value is copied out only
+//! to name its type in an error.
+
+use super::data::{missing, wrong_type};
+use crate::command::{to_bson, Command};
+use bson::{Bson, RawBsonRef, RawDocument};
+use shale_db::Namespace;
+use shale_doc::{ErrorCode, MongoError, Variables};
+
+/// A field of the wrong type (the value copied out only for the message).
+fn wrong(path: &str, v: RawBsonRef<'_>, expected: &str) -> MongoError {
+    wrong_type(path, &to_bson(v), expected)
+}
+
+/// The collection a command names in its first field.
+pub fn namespace(db: &str, cmd: &Command<'_>, command: &str) -> Result<Namespace, MongoError> {
+    match cmd.get(command) {
+        Some(RawBsonRef::String(coll)) => Namespace::new(db, coll),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            format!(
+                "collection name has invalid type {}",
+                shale_doc::type_name(&to_bson(other))
+            ),
+        )),
+        None => Err(MongoError::new(
+            ErrorCode::InvalidNamespace,
+            "no collection name",
+        )),
+    }
+}
+
+/// A required string field.
+pub fn req_str<'c>(
+    cmd: &'c Command<'_>,
+    command: &str,
+    field: &str,
+) -> Result<&'c str, MongoError> {
+    match cmd.get(field) {
+        Some(RawBsonRef::String(s)) => Ok(s),
+        Some(v) => Err(wrong(&format!("{command}.{field}"), v, "string")),
+        None => Err(missing(&format!("{command}.{field}"))),
+    }
+}
+
+/// An optional document field (null counts as absent).
+pub fn opt_doc<'c>(
+    cmd: &'c Command<'_>,
+    command: &str,
+    field: &str,
+) -> Result<Option<&'c RawDocument>, MongoError> {
+    match cmd.get(field) {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        Some(RawBsonRef::Document(d)) => Ok(Some(d)),
+        Some(v) => Err(wrong(&format!("{command}.{field}"), v, "object")),
+    }
+}
+
+/// An optional boolean field (numbers count as booleans, as mongod's IDL allows).
+pub fn opt_bool(cmd: &Command<'_>, command: &str, field: &str) -> Result<Option<bool>, MongoError> {
+    match cmd.get(field) {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        Some(RawBsonRef::Boolean(b)) => Ok(Some(b)),
+        Some(RawBsonRef::Int32(n)) => Ok(Some(n != 0)),
+        Some(RawBsonRef::Int64(n)) => Ok(Some(n != 0)),
+        Some(RawBsonRef::Double(n)) => Ok(Some(n != 0.0)),
+        Some(v) => Err(wrong(&format!("{command}.{field}"), v, "bool")),
+    }
+}
+
+/// An optional integer field (any whole number type).
+pub fn opt_i64(cmd: &Command<'_>, command: &str, field: &str) -> Result<Option<i64>, MongoError> {
+    match cmd.get(field) {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        Some(RawBsonRef::Int32(n)) => Ok(Some(i64::from(n))),
+        Some(RawBsonRef::Int64(n)) => Ok(Some(n)),
+        Some(RawBsonRef::Double(n)) if n.fract() == 0.0 => Ok(Some(n as i64)),
+        Some(RawBsonRef::Decimal128(_)) => Err(MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!("'{field}' must be a number"),
+        )),
+        Some(v) => Err(wrong(
+            &format!("{command}.{field}"),
+            v,
+            "[long, int, decimal, double]",
+        )),
+    }
+}
+
+/// A non-negative count field (`skip`, `limit`, `batchSize`).
+pub fn opt_count(cmd: &Command<'_>, command: &str, field: &str) -> Result<Option<u64>, MongoError> {
+    match opt_i64(cmd, command, field)? {
+        Some(n) if n < 0 => Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("BSON field '{field}' value must be >= 0, actual value '{n}'"),
+        )),
+        n => Ok(n.map(|n| n as u64)),
+    }
+}
+
+/// An optional `hint`: an index name or key pattern (null and `{}` mean none).
+pub fn opt_hint(cmd: &Command<'_>) -> Result<Option<Bson>, MongoError> {
+    match cmd.get("hint") {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        Some(RawBsonRef::Document(d)) if d.is_empty() => Ok(None),
+        Some(h @ (RawBsonRef::String(_) | RawBsonRef::Document(_))) => Ok(Some(to_bson(h))),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            format!(
+                "hint must be a string or an object, not {}",
+                shale_doc::type_name(&to_bson(other))
+            ),
+        )),
+    }
+}
+
+/// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
+/// its `let` document, evaluated once.
+pub fn command_vars(cmd: &Command<'_>, command: &str) -> Result<Variables, MongoError> {
+    let vars = Variables::new();
+    match opt_doc(cmd, command, "let")? {
+        Some(spec) => vars.with_let(spec),
+        None => Ok(vars),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn raw_fields_are_checked_as_the_owned_helpers_check_them() {
+        let cmd = Command::from_doc(doc! {
+            "find": "c", "limit": 2.0, "skip": -1, "singleBatch": 1, "filter": {"a": 1},
+            "hint": {}, "sort": "x", "batchSize": "3", "let": {"v": 1},
+        })
+        .expect("raw");
+        let owned = cmd.doc().expect("owned").clone();
+        assert_eq!(
+            namespace("db", &cmd, "find").expect("ns").to_string(),
+            "db.c"
+        );
+        assert_eq!(opt_i64(&cmd, "find", "limit"), Ok(Some(2)));
+        assert_eq!(
+            opt_count(&cmd, "find", "skip"),
+            super::super::data::opt_count(&owned, "find", "skip")
+        );
+        assert_eq!(
+            opt_count(&cmd, "find", "batchSize"),
+            super::super::data::opt_count(&owned, "find", "batchSize")
+        );
+        assert_eq!(opt_bool(&cmd, "find", "singleBatch"), Ok(Some(true)));
+        assert_eq!(opt_hint(&cmd), Ok(None));
+        assert!(opt_doc(&cmd, "find", "filter").expect("doc").is_some());
+        assert_eq!(
+            opt_doc(&cmd, "find", "sort").expect_err("a string").message,
+            super::super::data::opt_doc(&owned, "find", "sort")
+                .expect_err("a string")
+                .message
+        );
+        assert_eq!(
+            req_str(&cmd, "find", "nope").expect_err("missing").code,
+            ErrorCode::Location40414
+        );
+        assert!(command_vars(&cmd, "find").is_ok());
+        let bad_ns = Command::from_doc(doc! {"find": 1}).expect("raw");
+        assert_eq!(
+            namespace("db", &bad_ns, "find").expect_err("a number").code,
+            ErrorCode::InvalidNamespace
+        );
+    }
+}
