@@ -5,7 +5,7 @@
 
 use crate::DbResult;
 use bson::{oid::ObjectId, Document, RawDocument, RawDocumentBuf};
-use shale_doc::{compare_values, ApplyContext, ErrorCode, MongoError, UpdateSpec};
+use shale_doc::{compare_values, ApplyContext, ErrorCode, MongoError, RawApply, UpdateSpec};
 
 /// Gives `doc` an `_id` (a new ObjectId) if it has none, puts `_id` first and fills
 /// top-level zero timestamps; a document that needs none of that is returned as it is.
@@ -119,13 +119,19 @@ pub(crate) fn updated_document(
     pos: Option<usize>,
     now: bson::DateTime,
 ) -> DbResult<Option<RawDocumentBuf>> {
-    let mut d = Document::try_from(doc)
-        .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
-    let old_id = d.get("_id").cloned();
     let mut ctx = ApplyContext::new(now);
     if let Some(p) = pos {
         ctx = ctx.with_matched_index(p);
     }
+    // Top-level field operators change the raw bytes in one pass; the rest decode.
+    match update.apply_raw(doc, &ctx)? {
+        Some(RawApply::Unchanged) => return Ok(None),
+        Some(RawApply::Changed(d)) => return prepare_for_insert(d).map(Some),
+        None => {}
+    }
+    let mut d = Document::try_from(doc)
+        .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
+    let old_id = d.get("_id").cloned();
     if !update.apply(&mut d, &ctx)?.modified {
         return Ok(None);
     }

@@ -26,5 +26,5 @@ pub use matcher::Matcher;
 pub use mongo_error::MongoError;
 pub use projection::Projection;
 pub use update::render::type_name;
-pub use update::{upsert_seed, ApplyContext, ApplyOutcome, UpdateSpec};
+pub use update::{upsert_seed, ApplyContext, ApplyOutcome, RawApply, UpdateSpec};
 pub use variables::Variables;

@@ -3,7 +3,9 @@
 //! byte of both (`shale_doc::check_depth`: lengths, type bytes, UTF-8, nesting), so reading a
 //! field never fails on malformed input.
 //!
-//! Dispatch and the hot handlers (`find`, `getMore`, `insert`) read the raw body directly.
+//! The body's elements are indexed once (name and value reference, in order), so the dozen
+//! field reads of dispatch and a handler each cost a short scan of names, not a parse of
+//! the body. Dispatch and the hot handlers (`find`, `getMore`, `insert`) read it directly.
 //! Every other handler still takes an owned `bson::Document`; [`Command::doc`] builds it on
 //! first ask (body plus the sequences folded in as arrays, which is how those handlers see
 //! them) and keeps it, so a command is decoded at most once and the hot path never
@@ -11,12 +13,14 @@
 
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
-use std::borrow::Cow;
 use std::cell::OnceCell;
 
 /// One command: raw body, raw document sequences, and the owned form once asked for.
 pub struct Command<'a> {
-    body: Cow<'a, RawDocument>,
+    body: &'a RawDocument,
+    /// The body's elements in order (a malformed tail, which the wire check rules out,
+    /// ends the list).
+    fields: Vec<(&'a str, RawBsonRef<'a>)>,
     sequences: Vec<(String, Vec<RawDocumentBuf>)>,
     owned: OnceCell<Result<Document, MongoError>>,
 }
@@ -25,37 +29,36 @@ impl<'a> Command<'a> {
     /// A command from an OP_MSG: its body and its document sequences, both checked.
     pub fn new(body: &'a RawDocument, sequences: Vec<(String, Vec<RawDocumentBuf>)>) -> Self {
         Command {
-            body: Cow::Borrowed(body),
+            body,
+            fields: body.iter().map_while(Result::ok).collect(),
             sequences,
             owned: OnceCell::new(),
         }
     }
 
-    /// A command built in memory (legacy opcodes, OP_QUERY commands, tests): its raw form
-    /// is serialised once here and the owned one kept.
-    pub fn from_doc(doc: Document) -> Result<Command<'static>, MongoError> {
-        let raw = RawDocumentBuf::from_document(&doc)
-            .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))?;
-        Ok(Command {
-            body: Cow::Owned(raw),
-            sequences: Vec::new(),
+    /// The same command with its owned form already known (a command built in memory
+    /// and serialised with [`raw_of`]: legacy opcodes, OP_QUERY commands, tests).
+    pub fn with_owned(self, doc: Document) -> Self {
+        Command {
             owned: OnceCell::from(Ok(doc)),
-        })
+            ..self
+        }
     }
 
     /// The command's name: its body's first key ("" for an empty body).
-    pub fn name(&self) -> &str {
-        first_key(&self.body).unwrap_or("")
+    pub fn name(&self) -> &'a str {
+        self.fields.first().map_or("", |(k, _)| k)
     }
 
     /// The raw body (without the document sequences).
-    pub fn raw(&self) -> &RawDocument {
-        &self.body
+    pub fn raw(&self) -> &'a RawDocument {
+        self.body
     }
 
-    /// The value of a body field; `None` when absent. Sequences are not searched.
-    pub fn get(&self, key: &str) -> Option<RawBsonRef<'_>> {
-        get(&self.body, key)
+    /// The value of a body field (its first occurrence); `None` when absent. Sequences are
+    /// not searched.
+    pub fn get(&self, key: &str) -> Option<RawBsonRef<'a>> {
+        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     }
 
     /// Whether the body or a document sequence has field `key`.
@@ -83,7 +86,7 @@ impl<'a> Command<'a> {
     /// its identifier. Decoded on the first call, then kept.
     pub fn doc(&self) -> Result<&Document, MongoError> {
         self.owned
-            .get_or_init(|| decode(&self.body, &self.sequences))
+            .get_or_init(|| decode(self.body, &self.sequences))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -109,6 +112,12 @@ fn decode(
         doc.insert(id.clone(), Bson::Array(items));
     }
     Ok(doc)
+}
+
+/// A document built in memory as raw BSON, for [`Command::new`].
+pub fn raw_of(doc: &Document) -> Result<RawDocumentBuf, MongoError> {
+    RawDocumentBuf::from_document(doc)
+        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
 }
 
 /// The first key of a checked raw document.
@@ -153,7 +162,9 @@ mod tests {
 
     #[test]
     fn a_command_built_in_memory_reads_the_same_both_ways() {
-        let cmd = Command::from_doc(doc! {"find": "c", "limit": 3_i64}).expect("raw");
+        let d = doc! {"find": "c", "limit": 3_i64};
+        let body = raw_of(&d).expect("raw");
+        let cmd = Command::new(&body, Vec::new()).with_owned(d);
         assert_eq!(cmd.name(), "find");
         assert_eq!(cmd.get("limit").and_then(|v| v.as_i64()), Some(3));
         assert_eq!(cmd.doc().expect("owned").get_i64("limit"), Ok(3));

@@ -10,7 +10,8 @@
 //! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
 //! evaluated directly, the rest by the crate's `Matcher`),
 //! `replacement.rs`, `pipeline.rs`, `upsert.rs`, `render.rs` (values in messages), `blind.rs`
-//! (what an update applied without reading the document first may write).
+//! (what an update applied without reading the document first may write), `raw_apply.rs`
+//! (top-level field operators applied to raw BSON without decoding the document).
 
 mod array;
 mod blind;
@@ -20,6 +21,7 @@ mod path;
 mod pipeline;
 mod positional;
 mod predicate;
+mod raw_apply;
 pub(crate) mod render;
 mod replacement;
 mod upsert;
@@ -30,6 +32,7 @@ use bson::{Bson, DateTime, Document, Timestamp};
 
 pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
+pub use raw_apply::RawApply;
 pub use upsert::upsert_seed;
 
 use crate::variables::Variables;

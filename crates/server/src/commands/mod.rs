@@ -146,8 +146,11 @@ const COMMANDS: &[(&str, Handler)] = &[
 /// Runs a command built in memory (the legacy opcodes, OP_QUERY commands, tests) against
 /// database `db` and returns the reply.
 pub fn dispatch(ctx: &ConnectionCtx, db: &str, body: &Document) -> Reply {
-    match Command::from_doc(body.clone()) {
-        Ok(cmd) => dispatch_command(ctx, db, &cmd, None),
+    match crate::command::raw_of(body) {
+        Ok(raw) => {
+            let cmd = Command::new(&raw, Vec::new()).with_owned(body.clone());
+            dispatch_command(ctx, db, &cmd, None)
+        }
         Err(e) => Reply::Doc(error_reply(&e)),
     }
 }

@@ -205,7 +205,8 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     let (ns, spec) = match name {
         "find" => {
             let ns = namespace(db, inner, "find")?;
-            (ns, find_spec(&Command::from_doc(inner.clone())?, "find")?.0)
+            let raw = crate::command::raw_of(inner)?;
+            (ns, find_spec(&Command::new(&raw, Vec::new()), "find")?.0)
         }
         "count" | "distinct" => {
             let ns = namespace(db, inner, name)?;

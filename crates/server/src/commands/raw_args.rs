@@ -129,15 +129,17 @@ pub fn command_vars(cmd: &Command<'_>, command: &str) -> Result<Variables, Mongo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::raw_of;
     use bson::doc;
 
     #[test]
     fn raw_fields_are_checked_as_the_owned_helpers_check_them() {
-        let cmd = Command::from_doc(doc! {
+        let raw = raw_of(&doc! {
             "find": "c", "limit": 2.0, "skip": -1, "singleBatch": 1, "filter": {"a": 1},
             "hint": {}, "sort": "x", "batchSize": "3", "let": {"v": 1},
         })
         .expect("raw");
+        let cmd = Command::new(&raw, Vec::new());
         let owned = cmd.doc().expect("owned").clone();
         assert_eq!(
             namespace("db", &cmd, "find").expect("ns").to_string(),
@@ -166,7 +168,8 @@ mod tests {
             ErrorCode::Location40414
         );
         assert!(command_vars(&cmd, "find").is_ok());
-        let bad_ns = Command::from_doc(doc! {"find": 1}).expect("raw");
+        let raw = raw_of(&doc! {"find": 1}).expect("raw");
+        let bad_ns = Command::new(&raw, Vec::new());
         assert_eq!(
             namespace("db", &bad_ns, "find").expect_err("a number").code,
             ErrorCode::InvalidNamespace
