@@ -6,8 +6,7 @@
 //! at a time through `retryable_writes.rs`, each exactly once.
 
 use super::data::{
-    bind_let, command_name, command_vars, doc_array, missing, namespace, opt_bool, opt_doc,
-    raw_to_bson, wrong_type,
+    command_name, command_vars, missing, namespace, opt_bool, opt_doc, raw_to_bson, wrong_type,
 };
 use super::{raw_args, retryable_writes, CommandResult};
 use crate::command::{to_bson, Command};
@@ -99,18 +98,18 @@ fn insert_documents(
     Ok(write_reply(result, false))
 }
 
-pub fn update(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "update")?;
-    let statements = doc_array(body, "update", "updates")?;
+pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let ns = raw_args::namespace(db, cmd, "update")?;
+    let statements = raw_args::statements(cmd, "update", "updates")?;
     check_batch_len(statements.len())?;
-    let ordered = opt_bool(body, "update", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // An unknown statement field fails the whole command, as mongod's parser does.
     for s in &statements {
         known_fields(s, "update.updates", UPDATE_FIELDS)?;
     }
     // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
     // each statement's write error.
-    let vars = bind_let(opt_doc(body, "update", "let")?);
+    let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "update", "let")?);
     let mut ops = Vec::new();
     let mut result = WriteResult::default();
     let mut offset = Vec::new();
@@ -250,14 +249,14 @@ fn hint(s: &Document) -> Option<Bson> {
     }
 }
 
-pub fn delete(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "delete")?;
-    let statements = doc_array(body, "delete", "deletes")?;
+pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let ns = raw_args::namespace(db, cmd, "delete")?;
+    let statements = raw_args::statements(cmd, "delete", "deletes")?;
     check_batch_len(statements.len())?;
-    let ordered = opt_bool(body, "delete", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     // A `let` of the wrong type fails the command; its contents are bound after the
     // statements are parsed, as each statement's own.
-    let vars = bind_let(opt_doc(body, "delete", "let")?);
+    let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "delete", "let")?);
     let mut ops = Vec::new();
     for s in &statements {
         known_fields(s, "delete.deletes", DELETE_FIELDS)?;

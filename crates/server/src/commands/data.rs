@@ -10,8 +10,6 @@ use shale_doc::{ErrorCode, MongoError, Variables};
 
 /// Data and catalog commands, by the names clients send.
 pub const COMMANDS: &[(&str, Handler)] = &[
-    ("update", crud::update),
-    ("delete", crud::delete),
     ("findAndModify", crud::find_and_modify),
     ("findandmodify", crud::find_and_modify),
     ("killCursors", query::kill_cursors),
@@ -42,7 +40,11 @@ pub const RAW_COMMANDS: &[(&str, RawHandler)] =
 
 /// Commands that read their arguments from the raw body (the hot write path): the body is
 /// never decoded into an owned document.
-pub const RAW_BODY_COMMANDS: &[(&str, RawBodyHandler)] = &[("insert", crud::insert)];
+pub const RAW_BODY_COMMANDS: &[(&str, RawBodyHandler)] = &[
+    ("insert", crud::insert),
+    ("update", crud::update),
+    ("delete", crud::delete),
+];
 
 /// The name a command was sent under (its first key): an alias (`findandmodify`,
 /// `deleteIndexes`) names its fields in errors by the name the client used.
@@ -242,11 +244,8 @@ pub fn command_vars(body: &Document, command: &str) -> Result<Variables, MongoEr
 
 /// The variables of a command whose `let` document (already checked to be one) is `spec`.
 pub fn bind_let(spec: Option<&Document>) -> Result<Variables, MongoError> {
-    let vars = Variables::new();
-    match spec {
-        Some(spec) => vars.with_let(&to_raw(spec)?),
-        None => Ok(vars),
-    }
+    let raw = spec.map(to_raw).transpose()?;
+    super::raw_args::bind_let(raw.as_deref())
 }
 
 #[cfg(test)]

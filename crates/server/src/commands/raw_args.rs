@@ -5,7 +5,7 @@
 
 use super::data::{missing, wrong_type};
 use crate::command::{to_bson, Command};
-use bson::{Bson, RawBsonRef, RawDocument};
+use bson::{Bson, Document, RawBsonRef, RawDocument};
 use shale_db::Namespace;
 use shale_doc::{ErrorCode, MongoError, Variables};
 
@@ -119,10 +119,42 @@ pub fn opt_hint(cmd: &Command<'_>) -> Result<Option<Bson>, MongoError> {
 /// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
 /// its `let` document, evaluated once.
 pub fn command_vars(cmd: &Command<'_>, command: &str) -> Result<Variables, MongoError> {
+    bind_let(opt_doc(cmd, command, "let")?)
+}
+
+/// The variables of a command whose `let` document (already checked to be one) is `spec`.
+pub fn bind_let(spec: Option<&RawDocument>) -> Result<Variables, MongoError> {
     let vars = Variables::new();
-    match opt_doc(cmd, command, "let")? {
+    match spec {
         Some(spec) => vars.with_let(spec),
         None => Ok(vars),
+    }
+}
+
+/// A write command's statements (`updates`, `deletes`), from the body's array or the
+/// document sequence of that name, each decoded on its own (the statement parsers take
+/// owned documents); the rest of the command stays raw.
+pub fn statements(
+    cmd: &Command<'_>,
+    command: &str,
+    field: &str,
+) -> Result<Vec<Document>, MongoError> {
+    let path = format!("{command}.{field}");
+    let owned = |d: &RawDocument| {
+        Document::try_from(d).map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
+    };
+    match (cmd.get(field), cmd.sequence(field)) {
+        (Some(RawBsonRef::Array(items)), _) => items
+            .into_iter()
+            .map(|v| match v {
+                Ok(RawBsonRef::Document(d)) => owned(d),
+                Ok(other) => Err(wrong(&path, other, "object")),
+                Err(e) => Err(MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
+            })
+            .collect(),
+        (Some(v), _) => Err(wrong(&path, v, "array")),
+        (None, Some(seq)) => seq.iter().map(|d| owned(d)).collect(),
+        (None, None) => Err(missing(&path)),
     }
 }
 
