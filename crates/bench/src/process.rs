@@ -33,14 +33,25 @@ pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
     parse_stat_cpu_ticks(&stat).map(|ticks| ticks as f64 / clock_ticks_per_second())
 }
 
-/// utime + stime, in clock ticks, from a `/proc/<pid>/stat` line (fields 14 and 15; the
-/// command name in parentheses may itself hold spaces and parentheses).
+/// User-mode CPU seconds process `pid` has used (every thread), from `/proc/<pid>/stat`.
+pub fn user_cpu_seconds_of(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_ticks(&stat).map(|(utime, _)| utime as f64 / clock_ticks_per_second())
+}
+
+/// utime + stime, in clock ticks, from a `/proc/<pid>/stat` line.
 fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    parse_stat_ticks(stat).map(|(utime, stime)| utime + stime)
+}
+
+/// (utime, stime), in clock ticks, from a `/proc/<pid>/stat` line (fields 14 and 15; the
+/// command name in parentheses may itself hold spaces and parentheses).
+fn parse_stat_ticks(stat: &str) -> Option<(u64, u64)> {
     let after_name = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    Some((utime, stime))
 }
 
 fn clock_ticks_per_second() -> f64 {

@@ -93,6 +93,9 @@ pub struct Sample {
     pub engine: Option<EngineIo>,
     /// The server's user + system CPU seconds.
     pub server_cpu: Option<f64>,
+    /// The server's user-mode CPU seconds alone (its own code, not the kernel's sockets
+    /// and I/O on its behalf).
+    pub server_user_cpu: Option<f64>,
 }
 
 /// What happened between two samples.
@@ -102,6 +105,7 @@ pub struct Delta {
     pub disk: Option<DiskStat>,
     pub engine: Option<EngineIo>,
     pub server_cpu: Option<f64>,
+    pub server_user_cpu: Option<f64>,
 }
 
 /// Figures that count a row's operations, in the order `server_cpu_us_per_op` looks for one.
@@ -118,6 +122,7 @@ impl Probe {
             disk: self.disk.as_deref().and_then(diskstats::read),
             engine: EngineIo::from_server_status(&status),
             server_cpu: self.pid.and_then(crate::process::cpu_seconds_of),
+            server_user_cpu: self.pid.and_then(crate::process::user_cpu_seconds_of),
         })
     }
 }
@@ -131,6 +136,10 @@ impl Sample {
             server_cpu: self
                 .server_cpu
                 .zip(before.server_cpu)
+                .map(|(a, b)| (a - b).max(0.0)),
+            server_user_cpu: self
+                .server_user_cpu
+                .zip(before.server_user_cpu)
                 .map(|(a, b)| (a - b).max(0.0)),
         }
     }
@@ -187,6 +196,11 @@ impl Delta {
                 row = row.fig("server_cpu_us_per_op", ratio(cpu * 1e6, ops));
             }
         }
+        if let Some(cpu) = self.server_user_cpu {
+            if let Some(ops) = OP_COUNT_FIGURES.iter().find_map(|f| row.get(f)) {
+                row = row.fig("server_user_cpu_us_per_op", ratio(cpu * 1e6, ops));
+            }
+        }
         row
     }
 }
@@ -217,9 +231,11 @@ mod tests {
             disk: Some(DiskStat::default()),
             engine: Some(EngineIo::default()),
             server_cpu: Some(1.0),
+            server_user_cpu: Some(0.5),
         };
         let after = Sample {
             server_cpu: Some(1.5),
+            server_user_cpu: Some(0.6),
             proc_io: Some(ProcIo {
                 write_bytes: 8192,
                 ..ProcIo::default()
@@ -238,6 +254,8 @@ mod tests {
             .since(&before)
             .add_to(Row::new("p").fig("queries", 1000.0));
         assert_eq!(row.get("server_cpu_us_per_op"), Some(500.0));
+        let user = row.get("server_user_cpu_us_per_op").expect("user cpu");
+        assert!((user - 100.0).abs() < 1e-6, "{user}");
         assert_eq!(row.get("os_to_server_write_ratio"), Some(2.0));
         assert_eq!(row.get("dev_to_server_reads_ratio"), Some(1.5));
         assert!(row.get("os_to_server_read_ratio").expect("ratio").is_nan());
