@@ -304,7 +304,12 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     reply.insert("command", inner.clone());
     reply.insert(
         "serverInfo",
-        doc! { "host": "localhost", "port": 27017, "version": super::COMPATIBLE_VERSION, "gitVersion": "unknown" },
+        doc! {
+            "host": super::server_status::hostname(),
+            "port": i32::from(super::server_status::port(ctx)),
+            "version": super::COMPATIBLE_VERSION,
+            "gitVersion": "unknown",
+        },
     );
     Ok(reply)
 }
