@@ -244,3 +244,36 @@ def test_x509_logs_the_certificate_subject_in_as_an_external_user(tmp_path, cert
             assert e.value.code == 18
     finally:
         srv.stop()
+
+
+def test_x509_logins_meet_the_users_authentication_restrictions(tmp_path, certs):
+    subject = subject_of(certs["client"])
+    srv = Server(
+        tmp_path / "data",
+        args=[
+            "--auth", "--tlsMode", "requireTLS", "--tlsCertificateKeyFile", str(certs["server"]),
+            "--tlsCAFile", str(certs["ca"]), "--tlsAllowConnectionsWithoutCertificates",
+        ],
+    )
+    try:
+        with tls_client(srv, certs) as c:
+            c.admin.command("createUser", "root", pwd="pw", roles=["root"])
+        root_uri = f"mongodb://root:pw@127.0.0.1:{srv.port}/?directConnection=true&authSource=admin"
+        with MongoClient(root_uri, tls=True, tlsCAFile=str(certs["ca"]), serverSelectionTimeoutMS=3000) as root:
+            root["$external"].command(
+                "createUser", subject, roles=[],
+                authenticationRestrictions=[{"clientSource": ["10.0.0.0/8"]}],
+            )
+            with tls_client(srv, certs, certs["client"]) as c:
+                with pytest.raises(OperationFailure) as e:
+                    c["$external"].command("authenticate", 1, mechanism="MONGODB-X509")
+                assert e.value.code == 18
+            root["$external"].command(
+                "updateUser", subject, authenticationRestrictions=[{"clientSource": ["127.0.0.1"]}],
+            )
+            with tls_client(srv, certs, certs["client"]) as c:
+                reply = c["$external"].command("authenticate", 1, mechanism="MONGODB-X509")
+                assert reply["user"] == subject
+        assert "unmet authentication restrictions" in srv.read_log()
+    finally:
+        srv.stop()

@@ -1,5 +1,7 @@
 //! Statistics and checks: `collStats`, `dbStats` (document count and data size are the
-//! engine's exact counters, read in O(1); sizes on disk are tree file sizes; `collStats.shale`
+//! engine's exact counters, read in O(1); sizes on disk are tree file sizes; numbers typed as
+//! mongod types them: counts and collStats sizes int32 when they fit, dbStats sizes double,
+//! `fsUsedSize`/`fsTotalSize` from `statvfs` of the data directory; `collStats.shale`
 //! gives each tree's layout and its written nodes' raw and stored bytes) and `validate`
 //! (every engine tree verified, and every document's index keys present with no extra
 //! entries, counted against the stored document count; a clustering index's entries must
@@ -15,7 +17,7 @@ use crate::index_keys::id_key;
 use crate::namespace::{validate_db_name, Namespace};
 use crate::tree_layout::{describe, figures};
 use crate::{engine_error, Database, DbResult};
-use bson::{doc, Document, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::TreeSpace;
 
@@ -40,6 +42,14 @@ fn tree_figures(coll: &Collection, scale: i64) -> DbResult<Document> {
     Ok(out)
 }
 
+/// A count or size as mongod's `appendNumber` gives it: an int32 when it fits, else an int64.
+fn number(n: i64) -> Bson {
+    match i32::try_from(n) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(n),
+    }
+}
+
 fn data_size(c: &Collection) -> i64 {
     c.size.count().max(0)
 }
@@ -59,28 +69,28 @@ impl Database {
         let count = coll.docs.count().max(0);
         let size = data_size(&coll);
         let mut index_sizes = Document::new();
-        index_sizes.insert("_id_", 0i64);
+        index_sizes.insert("_id_", 0i32);
         let mut total_index = 0i64;
         for i in &coll.indexes {
             let b = i.tree.file_bytes() as i64;
             total_index += b;
-            index_sizes.insert(i.def.name.clone(), b / scale);
+            index_sizes.insert(i.def.name.clone(), number(b / scale));
         }
         let storage = (coll.docs.file_bytes() + coll.size.file_bytes()) as i64;
         Ok(doc! {
             "ns": ns.to_string(),
-            "size": size / scale,
-            "count": count,
-            "avgObjSize": if count > 0 { size / count } else { 0 },
-            "storageSize": storage / scale,
-            "freeStorageSize": 0i64,
+            "size": number(size / scale),
+            "count": number(count),
+            "avgObjSize": number(if count > 0 { size / count } else { 0 }),
+            "storageSize": number(storage / scale),
+            "freeStorageSize": 0i32,
             "capped": false,
             "nindexes": (coll.indexes.len() + 1) as i32,
             "indexBuilds": [],
-            "totalIndexSize": total_index / scale,
-            "totalSize": (storage + total_index) / scale,
+            "totalIndexSize": number(total_index / scale),
+            "totalSize": number((storage + total_index) / scale),
             "indexSizes": index_sizes,
-            "scaleFactor": scale,
+            "scaleFactor": number(scale),
             "maxSize": MAX_DOCUMENT_BYTES as i64,
             "shale": tree_figures(&coll, scale)?,
         })
@@ -100,20 +110,35 @@ impl Database {
             .sum();
         let total: i64 = colls.iter().map(|c| collection_disk_bytes(c) as i64).sum();
         let indexes: i64 = colls.iter().map(|c| c.indexes.len() as i64 + 1).sum();
+        let (fs_used, fs_total) = match shale_io::fs_space(self.engine().dir()) {
+            Ok(space) => (
+                (space.total_bytes - space.available_bytes) as f64 / scale as f64,
+                space.total_bytes as f64 / scale as f64,
+            ),
+            Err(e) => {
+                tracing::info!(error = %e, "Failed to query filesystem disk stats");
+                (-1.0, -1.0)
+            }
+        };
+        let views = self
+            .list_collections(db)
+            .iter()
+            .filter(|c| c.get_str("type") == Ok("view"))
+            .count();
         Ok(doc! {
             "db": db,
-            "collections": colls.len() as i64,
-            "views": 0i64,
-            "objects": objects,
+            "collections": number(colls.len() as i64),
+            "views": number(views as i64),
+            "objects": number(objects),
             "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
             "dataSize": (data / scale) as f64,
             "storageSize": (storage / scale) as f64,
-            "indexes": indexes,
+            "indexes": number(indexes),
             "indexSize": ((total - storage) / scale) as f64,
             "totalSize": (total / scale) as f64,
-            "scaleFactor": scale,
-            "fsUsedSize": 0.0,
-            "fsTotalSize": 0.0,
+            "scaleFactor": scale as f64,
+            "fsUsedSize": fs_used,
+            "fsTotalSize": fs_total,
         })
     }
 

@@ -64,6 +64,9 @@ error_codes! {
     InvalidOptions = 72,
     DuplicateKey = 11000,
     UnsupportedFormat = 12,
+    /// An `authenticationRestrictions` document with neither `clientSource` nor
+    /// `serverAddress` (mongod's code for it).
+    CollectionIsEmpty = 162,
     UserNotFound = 11,
     Unauthorized = 13,
     ProtocolError = 17,
@@ -375,6 +378,7 @@ mod tests {
         assert_eq!(TransactionTooOld.code(), 225);
         assert_eq!(OperationNotSupportedInTransaction.code(), 263);
         assert_eq!(UnsupportedFormat.code(), 12);
+        assert_eq!(CollectionIsEmpty.code(), 162);
         assert_eq!(Location50738.code(), 50738);
         assert_eq!(
             OperationNotSupportedInTransaction.name(),

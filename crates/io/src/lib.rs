@@ -17,7 +17,7 @@ pub mod proc_io;
 
 pub use aligned::AlignedBuf;
 pub use counters::{Category, CategoryCounters, IoCounters, IoStats};
-pub use disk_usage::dir_disk_bytes;
+pub use disk_usage::{dir_disk_bytes, fs_space, FsSpace};
 pub use error::{Error, Result};
 pub use fault::{Fault, FaultInjector};
 pub use file::{sync_dir, DataFile, OpenMode, ReadBuf};

@@ -113,6 +113,16 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
                     "closing connection: the rest of a message did not arrive in time");
                 break;
             }
+            Err(e) if e.is_disconnect() => {
+                tracing::debug!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
+                    "client disconnected");
+                break;
+            }
+            Err(e @ ReadError::Io(_)) => {
+                tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
+                    "closing connection: reading from the socket failed");
+                break;
+            }
             Err(e) => {
                 tracing::warn!(conn = ctx.connection_id, peer = %ctx.peer, error = %e,
                     "closing connection: message cannot be framed");

@@ -117,6 +117,9 @@ pub struct ConnectionCtx {
     pub connection_id: u64,
     /// The client's address as this server sees it (`whatsmyuri`).
     pub peer: SocketAddr,
+    /// The server's end of the connection: the address the client connected to
+    /// (`authenticationRestrictions`' `serverAddress`). `None` when unknown.
+    pub local: Option<SocketAddr>,
     /// How the server was started.
     pub server: Arc<ServerConfig>,
     /// The compressors this client agreed to in its last handshake, in its order (a
@@ -160,6 +163,7 @@ impl ConnectionCtx {
             db,
             connection_id,
             peer,
+            local: None,
             server,
             compressors: Arc::default(),
             sessions,
@@ -348,7 +352,8 @@ async fn accept_loop(
             }
         }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
-        let ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone(), sessions.clone());
+        let mut ctx = ConnectionCtx::new(db.clone(), id, peer, config.clone(), sessions.clone());
+        ctx.local = stream.local_addr().ok();
         tracing::info!(conn = id, %peer, "connection accepted");
         match start_connection_thread(stream, ctx, &open) {
             Ok(()) => no_threads.recovered(),

@@ -67,6 +67,18 @@ pub(crate) enum ReadError {
     Frame(WireError),
 }
 
+impl ReadError {
+    /// Whether the client went away (a reset, an abort, a close in the middle of a message):
+    /// an ordinary end of a connection, not a fault of the server or of the message's bytes.
+    pub(crate) fn is_disconnect(&self) -> bool {
+        use std::io::ErrorKind::*;
+        matches!(self, ReadError::Io(e) if matches!(
+            e.kind(),
+            ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | NotConnected
+        ))
+    }
+}
+
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -277,6 +289,22 @@ fn discard_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_going_away_is_a_disconnect_and_a_bad_header_is_not() {
+        use std::io::{Error, ErrorKind};
+        for kind in [
+            ErrorKind::ConnectionReset,
+            ErrorKind::UnexpectedEof,
+            ErrorKind::BrokenPipe,
+        ] {
+            assert!(ReadError::Io(Error::from(kind)).is_disconnect(), "{kind:?}");
+        }
+        assert!(!ReadError::Io(Error::from(ErrorKind::PermissionDenied)).is_disconnect());
+        assert!(!ReadError::Stalled(Duration::from_secs(1)).is_disconnect());
+        let bad = MsgHeader::decode(&[0u8; HEADER_LEN]).expect_err("a zero length is refused");
+        assert!(!ReadError::Frame(bad).is_disconnect());
+    }
 
     #[test]
     fn a_discarded_body_keeps_its_first_bytes_and_reads_exactly_the_rest() {

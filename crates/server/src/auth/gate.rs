@@ -5,12 +5,17 @@
 //! user; the localhost exception lets a loopback client run `createUser` on `admin` while no
 //! user exists at all; anything else is `Unauthorized` (13) "Command X requires authentication".
 //! An authenticated connection's command is then checked against its users' roles by
-//! `authorize`.
+//! `authorize`. Every login, whatever its mechanism, passes `admit`: the user's and its
+//! roles' `authenticationRestrictions` against the connection's addresses (`restrictions`);
+//! a logged-in user whose restrictions stop being met (its user or a role changed) is dropped
+//! from the connection at the next command, as mongod drops it.
 
-use super::role_graph::Resolved;
-use super::{conversation, user_store, AuthSession, LoggedIn};
+use super::restrictions::{self, Environment};
+use super::role_graph::{self, Resolved};
+use super::{conversation, user_store, AuthSession, LoggedIn, UserName};
 use crate::command::Command;
 use crate::ConnectionCtx;
+use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::Arc;
 
@@ -96,7 +101,16 @@ fn refresh(ctx: &ConnectionCtx, session: &mut AuthSession) -> Result<(), MongoEr
     let mut kept = Vec::with_capacity(session.users.len());
     for user in &session.users {
         match user_store::find(&ctx.db, &user.name)? {
-            Some(doc) => kept.push(conversation::logged_in(&user.name, &doc)),
+            Some(doc) => match unmet_restrictions(ctx, &doc)? {
+                None => kept.push(conversation::logged_in(&user.name, &doc)),
+                Some(reason) => tracing::info!(
+                    conn = ctx.connection_id,
+                    user = %user.name,
+                    %reason,
+                    "removed a user whose authentication restrictions are no longer met \
+                     from the connection's logins"
+                ),
+            },
             None => tracing::info!(
                 conn = ctx.connection_id,
                 user = %user.name,
@@ -107,6 +121,40 @@ fn refresh(ctx: &ConnectionCtx, session: &mut AuthSession) -> Result<(), MongoEr
     session.users = kept;
     session.resolved = None;
     Ok(())
+}
+
+/// Admits the login of `user` (already authenticated by its mechanism) only if the
+/// connection meets its and its roles' `authenticationRestrictions`; otherwise
+/// `AuthenticationFailed` exactly as a wrong password, with the reason only in the log.
+pub fn admit(ctx: &ConnectionCtx, name: &UserName, stored: &Document) -> Result<(), MongoError> {
+    match unmet_restrictions(ctx, stored)? {
+        None => Ok(()),
+        Some(reason) => {
+            tracing::info!(
+                conn = ctx.connection_id,
+                user = %name,
+                client = %ctx.peer,
+                %reason,
+                "Failed to acquire user because of unmet authentication restrictions"
+            );
+            Err(conversation::failed())
+        }
+    }
+}
+
+/// Why the connection does not meet the restrictions of the user stored as `doc` and of
+/// the roles it holds, or `None` when it does.
+fn unmet_restrictions(ctx: &ConnectionCtx, doc: &Document) -> Result<Option<String>, MongoError> {
+    let own = doc.get("authenticationRestrictions");
+    let resolved = role_graph::resolve_stored(&ctx.db, &role_graph::held_roles(doc))?;
+    if own.is_none() && resolved.restrictions.is_empty() {
+        return Ok(None);
+    }
+    let env = Environment {
+        client: Some(ctx.peer.ip()),
+        server: ctx.local.map(|a| a.ip()),
+    };
+    Ok(restrictions::check(own, &resolved.restrictions, &env).err())
 }
 
 /// The connection's authentication state, locked.

@@ -5,11 +5,13 @@
 //! `command_actions` and `pipeline_actions`, and `cursor_users` for cursor ownership).
 //! User-defined roles live in `admin.system.roles` (`role_store`), their privileges are
 //! documents (`privilege_doc`, checked against `action_types`) and `role_graph` follows
-//! inheritance. This module holds the server-wide settings (`AuthConfig`) and each
+//! inheritance. `restrictions` (with `cidr`) checks and evaluates the users' and roles'
+//! `authenticationRestrictions`, which `gate` enforces at every login. This module holds the server-wide settings (`AuthConfig`) and each
 //! connection's state (`AuthSession`).
 
 pub mod action_types;
 pub mod authorize;
+pub mod cidr;
 pub mod command_actions;
 pub mod conversation;
 pub mod credentials;
@@ -18,6 +20,7 @@ pub mod gate;
 pub mod pipeline_actions;
 pub mod privilege_doc;
 pub mod privileges;
+pub mod restrictions;
 pub mod role_graph;
 pub mod role_store;
 pub mod roles;

@@ -1,5 +1,6 @@
-//! The role graph: which roles a set of roles holds once inheritance is followed, and the
-//! privileges they grant together. Built-in roles are leaves with their table privileges
+//! The role graph: which roles a set of roles holds once inheritance is followed, the
+//! privileges they grant together, and the `authenticationRestrictions` of each (a login
+//! must meet every one of them, `restrictions.rs`). Built-in roles are leaves with their table privileges
 //! (`privileges::builtin`); a user-defined role's document (`admin.system.roles`) grants
 //! its own `privileges` and holds its `roles`. A role that no longer exists grants nothing.
 //! The walk is breadth first, visits each role once (so a cycle cannot loop) and stops at
@@ -20,6 +21,8 @@ pub const MAX_ROLES: usize = 10_000;
 pub struct Resolved {
     pub roles: Vec<RoleName>,
     pub privileges: Vec<Privilege>,
+    /// Each held role with a non-empty `authenticationRestrictions` array, and that array.
+    pub restrictions: Vec<(RoleName, Vec<Bson>)>,
 }
 
 /// A role's stored document, by name (`None`: no such user-defined role).
@@ -51,6 +54,11 @@ pub fn resolve(direct: &[RoleName], lookup: &mut Lookup<'_>) -> Result<Resolved,
         };
         all.extend(privilege_doc::stored(&doc));
         queue.extend(held_roles(&doc));
+        if let Some(Bson::Array(r)) = doc.get("authenticationRestrictions") {
+            if !r.is_empty() {
+                out.restrictions.push((role.clone(), r.clone()));
+            }
+        }
         out.roles.push(role);
     }
     out.privileges = privileges::merge(all);
@@ -127,6 +135,47 @@ mod tests {
         assert!(privileges::allows(&resolved.privileges, &y, "insert"));
         assert!(!privileges::allows(&resolved.privileges, &y, "find"));
         assert!(privileges::allows(&resolved.privileges, &o, "find"));
+    }
+
+    #[test]
+    fn the_restrictions_of_every_inherited_role_are_collected() {
+        let restricted = |name: &str, source: &str, roles: Bson| {
+            let (n, mut d) = role(name, bson::bson!([]), roles);
+            d.insert(
+                "authenticationRestrictions",
+                bson::bson!([{"clientSource": [source]}]),
+            );
+            (n, d)
+        };
+        let store: HashMap<RoleName, Document> = [
+            restricted(
+                "top",
+                "127.0.0.1",
+                bson::bson!([{"role": "mid", "db": "app"}]),
+            ),
+            role(
+                "mid",
+                bson::bson!([]),
+                bson::bson!([{"role": "low", "db": "app"}]),
+            ),
+            restricted("low", "10.0.0.0/8", bson::bson!([])),
+        ]
+        .into_iter()
+        .collect();
+        let resolved = resolve(&[RoleName::new("top", "app")], &mut |n| {
+            Ok(store.get(n).cloned())
+        })
+        .expect("resolve");
+        let names: Vec<&str> = resolved
+            .restrictions
+            .iter()
+            .map(|(r, _)| r.role.as_str())
+            .collect();
+        assert_eq!(names, ["top", "low"]);
+        assert_eq!(
+            resolved.restrictions[1].1,
+            vec![bson::bson!({"clientSource": ["10.0.0.0/8"]})]
+        );
     }
 
     #[test]

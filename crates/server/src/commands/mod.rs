@@ -30,6 +30,7 @@ mod transactions;
 mod txn_fields;
 mod users;
 mod users_info;
+mod write_concern;
 
 pub use diagnostics::COMPATIBLE_VERSION;
 
@@ -188,6 +189,9 @@ fn dispatch_checked(
     // Access control first, as mongod: an unauthenticated client learns nothing more.
     if is_known(ctx, name) {
         if let Err(e) = crate::auth::gate::check(ctx, name, db, cmd) {
+            return Reply::Doc(error_reply(&e));
+        }
+        if let Err(e) = write_concern::check(cmd.raw()) {
             return Reply::Doc(error_reply(&e));
         }
     }

@@ -48,6 +48,7 @@ fn owned_doc(d: &RawDocument) -> Result<Document, MongoError> {
 pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let ns = raw_args::namespace(db, cmd, "find")?;
     let (spec, batch_size, single) = find_spec(cmd, "find")?;
+    check_tailable(ctx, cmd, &ns)?;
     let batch_size = batch_size.map(|b| b as usize);
     let source: Box<dyn DocSource> = match &ctx.txn {
         // Read whole on the transaction's snapshot: later getMores cannot reach it.
@@ -60,6 +61,38 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
             .cursors()
             .first_batch(&ns, source, batch_size, single, ctx.cursor_owner())?;
     Ok(cursor_reply_raw(&ns, batch, "firstBatch"))
+}
+
+/// `tailable` and `awaitData`. A tailable cursor needs a capped collection and ShaleDB has
+/// none (`create` refuses `capped: true`), so a tailable find on an existing collection is
+/// refused as mongod refuses one on a collection that is not capped (on a missing one
+/// mongod answers an empty batch, and so does this find).
+fn check_tailable(
+    ctx: &ConnectionCtx,
+    cmd: &Command<'_>,
+    ns: &Namespace,
+) -> Result<(), MongoError> {
+    let tailable = raw_args::opt_bool(cmd, "find", "tailable")?.unwrap_or(false);
+    let await_data = raw_args::opt_bool(cmd, "find", "awaitData")?.unwrap_or(false);
+    if await_data && !tailable {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            "Cannot set 'awaitData' without also setting 'tailable'",
+        ));
+    }
+    let exists = || {
+        ctx.db
+            .list_collections(&ns.db)
+            .iter()
+            .any(|c| c.get_str("name") == Ok(ns.coll.as_str()))
+    };
+    if tailable && exists() {
+        return Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("error processing query: ns={ns} tailable cursor requested on non capped collection"),
+        ));
+    }
+    Ok(())
 }
 
 pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
@@ -271,7 +304,12 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     reply.insert("command", inner.clone());
     reply.insert(
         "serverInfo",
-        doc! { "host": "localhost", "port": 27017, "version": super::COMPATIBLE_VERSION, "gitVersion": "unknown" },
+        doc! {
+            "host": super::server_status::hostname(),
+            "port": i32::from(super::server_status::port(ctx)),
+            "version": super::COMPATIBLE_VERSION,
+            "gitVersion": "unknown",
+        },
     );
     Ok(reply)
 }

@@ -6,7 +6,7 @@
 //! closes a cycle, built-in roles cannot be created or changed. `rolesInfo` is in
 //! `roles_info.rs`; what a role allows is enforced by `auth::authorize`.
 
-use super::users::{check_fields, missing};
+use super::users::{check_fields, given_restrictions, missing};
 use super::CommandResult;
 use crate::auth::privilege_doc;
 use crate::auth::privileges::{Pattern, Privilege};
@@ -53,10 +53,8 @@ pub fn create_role(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
         "privileges": privilege_doc::to_bson(&privileges),
         "roles": names_bson(&held),
     };
-    if let Some(Bson::Array(r)) = body.get("authenticationRestrictions") {
-        if !r.is_empty() {
-            role.insert("authenticationRestrictions", r.clone());
-        }
+    if let Some(r) = given_restrictions(body, "createRole")?.filter(|r| !r.is_empty()) {
+        role.insert("authenticationRestrictions", r);
     }
     role_store::insert(&ctx.db, &ctx.server.auth, role)?;
     tracing::info!(role = %name, "created role");
@@ -79,6 +77,7 @@ pub fn update_role(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
         .get("roles")
         .map(|v| roles::parse_names(v, "updateRole.roles", db))
         .transpose()?;
+    let restrictions = given_restrictions(body, "updateRole")?;
     let mut role = existing(ctx, &name)?;
     if let Some(held) = &held {
         check_grant_roles(ctx, &name, held)?;
@@ -88,12 +87,12 @@ pub fn update_role(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
         check_grant_privileges(&name, privileges)?;
         role.insert("privileges", privilege_doc::to_bson(privileges));
     }
-    match body.get("authenticationRestrictions") {
-        Some(Bson::Array(r)) if r.is_empty() => {
+    match restrictions {
+        Some(r) if r.is_empty() => {
             role.remove("authenticationRestrictions");
         }
-        Some(v) => {
-            role.insert("authenticationRestrictions", v.clone());
+        Some(r) => {
+            role.insert("authenticationRestrictions", r);
         }
         None => {}
     }

@@ -4,7 +4,9 @@
 //! as mongod shows it: its stored fields (`privileges` only with `showPrivileges`,
 //! `authenticationRestrictions` only with `showAuthenticationRestrictions`), `isBuiltin`,
 //! `inheritedRoles` (every role it holds, through inheritance too) and, with
-//! `showPrivileges`, `inheritedPrivileges` (its own and inherited, merged).
+//! `showPrivileges`, `inheritedPrivileges` (its own and inherited, merged); with
+//! `showAuthenticationRestrictions`, `inheritedAuthenticationRestrictions` lists its own
+//! array and each inherited role's.
 //! `showPrivileges: "asUserFragment"` answers `userFragment` instead, as if a user held the
 //! named roles.
 
@@ -200,10 +202,17 @@ fn describe_stored(
         );
     }
     if restrictions {
-        let inherited_restrictions = match own_restrictions {
+        // The role's own array, then each inherited role's (mongod lists both).
+        let mut inherited_restrictions = match own_restrictions {
             Some(Bson::Array(a)) if !a.is_empty() => vec![Bson::Array(a)],
             _ => Vec::new(),
         };
+        inherited_restrictions.extend(
+            inherited
+                .restrictions
+                .into_iter()
+                .map(|(_, r)| Bson::Array(r)),
+        );
         out.insert(
             "inheritedAuthenticationRestrictions",
             inherited_restrictions,
@@ -224,12 +233,17 @@ fn user_fragment(db: &Database, names: &[RoleName]) -> CommandResult {
         .iter()
         .map(|r| Bson::Document(r.to_document()))
         .collect();
+    let restrictions: Vec<Bson> = resolved
+        .restrictions
+        .iter()
+        .map(|(_, r)| Bson::Array(r.clone()))
+        .collect();
     Ok(doc! {
         "userFragment": {
             "roles": roles,
             "inheritedRoles": inherited,
             "inheritedPrivileges": privileges_bson(&resolved.privileges),
-            "inheritedAuthenticationRestrictions": [],
+            "inheritedAuthenticationRestrictions": restrictions,
         }
     })
 }

@@ -3,9 +3,11 @@
 //! has keys for) and `speculativeAuthenticate` (a `saslStart` or X.509 `authenticate`
 //! carried in the handshake, so a driver saves a round trip). The SCRAM exchange itself is `auth::conversation`.
 //! Replies carry `conversationId`, `done` and `payload` as generic BinData, as mongod's do.
+//! Whatever the mechanism, the login happens only through `gate::admit`, which enforces the
+//! user's and its roles' `authenticationRestrictions`.
 
 use super::CommandResult;
-use crate::auth::conversation::{logged_in, StartRequest, Step, CONVERSATION_ID};
+use crate::auth::conversation::{failed, logged_in, StartRequest, Step, CONVERSATION_ID};
 use crate::auth::credentials::mechanisms_of;
 use crate::auth::{gate, user_store, x509, UserName};
 use crate::ConnectionCtx;
@@ -101,14 +103,23 @@ fn authenticate_x509(
             ),
         ));
     };
+    gate::admit(ctx, &name, &stored)?;
     let user = logged_in(&name, &stored);
     tracing::info!(conn = ctx.connection_id, user = %name, "authenticated (MONGODB-X509)");
     gate::lock(ctx).log_in(user);
     Ok(name)
 }
 
-/// Logs the user in when a step completes, logs failures, and builds the reply.
+/// Logs the user in when a step completes (if its `authenticationRestrictions` admit the
+/// connection), logs failures, and builds the reply.
 fn finish_step(ctx: &ConnectionCtx, step: Result<Step, MongoError>) -> CommandResult {
+    let step = step.and_then(|step| {
+        if let Some(user) = &step.logged_in {
+            let stored = user_store::find(&ctx.db, &user.name)?.ok_or_else(failed)?;
+            gate::admit(ctx, &user.name, &stored)?;
+        }
+        Ok(step)
+    });
     let step = step.inspect_err(|e| {
         tracing::info!(
             conn = ctx.connection_id,

@@ -25,7 +25,7 @@ pub fn mark_started() {
 pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
     let uptime = STARTED.get_or_init(Instant::now).elapsed();
     Ok(doc! {
-        "host": hostname(),
+        "host": host_and_port(ctx),
         "version": super::diagnostics::COMPATIBLE_VERSION,
         "process": "shale",
         "pid": std::process::id() as i64,
@@ -93,6 +93,22 @@ fn mem_document() -> Document {
 fn status_kib(status: &str, field: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(field))?;
     line[field.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// The port clients reach this server on: the one this connection came in on (27017, the
+/// default, for a context with no socket behind it).
+pub(crate) fn port(ctx: &ConnectionCtx) -> u16 {
+    ctx.local.map_or(DEFAULT_PORT, |a| a.port())
+}
+
+const DEFAULT_PORT: u16 = 27017;
+
+/// mongod's `prettyHostName`: the host name, with `:port` unless the port is the default.
+fn host_and_port(ctx: &ConnectionCtx) -> String {
+    match port(ctx) {
+        DEFAULT_PORT => hostname(),
+        p => format!("{}:{p}", hostname()),
+    }
 }
 
 pub(crate) fn hostname() -> String {

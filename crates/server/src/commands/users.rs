@@ -1,13 +1,14 @@
 //! The user-management commands that change users: `createUser`, `updateUser`, `dropUser`,
 //! `dropAllUsersFromDatabase`, `grantRolesToUser`, `revokeRolesFromUser`. Users are stored
 //! in `admin.system.users` in mongod's shape (`auth::user_store`, docs/auth.md), with salted
-//! SCRAM keys only. `usersInfo` is in `users_info.rs`. Roles are checked to exist (the
-//! built-in ones) and stored, not enforced.
+//! SCRAM keys only. `usersInfo` is in `users_info.rs`. Roles are checked to exist;
+//! `authenticationRestrictions` are checked as mongod checks them (an empty array stores
+//! none, or removes them on `updateUser`) and enforced at login by `auth::gate::admit`.
 
 use super::{CommandResult, GENERIC_ARGUMENTS};
 use crate::auth::credentials::{keys_document, mechanisms_of, new_keys};
 use crate::auth::scram::Mechanism;
-use crate::auth::{roles, user_store, AuthConfig, UserName};
+use crate::auth::{restrictions, roles, user_store, AuthConfig, UserName};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -46,10 +47,12 @@ pub fn create_user(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
         "credentials": credentials,
         "roles": roles_bson(roles),
     };
-    for field in ["customData", "authenticationRestrictions"] {
-        if let Some(v) = body.get(field) {
-            user.insert(field, v.clone());
-        }
+    if let Some(v) = body.get("customData") {
+        user.insert("customData", v.clone());
+    }
+    let restrictions = given_restrictions(body, "createUser")?;
+    if let Some(r) = restrictions.filter(|r| !r.is_empty()) {
+        user.insert("authenticationRestrictions", r);
     }
     user_store::insert(&ctx.db, &ctx.server.auth, user)?;
     tracing::info!(user = %name, "created user");
@@ -64,6 +67,7 @@ pub fn update_user(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
             "Must specify at least one field to update in updateUser",
         ));
     }
+    let restrictions = given_restrictions(body, "updateUser")?;
     let mut user = existing(ctx, &name)?;
     let current = user
         .get_document("credentials")
@@ -81,10 +85,17 @@ pub fn update_user(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRes
             roles_bson(roles::parse(&ctx.db, v, "updateUser.roles", db)?),
         );
     }
-    for field in ["customData", "authenticationRestrictions"] {
-        if let Some(v) = body.get(field) {
-            user.insert(field, v.clone());
+    if let Some(v) = body.get("customData") {
+        user.insert("customData", v.clone());
+    }
+    match restrictions {
+        Some(r) if r.is_empty() => {
+            user.remove("authenticationRestrictions");
         }
+        Some(r) => {
+            user.insert("authenticationRestrictions", r);
+        }
+        None => {}
     }
     user_store::replace(&ctx.db, &ctx.server.auth, &name, user)?;
     Ok(Document::new())
@@ -275,6 +286,16 @@ fn keep_mechanisms(current: &Document, wanted: &[Mechanism]) -> Result<Document,
         }
     }
     Ok(kept)
+}
+
+/// The command's `authenticationRestrictions`, checked (`auth::restrictions`), if given.
+pub(super) fn given_restrictions(
+    body: &Document,
+    command: &str,
+) -> Result<Option<Vec<Bson>>, MongoError> {
+    body.get("authenticationRestrictions")
+        .map(|v| restrictions::parse_command(v, &format!("{command}.authenticationRestrictions")))
+        .transpose()
 }
 
 fn roles_bson(roles: Vec<Document>) -> Bson {

@@ -3,11 +3,15 @@
 //! (`{forAllDBs: true}`), ordered by database then name. Each user is shown as mongod shows
 //! it: `_id`, `userId`, `user`, `db`, `roles`, `mechanisms`, `customData` (unless
 //! `showCustomData: false`), and its salted keys only with `showCredentials: true`. A
-//! `filter` is matched against the stored documents. `showPrivileges` adds
-//! `inheritedRoles` (the user's roles and those they inherit through user-defined roles;
-//! built-in roles are listed without the built-in roles mongod shows them containing, which
-//! is partial for `root`, `dbOwner` and `clusterAdmin`) and `inheritedPrivileges`, the
-//! merged privileges of those roles.
+//! `filter` is matched against the stored documents. Only a query naming its users (not `1`,
+//! `forAllDBs` or a `filter`; else `IllegalOperation`, as mongod) may ask for details:
+//! `showPrivileges` adds `inheritedRoles` (the user's roles and those they inherit through
+//! user-defined roles; built-in roles are listed without the built-in roles mongod shows
+//! them containing, which is partial for `root`, `dbOwner` and `clusterAdmin`) and
+//! `inheritedPrivileges`, the merged privileges of those roles;
+//! `showAuthenticationRestrictions` adds `inheritedRoles`, the user's own
+//! `authenticationRestrictions` (`[]` when none) and `inheritedAuthenticationRestrictions`,
+//! the array of each held role that has some. Without it they are not shown.
 
 use super::CommandResult;
 use crate::auth::credentials::mechanisms_of;
@@ -22,41 +26,81 @@ pub fn users_info(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResu
     if let Ok(extra) = body.get_document("filter") {
         filter = doc! { "$and": [filter, extra.clone()] };
     }
-    let show_privileges = option(body, "showPrivileges", false);
+    let details = Details {
+        privileges: option(body, "showPrivileges", false),
+        restrictions: option(body, "showAuthenticationRestrictions", false),
+    };
+    let exact = match &which {
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => false,
+        Bson::Document(d) => d.get_bool("forAllDBs") != Ok(true),
+        _ => true,
+    };
+    if (details.privileges || details.restrictions) && (!exact || body.contains_key("filter")) {
+        return Err(MongoError::new(
+            ErrorCode::IllegalOperation,
+            "Privilege or restriction details require exact-match usersInfo queries",
+        ));
+    }
     let show_credentials = option(body, "showCredentials", false);
     let show_custom_data = option(body, "showCustomData", true);
     let mut users: Vec<Bson> = Vec::new();
     for stored in user_store::list(&ctx.db, filter)? {
+        let own_restrictions = stored.get("authenticationRestrictions").cloned();
         let mut user = shown(stored, show_credentials, show_custom_data);
-        if show_privileges {
-            add_privileges(&ctx.db, &mut user)?;
+        if details.privileges || details.restrictions {
+            add_details(&ctx.db, &mut user, own_restrictions, details)?;
         }
         users.push(Bson::Document(user));
     }
     Ok(doc! { "users": users })
 }
 
-/// `inheritedRoles` (every role the user holds, through inheritance too) and
-/// `inheritedPrivileges` of a shown user, from its `roles`.
-fn add_privileges(db: &shale_db::Database, user: &mut Document) -> Result<(), MongoError> {
+/// What an exact-match `usersInfo` adds to each user.
+#[derive(Debug, Clone, Copy)]
+struct Details {
+    /// `showPrivileges`: `inheritedRoles` and `inheritedPrivileges`.
+    privileges: bool,
+    /// `showAuthenticationRestrictions`: `inheritedRoles`, the user's own
+    /// `authenticationRestrictions` and its roles' `inheritedAuthenticationRestrictions`.
+    restrictions: bool,
+}
+
+/// `inheritedRoles` (every role the user holds, through inheritance too), and as asked
+/// `inheritedPrivileges` or the restrictions of a shown user, from its `roles`.
+fn add_details(
+    db: &shale_db::Database,
+    user: &mut Document,
+    own_restrictions: Option<Bson>,
+    details: Details,
+) -> Result<(), MongoError> {
     let direct = role_graph::held_roles(user);
     let resolved = role_graph::resolve_stored(db, &direct)?;
-    let privileges: Vec<Bson> = resolved
-        .privileges
-        .iter()
-        .map(|p| Bson::Document(p.to_document()))
-        .collect();
     let roles: Vec<Bson> = resolved
         .roles
         .iter()
         .map(|r| Bson::Document(r.to_document()))
         .collect();
     user.insert("inheritedRoles", roles);
-    user.insert("inheritedPrivileges", privileges);
-    user.insert(
-        "inheritedAuthenticationRestrictions",
-        Bson::Array(Vec::new()),
-    );
+    if details.privileges {
+        let privileges: Vec<Bson> = resolved
+            .privileges
+            .iter()
+            .map(|p| Bson::Document(p.to_document()))
+            .collect();
+        user.insert("inheritedPrivileges", privileges);
+    }
+    if details.restrictions {
+        let inherited: Vec<Bson> = resolved
+            .restrictions
+            .into_iter()
+            .map(|(_, r)| Bson::Array(r))
+            .collect();
+        user.insert(
+            "authenticationRestrictions",
+            own_restrictions.unwrap_or(Bson::Array(Vec::new())),
+        );
+        user.insert("inheritedAuthenticationRestrictions", inherited);
+    }
     Ok(())
 }
 
@@ -106,6 +150,8 @@ fn shown(stored: Document, show_credentials: bool, show_custom_data: bool) -> Do
         match k.as_str() {
             "credentials" if !show_credentials => {}
             "customData" if !show_custom_data => {}
+            // Shown only by an exact match with `showAuthenticationRestrictions`.
+            "authenticationRestrictions" => {}
             _ => {
                 out.insert(k, v);
             }
