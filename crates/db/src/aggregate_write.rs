@@ -237,7 +237,7 @@ impl Database {
 
 /// True if `coll` has a unique, non-partial index whose key fields are exactly `on`.
 fn has_unique_index_on(coll: &Collection, on: &[String]) -> bool {
-    coll.indexes.iter().any(|i| {
+    coll.ready_indexes().any(|i| {
         let mut fields: Vec<&str> = i.def.fields.iter().map(|(p, _)| p.as_str()).collect();
         let mut wanted: Vec<&str> = on.iter().map(String::as_str).collect();
         fields.sort_unstable();

@@ -17,7 +17,8 @@
 //! of a newer version than `CATALOG_FORMAT_VERSION` is refused, never misread. A view is a
 //! record of its own kind (`kind: "view"`, version 3, no trees: `views.rs`), under the same
 //! key space, so a view and a collection never share a name; binaries before views refuse
-//! its version rather than misread it.
+//! its version rather than misread it. A collection record with an index still being built
+//! is version 4 (`index_build.rs`), so older binaries refuse it too.
 
 use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
@@ -36,6 +37,11 @@ const CATALOG_TREE: &str = "catalog";
 /// The catalog record format this code writes and the newest it reads.
 pub const CATALOG_FORMAT_VERSION: i32 = 2;
 
+/// The format of a collection record while one of its indexes is being built (`building:
+/// true` on its entry): binaries before hot builds refuse it rather than take an unfilled
+/// index for a complete one. Views have version 3.
+pub const BUILDING_FORMAT_VERSION: i32 = 4;
+
 /// One secondary index.
 pub struct Index {
     pub id: u64,
@@ -48,6 +54,17 @@ pub struct Index {
     pub multikey: AtomicBool,
     /// Whether the stored catalog record says multikey.
     pub multikey_durable: AtomicBool,
+    /// Filled and usable by queries. A hot build (`index_build.rs`) publishes the index
+    /// unready, so every write maintains it while the build fills it from the documents,
+    /// then sets this; the record says `building: true` until then.
+    pub ready: AtomicBool,
+}
+
+impl Index {
+    /// Whether queries, listings and checks may use the index (its build finished).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
 }
 
 /// One collection: its document tree, size counter and indexes.
@@ -88,15 +105,20 @@ impl Collection {
             .indexes
             .iter()
             .map(|i| {
-                Bson::Document(doc! {
+                let mut entry = doc! {
                     "id": i.id as i64,
                     "spec": i.spec.clone(),
                     "multikey": i.multikey.load(Ordering::Relaxed),
-                })
+                };
+                if !i.is_ready() {
+                    entry.insert("building", true);
+                }
+                Bson::Document(entry)
             })
             .collect();
+        let building = self.indexes.iter().any(|i| !i.is_ready());
         doc! {
-            "formatVersion": CATALOG_FORMAT_VERSION,
+            "formatVersion": if building { BUILDING_FORMAT_VERSION } else { CATALOG_FORMAT_VERSION },
             "ns": self.ns.to_string(),
             "id": self.id as i64,
             "uuid": self.uuid,
@@ -107,6 +129,12 @@ impl Collection {
 
     pub fn index(&self, name: &str) -> Option<&Arc<Index>> {
         self.indexes.iter().find(|i| i.def.name == name)
+    }
+
+    /// The indexes queries, listings and checks see: those whose build finished. Writes
+    /// maintain every index in `indexes`, building ones included.
+    pub fn ready_indexes(&self) -> impl Iterator<Item = &Arc<Index>> {
+        self.indexes.iter().filter(|i| i.is_ready())
     }
 
     /// The stored record's bytes, for a write that must change it in a transaction.
@@ -362,6 +390,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
     let version = match record.get("formatVersion") {
         None => 1,
         Some(Bson::Int32(v)) if (1..=CATALOG_FORMAT_VERSION).contains(v) => *v,
+        Some(Bson::Int32(BUILDING_FORMAT_VERSION)) => BUILDING_FORMAT_VERSION,
         Some(Bson::Int32(v)) if *v > CATALOG_FORMAT_VERSION => {
             return Err(MongoError::new(
                 ErrorCode::UnsupportedFormat,
@@ -409,6 +438,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
             tree,
             multikey: AtomicBool::new(entry.get_bool("multikey").unwrap_or(true)),
             multikey_durable: AtomicBool::new(entry.get_bool("multikey").unwrap_or(true)),
+            ready: AtomicBool::new(!entry.get_bool("building").unwrap_or(false)),
         }));
     }
     Ok(Collection {

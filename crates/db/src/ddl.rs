@@ -1,27 +1,22 @@
 //! Catalog commands: create, drop, rename and list collections and databases; create, list
-//! and drop indexes (an index build scans the collection under the DDL lock and refuses a
-//! unique index the data violates). DDL holds the database's DDL lock exclusively, so no
+//! and drop indexes (an index is published under the DDL lock and filled without it,
+//! `index_build.rs`; a unique index the data violates is refused). DDL holds the database's DDL lock exclusively, so no
 //! write or query runs against a collection while its trees change; DDL that replaces or
 //! removes an existing collection, or builds or drops its indexes, first aborts every live
 //! session transaction (they hold no lock between statements). Creating a collection
 //! aborts none: an insert in a transaction creates its collection.
 
 use crate::catalog::{Collection, Index};
-use crate::doc_write::{duplicate, id_of};
-use crate::index_keys::id_key;
 use crate::index_spec::{id_index_spec, parse_spec};
 use crate::namespace::{validate_db_name, Namespace};
 use crate::{engine_error, Database, DbResult};
-use bson::{doc, Bson, Document, RawDocumentBuf};
+use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLockReadGuard};
 
 /// Why DDL aborts the live session transactions (docs/plan-wire-transactions.md §0.3).
 const KILLED_BY_DDL: &str = "a catalog change (drop, rename or index build) ended it";
-
-/// Documents per transaction while building an index.
-const BUILD_CHUNK: usize = 1000;
 
 /// What `createIndexes` did.
 #[derive(Debug)]
@@ -34,7 +29,7 @@ pub struct CreateIndexesResult {
 }
 
 impl Collection {
-    fn with_indexes(&self, indexes: Vec<Arc<Index>>) -> Collection {
+    pub(crate) fn with_indexes(&self, indexes: Vec<Arc<Index>>) -> Collection {
         Collection {
             ns: self.ns.clone(),
             id: self.id,
@@ -213,16 +208,49 @@ impl Database {
             )
         })?;
         let mut out = vec![id_index_spec()];
-        out.extend(coll.indexes.iter().map(|i| i.spec.clone()));
+        out.extend(coll.ready_indexes().map(|i| i.spec.clone()));
         Ok(out)
     }
 
-    /// `createIndexes`: builds each index not yet present.
+    /// `createIndexes`: publishes each index not yet present under the DDL lock, then fills
+    /// them without it, so other work goes on during the scan (index_build.rs, B1-B4). An
+    /// identical index another build is filling is waited for.
     pub fn create_indexes(
         &self,
         ns: &Namespace,
         specs: &[Document],
     ) -> DbResult<CreateIndexesResult> {
+        let (published, coll_id, before, created_collection) = loop {
+            match self.publish_indexes(ns, specs)? {
+                Publish::Wait => std::thread::sleep(std::time::Duration::from_millis(10)),
+                Publish::Done(p) => break p,
+            }
+        };
+        for (i, index) in published.iter().enumerate() {
+            if let Err(e) = self.hot_build(ns, coll_id, index) {
+                // The builds not yet run go too: the command failed as a whole.
+                let _ddl = self.ddl_lock();
+                for rest in &published[i + 1..] {
+                    self.abandon_index(ns, rest)?;
+                }
+                return Err(e);
+            }
+        }
+        let after = self
+            .catalog
+            .get(ns)
+            .map_or(before, |c| c.ready_indexes().count() + 1);
+        Ok(CreateIndexesResult {
+            before,
+            after,
+            created_collection,
+            note: published.is_empty().then_some("all indexes already exist"),
+        })
+    }
+
+    /// The first step of `createIndexes`, under the DDL lock: each new index gets its tree
+    /// and goes into the catalog unready (B1), so writes maintain it from here on.
+    pub(crate) fn publish_indexes(&self, ns: &Namespace, specs: &[Document]) -> DbResult<Publish> {
         let parsed = specs.iter().map(parse_spec).collect::<DbResult<Vec<_>>>()?;
         let _ddl = self.ddl_lock();
         self.refuse_view(ns)?;
@@ -234,16 +262,20 @@ impl Database {
             .catalog
             .get(ns)
             .ok_or_else(|| MongoError::new(ErrorCode::InternalError, "collection vanished"))?;
-        let before = coll.indexes.len() + 1;
-        let mut built = 0;
+        let before = coll.ready_indexes().count() + 1;
+        let mut published = Vec::new();
         for (stored, def) in parsed {
-            if def.name == "_id_" || is_existing(&coll, &stored)? {
+            if def.name == "_id_" {
                 continue;
             }
-            if built == 0 && !created_collection {
-                // A build scans a fresh snapshot: a live transaction's writes would miss
-                // the index, and its later reads could be planned onto an index filled
-                // after its snapshot.
+            match existing(&coll, &stored)? {
+                Existing::Ready => continue,
+                Existing::Building => return Ok(Publish::Wait),
+                Existing::No => {}
+            }
+            if published.is_empty() && !created_collection {
+                // A live transaction's writes would miss the index, and its later reads
+                // could be planned onto an index filled after its snapshot.
                 self.kill_user_txns(KILLED_BY_DDL);
             }
             let (id, tree) =
@@ -256,87 +288,41 @@ impl Database {
                 tree,
                 multikey: AtomicBool::new(false),
                 multikey_durable: AtomicBool::new(false),
+                ready: AtomicBool::new(false),
             });
-            if let Err(e) = self.build_index(&coll, &index) {
-                let _ = self.engine().drop_tree(index.tree.name());
-                return Err(e);
-            }
-            index
-                .multikey_durable
-                .store(index.multikey.load(Ordering::SeqCst), Ordering::SeqCst);
             let mut indexes = coll.indexes.clone();
-            indexes.push(index);
+            indexes.push(index.clone());
             coll = self
                 .catalog
                 .commit(self.engine(), coll.with_indexes(indexes))?
                 .0;
-            built += 1;
+            published.push(index);
         }
-        Ok(CreateIndexesResult {
+        Ok(Publish::Done((
+            published,
+            coll.id,
             before,
-            after: coll.indexes.len() + 1,
             created_collection,
-            note: (built == 0).then_some("all indexes already exist"),
-        })
+        )))
     }
 
-    /// Fills a new index from the collection's documents.
-    pub(crate) fn build_index(&self, coll: &Collection, index: &Index) -> DbResult<()> {
-        let view = self.engine().read_view();
-        let mut cursor = view.cursor(&coll.docs);
-        cursor.seek_to_first().map_err(engine_error)?;
-        let total = coll.docs.count().max(0);
-        let (mut done, mut last_log) = (0i64, std::time::Instant::now());
-        tracing::info!(ns = %coll.ns, index = %index.def.name, documents = total, "index build started");
-        loop {
-            let mut txn = self.engine().begin();
-            let mut n = 0;
-            while let Some((_, value)) = cursor.entry() {
-                let doc = RawDocumentBuf::from_bytes(value.to_vec()).map_err(|e| {
-                    MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string())
-                })?;
-                let idk = id_key(&id_of(&doc)?);
-                if let Some(keys) = index.def.keys(&doc)? {
-                    if keys.multikey {
-                        index.multikey.store(true, Ordering::SeqCst);
-                    }
-                    for (tuple, values) in &keys.tuples {
-                        let k = index.def.entry_key(tuple, &idk);
-                        if index.def.unique
-                            && txn.get(&index.tree, &k).map_err(engine_error)?.is_some()
-                        {
-                            let mut kv = Document::new();
-                            for ((p, _), v) in index.def.fields.iter().zip(values) {
-                                kv.insert(p.clone(), v.clone());
-                            }
-                            return Err(duplicate(
-                                coll,
-                                &index.def.name,
-                                &index.def.key_pattern(),
-                                &kv,
-                            ));
-                        }
-                        txn.put(&index.tree, &k, index.def.entry_value(&idk, &doc))
-                            .map_err(engine_error)?;
-                    }
-                }
-                cursor.next().map_err(engine_error)?;
-                n += 1;
-                if n == BUILD_CHUNK {
-                    break;
-                }
-            }
-            txn.commit().map_err(engine_error)?;
-            done += n as i64;
-            if last_log.elapsed().as_secs() >= 5 {
-                tracing::info!(ns = %coll.ns, index = %index.def.name, done, total, "index build progress");
-                last_log = std::time::Instant::now();
-            }
-            if cursor.entry().is_none() {
-                break;
-            }
+    /// Takes a published index that will not be built out of the catalog, if still there.
+    fn abandon_index(&self, ns: &Namespace, index: &Arc<Index>) -> DbResult<()> {
+        let Some(coll) = self.catalog.get(ns) else {
+            return Ok(());
+        };
+        if !coll.indexes.iter().any(|i| Arc::ptr_eq(i, index)) {
+            return Ok(());
         }
-        tracing::info!(ns = %coll.ns, index = %index.def.name, documents = done, "index build finished");
+        let rest = coll
+            .indexes
+            .iter()
+            .filter(|i| !Arc::ptr_eq(i, index))
+            .cloned()
+            .collect();
+        self.catalog
+            .commit(self.engine(), coll.with_indexes(rest))?;
+        let _ = self.engine().drop_tree(index.tree.name());
         Ok(())
     }
 
@@ -453,6 +439,7 @@ impl Database {
                 tree,
                 multikey: AtomicBool::new(false),
                 multikey_durable: AtomicBool::new(false),
+                ready: AtomicBool::new(true),
             }));
         }
         if !indexes.is_empty() {
@@ -498,20 +485,26 @@ impl Database {
     }
 }
 
-/// A collection's index specifications, `_id_` excluded, in creation order.
+/// A collection's (built) index specifications, `_id_` excluded, in creation order.
 pub(crate) fn index_specs(coll: &Collection) -> Vec<Document> {
-    coll.indexes.iter().map(|i| i.spec.clone()).collect()
+    coll.ready_indexes().map(|i| i.spec.clone()).collect()
 }
 
 /// True if an index with the same name and spec exists; an error if one conflicts.
-fn is_existing(coll: &Collection, stored: &Document) -> DbResult<bool> {
+/// Whether `stored` is already an index of `coll`, ready or being built; a different
+/// index under its name or its key is mongod's conflict error.
+fn existing(coll: &Collection, stored: &Document) -> DbResult<Existing> {
     let name = stored.get_str("name").unwrap_or_default();
     let key = stored.get_document("key").ok();
     for i in &coll.indexes {
         let same_key = Some(&i.def.key_pattern()) == key.map(normalize).as_ref();
         if i.def.name == name {
             if i.spec == *stored {
-                return Ok(true);
+                return Ok(if i.is_ready() {
+                    Existing::Ready
+                } else {
+                    Existing::Building
+                });
             }
             let code = if same_key {
                 ErrorCode::IndexOptionsConflict
@@ -532,7 +525,23 @@ fn is_existing(coll: &Collection, stored: &Document) -> DbResult<bool> {
             ));
         }
     }
-    Ok(false)
+    Ok(Existing::No)
+}
+
+/// What `existing` found.
+enum Existing {
+    No,
+    Ready,
+    Building,
+}
+
+/// What the publishing step of `createIndexes` did.
+pub(crate) enum Publish {
+    /// An identical index is being built by another command: wait for it, then look again.
+    Wait,
+    /// The published (unready) indexes, the collection's id, the index count before, and
+    /// whether the collection was created.
+    Done((Vec<Arc<Index>>, u64, usize, bool)),
 }
 
 fn normalize(key: &Document) -> Document {

@@ -20,6 +20,7 @@ mod doc_write;
 mod exec;
 mod fast_merge;
 mod fast_update;
+mod index_build;
 mod index_keys;
 mod index_spec;
 mod namespace;
@@ -105,6 +106,7 @@ impl Database {
             fast,
         };
         db.drop_temporary_out_collections()?;
+        db.resume_builds()?;
         Ok(db)
     }
 

@@ -196,7 +196,7 @@ fn id_candidate() -> Candidate {
 
 fn candidates(coll: &Collection) -> Vec<Candidate> {
     let mut v = vec![id_candidate()];
-    for i in &coll.indexes {
+    for i in coll.ready_indexes() {
         v.push(Candidate {
             index: Some(i.clone()),
             fields: i.def.fields.clone(),

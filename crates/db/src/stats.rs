@@ -65,6 +65,13 @@ impl Database {
                 format!("Collection [{ns}] not found."),
             )
         })?;
+        let building: Vec<Bson> = coll
+            .indexes
+            .iter()
+            .filter(|i| !i.is_ready())
+            .map(|i| Bson::String(i.def.name.clone()))
+            .collect();
+        let coll = coll.with_indexes(coll.ready_indexes().cloned().collect());
         let scale = scale.max(1);
         let count = coll.docs.count().max(0);
         let size = data_size(&coll);
@@ -86,7 +93,7 @@ impl Database {
             "freeStorageSize": 0i32,
             "capped": false,
             "nindexes": (coll.indexes.len() + 1) as i32,
-            "indexBuilds": [],
+            "indexBuilds": building,
             "totalIndexSize": number(total_index / scale),
             "totalSize": number((storage + total_index) / scale),
             "indexSizes": index_sizes,
@@ -153,6 +160,8 @@ impl Database {
                 format!("Collection '{ns}' does not exist to validate."),
             )
         })?;
+        // An index still being built is incomplete by design: only ready ones are checked.
+        let coll = coll.with_indexes(coll.ready_indexes().cloned().collect());
         let mut errors: Vec<String> = Vec::new();
         for tree in std::iter::once(&coll.docs).chain(coll.indexes.iter().map(|i| &i.tree)) {
             if let Err(e) = tree.verify() {

@@ -120,6 +120,7 @@ error_codes! {
     InvalidIdField = 53,
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
+    IndexBuildAborted = 276,
     CannotCreateIndex = 67,
     IndexAlreadyExists = 68,
     CannotIndexParallelArrays = 171,

@@ -113,8 +113,15 @@ impl Txn {
     /// write it until this one ends (readers never conflict with each other), and fails with
     /// `WriteConflict` if a commit after the snapshot wrote it.
     pub fn get_shared(&mut self, tree: &TreeHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.lock(tree, key, LockMode::Shared)?;
+        self.lock_shared(tree, key)?;
         self.get(tree, key)
+    }
+
+    /// `get_shared`'s lock without its read, for a caller that already has the value from a
+    /// cursor on this transaction's snapshot: no other transaction can write `key` until
+    /// this one ends, and a commit after the snapshot that wrote it is a `WriteConflict`.
+    pub fn lock_shared(&mut self, tree: &TreeHandle, key: &[u8]) -> Result<()> {
+        self.lock(tree, key, LockMode::Shared)
     }
 
     /// Inserts or overwrites `key`.
