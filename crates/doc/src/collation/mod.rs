@@ -100,17 +100,18 @@ impl Collation {
 
     /// Parses a collation document (see `parse`).
     pub fn parse_document(spec: &Document, command: &str) -> Result<Option<Collation>, MongoError> {
-        let locale =
-            match spec.get("locale") {
-                None => return Err(MongoError::new(
+        let locale = match spec.get("locale") {
+            None => {
+                return Err(MongoError::new(
                     ErrorCode::Location40414,
                     format!(
                         "BSON field '{command}.collation.locale' is missing but a required field"
                     ),
-                )),
-                Some(Bson::String(s)) => s.clone(),
-                Some(other) => return Err(wrong_type("locale", other, "string")),
-            };
+                ))
+            }
+            Some(Bson::String(s)) => s.clone(),
+            Some(other) => return Err(wrong_type("locale", other, "string")),
+        };
         let mut c = Collation::defaults(&locale);
         for (name, v) in spec {
             match name.as_str() {
