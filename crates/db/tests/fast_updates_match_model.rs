@@ -277,6 +277,10 @@ fn a_missing_document_is_not_created_and_the_count_stays_exact() {
     let res = db.update(&ns, &[op], true).expect("update");
     assert_eq!((res.n, res.n_modified), (1, 1), "TokuMX's counts: no read");
     assert_eq!(scan(&db, &ns).len(), 1);
-    assert_eq!(db.count(&ns, &doc! {}, 0, None, None).expect("count"), 1);
+    assert_eq!(
+        db.count(&ns, &doc! {}, 0, None, None, &shale_doc::Variables::new())
+            .expect("count"),
+        1
+    );
     db.close().expect("close");
 }
