@@ -311,7 +311,10 @@ mod tests {
 
     fn spec(s: bson::Document) -> Result<SortSpec, MongoError> {
         let d = RawDocumentBuf::from_document(&doc! {"s": s}).expect("encodes");
-        parse(d.get("s").expect("valid").expect("present"))
+        parse(
+            d.get("s").expect("valid").expect("present"),
+            &Variables::new(),
+        )
     }
 
     fn key(s: bson::Document, d: bson::Document) -> Result<Vec<Bson>, MongoError> {
