@@ -173,3 +173,13 @@ def test_unknown_locale_message(coll):
     with pytest.raises(OperationFailure) as e:
         list(coll.find({}, collation={"locale": "zz_nope"}))
     assert "Field 'locale' is invalid in: { locale: \"zz_nope\" }" in str(e.value)
+
+
+def test_string_id_lookup_under_a_collation_is_not_a_point_read(coll):
+    coll.insert_many([{"_id": "a"}, {"_id": "B"}])
+    assert ids(coll.find({"_id": "A"}, collation=CI)) == ["a"]
+    assert ids(coll.find({"_id": "A"})) == []
+    plan = coll.find({"_id": "A"}, collation=CI).explain()["queryPlanner"]["winningPlan"]
+    assert "IDHACK" not in str(plan)
+    r = coll.update_one({"_id": "b"}, {"$set": {"x": 1}}, collation=CI)
+    assert r.modified_count == 1
