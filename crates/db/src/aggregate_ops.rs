@@ -104,6 +104,15 @@ fn prefix_spec(
 }
 
 impl Database {
+    /// `vars` with the collation an aggregate on `ns` runs under (its own, else the
+    /// collection's default).
+    pub(crate) fn aggregate_vars(&self, ns: &Namespace, vars: &Variables) -> Variables {
+        match self.catalog.get(ns) {
+            Some(c) => crate::collation_scope::statement_vars(&c, vars),
+            None => vars.clone(),
+        }
+    }
+
     /// Runs `stages` over collection `ns` and returns every result document; the stages'
     /// expressions read `vars` (the command's `let`, `$$NOW`).
     pub fn aggregate(
@@ -115,7 +124,7 @@ impl Database {
     ) -> DbResult<Vec<RawDocumentBuf>> {
         if let Some((base, mut all)) = self.resolve_view(ns)? {
             all.extend(stages.iter().cloned());
-            return self.aggregate_on(&base, &all, hint, vars);
+            return self.aggregate_on(&base, &all, hint, &view_vars(vars)?);
         }
         self.aggregate_on(ns, stages, hint, vars)
     }
@@ -128,6 +137,7 @@ impl Database {
         hint: Option<bson::Bson>,
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
+        let vars = &self.aggregate_vars(ns, vars);
         let pipeline = Pipeline::parse_with(stages, vars)?;
         if pipeline.leads_with_documents() {
             return Err(MongoError::new(
@@ -245,6 +255,10 @@ impl Database {
             }
             None => (ns, std::borrow::Cow::Borrowed(stages)),
         };
+        let vars = &match resolved {
+            Some(_) => view_vars(vars)?,
+            None => self.aggregate_vars(ns, vars),
+        };
         let pipeline = Pipeline::parse_with(&stages, vars)?;
         if let Some(name) = pipeline.write_stage().map(write_stage_name) {
             return Err(MongoError::new(
@@ -287,4 +301,16 @@ impl Database {
         out.insert("stages", names);
         Ok(out)
     }
+}
+/// The variables a read of a view runs with: a view's collation is the simple one (views
+/// with a collation are refused at `create`), never its base collection's default, and a
+/// read may not name another (mongod's 167).
+fn view_vars(vars: &Variables) -> DbResult<Variables> {
+    if vars.collation().is_some() {
+        return Err(MongoError::new(
+            ErrorCode::OptionNotSupportedOnView,
+            "Cannot override a view's default collation",
+        ));
+    }
+    Ok(vars.with_collation(None))
 }

@@ -207,7 +207,11 @@ impl Database {
                 format!("ns does not exist: {ns}"),
             )
         })?;
-        let mut out = vec![id_index_spec()];
+        let mut id = id_index_spec();
+        if let Some(c) = coll.options.get("collation") {
+            id.insert("collation", c.clone());
+        }
+        let mut out = vec![id];
         out.extend(coll.ready_indexes().map(|i| i.spec.clone()));
         Ok(out)
     }
@@ -251,6 +255,22 @@ impl Database {
     /// The first step of `createIndexes`, under the DDL lock: each new index gets its tree
     /// and goes into the catalog unready (B1), so writes maintain it from here on.
     pub(crate) fn publish_indexes(&self, ns: &Namespace, specs: &[Document]) -> DbResult<Publish> {
+        // An index named with no collation takes the collection's default, as in mongod.
+        let default = self
+            .catalog
+            .get(ns)
+            .and_then(|c| c.options.get("collation").cloned());
+        let specs: Vec<Document> = specs
+            .iter()
+            .map(|s| match &default {
+                Some(c) if !s.contains_key("collation") => {
+                    let mut s = s.clone();
+                    s.insert("collation", c.clone());
+                    s
+                }
+                _ => s.clone(),
+            })
+            .collect();
         let parsed = specs.iter().map(parse_spec).collect::<DbResult<Vec<_>>>()?;
         let _ddl = self.ddl_lock();
         self.refuse_view(ns)?;

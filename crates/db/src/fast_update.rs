@@ -85,6 +85,13 @@ impl Database {
             return None;
         }
         let (id, update) = fast_target(coll, op)?;
+        // An `_id` holding a string names one key only under the simple collation.
+        let collated = crate::collation_scope::statement_vars(coll, &op.vars)
+            .collation()
+            .is_some();
+        if collated && has_string(id) {
+            return None;
+        }
         Some(self.send_fast_update(coll, id, update))
     }
 
@@ -123,6 +130,16 @@ impl Database {
     fn set_marked(&self, coll_id: u64) {
         let mut marked = self.fast.marked.lock().unwrap_or_else(|p| p.into_inner());
         marked.insert(coll_id);
+    }
+}
+
+/// Whether `v` holds a string anywhere (a collation can make it equal to other values).
+fn has_string(v: &Bson) -> bool {
+    match v {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Document(d) => d.values().any(has_string),
+        Bson::Array(a) => a.iter().any(has_string),
+        _ => false,
     }
 }
 

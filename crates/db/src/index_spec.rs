@@ -7,7 +7,8 @@
 use crate::index_keys::IndexDef;
 use bson::{Bson, Document, RawDocumentBuf};
 use shale_doc::matcher::element::bson_true_value;
-use shale_doc::{Direction, ErrorCode, Matcher, MongoError};
+use shale_doc::{Collation, Direction, ErrorCode, Matcher, MongoError, Variables};
+use std::sync::Arc;
 
 /// Options `createIndexes` accepts in an index spec (others are refused, as mongod does).
 const KNOWN_OPTIONS: &[&str] = &[
@@ -91,11 +92,14 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
     let sparse = truthy(spec.get("sparse"));
     let clustering = bool_option(spec, "clustering")?;
     crate::tree_layout::check(spec)?;
+    let collation = index_collation(spec, unique)?;
     let partial = match spec.get("partialFilterExpression") {
         None => None,
         Some(Bson::Document(f)) => {
             let raw = RawDocumentBuf::from_document(f).map_err(|e| bad_value(e.to_string()))?;
-            Some(Matcher::parse(&raw)?)
+            // The filter compares under the index's collation, as mongod's does.
+            let vars = Variables::new().with_collation(collation.clone().map(Arc::new));
+            Some(Matcher::parse_with(&raw, &vars)?)
         }
         Some(_) => {
             return Err(MongoError::new(
@@ -123,6 +127,9 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             stored.insert(opt, true);
         }
     }
+    if let Some(c) = collation {
+        stored.insert("collation", c.to_document());
+    }
     for opt in [
         "partialFilterExpression",
         "expireAfterSeconds",
@@ -148,6 +155,30 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             clustering,
         },
     ))
+}
+
+/// An index's `collation` (`None`: simple). Its keys are stored binary whatever the
+/// collation (the planner never reads strings from an index under a non-simple collation,
+/// `collation_scope.rs`), so a unique index with one would enforce binary uniqueness: it is
+/// refused rather than built wrong.
+fn index_collation(spec: &Document, unique: bool) -> Result<Option<Collation>, MongoError> {
+    let Some(v) = spec.get("collation") else {
+        return Ok(None);
+    };
+    if v.as_document().is_some_and(Document::is_empty) {
+        return Err(bad_value(
+            "The field 'collation' cannot be an empty object.",
+        ));
+    }
+    let c = Collation::parse(v, "createIndexes")?;
+    if c.is_some() && unique {
+        return Err(MongoError::new(
+            ErrorCode::CannotCreateIndex,
+            "a unique index with a non-simple collation is not supported by shale (index keys \
+             are stored binary, so uniqueness would not follow the collation)",
+        ));
+    }
+    Ok(c)
 }
 
 /// A boolean option given as a boolean or a number (a number is true when not zero); any

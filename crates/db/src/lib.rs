@@ -13,6 +13,7 @@ mod aggregate_ops;
 mod aggregate_write;
 mod bounds;
 mod catalog;
+mod collation_scope;
 mod cursors;
 mod ddl;
 mod doc_prepare;

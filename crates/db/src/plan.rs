@@ -156,6 +156,7 @@ fn or_plan(coll: &Collection, filter: &Document, sort: &SortSpec) -> DbResult<Op
     let unsorted = SortSpec {
         fields: Vec::new(),
         natural: None,
+        collation: None,
     };
     let mut plans = Vec::with_capacity(clauses.len());
     for clause in clauses {

@@ -1,16 +1,18 @@
 //! Read commands: find (a snapshot query a client cursor can hold), count (O(1) from the
 //! engine's exact count when there is no filter), distinct, and explain.
 
+use crate::collation_scope::{plan_under, statement_vars};
 use crate::doc_prepare::to_raw;
 use crate::exec::{Query, QueryShape, Scan, ViewQuery};
 use crate::index_keys::present_values;
 use crate::namespace::Namespace;
-use crate::plan::plan;
 use crate::sort::SortSpec;
 use crate::write_ops::matcher;
 use crate::{Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_doc::{compare_values, Projection, Variables};
+use shale_doc::collation::value::collate;
+use shale_doc::{compare_values, Collation, Projection, Variables};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A find: filter, sort, projection, skip, limit, hint, and the variables its expressions
@@ -44,16 +46,22 @@ impl Database {
     /// Plans a query with no snapshot and no lock (the caller holds the data lock): `None`
     /// when the collection does not exist. The spec is checked either way.
     pub(crate) fn query_for(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<Option<Query>> {
-        let matcher = matcher(&spec.filter, &spec.vars)?;
-        let sort = SortSpec::parse(spec.sort.as_ref().unwrap_or(&Document::new()))?;
+        let coll = self.catalog.get(ns);
+        let vars = match &coll {
+            Some(c) => statement_vars(c, &spec.vars),
+            None => spec.vars.clone(),
+        };
+        let matcher = matcher(&spec.filter, &vars)?;
+        let sort = SortSpec::parse(spec.sort.as_ref().unwrap_or(&Document::new()))?
+            .collated(vars.collation());
         let projection = match &spec.projection {
-            Some(p) if !p.is_empty() => Some(Projection::parse_with(&to_raw(p)?, &spec.vars)?),
+            Some(p) if !p.is_empty() => Some(Projection::parse_with(&to_raw(p)?, &vars)?),
             _ => None,
         };
-        let Some(coll) = self.catalog.get(ns) else {
+        let Some(coll) = coll else {
             return Ok(None);
         };
-        let p = plan(&coll, &spec.filter, &sort, spec.hint.as_ref())?;
+        let p = plan_under(&coll, &spec.filter, &sort, spec.hint.as_ref(), &vars)?;
         let in_memory = (!p.sort_covered && !sort.is_empty()).then_some(sort);
         let shape = QueryShape {
             matcher: (!spec.filter.is_empty()).then_some(matcher),
@@ -74,6 +82,7 @@ impl Database {
         skip: u64,
         limit: Option<u64>,
         hint: Option<Bson>,
+        vars: &Variables,
     ) -> DbResult<u64> {
         if filter.is_empty() && hint.is_none() && !self.is_view(ns) {
             let total = {
@@ -85,7 +94,7 @@ impl Database {
             let n = total.saturating_sub(skip);
             return Ok(limit.filter(|l| *l > 0).map_or(n, |l| n.min(l)));
         }
-        let mut q = self.find(ns, &count_spec(filter, skip, limit, hint))?;
+        let mut q = self.find(ns, &count_spec(filter, skip, limit, hint, vars))?;
         let mut n = 0;
         while q.next_doc()?.is_some() {
             n += 1;
@@ -95,9 +104,25 @@ impl Database {
 
     /// The distinct values of `key` among documents matching `filter` (array elements count
     /// one by one), in MongoDB's order.
-    pub fn distinct(&self, ns: &Namespace, key: &str, filter: &Document) -> DbResult<Vec<Bson>> {
-        let mut q = self.find(ns, &distinct_spec(filter))?;
-        distinct_values(std::iter::from_fn(|| q.next_doc().transpose()), key)
+    pub fn distinct(
+        &self,
+        ns: &Namespace,
+        key: &str,
+        filter: &Document,
+        vars: &Variables,
+    ) -> DbResult<Vec<Bson>> {
+        let collation = self.collation_of(ns, vars);
+        let mut q = self.find(ns, &distinct_spec(filter, vars))?;
+        let docs = std::iter::from_fn(|| q.next_doc().transpose());
+        distinct_values(docs, key, collation.as_deref())
+    }
+
+    /// The collation a statement with `vars` runs under on `ns` (`None`: simple).
+    pub(crate) fn collation_of(&self, ns: &Namespace, vars: &Variables) -> Option<Arc<Collation>> {
+        match self.catalog.get(ns) {
+            Some(c) => statement_vars(&c, vars).collation().cloned(),
+            None => vars.collation().cloned(),
+        }
     }
 
     /// `explain` of a find: the plan, and with `executionStats` the work of running it.
@@ -153,9 +178,16 @@ impl Database {
 }
 
 /// The find a filtered `count` runs (only `_id` is read back).
-fn count_spec(filter: &Document, skip: u64, limit: Option<u64>, hint: Option<Bson>) -> FindSpec {
+fn count_spec(
+    filter: &Document,
+    skip: u64,
+    limit: Option<u64>,
+    hint: Option<Bson>,
+    vars: &Variables,
+) -> FindSpec {
     FindSpec {
         filter: filter.clone(),
+        vars: vars.clone(),
         skip,
         limit: limit.filter(|l| *l > 0),
         hint,
@@ -165,23 +197,28 @@ fn count_spec(filter: &Document, skip: u64, limit: Option<u64>, hint: Option<Bso
 }
 
 /// The find a `distinct` runs.
-pub(crate) fn distinct_spec(filter: &Document) -> FindSpec {
+pub(crate) fn distinct_spec(filter: &Document, vars: &Variables) -> FindSpec {
     FindSpec {
         filter: filter.clone(),
+        vars: vars.clone(),
         ..FindSpec::default()
     }
 }
 
-/// The distinct values of `key` in `docs`, in MongoDB's order.
+/// The distinct values of `key` in `docs`, in MongoDB's order under `collation` (values it
+/// calls equal count once: the first one read).
 pub(crate) fn distinct_values(
     docs: impl Iterator<Item = DbResult<RawDocumentBuf>>,
     key: &str,
+    collation: Option<&Collation>,
 ) -> DbResult<Vec<Bson>> {
     let mut values = Vec::new();
     for d in docs {
-        values.extend(present_values(&d?, key)?);
+        for v in present_values(&d?, key)? {
+            values.push((collate(collation, &v), v));
+        }
     }
-    values.sort_by(compare_values);
-    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
-    Ok(values)
+    values.sort_by(|a, b| compare_values(&a.0, &b.0));
+    values.dedup_by(|a, b| compare_values(&a.0, &b.0) == std::cmp::Ordering::Equal);
+    Ok(values.into_iter().map(|(_, v)| v).collect())
 }

@@ -1,12 +1,16 @@
 //! Sort specifications (`{a: 1, b: -1}`) and in-memory sorting by them with MongoDB's order:
 //! values compare across types by canonical type (`shale_doc::compare_values`); a path that
 //! reaches several values (through arrays) sorts by the smallest of them ascending and the
-//! largest descending; a missing field sorts as `null`, an empty array before it.
+//! largest descending; a missing field sorts as `null`, an empty array before it. Under a
+//! collation (`collated`) a key holds the values' collated forms (strings replaced by their
+//! collation keys), so keys compare by the collation; a key is never returned to a client.
 
 use crate::index_keys::path_values;
 use bson::{Bson, Document, RawDocument};
-use shale_doc::{compare_values, Direction, ErrorCode, MongoError};
+use shale_doc::collation::value::collate;
+use shale_doc::{compare_values, Collation, Direction, ErrorCode, MongoError};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// A parsed sort specification.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +18,8 @@ pub struct SortSpec {
     pub fields: Vec<(String, Direction)>,
     /// `{$natural: ±1}`: the collection's own order.
     pub natural: Option<Direction>,
+    /// The collation keys compare by (`None`: simple).
+    pub collation: Option<Arc<Collation>>,
 }
 
 impl SortSpec {
@@ -54,7 +60,17 @@ impl SortSpec {
             }
             fields.push((path.clone(), dir));
         }
-        Ok(SortSpec { fields, natural })
+        Ok(SortSpec {
+            fields,
+            natural,
+            collation: None,
+        })
+    }
+
+    /// This sort under collation `c` (`None`: simple).
+    pub fn collated(mut self, c: Option<&Arc<Collation>>) -> SortSpec {
+        self.collation = c.cloned();
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -66,7 +82,14 @@ impl SortSpec {
         self.fields
             .iter()
             .map(|(path, dir)| {
-                let values = path_values(doc, path)?;
+                let c = self.collation.as_deref();
+                let values = path_values(doc, path)?.into_iter().map(|v| {
+                    if c.is_some() {
+                        collate(c, &v)
+                    } else {
+                        v
+                    }
+                });
                 let pick = |a: Bson, b: Bson| {
                     let first_wins = match dir {
                         Direction::Ascending => compare_values(&a, &b) != Ordering::Greater,
@@ -78,7 +101,7 @@ impl SortSpec {
                         b
                     }
                 };
-                Ok(values.into_iter().reduce(pick).unwrap_or(Bson::Null))
+                Ok(values.reduce(pick).unwrap_or(Bson::Null))
             })
             .collect()
     }

@@ -108,14 +108,18 @@ impl Database {
         ns: &Namespace,
         key: &str,
         filter: &Document,
+        vars: &Variables,
     ) -> DbResult<Vec<Bson>> {
-        if let Some(docs) = self.find_on_view_in(t, ns, &distinct_spec(filter))? {
-            return distinct_values(docs.into_iter().map(Ok), key);
+        let collation = self.collation_of(ns, vars);
+        let spec = distinct_spec(filter, vars);
+        if let Some(docs) = self.find_on_view_in(t, ns, &spec)? {
+            return distinct_values(docs.into_iter().map(Ok), key, collation.as_deref());
         }
-        self.read_in(t, ns, &distinct_spec(filter), |txn, q| {
+        self.read_in(t, ns, &spec, |txn, q| {
             distinct_values(
                 std::iter::from_fn(|| q.next(Snap::Txn(txn)).transpose()),
                 key,
+                collation.as_deref(),
             )
         })
     }

@@ -8,11 +8,11 @@
 //! so a document moved ahead by its own update is not visited twice.
 
 use crate::catalog::Collection;
+use crate::collation_scope::{plan_under, statement_vars};
 use crate::doc_prepare::{to_raw, updated_document, upsert_document};
 use crate::doc_write::{self, id_of};
 use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
-use crate::plan::plan;
 use crate::sort::SortSpec;
 use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
@@ -283,10 +283,11 @@ impl Database {
         op: &UpdateOp,
         mode: &mut Mode<'_>,
     ) -> DbResult<(i64, i64, Option<Bson>)> {
-        let matcher = matcher(&op.filter, &op.vars)?;
+        let vars = statement_vars(coll, &op.vars);
+        let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
         self.run_write(mode, coll, |txn| {
-            let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
+            let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
                 ..QueryShape::default()
@@ -362,10 +363,11 @@ impl Database {
         op: &DeleteOp,
         mode: &mut Mode<'_>,
     ) -> DbResult<i64> {
-        let matcher = matcher(&op.filter, &op.vars)?;
+        let vars = statement_vars(coll, &op.vars);
+        let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
         self.run_txn(mode, |txn| {
-            let p = plan(coll, &op.filter, &sort, op.hint.as_ref())?;
+            let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
                 ..QueryShape::default()
@@ -414,14 +416,16 @@ impl Database {
         mode: &mut Mode<'_>,
     ) -> DbResult<FindAndModifyResult> {
         let coll = coll.clone();
-        let matcher = matcher(&op.filter, &op.vars)?;
-        let sort = SortSpec::parse(op.sort.as_ref().unwrap_or(&Document::new()))?;
+        let vars = statement_vars(&coll, &op.vars);
+        let matcher = matcher(&op.filter, &vars)?;
+        let sort = SortSpec::parse(op.sort.as_ref().unwrap_or(&Document::new()))?
+            .collated(vars.collation());
         let projection = match &op.fields {
-            Some(f) if !f.is_empty() => Some(Projection::parse_with(&to_raw(f)?, &op.vars)?),
+            Some(f) if !f.is_empty() => Some(Projection::parse_with(&to_raw(f)?, &vars)?),
             _ => None,
         };
         let mut out = self.run_write(mode, &coll, |txn| {
-            let p = plan(&coll, &op.filter, &sort, op.hint.as_ref())?;
+            let p = plan_under(&coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let in_memory = (!p.sort_covered).then(|| sort.clone());
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),

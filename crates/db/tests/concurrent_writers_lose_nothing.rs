@@ -69,7 +69,8 @@ fn racing_unique_inserts_and_increments() {
     let won: i64 = handles.into_iter().map(|h| h.join().expect("thread")).sum();
     assert_eq!(won, KEYS, "exactly one insert per unique key succeeds");
     assert_eq!(
-        db.count(&ns, &doc! {}, 0, None, None).expect("count"),
+        db.count(&ns, &doc! {}, 0, None, None, &shale_doc::Variables::new())
+            .expect("count"),
         (KEYS + 1) as u64
     );
     let mut q = db

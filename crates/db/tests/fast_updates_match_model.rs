@@ -80,7 +80,9 @@ fn scan(db: &Database, ns: &Namespace) -> BTreeMap<i32, Document> {
 
 fn check(db: &Database, ns: &Namespace, model: &BTreeMap<i32, Document>, seed: u64) {
     assert_eq!(&scan(db, ns), model, "seed {seed}: scan differs from model");
-    let n = db.count(ns, &doc! {}, 0, None, None).expect("count");
+    let n = db
+        .count(ns, &doc! {}, 0, None, None, &shale_doc::Variables::new())
+        .expect("count");
     assert_eq!(n, model.len() as u64, "seed {seed}: count");
     let v = db.validate(ns).expect("validate");
     assert_eq!(v.get_bool("valid"), Ok(true), "seed {seed}: {v}");
@@ -277,6 +279,10 @@ fn a_missing_document_is_not_created_and_the_count_stays_exact() {
     let res = db.update(&ns, &[op], true).expect("update");
     assert_eq!((res.n, res.n_modified), (1, 1), "TokuMX's counts: no read");
     assert_eq!(scan(&db, &ns).len(), 1);
-    assert_eq!(db.count(&ns, &doc! {}, 0, None, None).expect("count"), 1);
+    assert_eq!(
+        db.count(&ns, &doc! {}, 0, None, None, &shale_doc::Variables::new())
+            .expect("count"),
+        1
+    );
     db.close().expect("close");
 }

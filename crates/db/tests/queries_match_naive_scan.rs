@@ -3,14 +3,17 @@
 //! random query's result through the planner is compared with a naive scan of the model by
 //! the same matcher, and with the same query forced to a collection scan (`$natural` hint).
 //! Tiny tree nodes and cache make the engine split, flush and evict throughout; the database
-//! is closed and reopened between rounds and `validate` must pass after each.
+//! is closed and reopened between rounds and `validate` must pass after each. Each query
+//! runs again under a case-insensitive collation against the model filtered by the collated
+//! matcher (string bounds must leave the plan, other bounds stay).
 //! `SHALE_SEED` replays one seed.
 
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
-use shale_doc::{compare_values, Matcher, UpdateSpec};
+use shale_doc::{compare_values, Collation, Matcher, UpdateSpec, Variables};
 use shale_engine::FsyncPolicy;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 mod common;
 use common::{raw, run_find, sorted_by_id, tiny_db, Rng};
@@ -21,6 +24,7 @@ fn options() -> DbOptions {
 
 fn value(r: &mut Rng) -> Bson {
     match r.below(10) {
+        0 if r.chance(50) => Bson::String(format!("S{}", r.below(5))),
         0 => Bson::String(format!("s{}", r.below(5))),
         1 => Bson::Array(
             (0..r.below(4))
@@ -61,7 +65,7 @@ fn random_doc(r: &mut Rng, id: i64) -> Document {
 fn random_filter(r: &mut Rng) -> Document {
     let x = r.below(10) as i32;
     let y = x + r.below(6) as i32;
-    match r.below(14) {
+    match r.below(15) {
         0 => doc! {"a": x},
         1 => doc! {"a": {"$gt": x, "$lte": y}},
         2 => doc! {"a": {"$in": [x, y, "s1"]}},
@@ -72,6 +76,7 @@ fn random_filter(r: &mut Rng) -> Document {
         7 => doc! {"_id": x * 2},
         8 => doc! {"$and": [{"a": {"$gte": 2}}, {"b": {"$in": [1, 3]}}]},
         9 => doc! {"a": "s2"},
+        10 => doc! {"a": {"$in": ["S1", x]}, "b": {"$gte": 2}},
         11 => doc! {"$or": [{"a": x}, {"b": (x % 6)}, {"_id": {"$lt": y}}]},
         12 => doc! {"$or": [{"c.d": (x % 5)}, {"a": {"$gte": y}}], "b": {"$gte": 1}},
         13 => doc! {"$or": [{"a": x}, {"zz": 1}]},
@@ -142,12 +147,41 @@ fn check_query(
         .map(|d| d.get("_id").cloned().expect("id"))
         .collect();
     assert_eq!(got, want, "seed {seed}: sorted {filter} {sort}");
-    let count = db.count(ns, &filter, 0, None, None).expect("count");
+    let count = db
+        .count(ns, &filter, 0, None, None, &Variables::new())
+        .expect("count");
     assert_eq!(
         count as usize,
         expected.len(),
         "seed {seed}: count {filter}"
     );
+    check_collated(db, ns, model, &filter, seed);
+}
+
+/// `filter` under `{locale: "en", strength: 2}`: the planned query against the model.
+fn check_collated(
+    db: &Database,
+    ns: &Namespace,
+    model: &BTreeMap<i64, Document>,
+    filter: &Document,
+    seed: u64,
+) {
+    let spec = doc! {"locale": "en", "strength": 2};
+    let c = Collation::parse(&Bson::Document(spec), "find").expect("valid");
+    let vars = Variables::new().with_collation(c.map(Arc::new));
+    let matcher = Matcher::parse_with(&raw(filter), &vars).expect("filter");
+    let expected: Vec<Document> = model
+        .values()
+        .filter(|d| matcher.matches(&raw(d)).expect("match"))
+        .cloned()
+        .collect();
+    let spec = FindSpec {
+        filter: filter.clone(),
+        vars,
+        ..FindSpec::default()
+    };
+    let got = sorted_by_id(run_find(db, ns, &spec));
+    assert_eq!(got, expected, "seed {seed}: collated {filter}");
 }
 
 fn run(seed: u64) {

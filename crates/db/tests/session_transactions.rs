@@ -77,7 +77,13 @@ fn own_writes_are_seen_inside_and_nothing_outside_until_commit() {
     let matched = db.find_in(&t, &ns(), &filtered).expect("find_in");
     assert_eq!(matched.len(), 2, "a filter sees the update and the insert");
     let values = db
-        .distinct_in(&t, &ns(), "a", &Document::new())
+        .distinct_in(
+            &t,
+            &ns(),
+            "a",
+            &Document::new(),
+            &shale_doc::Variables::new(),
+        )
         .expect("distinct_in");
     assert_eq!(values, vec![Bson::Int32(2), Bson::Int32(10)]);
     let summed = db

@@ -322,6 +322,8 @@ error_codes! {
     Location51191 = 51191,
     Location51199 = 51199,
     Location5858203 = 5858203,
+    // Collation documents (`collation/`).
+    Location51024 = 51024,
 }
 
 /// The `codeName` mongod sends for any number: the table's name, else `Location<N>`.

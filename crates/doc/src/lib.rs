@@ -4,6 +4,7 @@
 //! and no wire protocol.
 
 pub mod aggregate;
+pub mod collation;
 pub mod compare;
 pub mod compare_raw;
 pub mod depth;
@@ -17,6 +18,7 @@ pub mod update;
 pub mod variables;
 
 pub use aggregate::{LookupResolver, Pipeline, RunOptions};
+pub use collation::Collation;
 pub use compare::{canonical_type_order, compare_documents, compare_values};
 pub use compare_raw::{compare_raw_documents, compare_raw_values};
 pub use depth::{check_depth, DepthError, MAX_STORAGE_DEPTH, MAX_WIRE_DEPTH};

@@ -21,14 +21,19 @@ use std::sync::Arc;
 use bson::raw::{RawBson, RawDocument, RawDocumentBuf};
 use bson::{DateTime, Timestamp};
 
+use crate::collation::Collation;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::{ErrorCode, MongoError};
 
-/// The variables one command's expressions read. Cheap to clone (shared).
+/// The variables one command's expressions read, and the collation its comparisons use
+/// (mongod keeps both in the command's `ExpressionContext`). Cheap to clone (shared).
 #[derive(Debug, Clone)]
 pub struct Variables {
     inner: Arc<Inner>,
+    /// `None`: the command named no collation (the collection's default applies);
+    /// `Some(None)`: the simple collation; `Some(Some(c))`: collation `c`.
+    collation: Option<Option<Arc<Collation>>>,
 }
 
 #[derive(Debug)]
@@ -65,7 +70,26 @@ impl Variables {
                 cluster_time,
                 bindings: Vec::new(),
             }),
+            collation: None,
         }
+    }
+
+    /// These variables with the command's collation set (`None` = simple).
+    pub fn with_collation(&self, collation: Option<Arc<Collation>>) -> Variables {
+        Variables {
+            inner: Arc::clone(&self.inner),
+            collation: Some(collation),
+        }
+    }
+
+    /// Whether the command named a collation (`simple` included).
+    pub fn collation_given(&self) -> bool {
+        self.collation.is_some()
+    }
+
+    /// The collation comparisons use: `None` for the simple (binary) one.
+    pub fn collation(&self) -> Option<&Arc<Collation>> {
+        self.collation.as_ref().and_then(Option::as_ref)
     }
 
     /// `$$NOW`.
@@ -119,6 +143,7 @@ impl Variables {
                 cluster_time: self.inner.cluster_time,
                 bindings,
             }),
+            collation: self.collation.clone(),
         }
     }
 

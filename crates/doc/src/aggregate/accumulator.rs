@@ -14,6 +14,8 @@ use bson::raw::RawBsonRef;
 use bson::Bson;
 
 use super::execute::approximate_size;
+use crate::collation::value::collate;
+use crate::collation::Collation;
 use crate::compare::compare_values;
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
@@ -258,13 +260,24 @@ impl State {
     }
 
     /// Fold one evaluated argument (`None` = missing). Returns the bytes newly held.
+    #[cfg(test)]
     pub(crate) fn add(&mut self, value: Option<Bson>) -> Result<usize, MongoError> {
+        self.add_collated(value, None)
+    }
+
+    /// `add` under the command's collation: `$min`/`$max` compare and `$addToSet`
+    /// deduplicates strings by it (the first value of a set of equal ones is kept).
+    pub(crate) fn add_collated(
+        &mut self,
+        value: Option<Bson>,
+        c: Option<&Collation>,
+    ) -> Result<usize, MongoError> {
         let nullish = matches!(value, None | Some(Bson::Null) | Some(Bson::Undefined));
         match self {
             State::Sum(sum) | State::Avg(sum) => sum.add(value.as_ref()).map(|()| 0),
             State::Min(_) | State::Max(_) if nullish => Ok(0),
-            State::Min(best) => Ok(keep_if(best, value, std::cmp::Ordering::Less)),
-            State::Max(best) => Ok(keep_if(best, value, std::cmp::Ordering::Greater)),
+            State::Min(best) => Ok(keep_if(best, value, std::cmp::Ordering::Less, c)),
+            State::Max(best) => Ok(keep_if(best, value, std::cmp::Ordering::Greater, c)),
             State::First(first) => Ok(match first {
                 Some(_) => 0,
                 None => {
@@ -291,7 +304,7 @@ impl State {
             State::AddToSet(items, seen) => Ok(match value {
                 Some(v) => {
                     let mut key = Vec::new();
-                    encode_value(&v, &mut key);
+                    encode_value(&collate(c, &v), &mut key);
                     if seen.insert(key) {
                         let size = approximate_size(&v);
                         items.push(v);
@@ -320,11 +333,16 @@ impl State {
 }
 
 /// Replace `best` with `value` when `value` orders `wanted` against it (or nothing is kept).
-fn keep_if(best: &mut Option<Bson>, value: Option<Bson>, wanted: std::cmp::Ordering) -> usize {
+fn keep_if(
+    best: &mut Option<Bson>,
+    value: Option<Bson>,
+    wanted: std::cmp::Ordering,
+    c: Option<&Collation>,
+) -> usize {
     let Some(value) = value else { return 0 };
     let replace = match best {
         None => true,
-        Some(current) => compare_values(&value, current) == wanted,
+        Some(current) => compare_values(&collate(c, &value), &collate(c, current)) == wanted,
     };
     if !replace {
         return 0;

@@ -6,8 +6,11 @@
 //! MongoDB's order says so (`1`, `1.0` and `NumberLong(1)` are one group), found through their
 //! `keystring` encoding; the first key seen is the one printed. Groups come out in the order
 //! they were first seen (MongoDB leaves the order unspecified); no input gives no output.
+//! Under the command's collation, keys equal by it are one group (strings are hashed by
+//! their collation keys).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bson::raw::{RawBsonRef, RawDocumentBuf};
 use bson::{Bson, Document};
@@ -16,6 +19,8 @@ use super::accumulator::{self, Accumulator, State};
 use super::execute::{
     approximate_size, blocking, to_raw, value_to_bson, Ctx, DocStream, MemoryBudget,
 };
+use crate::collation::value::collate;
+use crate::collation::Collation;
 use crate::keystring::encode_value;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
@@ -27,6 +32,9 @@ use crate::{ErrorCode, MongoError};
 pub(crate) struct GroupSpec {
     id: Expr,
     fields: Vec<(String, Accumulator)>,
+    /// The command's collation: keys that are equal under it are one group, and the
+    /// accumulators compare by it.
+    collation: Option<Arc<Collation>>,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
@@ -68,15 +76,20 @@ pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<GroupSpec,
             "a group specification must include an _id",
         )
     })?;
-    Ok(GroupSpec { id, fields })
+    Ok(GroupSpec {
+        id,
+        fields,
+        collation: vars.collation().cloned(),
+    })
 }
 
 impl GroupSpec {
     /// `{_id: <id>, <field>: {$sum: 1}}`, as `$sortByCount` groups.
-    pub(crate) fn counting(id: Expr, field: &str) -> GroupSpec {
+    pub(crate) fn counting(id: Expr, field: &str, vars: &Variables) -> GroupSpec {
         GroupSpec {
             id,
             fields: vec![(field.to_owned(), Accumulator::sum_of_one())],
+            collation: vars.collation().cloned(),
         }
     }
 }
@@ -99,7 +112,7 @@ impl<'s> Groups<'s> {
     fn add(&mut self, doc: &RawDocumentBuf) -> Result<(), MongoError> {
         let id = value_to_bson(&self.spec.id.evaluate(doc)?)?.unwrap_or(Bson::Null);
         let mut key = Vec::new();
-        encode_value(&id, &mut key);
+        encode_value(&collate(self.spec.collation.as_deref(), &id), &mut key);
         let position = match self.index.get(&key) {
             Some(p) => *p,
             None => self.open(key, id)?,
@@ -107,7 +120,7 @@ impl<'s> Groups<'s> {
         let group = &mut self.groups[position];
         for ((_, acc), state) in self.spec.fields.iter().zip(&mut group.states) {
             let value = value_to_bson(&acc.arg.evaluate(doc)?)?;
-            let held = state.add(value)?;
+            let held = state.add_collated(value, self.spec.collation.as_deref())?;
             self.budget.charge(held)?;
         }
         Ok(())

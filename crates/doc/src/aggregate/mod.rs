@@ -170,7 +170,7 @@ pub(crate) fn parse_stage(
         "$replaceRoot" => reshape::parse_replace_root(spec, vars).map(Stage::ReplaceRoot),
         "$replaceWith" => reshape::parse_replace_with(spec, vars).map(Stage::ReplaceRoot),
         "$group" => group::parse(spec, vars).map(Stage::Group),
-        "$sort" => sort::parse(spec).map(Stage::Sort),
+        "$sort" => sort::parse(spec, vars).map(Stage::Sort),
         "$limit" => simple::parse_limit(spec).map(Stage::Limit),
         "$skip" => simple::parse_skip(spec).map(Stage::Skip),
         "$unwind" => unwind::parse(spec).map(Stage::Unwind),

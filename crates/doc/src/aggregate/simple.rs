@@ -157,7 +157,7 @@ pub(crate) fn parse_sort_by_count(
     }
     let id = Expr::parse_in(spec, vars)?;
     Ok(Stage::SortByCount {
-        group: group::GroupSpec::counting(id, "count"),
+        group: group::GroupSpec::counting(id, "count", vars),
         sort: sort::SortSpec::descending("count"),
     })
 }

@@ -6,25 +6,31 @@
 //! descending key the largest; a missing field sorts as null, an empty array as undefined
 //! (below null). Two keys that traverse different arrays of one document are refused, as
 //! MongoDB refuses parallel arrays. A `$sort` followed by `$limit` keeps only the top documents.
+//! Under the command's collation a key holds the collated values (strings as collation keys).
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
-use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::raw::{RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::Bson;
 
 use super::execute::{approximate_size, blocking, raw_to_bson, Ctx, DocStream, MemoryBudget};
 use super::field_path::parse_field_path;
 use super::simple::render;
+use crate::collation::value::collate_raw;
+use crate::collation::Collation;
 use crate::compare::compare_values;
 use crate::compare_raw::compare_raw_values;
 use crate::matcher::path::{bson_error, lookup};
-use crate::{ErrorCode, MongoError};
+use crate::{ErrorCode, MongoError, Variables};
 
 /// A parsed `$sort` specification.
 #[derive(Debug, Clone)]
 pub(crate) struct SortSpec {
     keys: Vec<SortKey>,
     raw: RawDocumentBuf,
+    /// The command's collation: keys hold collated values (strings as collation keys).
+    collation: Option<Arc<Collation>>,
 }
 
 #[derive(Debug, Clone)]
@@ -37,7 +43,7 @@ fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<SortSpec, MongoError> {
+pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<SortSpec, MongoError> {
     let RawBsonRef::Document(d) = spec else {
         return Err(error(
             ErrorCode::Location15973,
@@ -62,6 +68,7 @@ pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<SortSpec, MongoError> {
     Ok(SortSpec {
         keys,
         raw: d.to_raw_document_buf(),
+        collation: vars.collation().cloned(),
     })
 }
 
@@ -121,6 +128,7 @@ impl SortSpec {
                 descending: true,
             }],
             raw,
+            collation: None,
         }
     }
 
@@ -147,7 +155,16 @@ impl SortSpec {
                 ));
             }
             arrays_seen.extend(arrays);
-            key.push(raw_to_bson(pick(&found, k.descending)?)?);
+            let picked = match &self.collation {
+                None => raw_to_bson(pick(&found, k.descending)?)?,
+                Some(c) => {
+                    let collated: Vec<RawBson> = found.iter().map(|v| collate_raw(c, *v)).collect();
+                    let refs: Vec<RawBsonRef<'_>> =
+                        collated.iter().map(RawBson::as_raw_bson_ref).collect();
+                    raw_to_bson(pick(&refs, k.descending)?)?
+                }
+            };
+            key.push(picked);
         }
         Ok(key)
     }
@@ -294,7 +311,10 @@ mod tests {
 
     fn spec(s: bson::Document) -> Result<SortSpec, MongoError> {
         let d = RawDocumentBuf::from_document(&doc! {"s": s}).expect("encodes");
-        parse(d.get("s").expect("valid").expect("present"))
+        parse(
+            d.get("s").expect("valid").expect("present"),
+            &Variables::new(),
+        )
     }
 
     fn key(s: bson::Document, d: bson::Document) -> Result<Vec<Bson>, MongoError> {

@@ -11,13 +11,19 @@
 //! - `$ne` and `$nin` are the negation, over the whole path, of `$eq` and `$in`.
 //! - Regex arguments: refused by `$gt...` and `$ne`; `$in` treats them as patterns, `$eq`
 //!   compares them as values.
+//! - Under a collation (`collated`) the argument's strings are replaced by their collation
+//!   keys once and each candidate's strings before it is compared (`collation/value.rs`);
+//!   `$in`'s regexes still match the original string, as in mongod.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use bson::raw::{RawBson, RawBsonRef};
 
 use super::evaluation::RegexPred;
 use super::{bad_value, is_operator_document, leaf, path::bson_error, Node, Pred};
+use crate::collation::value::{collate_raw, has_strings};
+use crate::collation::Collation;
 use crate::compare_raw::{compare_raw_values, raw_canonical_type_order};
 use crate::MongoError;
 
@@ -51,7 +57,9 @@ impl CompareOp {
 #[derive(Debug, Clone)]
 pub struct Compare {
     pub op: CompareOp,
+    /// Collated already when `collation` is set.
     pub argument: RawBson,
+    pub collation: Option<Arc<Collation>>,
 }
 
 impl Compare {
@@ -59,12 +67,26 @@ impl Compare {
         Compare {
             op: CompareOp::Eq,
             argument: argument.to_raw_bson(),
+            collation: None,
         }
+    }
+
+    /// This comparison under collation `c`.
+    pub(crate) fn collated(&mut self, c: &Arc<Collation>) {
+        self.argument = collate_raw(c, self.argument.as_raw_bson_ref());
+        self.collation = Some(Arc::clone(c));
     }
 
     /// Test one candidate (`None` = missing).
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
-        compare_matches(self.op, self.argument.as_raw_bson_ref(), value)
+        let argument = self.argument.as_raw_bson_ref();
+        match (&self.collation, value) {
+            (Some(c), Some(v)) if has_strings(v) => {
+                let collated = collate_raw(c, v);
+                compare_matches(self.op, argument, Some(collated.as_raw_bson_ref()))
+            }
+            _ => compare_matches(self.op, argument, value),
+        }
     }
 }
 
@@ -123,9 +145,21 @@ pub struct InList {
     /// iff its own encoding is in this list. A 20,000-value `$in` tests each document in
     /// ~15 comparisons instead of 20,000.
     sorted_keys: Option<Vec<Vec<u8>>>,
+    /// Set when `equalities` are collated (see `Compare::collation`).
+    collation: Option<Arc<Collation>>,
 }
 
 impl InList {
+    /// This list under collation `c`: its equalities collated and re-indexed.
+    pub(crate) fn collated(&mut self, c: &Arc<Collation>) {
+        for v in &mut self.equalities {
+            *v = collate_raw(c, v.as_raw_bson_ref());
+        }
+        self.collation = Some(Arc::clone(c));
+        self.sorted_keys = None;
+        self.index_equalities();
+    }
+
     fn index_equalities(&mut self) {
         if self.equalities.len() <= SEARCHED_IN_LIST {
             return;
@@ -143,18 +177,26 @@ impl InList {
     }
 
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
-        if let (Some(keys), Some(k)) = (&self.sorted_keys, value.and_then(key_of)) {
-            if keys.binary_search(&k).is_ok() {
-                return Ok(true);
+        if let (Some(c), Some(v)) = (&self.collation, value) {
+            if has_strings(v) {
+                let collated = collate_raw(c, v);
+                return Ok(self.test_equalities(Some(collated.as_raw_bson_ref()))?
+                    || self.test_regexes(value)?);
             }
-            return self.test_regexes(value);
+        }
+        Ok(self.test_equalities(value)? || self.test_regexes(value)?)
+    }
+
+    fn test_equalities(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
+        if let (Some(keys), Some(k)) = (&self.sorted_keys, value.and_then(key_of)) {
+            return Ok(keys.binary_search(&k).is_ok());
         }
         for argument in &self.equalities {
             if compare_matches(CompareOp::Eq, argument.as_raw_bson_ref(), value)? {
                 return Ok(true);
             }
         }
-        self.test_regexes(value)
+        Ok(false)
     }
 
     fn test_regexes(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
@@ -177,7 +219,14 @@ pub(crate) fn parse(field: &str, op: &str, arg: RawBsonRef<'_>) -> Result<Node, 
             )));
         }
         let argument = arg.to_raw_bson();
-        Ok(leaf(field, Pred::Compare(Compare { op, argument })))
+        Ok(leaf(
+            field,
+            Pred::Compare(Compare {
+                op,
+                argument,
+                collation: None,
+            }),
+        ))
     };
     match op {
         "$eq" => Ok(leaf(field, Pred::Compare(Compare::eq(arg)))),

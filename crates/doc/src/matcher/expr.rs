@@ -13,6 +13,7 @@
 //! document stay borrowed; only computed values are owned. Comparisons use `compare_raw`.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use bson::raw::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
@@ -20,6 +21,8 @@ use super::element::{type_alias, type_code};
 use super::expr_arith::{arithmetic, ArithOp};
 use super::expr_vars::Scope;
 use super::path::{bson_error, lookup, FieldPath};
+use crate::collation::value::{collate_raw, has_strings};
+use crate::collation::Collation;
 use crate::compare_raw::compare_raw_values;
 use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
@@ -126,6 +129,9 @@ pub enum Expr {
     Array(Vec<Expr>),
     Object(Vec<(String, Expr)>),
     Call(Op, Vec<Expr>),
+    /// An argument of a comparison under the command's collation: its value with strings
+    /// replaced by their collation keys.
+    Collated(Box<Expr>, Arc<Collation>),
     /// `$let`: the values of its variables (pushed on the stack, in order), then its `in`.
     Let {
         values: Vec<Expr>,
@@ -296,6 +302,13 @@ impl Expr {
                 super::expr_fields::set_field(field, input, || value.eval(root, stack))
             }
             Expr::Rand => Ok(Value::Owned(RawBson::Double(rand::random::<f64>()))),
+            Expr::Collated(inner, c) => Ok(match inner.eval(root, stack)? {
+                Value::Missing => Value::Missing,
+                v => match v.as_raw() {
+                    Some(raw) if has_strings(raw) => Value::Owned(collate_raw(c, raw)),
+                    _ => v,
+                },
+            }),
         }
     }
 
@@ -311,6 +324,7 @@ impl Expr {
                 values.iter().any(Expr::reads_document) || body.reads_document()
             }
             Expr::GetField { input, .. } => input.reads_document(),
+            Expr::Collated(inner, _) => inner.reads_document(),
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
         }
     }
@@ -435,6 +449,15 @@ fn parse_call(
         single => vec![Expr::parse_scoped(single, scope)?],
     };
     check_arity(op, name, args.len())?;
+    // Under the command's collation, comparisons and `$in` compare collated values (the
+    // booleans and numbers they give out never show a collation key).
+    if let (Op::Compare(_) | Op::In, Some(c)) = (op, scope.collation()) {
+        let collated = args
+            .into_iter()
+            .map(|a| Expr::Collated(Box::new(a), Arc::clone(c)))
+            .collect();
+        return Ok(Expr::Call(op, collated));
+    }
     Ok(Expr::Call(op, args))
 }
 

@@ -34,6 +34,11 @@ impl<'v> Scope<'v> {
         }
     }
 
+    /// The collation the command's comparisons use (`None`: simple).
+    pub(crate) fn collation(&self) -> Option<&'v std::sync::Arc<crate::collation::Collation>> {
+        self.vars.collation()
+    }
+
     /// `"$" + path`: a path in `$$CURRENT`.
     pub(crate) fn field_path(&self, path: &str) -> Result<Expr, MongoError> {
         if path.is_empty() {

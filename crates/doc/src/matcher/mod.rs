@@ -7,6 +7,7 @@
 //! `evaluation`, `array`) and `path` owns dotted-path lookup. It knows no storage and no wire.
 
 pub mod array;
+mod collated;
 pub mod comparison;
 pub mod element;
 pub mod evaluation;
@@ -102,10 +103,13 @@ impl Matcher {
 
     /// Parse and validate a filter whose `$expr` reads `vars` (a command's `let` variables,
     /// `$$NOW`, `$$CLUSTER_TIME`).
+    /// Under the collation `vars` carries, its comparisons compare strings by it.
     pub fn parse_with(filter: &RawDocument, vars: &Variables) -> Result<Matcher, MongoError> {
-        Ok(Matcher {
-            root: parse_filter(filter, Level::Top, vars)?,
-        })
+        let mut root = parse_filter(filter, Level::Top, vars)?;
+        if let Some(c) = vars.collation() {
+            collated::collate_node(&mut root, c);
+        }
+        Ok(Matcher { root })
     }
 
     /// Whether `doc` matches. Errors are malformed BSON and `$expr` evaluation errors.

@@ -61,7 +61,14 @@ pub fn any(db: &Database) -> Result<bool, MongoError> {
 
 /// Whether auth collection `ns` holds any document.
 pub(super) fn any_in(db: &Database, ns: &Namespace) -> Result<bool, MongoError> {
-    Ok(db.count(ns, &Document::new(), 0, Some(1), None)? > 0)
+    Ok(db.count(
+        ns,
+        &Document::new(),
+        0,
+        Some(1),
+        None,
+        &shale_doc::Variables::new(),
+    )? > 0)
 }
 
 /// Stores a new user; `Location51003` when it exists already.

@@ -6,7 +6,8 @@
 //! at a time through `retryable_writes.rs`, each exactly once.
 
 use super::data::{
-    command_name, command_vars, missing, namespace, opt_bool, opt_doc, raw_to_bson, wrong_type,
+    command_name, command_vars, missing, namespace, opt_bool, opt_doc, raw_to_bson, with_collation,
+    wrong_type,
 };
 use super::{raw_args, retryable_writes, CommandResult};
 use crate::command::{to_bson, Command};
@@ -114,7 +115,10 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     let mut result = WriteResult::default();
     let mut offset = Vec::new();
     for (i, s) in statements.iter().enumerate() {
-        match vars.clone().and_then(|vars| parse_update(s, &vars)) {
+        let statement_vars = vars
+            .clone()
+            .and_then(|v| with_collation(v, s, "update.updates"));
+        match statement_vars.and_then(|vars| parse_update(s, &vars)) {
             Ok(op) => {
                 ops.push(op);
                 offset.push(i);
@@ -281,11 +285,12 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
                 format!("The limit field in delete objects must be 0 or 1. Got {limit}"),
             ));
         }
+        let statement_vars = with_collation(vars.clone().unwrap_or_default(), s, "delete.deletes")?;
         ops.push(DeleteOp {
             filter,
             limit_one: limit == 1,
             hint: hint(s),
-            vars: vars.clone().unwrap_or_default(),
+            vars: statement_vars,
         });
     }
     if let Err(e) = vars {

@@ -239,7 +239,24 @@ pub fn to_raw(d: &Document) -> Result<RawDocumentBuf, MongoError> {
 /// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
 /// its `let` document (find, aggregate, update, delete, findAndModify), evaluated once.
 pub fn command_vars(body: &Document, command: &str) -> Result<Variables, MongoError> {
-    bind_let(opt_doc(body, command, "let")?)
+    let vars = bind_let(opt_doc(body, command, "let")?)?;
+    with_collation(vars, body, command)
+}
+
+/// `vars` with the collation `doc` (a command or one of its statements) names, parsed and
+/// checked with mongod's codes; unchanged when it names none.
+pub fn with_collation(
+    vars: Variables,
+    doc: &Document,
+    command: &str,
+) -> Result<Variables, MongoError> {
+    match doc.get("collation") {
+        None => Ok(vars),
+        Some(spec) => {
+            let c = shale_doc::Collation::parse(spec, command)?;
+            Ok(vars.with_collation(c.map(std::sync::Arc::new)))
+        }
+    }
 }
 
 /// The variables of a command whose `let` document (already checked to be one) is `spec`.

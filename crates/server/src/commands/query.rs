@@ -202,7 +202,8 @@ pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         ctx.txn.is_none(),
         "count never runs in a session transaction"
     );
-    let n = ctx.db.count(&ns, &filter, skip, limit, hint)?;
+    let vars = command_vars(body, "count")?;
+    let n = ctx.db.count(&ns, &filter, skip, limit, hint, &vars)?;
     Ok(doc! { "n": n as i64 })
 }
 
@@ -212,9 +213,10 @@ pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
     let filter = opt_doc(body, "distinct", "query")?
         .cloned()
         .unwrap_or_default();
+    let vars = command_vars(body, "distinct")?;
     let values = match &ctx.txn {
-        Some(t) => ctx.db.distinct_in(t, &ns, key, &filter)?,
-        None => ctx.db.distinct(&ns, key, &filter)?,
+        Some(t) => ctx.db.distinct_in(t, &ns, key, &filter, &vars)?,
+        None => ctx.db.distinct(&ns, key, &filter, &vars)?,
     };
     Ok(doc! { "values": values })
 }
@@ -248,6 +250,7 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
                 ns,
                 FindSpec {
                     filter,
+                    vars: command_vars(inner, name)?,
                     ..FindSpec::default()
                 },
             )

@@ -117,9 +117,16 @@ pub fn opt_hint(cmd: &Command<'_>) -> Result<Option<Bson>, MongoError> {
 }
 
 /// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
-/// its `let` document, evaluated once.
+/// its `let` document, evaluated once; with the collation it names, if any.
 pub fn command_vars(cmd: &Command<'_>, command: &str) -> Result<Variables, MongoError> {
-    bind_let(opt_doc(cmd, command, "let")?)
+    let vars = bind_let(opt_doc(cmd, command, "let")?)?;
+    match cmd.get("collation") {
+        None => Ok(vars),
+        Some(spec) => {
+            let c = shale_doc::Collation::parse(&to_bson(spec), command)?;
+            Ok(vars.with_collation(c.map(std::sync::Arc::new)))
+        }
+    }
 }
 
 /// The variables of a command whose `let` document (already checked to be one) is `spec`.
