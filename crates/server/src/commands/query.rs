@@ -18,6 +18,7 @@ use shale_doc::{ErrorCode, MongoError};
 /// Parses a find command's query fields from its raw body; only the filter, sort and
 /// projection are decoded (the planner and sort still take owned documents).
 fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool), MongoError> {
+    refuse_unbuilt(cmd, c)?;
     let owned = |d: Option<&RawDocument>| d.map(owned_doc).transpose();
     // `limit: 0` means no limit.
     let limit = raw_args::opt_count(cmd, c, "limit")?.filter(|n| *n > 0);
@@ -33,6 +34,30 @@ fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool)
     let batch_size = raw_args::opt_count(cmd, c, "batchSize")?;
     let single = raw_args::opt_bool(cmd, c, "singleBatch")?.unwrap_or(false);
     Ok((spec, batch_size, single))
+}
+
+/// Find options that change the result and are not built yet are refused (mongod serves
+/// them; accepting and ignoring them would return other documents or other fields):
+/// `min`/`max` bounds, `returnKey`, `showRecordId`. A false flag or a null asks nothing.
+fn refuse_unbuilt(cmd: &Command<'_>, c: &str) -> Result<(), MongoError> {
+    for option in ["min", "max"] {
+        if raw_args::opt_doc(cmd, c, option)?.is_some() {
+            return Err(not_built(option));
+        }
+    }
+    for option in ["returnKey", "showRecordId"] {
+        if raw_args::opt_bool(cmd, c, option)? == Some(true) {
+            return Err(not_built(option));
+        }
+    }
+    Ok(())
+}
+
+fn not_built(option: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::NotImplemented,
+        format!("find option '{option}' is not supported by ShaleDB"),
+    )
 }
 
 /// An owned copy of a checked raw sub-document.
