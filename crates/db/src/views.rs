@@ -9,7 +9,7 @@
 //! A view is a catalog record of its own kind (docs/format-collections.md, version 3):
 //! `{formatVersion: 3, kind: "view", ns, viewOn, pipeline}`, under its namespace like a
 //! collection's record, so a name is a collection or a view, never both. Creating a view
-//! refuses a cycle (`GraphContainsCycle`, 93) and a chain deeper than mongod's 20 views
+//! refuses a cycle (`GraphContainsCycle`, 5) and a chain deeper than mongod's 20 views
 //! (`ViewDepthLimitExceeded`, 165).
 
 use crate::catalog::Catalog;

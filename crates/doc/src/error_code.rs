@@ -79,7 +79,7 @@ error_codes! {
     Location51002 = 51002,
     /// A role change mongod refuses: a cycle, a role granted to itself, privileges or roles
     /// of another database on a role outside `admin`.
-    InvalidRoleModification = 74,
+    InvalidRoleModification = 49,
     BSONObjectTooLarge = 10334,
     DataCorruptionDetected = 301,
     /// Another process holds the data directory's lock (mongod's `DBPathInUse`).
@@ -91,6 +91,16 @@ error_codes! {
     NetworkTimeout = 89,
     ShutdownInProgress = 91,
     PrimarySteppedDown = 189,
+    // Replica-set mode (`--replSet`, `crates/server/src/repl/`).
+    AlreadyInitialized = 23,
+    NodeNotFound = 74,
+    NoReplicationEnabled = 76,
+    UnknownReplWriteConcern = 79,
+    InvalidReplicaSetConfig = 93,
+    NotYetInitialized = 94,
+    UnsatisfiableWriteConcern = 100,
+    NewReplicaSetConfigurationIncompatible = 103,
+    ClusterTimeFailsRateLimiter = 205,
     ExceededTimeLimit = 262,
     /// A request refused because the memory held by requests in flight is at its cap.
     ExceededMemoryLimit = 146,
@@ -295,7 +305,7 @@ error_codes! {
     Location5654602 = 5654602,
     Location9534700 = 9534700,
     // `$out`, `$merge`, `$documents` and views.
-    GraphContainsCycle = 93,
+    GraphContainsCycle = 5,
     ViewDepthLimitExceeded = 165,
     CommandNotSupportedOnView = 166,
     OptionNotSupportedOnView = 167,
@@ -383,6 +393,13 @@ mod tests {
         assert_eq!(UnsupportedFormat.code(), 12);
         assert_eq!(CollectionIsEmpty.code(), 162);
         assert_eq!(Location50738.code(), 50738);
+        // error_codes.yml: 49 is InvalidRoleModification, 74 NodeNotFound, 5
+        // GraphContainsCycle (93 is InvalidReplicaSetConfig).
+        assert_eq!(InvalidRoleModification.code(), 49);
+        assert_eq!(GraphContainsCycle.code(), 5);
+        assert_eq!(NodeNotFound.code(), 74);
+        assert_eq!(InvalidReplicaSetConfig.code(), 93);
+        assert_eq!(UnsatisfiableWriteConcern.code(), 100);
         assert_eq!(
             OperationNotSupportedInTransaction.name(),
             "OperationNotSupportedInTransaction"
