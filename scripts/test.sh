@@ -28,6 +28,9 @@ export SHALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/shale"
 step "mongosh smoke test (installs mongosh from npm into tests/mongosh/.prefix on first use)"
 bash tests/mongosh/smoke.sh
 
+step "mongosh against shale serve --replSet: rs.initiate(), rs.status(), rs.conf()"
+bash tests/mongosh/replset.sh
+
 step "python virtualenv for the end-to-end suite (.venv)"
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv

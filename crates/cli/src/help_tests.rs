@@ -71,6 +71,7 @@ fn stated_defaults_are_the_ones_in_force() {
         format!("[default: {DEFAULT_SESSION_TIMEOUT_MINUTES}]"),
         "[default: text]".to_owned(),
         "[net.tls.mode] [default: disabled]".to_owned(),
+        "[replication.replSetName] [default: none, a standalone server]".to_owned(),
         format!(
             "scramIterationCount (default {})",
             Mechanism::Sha1.default_iterations()

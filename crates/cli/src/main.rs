@@ -76,7 +76,7 @@ struct ServeArgs {
     /// storage.wiredTiger.engineConfig.cacheSizeGB or storage.shale.cacheSizeGB,
     /// systemLog.path, systemLog.verbosity, systemLog.quiet, security.authorization,
     /// net.tls.mode, net.tls.certificateKeyFile, net.tls.CAFile,
-    /// net.tls.allowConnectionsWithoutCertificates).
+    /// net.tls.allowConnectionsWithoutCertificates, replication.replSetName).
     #[arg(short = 'f', long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
     /// Data directory, created if missing [storage.dbPath] [default: ./data].
@@ -170,6 +170,12 @@ struct ServeArgs {
     /// [net.tls.allowConnectionsWithoutCertificates].
     #[arg(long = "tlsAllowConnectionsWithoutCertificates")]
     tls_allow_connections_without_certificates: bool,
+    /// Run as a member of the replica set NAME (one member: this server). Until
+    /// replSetInitiate it accepts no writes; then it is the set's primary, and after a
+    /// restart it comes back as that set's primary [replication.replSetName]
+    /// [default: none, a standalone server].
+    #[arg(long = "replSet", value_name = "NAME")]
+    repl_set: Option<String>,
     /// Salvage what is intact in the data directory (log records up to the first damaged
     /// one, every readable block of a damaged tree, indexes rebuilt from the documents),
     /// report what was dropped, and exit (mongod's --repair).
@@ -198,6 +204,7 @@ impl ServeArgs {
             tls_ca_file: self.tls_ca_file.clone(),
             tls_allow_connections_without_certificates: self
                 .tls_allow_connections_without_certificates,
+            repl_set: self.repl_set.clone(),
         }
     }
 }
@@ -285,6 +292,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
         auth: Arc::new(auth_config(settings.auth, &parameters)?),
         tls,
+        repl: Arc::new(shale_server::repl::Repl::new(settings.repl_set.clone())),
         ..ServerConfig::default()
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,

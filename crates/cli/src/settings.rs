@@ -42,6 +42,8 @@ pub struct Flags {
     pub tls_ca_file: Option<PathBuf>,
     /// `--tlsAllowConnectionsWithoutCertificates`.
     pub tls_allow_connections_without_certificates: bool,
+    /// `--replSet`.
+    pub repl_set: Option<String>,
 }
 
 /// The settings the server runs with.
@@ -63,6 +65,9 @@ pub struct Settings {
     pub auth: bool,
     /// TLS for client connections (`--tls*`, `net.tls.*`).
     pub tls: TlsSettings,
+    /// The replica set this server is a member of (`--replSet`,
+    /// `replication.replSetName`); `None`: a standalone.
+    pub repl_set: Option<String>,
     /// The options as given (file, then flags), nested like mongod's YAML.
     pub parsed: Document,
     /// Configuration-file keys that were ignored, by dotted path.
@@ -108,6 +113,7 @@ struct FileConfig {
     tls_certificate_key_file: Option<String>,
     tls_ca_file: Option<String>,
     tls_allow_without_certificates: Option<bool>,
+    repl_set_name: Option<String>,
     /// Known keys in file order with their values, for `parsed`.
     given: Vec<(&'static str, Bson)>,
     ignored: Vec<String>,
@@ -133,6 +139,7 @@ const KEYS: &[&str] = &[
     "net.tls.certificateKeyFile",
     "net.tls.CAFile",
     "net.tls.allowConnectionsWithoutCertificates",
+    "replication.replSetName",
 ];
 
 fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
@@ -178,6 +185,7 @@ fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
             "net.tls.allowConnectionsWithoutCertificates" => {
                 c.tls_allow_without_certificates = Some(boolean(key, &value)?)
             }
+            "replication.replSetName" => c.repl_set_name = Some(string(key, &value)?),
             "systemLog.destination" => {
                 let d = string(key, &value)?;
                 if d != "file" {
@@ -373,6 +381,16 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         set_path(&mut parsed, "security.authorization", "enabled".into());
     }
     let auth = flags.auth || file.authorization.unwrap_or(false);
+    let repl_set = match &flags.repl_set {
+        Some(name) => {
+            set_path(&mut parsed, "replication.replSet", name.clone().into());
+            Some(name.clone())
+        }
+        None => file.repl_set_name.clone(),
+    };
+    if let Some(name) = &repl_set {
+        check_set_name(name)?;
+    }
     Ok(Settings {
         dbpath,
         port,
@@ -386,9 +404,24 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         quiet,
         auth,
         tls,
+        repl_set,
         parsed,
         ignored_keys: file.ignored,
     })
+}
+
+/// mongod's rules for a set name: not empty, no `/` (its seed-list separator).
+fn check_set_name(name: &str) -> anyhow::Result<()> {
+    if name.is_empty() {
+        bail!("--replSet / replication.replSetName must not be empty");
+    }
+    if name.contains('/') {
+        bail!(
+            "--replSet {name:?}: a set name may not contain '/' (mongod's old seed list \
+             NAME/host,host is not supported: members other than this server cannot join)"
+        );
+    }
+    Ok(())
 }
 
 /// `--tlsMode` and friends over `net.tls.*`; flags win.
@@ -637,6 +670,32 @@ processManagement:
         assert!(flag.expect("merge").auth);
         assert!(!with_file(Flags::default()).auth);
         assert!(parse_config("security:\n  authorization: yes\n").is_err());
+    }
+
+    #[test]
+    fn replica_set_name_from_the_file_or_the_flag() {
+        let c = parse_config("replication:\n  replSetName: rs0\n").expect("parse");
+        let s = merge(&Flags::default(), c).expect("merge");
+        assert_eq!(s.repl_set.as_deref(), Some("rs0"));
+        assert_eq!(
+            s.parsed.get_document("replication").expect("replication"),
+            &doc! {"replSetName": "rs0"}
+        );
+        let flags = Flags {
+            repl_set: Some("rs1".into()),
+            ..Flags::default()
+        };
+        let c = parse_config("replication:\n  replSetName: rs0\n").expect("parse");
+        let s = merge(&flags, c).expect("merge");
+        assert_eq!(s.repl_set.as_deref(), Some("rs1"), "the flag wins");
+        assert_eq!(with_file(Flags::default()).repl_set, None);
+        for bad in ["", "rs/a:1,b:2"] {
+            let flags = Flags {
+                repl_set: Some(bad.into()),
+                ..Flags::default()
+            };
+            assert!(merge(&flags, FileConfig::default()).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

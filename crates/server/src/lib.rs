@@ -13,6 +13,7 @@ mod message_reader;
 pub mod net_stats;
 pub mod op_counters;
 pub mod ram_log;
+pub mod repl;
 pub mod session_table;
 pub mod tls;
 mod transport;
@@ -76,6 +77,8 @@ pub struct ServerConfig {
     pub auth: Arc<auth::AuthConfig>,
     /// TLS for client connections (`net.tls.*`); `None`: disabled, every connection plain.
     pub tls: Option<tls::Tls>,
+    /// Replication: a standalone's by default, a `--replSet` member's when named.
+    pub repl: Arc<repl::Repl>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -241,6 +244,7 @@ pub async fn serve(
         inflight::set_limit(bytes);
     }
     let config = Arc::new(config);
+    start_replication(&listeners, &db, &config)?;
     let next_id = Arc::new(AtomicU64::new(1));
     let open = Arc::new(OpenConnections::default());
     let sessions = Arc::new(SessionTable::default());
@@ -263,12 +267,32 @@ pub async fn serve(
         config.clone(),
     ));
     shutdown.await;
+    config.repl.shutdown();
     acceptors.shutdown().await;
     open.shut_all();
     // Connections still finishing a command may end a transaction themselves; what is
     // left open is aborted by `Database::close`.
     sessions.end_all(&db);
     Ok(())
+}
+
+/// Tells replication how this server is reached (the bound addresses and the first one's
+/// port) and lets it read its stored config: a member of an initiated set starts as primary.
+fn start_replication(
+    listeners: &[TcpListener],
+    db: &Database,
+    config: &ServerConfig,
+) -> std::io::Result<()> {
+    let bound: Vec<SocketAddr> = listeners
+        .iter()
+        .map(TcpListener::local_addr)
+        .collect::<std::io::Result<_>>()?;
+    let me =
+        repl::config::SelfHost::new(bound.iter().map(SocketAddr::ip).collect(), bound[0].port());
+    config
+        .repl
+        .start(db, me)
+        .map_err(|e| std::io::Error::other(format!("replication: {}", e.message)))
 }
 
 /// What every connection shares: the database, the configuration, the session table.

@@ -61,6 +61,10 @@ const ON_CLUSTER: &[(&str, &str)] = &[
     ("getLog", "getLog"),
     ("killAllSessions", "killAnySession"),
     ("killAllSessionsByPattern", "killAnySession"),
+    ("replSetGetStatus", "replSetGetStatus"),
+    ("replSetGetConfig", "replSetGetConfig"),
+    ("replSetInitiate", "replSetConfigure"),
+    ("replSetReconfig", "replSetConfigure"),
 ];
 
 /// Commands that need one action on the database they run on.

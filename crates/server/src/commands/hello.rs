@@ -1,6 +1,8 @@
 //! `hello` and its legacy spelling `isMaster`/`ismaster`: the handshake every driver sends
-//! first. We are a standalone server: no `topologyVersion` until streaming hello exists, and
-//! `helloOk` only when the client asked for it. A `compression` array negotiates wire
+//! first. A standalone says it is a writable primary, with no `topologyVersion`; a
+//! `--replSet` member answers with its set's fields from `crate::repl` (and waits as an
+//! awaitable hello asks: drivers stream hellos once they see `topologyVersion`). `helloOk`
+//! only when the client asked for it. A `compression` array negotiates wire
 //! compression for the connection (mongod's rules: the client's order, unknown names
 //! skipped, no field in the reply when nothing is shared, the last agreement repeated when
 //! a later hello has no `compression` field). `saslSupportedMechs` and
@@ -18,15 +20,27 @@ pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 pub const MAX_WIRE_VERSION: i32 = 21;
 
 pub fn hello(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let mut reply = doc! { "isWritablePrimary": true };
+    let mut reply = member_fields(ctx, body, false);
     reply.extend(common_fields(ctx, body)?);
     Ok(reply)
 }
 
 pub fn is_master(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let mut reply = doc! { "ismaster": true };
+    let mut reply = member_fields(ctx, body, true);
     reply.extend(common_fields(ctx, body)?);
     Ok(reply)
+}
+
+/// A standalone's `isWritablePrimary`/`ismaster: true`, or a replica-set member's fields
+/// (`crate::repl`), after waiting as an awaitable hello asks.
+fn member_fields(ctx: &ConnectionCtx, body: &Document, is_master: bool) -> Document {
+    let repl = &ctx.server.repl;
+    repl.await_hello(body);
+    match repl.hello_fields(is_master) {
+        Some(fields) => fields,
+        None if is_master => doc! { "ismaster": true },
+        None => doc! { "isWritablePrimary": true },
+    }
 }
 
 /// Negotiates compression for this connection and returns the names to report, if any.

@@ -37,7 +37,15 @@ const API_V1: &[&str] = &[
 ];
 
 /// Commands mongod runs only against `admin`.
-const ADMIN_ONLY: &[&str] = &["getCmdLineOpts", "getLog", "getParameter"];
+const ADMIN_ONLY: &[&str] = &[
+    "getCmdLineOpts",
+    "getLog",
+    "getParameter",
+    "replSetGetConfig",
+    "replSetGetStatus",
+    "replSetInitiate",
+    "replSetReconfig",
+];
 
 /// Commands an unauthenticated client may run on a server with access control.
 const HELP: &[(&str, &str)] = &[

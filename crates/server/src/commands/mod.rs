@@ -20,6 +20,7 @@ mod list_local_sessions;
 mod parameters;
 mod query;
 mod raw_args;
+mod repl_set;
 pub mod retryable_writes;
 mod roles;
 mod roles_info;
@@ -142,6 +143,10 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("abortTransaction", transactions::abort_plain),
     ("beginTransaction", connection_txn::begin_transaction),
     ("rollbackTransaction", connection_txn::rollback_transaction),
+    ("replSetInitiate", repl_set::repl_set_initiate),
+    ("replSetReconfig", repl_set::repl_set_reconfig),
+    ("replSetGetConfig", repl_set::repl_set_get_config),
+    ("replSetGetStatus", repl_set::repl_set_get_status),
 ];
 
 /// Runs a command built in memory (the legacy opcodes, OP_QUERY commands, tests) against
@@ -219,9 +224,25 @@ fn dispatch_checked(
             return reply;
         }
     }
-    let reply = run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents);
+    let repl = &ctx.server.repl;
+    let checked = repl
+        .receive_cluster_time(cmd.raw())
+        .and_then(|()| repl.check_writable(db, name, cmd.raw()));
+    let reply = match checked {
+        Ok(()) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
+        Err(e) => {
+            let mut reply = error_reply(&e);
+            let labels = error_labels(&kind, name, e.code.code());
+            if !labels.is_empty() {
+                reply.insert("errorLabels", labels);
+            }
+            Reply::Doc(reply)
+        }
+    };
     crate::auth::authorize::after(ctx, cmd, &reply);
-    fail_command::after(ctx, name, reply)
+    let mut reply = fail_command::after(ctx, name, reply);
+    repl.finish_reply(name, cmd.raw(), &mut reply);
+    reply
 }
 
 /// Runs a command whose session fields are checked: as a transaction statement, in the
