@@ -25,6 +25,7 @@ mod index_build;
 mod index_keys;
 mod index_spec;
 mod namespace;
+pub mod oplog;
 mod plan;
 mod query_ops;
 pub mod repair;
