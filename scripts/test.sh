@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every ShaleDB check: formatting, lints, Rust unit and integration tests, and the
 # end-to-end suite with the real pymongo driver against the real `shale` binary, and the
-# drivers' CRUD spec tests and pymongo's test_auth.py against a server with --auth (both from
-# the pymongo source package) with pass-count floors, and
+# drivers' CRUD spec tests (against a standalone and a one-member --replSet) and pymongo's
+# test_auth.py against a server with --auth (all from the pymongo source package) with
+# pass-count floors, the mongosh smoke tests (standalone and --replSet), and
 # short cargo-fuzz runs of the wire decoder and the BSON readers.
 # Needs rustup (rust-toolchain.toml), a C toolchain (cc, make), Python 3.11+ with venv,
 # Node.js with npm, openssl, and the crates.io, PyPI and npm registries on the first run:
@@ -57,6 +58,9 @@ echo "end-to-end tests run: $ran"
 
 step "driver spec tests: pymongo 4.20.0's CRUD unified tests against $SHALE_BIN (tests/spec)"
 bash tests/spec/run_crud_unified.sh
+
+step "driver spec tests: the same CRUD unified tests against $SHALE_BIN --replSet (tests/spec)"
+bash tests/spec/run_crud_unified_rs.sh
 
 step "pymongo 4.20.0's test/test_auth.py against $SHALE_BIN --auth (tests/spec)"
 bash tests/spec/run_auth.sh

@@ -227,7 +227,7 @@ fn dispatch_checked(
     let repl = &ctx.server.repl;
     let checked = repl
         .receive_cluster_time(cmd.raw())
-        .and_then(|()| repl.check_writable(db, name, cmd.raw()));
+        .and_then(|()| repl.check_command(db, name, cmd.raw()));
     let reply = match checked {
         Ok(()) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
         Err(e) => {

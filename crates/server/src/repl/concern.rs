@@ -4,10 +4,12 @@
 //! a numeric `w` above the number of data-bearing members is `UnsatisfiableWriteConcern`
 //! (100), a tag mode the config does not define `UnknownReplWriteConcern` (79); `w: 0`, `w: 1`
 //! and `w: "majority"` are met by the write's own commit (one member is the majority, and a
-//! commit is durable per the fsync policy before it is acknowledged). Pure.
+//! commit is durable per the fsync policy before it is acknowledged). An aggregation that
+//! writes refuses `readConcern: linearizable`, as mongod does. Pure.
 
 use super::config::number;
 use bson::{doc, Bson, Document, RawBsonRef, RawDocument};
+use shale_doc::{ErrorCode, MongoError};
 
 /// The commands that write (mongod refuses them with `NotWritablePrimary` on a member that is
 /// not primary, and gives them an `operationTime` of their own).
@@ -44,25 +46,41 @@ const WRITE_COMMANDS: &[&str] = &[
 /// Whether command `name` with `body` writes: a write command, or an aggregation whose
 /// pipeline ends in `$out` or `$merge`.
 pub fn is_write(name: &str, body: &RawDocument) -> bool {
-    if WRITE_COMMANDS.contains(&name) {
-        return true;
-    }
+    WRITE_COMMANDS.contains(&name) || write_stage(name, body).is_some()
+}
+
+/// `$out` or `$merge` when `body` is an aggregation ending in one.
+fn write_stage<'a>(name: &str, body: &'a RawDocument) -> Option<&'a str> {
     if name != "aggregate" {
-        return false;
+        return None;
     }
-    let Ok(pipeline) = body.get_array("pipeline") else {
-        return false;
-    };
+    let pipeline = body.get_array("pipeline").ok()?;
     let last = pipeline.into_iter().filter_map(Result::ok).last();
     let Some(RawBsonRef::Document(stage)) = last else {
-        return false;
+        return None;
     };
     let first = stage
         .into_iter()
         .next()
         .and_then(Result::ok)
         .map(|(k, _)| k);
-    matches!(first, Some("$out" | "$merge"))
+    first.filter(|k| matches!(*k, "$out" | "$merge"))
+}
+
+/// mongod's refusal of a read concern the command cannot honour: an aggregation that
+/// writes (`$out`, `$merge`) with `linearizable` is `InvalidOptions` (72).
+pub fn read_concern_error(name: &str, body: &RawDocument) -> Option<MongoError> {
+    let level = body
+        .get_document("readConcern")
+        .ok()
+        .and_then(|rc| rc.get_str("level").ok())?;
+    let stage = write_stage(name, body)?;
+    (level == "linearizable").then(|| {
+        MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!("{stage} cannot be used with a 'linearizable' read concern level"),
+        )
+    })
 }
 
 /// The `writeConcernError` a one-member set answers `body`'s `writeConcern` with, if any.
@@ -139,6 +157,17 @@ mod tests {
         let body = doc! {"insert": "c", "writeConcern": {"w": "dc1"}};
         let e = write_concern_error(&raw(body), 1).expect("unknown tag mode");
         assert_eq!(e.get_i32("code"), Ok(79));
+    }
+
+    #[test]
+    fn a_writing_aggregation_refuses_linearizable_reads() {
+        let out = doc! {"pipeline": [{"$out": "x"}], "readConcern": {"level": "linearizable"}};
+        let e = read_concern_error("aggregate", &raw(out)).expect("refused");
+        assert_eq!(e.code, ErrorCode::InvalidOptions);
+        let read = doc! {"pipeline": [], "readConcern": {"level": "linearizable"}};
+        assert!(read_concern_error("aggregate", &raw(read)).is_none());
+        let majority = doc! {"pipeline": [{"$merge": "x"}], "readConcern": {"level": "majority"}};
+        assert!(read_concern_error("aggregate", &raw(majority)).is_none());
     }
 
     #[test]

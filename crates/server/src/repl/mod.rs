@@ -1,6 +1,6 @@
 //! Replica-set mode (`shale serve --replSet NAME`): this member's state and everything the
 //! rest of the server asks of it, through one narrow interface (`Repl`). The server calls
-//! `start` once the listeners are bound, `hello_fields` for the handshake, `check_writable`
+//! `start` once the listeners are bound, `hello_fields` for the handshake, `check_command`
 //! before a command runs, `finish_reply` after (cluster time, operation time, write-concern
 //! errors), and the replSet* commands (`commands/repl_set.rs`) call `initiate`, `reconfig`,
 //! `config_document` and `status_document`. A standalone server's `Repl` answers every one
@@ -288,15 +288,22 @@ impl Repl {
         }
     }
 
-    /// Refuses a write on a member that is not primary (writes to `local` always run, as on
-    /// mongod).
-    pub fn check_writable(
+    /// Refuses what a replica-set member refuses before a command runs: a read concern the
+    /// command cannot honour, and a write on a member that is not primary (writes to
+    /// `local` always run, as on mongod).
+    pub fn check_command(
         &self,
         db: &str,
         name: &str,
         body: &RawDocument,
     ) -> Result<(), MongoError> {
-        if self.set_name.is_none() || db == "local" || !concern::is_write(name, body) {
+        if self.set_name.is_none() {
+            return Ok(());
+        }
+        if let Some(e) = concern::read_concern_error(name, body) {
+            return Err(e);
+        }
+        if db == "local" || !concern::is_write(name, body) {
             return Ok(());
         }
         match self.lock().state {
