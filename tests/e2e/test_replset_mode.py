@@ -185,12 +185,26 @@ def test_write_concern_on_one_member(primary):
         assert e.value.code == 79
 
 
-def test_read_concerns_a_primary_accepts(primary):
+def test_read_concerns_on_the_primary(primary):
     with primary.client() as c:
         c.app.items.insert_one({"_id": 1})
-        for level in ["local", "majority", "linearizable", "available", "snapshot"]:
+        for level in ["local", "majority", "linearizable", "available"]:
             coll = c.app.items.with_options(read_concern=ReadConcern(level))
             assert coll.find_one({"_id": 1}) == {"_id": 1}, level
+            assert coll.count_documents({}) == 1, level
+        # Reads at a cluster time are not supported outside transactions: refused, not
+        # answered from the newest data.
+        snapshot = c.app.items.with_options(read_concern=ReadConcern("snapshot"))
+        assert code_of(lambda: snapshot.find_one({"_id": 1})) == 72
+        with c.start_session(snapshot=True) as s:
+            assert code_of(lambda: c.app.items.find_one({}, session=s)) == 72
+        linearizable = {"level": "linearizable"}
+        assert code_of(lambda: c.app.command("insert", "items", documents=[{}], readConcern=linearizable)) == 72
+        out = [{"$match": {}}, {"$out": "copy"}]
+        assert code_of(lambda: c.app.command("aggregate", "items", pipeline=out, cursor={}, readConcern=linearizable)) == 72
+        # In a transaction, snapshot is the transaction's own read concern.
+        with c.start_session() as s, s.start_transaction(read_concern=ReadConcern("snapshot")):
+            assert c.app.items.find_one({"_id": 1}, session=s) == {"_id": 1}
 
 
 def test_operation_and_cluster_times_advance(primary):

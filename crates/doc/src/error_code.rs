@@ -122,6 +122,9 @@ error_codes! {
     TransactionTooOld = 225,
     NoSuchTransaction = 251,
     TransactionCommitted = 256,
+    /// A prepared transaction holds the data (sharded two-phase commit on mongod; this server
+    /// never prepares, but `failCommand` injects it and drivers retry on it).
+    PreparedTransactionInProgress = 267,
     OperationNotSupportedInTransaction = 263,
     LockTimeout = 24,
     SnapshotTooOld = 239,

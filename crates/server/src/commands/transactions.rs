@@ -40,6 +40,7 @@ const TRANSIENT: &[ErrorCode] = &[
     ErrorCode::WriteConflict,
     ErrorCode::NoSuchTransaction,
     ErrorCode::LockTimeout,
+    ErrorCode::PreparedTransactionInProgress,
     ErrorCode::SnapshotUnavailable,
     ErrorCode::SnapshotTooOld,
 ];
