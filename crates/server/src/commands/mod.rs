@@ -196,8 +196,12 @@ fn dispatch_checked(
         if let Err(e) = crate::auth::gate::check(ctx, name, db, cmd) {
             return Reply::Doc(error_reply(&e));
         }
-        if let Err(e) = write_concern::check(cmd.raw()) {
-            return Reply::Doc(error_reply(&e));
+        // A replica-set member answers what one member cannot satisfy with a
+        // writeConcernError after the write instead (`repl/concern.rs`).
+        if !ctx.server.repl.is_replica_set() {
+            if let Err(e) = write_concern::check(cmd.raw()) {
+                return Reply::Doc(error_reply(&e));
+            }
         }
     }
     let kind = txn_fields::classify(cmd.raw());

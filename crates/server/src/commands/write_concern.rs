@@ -2,7 +2,9 @@
 //! (`validateWriteConcern`): a standalone has no other node to wait for, so `w` above 1 and a
 //! `w` mode other than `"majority"` (a tag set's name) are `BadValue`, never accepted and
 //! ignored. `w: 0`, `w: 1`, `"majority"`, `j` and `wtimeout` are served (every commit is
-//! durable in the log before it is answered). Checked before a command runs.
+//! durable in the log before it is answered). Checked before a command runs, on a
+//! standalone only: a `--replSet` member applies the write and reports what one member cannot
+//! satisfy as a `writeConcernError` (`crate::repl::concern`).
 
 use crate::command::get;
 use bson::{RawBsonRef, RawDocument};
