@@ -16,6 +16,7 @@ pub mod ram_log;
 pub mod repl;
 pub mod session_table;
 pub mod tls;
+pub mod top;
 mod transport;
 pub mod wire;
 

@@ -54,6 +54,7 @@ const ANYONE: &[&str] = &[
 /// Commands that need one action on the cluster.
 const ON_CLUSTER: &[(&str, &str)] = &[
     ("serverStatus", "serverStatus"),
+    ("top", "top"),
     ("hostInfo", "hostInfo"),
     ("getParameter", "getParameter"),
     ("setParameter", "setParameter"),

@@ -89,6 +89,7 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("buildInfo", diagnostics::build_info),
     ("buildinfo", diagnostics::build_info),
     ("serverStatus", server_status::server_status),
+    ("top", server_status::top),
     ("hostInfo", host_info::host_info),
     ("getParameter", parameters::get_parameter),
     ("setParameter", parameters::set_parameter),
@@ -170,9 +171,33 @@ pub fn dispatch_command(
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
     let raw_count = raw_documents.as_ref().map(Vec::len);
+    let on_collection = collection_of(cmd);
+    let active = on_collection.map(|_| crate::top::Active::start(cmd.name()));
+    let started = std::time::Instant::now();
     let reply = dispatch_checked(ctx, db, cmd, raw_documents);
+    if let Some(coll) = on_collection {
+        let mut ns = String::with_capacity(db.len() + 1 + coll.len());
+        ns.push_str(db);
+        ns.push('.');
+        ns.push_str(coll);
+        crate::top::record(&ns, cmd.name(), started.elapsed());
+    }
+    drop(active);
     crate::op_counters::record(cmd, raw_count, &reply);
     reply
+}
+
+/// The collection a command works on, for `top`: its first field's string value (the
+/// `collection` field of a `getMore`).
+fn collection_of<'a>(cmd: &Command<'a>) -> Option<&'a str> {
+    let value = match cmd.name() {
+        "getMore" => cmd.get("collection"),
+        _ => cmd.raw().iter().next().and_then(Result::ok).map(|(_, v)| v),
+    };
+    match value {
+        Some(bson::RawBsonRef::String(c)) if !c.is_empty() => Some(c),
+        _ => None,
+    }
 }
 
 /// Checks access and session fields, then runs the command: as it is, as a statement of

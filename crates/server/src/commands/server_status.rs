@@ -5,8 +5,9 @@
 //! of the process, plus the storage engine's counters under `shale.engine`, the figures that
 //! benchmarks compare with what the operating system reports, the in-flight request budget
 //! under `shale.inflightRequests` (`crate::inflight`) and fast updates' counters under
-//! `shale.fastUpdates`. `globalLock`, `locks` and
-//! `wiredTiger` are not reported.
+//! `shale.fastUpdates`, and `globalLock` (`crate::top`: commands running now; nothing
+//! queues behind a global lock). `locks` and `wiredTiger` are not reported. Also `top`, the
+//! per-collection usage `mongotop` polls.
 
 use super::CommandResult;
 use crate::{op_counters, ConnectionCtx};
@@ -22,6 +23,12 @@ pub fn mark_started() {
     STARTED.get_or_init(Instant::now);
 }
 
+/// `top` (admin only): time and count per collection by mongod's event types.
+pub fn top(_ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+    super::require_admin(db, "top")?;
+    Ok(doc! {"totals": crate::top::totals_document()})
+}
+
 pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
     let uptime = STARTED.get_or_init(Instant::now).elapsed();
     Ok(doc! {
@@ -31,8 +38,10 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "pid": std::process::id() as i64,
         "uptime": uptime.as_secs_f64().floor(),
         "uptimeMillis": uptime.as_millis() as i64,
+        "uptimeEstimate": uptime.as_secs() as i64,
         "localTime": bson::DateTime::now(),
         "asserts": op_counters::asserts_document(),
+        "globalLock": crate::top::global_lock_document(uptime),
         "connections": crate::net_stats::connections_document(ctx.server.max_connections),
         "mem": mem_document(),
         "network": crate::net_stats::network_document(),
