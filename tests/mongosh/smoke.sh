@@ -18,7 +18,7 @@ PREFIX=${SHALE_MONGOSH_PREFIX:-$PWD/tests/mongosh/.prefix}
 SHALE_BIN=${SHALE_BIN:-$PWD/target/debug/shale}
 MONGOSH=$PREFIX/node_modules/.bin/mongosh
 
-ALL_STEPS=(connect insert show_dbs find count create_user login tls create_x509_user x509)
+ALL_STEPS=(connect insert show_dbs find count stats create_user login tls create_x509_user x509)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${ALL_STEPS[@]}")
 
@@ -41,6 +41,11 @@ step_js() {
     count) echo 'const n = db.items.countDocuments({});
         if (n !== 1) throw new Error("countDocuments: " + n);
         print("counted " + n);' ;;
+    stats) echo 'const s = db.items.stats();
+        if (s.ok !== 1 || s.count !== 1 || s.nindexes !== 1) throw new Error(EJSON.stringify(s));
+        const t = db.items.totalSize();
+        if (!(t > 0)) throw new Error("totalSize: " + t);
+        print("stats: count " + s.count + ", total size " + t);' ;;
     create_user) echo 'const r = db.getSiblingDB("admin").createUser({user: "smoke", pwd: "smokepw", roles: ["root"]});
         if (r.ok !== 1) throw new Error(EJSON.stringify(r));
         print("created user smoke");' ;;

@@ -135,6 +135,36 @@ pub fn totals_document() -> Document {
     totals
 }
 
+/// `$collStats.latencyStats` for `ns`: `reads` (everything under the read lock), `writes`
+/// (insert, update, delete statements' commands) and `commands` (the other writing
+/// commands: findAndModify, DDL), each `{latency: total µs, ops}`. Transactions are not
+/// counted per collection, so there is no `transactions` section.
+pub fn latency_document(ns: &str) -> Document {
+    let table = table();
+    let u = table.get(ns);
+    let pick = |f: &dyn Fn(&NsUsage) -> Usage| u.map(f).unwrap_or_default();
+    let reads = pick(&|u| u.read);
+    let writes = pick(&|u| {
+        let mut w = Usage::default();
+        for e in &u.events[2..5] {
+            w.time_us += e.time_us;
+            w.count += e.count;
+        }
+        w
+    });
+    let all_writes = pick(&|u| u.write);
+    let commands = Usage {
+        time_us: all_writes.time_us - writes.time_us,
+        count: all_writes.count - writes.count,
+    };
+    let section = |u: Usage| doc! {"latency": u.time_us, "ops": u.count};
+    doc! {
+        "reads": section(reads),
+        "writes": section(writes),
+        "commands": section(commands),
+    }
+}
+
 /// `serverStatus.globalLock`: microseconds since start, and the commands running now
 /// (`activeClients`; nothing queues behind a global lock here, so `currentQueue` is zeros).
 pub fn global_lock_document(uptime: Duration) -> Document {

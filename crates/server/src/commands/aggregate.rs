@@ -1,14 +1,15 @@
 //! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
 //! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
 //! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves pipelines led
-//! by `$listLocalSessions` (`list_local_sessions.rs`) or `$documents`. A pipeline ending in
+//! by `$listLocalSessions` (`list_local_sessions.rs`) or `$documents`; a collection's pipeline
+//! led by `$collStats` starts from that stage's document (`coll_stats_stage.rs`). A pipeline ending in
 //! `$out`/`$merge` writes its results and answers with an empty cursor.
 
 use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
     raw_to_bson, type_name, wrong_type,
 };
-use super::{list_local_sessions, CommandResult};
+use super::{coll_stats_stage, list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::VecSource;
@@ -27,6 +28,11 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     let ns = namespace(db, body, "aggregate")?;
     let hint = opt_hint(body)?;
     let vars = command_vars(body, "aggregate")?;
+    if coll_stats_stage::leads(&stages)? {
+        let results = coll_stats_stage::run(ctx, &ns, &stages, &vars)?;
+        let cursor = opt_doc(body, "aggregate", "cursor")?;
+        return reply(ctx, &ns.to_string(), results, cursor);
+    }
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         if ctx.txn.is_some() {
             return Err(MongoError::new(
