@@ -132,7 +132,7 @@ struct ServeArgs {
     /// configureFailPoint; default false), fastUpdates (TokuMX's read-free updates; default
     /// false), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes (defaults as
     /// their flags), scramIterationCount (default 10000), scramSHA256IterationCount (default
-    /// 15000).
+    /// 15000), ttlMonitorEnabled (default true), ttlMonitorSleepSecs (default 60).
     #[arg(long = "setParameter", value_name = "NAME=VALUE")]
     set_parameter: Vec<String>,
     /// Log format: "text" or "json" [systemLog.logFormat] [default: text].
@@ -293,6 +293,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         auth: Arc::new(auth_config(settings.auth, &parameters)?),
         tls,
         repl: Arc::new(shale_server::repl::Repl::new(settings.repl_set.clone())),
+        ttl_monitor_sleep: parameters
+            .ttl_monitor_sleep_secs
+            .map(std::time::Duration::from_secs),
+        ttl_monitor_disabled: Arc::new(std::sync::atomic::AtomicBool::new(
+            !parameters.ttl_monitor_enabled.unwrap_or(true),
+        )),
         ..ServerConfig::default()
     };
     // 8 MiB stacks (reserved, not resident): request parsing is depth-bounded (200 levels,

@@ -21,6 +21,10 @@ pub struct StartupParameters {
     pub scram_sha256_iterations: Option<u32>,
     /// `fastUpdates` (TokuMX's read-free updates; also TokuMX's spelling `fastupdates`).
     pub fast_updates: Option<bool>,
+    /// `ttlMonitorEnabled` (TTL indexes expire documents; default true).
+    pub ttl_monitor_enabled: Option<bool>,
+    /// `ttlMonitorSleepSecs` (seconds between TTL passes, at least 1; default 60).
+    pub ttl_monitor_sleep_secs: Option<u64>,
     /// `name: "value"` for each, in the order given (`getCmdLineOpts.parsed.setParameter`).
     pub parsed: Document,
 }
@@ -35,6 +39,8 @@ pub fn parse(given: &[String]) -> anyhow::Result<StartupParameters> {
         match name {
             "enableTestCommands" => out.enable_test_commands = Some(boolean(name, value)?),
             "fastUpdates" | "fastupdates" => out.fast_updates = Some(boolean(name, value)?),
+            "ttlMonitorEnabled" => out.ttl_monitor_enabled = Some(boolean(name, value)?),
+            "ttlMonitorSleepSecs" => out.ttl_monitor_sleep_secs = Some(at_least_one(name, value)?),
             "transactionLifetimeLimitSeconds" => {
                 out.transaction_lifetime_limit_secs = Some(at_least_one(name, value)?)
             }

@@ -18,6 +18,7 @@ pub mod session_table;
 pub mod tls;
 pub mod top;
 mod transport;
+pub mod ttl_monitor;
 pub mod wire;
 
 pub use connection::handle_message;
@@ -80,6 +81,11 @@ pub struct ServerConfig {
     pub tls: Option<tls::Tls>,
     /// Replication: a standalone's by default, a `--replSet` member's when named.
     pub repl: Arc<repl::Repl>,
+    /// mongod's `ttlMonitorSleepSecs` (startup only): how often TTL indexes expire
+    /// documents. `None`: mongod's default, 60 s.
+    pub ttl_monitor_sleep: Option<Duration>,
+    /// mongod's `ttlMonitorEnabled` turned off (at startup or by `setParameter`).
+    pub ttl_monitor_disabled: Arc<AtomicBool>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -105,6 +111,13 @@ impl ServerConfig {
     pub fn session_timeout(&self) -> Duration {
         self.session_timeout
             .unwrap_or(session_table::DEFAULT_SESSION_TIMEOUT)
+    }
+
+    /// How often the TTL monitor runs.
+    pub fn ttl_monitor_sleep(&self) -> Duration {
+        self.ttl_monitor_sleep
+            .unwrap_or(ttl_monitor::DEFAULT_SLEEP)
+            .max(Duration::from_secs(1))
     }
 
     /// `localLogicalSessionTimeoutMinutes` as reported (`hello`, `startSession`,
@@ -267,6 +280,7 @@ pub async fn serve(
         sessions.clone(),
         config.clone(),
     ));
+    acceptors.spawn(ttl_monitor::run(db.clone(), config.clone()));
     shutdown.await;
     config.repl.shutdown();
     acceptors.shutdown().await;

@@ -2,7 +2,7 @@
 //! Parameters are a fixed table in name order (mongod's output order), each read from the
 //! running configuration or the engine where we have one, else mongod 7.0's default for a
 //! behaviour we share. `setParameter` changes what this server can change at run time
-//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts, `fastUpdates`); a parameter mongod changes at run time but this
+//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts, `fastUpdates`, `ttlMonitorEnabled`); a parameter mongod changes at run time but this
 //! server cannot yet is refused with NotImplemented (238), never pretended.
 
 use super::{require_admin, CommandResult, GENERIC_ARGUMENTS};
@@ -10,6 +10,7 @@ use crate::auth::scram::Mechanism;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// One server parameter: its name, whether mongod lets it change at run time and at
 /// startup, and how to read its value.
@@ -158,6 +159,23 @@ const PARAMETERS: &[Parameter] = &[
             )
         },
         set: Some(set_lifetime_limit),
+    },
+    Parameter {
+        // The TTL monitor (`crate::ttl_monitor`); on by default.
+        name: "ttlMonitorEnabled",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| Bson::Boolean(!ctx.server.ttl_monitor_disabled.load(Relaxed)),
+        set: Some(set_ttl_monitor_enabled),
+    },
+    Parameter {
+        name: "ttlMonitorSleepSecs",
+        settable_at_runtime: false,
+        settable_at_startup: true,
+        value: |ctx| {
+            Bson::Int32(i32::try_from(ctx.server.ttl_monitor_sleep().as_secs()).unwrap_or(i32::MAX))
+        },
+        set: None,
     },
 ];
 
@@ -353,6 +371,24 @@ fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError>
         }
     };
     ctx.db.set_fast_updates(on);
+    Ok(())
+}
+
+/// `ttlMonitorEnabled`: a boolean (or a number, non-zero for true).
+fn set_ttl_monitor_enabled(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
+    let on = match value {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(n) => *n != 0,
+        Bson::Int64(n) => *n != 0,
+        Bson::Double(x) => *x != 0.0,
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("Invalid value for ttlMonitorEnabled: {other}"),
+            ))
+        }
+    };
+    ctx.server.ttl_monitor_disabled.store(!on, Relaxed);
     Ok(())
 }
 

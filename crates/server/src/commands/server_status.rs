@@ -50,6 +50,7 @@ pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
         "metrics": {
             "cursor": cursor_metrics(ctx),
             "document": op_counters::document_metrics(),
+            "ttl": crate::ttl_monitor::metrics_document(),
         },
         "storageEngine": { "name": "shale", "supportsCommittedReads": true, "persistent": true },
         "shale": {
