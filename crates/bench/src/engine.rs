@@ -7,7 +7,7 @@
 //! threads on its own environment with the "every commit" fsync policy.
 //! Each phase reports its rate with the engine's own I/O counters next to the kernel's
 //! `/proc/self/io` figures, the bytes on disk and the process's peak RSS, which is what the
-//! DESIGN.md §6 targets (reads per point query, bytes per read, counter accuracy) need.
+//! docs/design.md §6 targets (reads per point query, bytes per read, counter accuracy) need.
 
 use crate::device::WorkDir;
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 /// Minimum write volume over which the engine and the kernel are compared.
 const COMPARE_MIN_BYTES: u64 = MIB;
-/// Allowed disagreement between engine counters and `/proc/self/io` (DESIGN.md §6).
+/// Allowed disagreement between engine counters and `/proc/self/io` (docs/design.md §6).
 const COUNTER_TOLERANCE: f64 = 0.02;
 /// Device I/O alignment the compressed basement size is rounded up to.
 const IO_ALIGN: u64 = 4096;

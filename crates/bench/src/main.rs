@@ -1,6 +1,6 @@
 //! `shale-bench`: ShaleDB's benchmark runner. Each workload is a subcommand that prints a
 //! table on stdout and, with `--json FILE`, writes the same figures with the machine's facts
-//! (see `report::Report`). The targets it measures are in DESIGN.md §6; timed tests never
+//! (see `report::Report`). The targets it measures are in docs/design.md §6; timed tests never
 //! measure them.
 
 mod device;

@@ -2,47 +2,13 @@
 //! allocate exactly as much as on a document with 1 field before `y`: nothing per skipped
 //! field. A counting global allocator counts the allocations of the current thread only.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{Matcher, Projection};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` above, which used the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: `ptr` came from the system allocator with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use shale_testkit::{allocations_during, CountingAlloc};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
-fn allocations_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let before = ALLOCATIONS.with(Cell::get);
-    let out = f();
-    (ALLOCATIONS.with(Cell::get) - before, out)
-}
-
-/// A document with `fields_before` fields (of mixed types) and then `y: "target"`.
 fn document(fields_before: usize) -> RawDocumentBuf {
     let mut d = Document::new();
     for i in 0..fields_before {

@@ -28,13 +28,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = env.create_tree("t", None)?;
     let n = (data_mib << 20) / 116;
     let started = Instant::now();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = shale_testkit::Rng(0x9e37_79b9_7f4a_7c15);
     for chunk in 0..n.div_ceil(100) {
         let mut b = WriteBatch::new();
         for i in 0..100.min(n - chunk * 100) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let key = [x.to_be_bytes(), (chunk * 100 + i).to_be_bytes()].concat();
             b.put(&t, &key, &[(x % 7) as u8; 100]);
         }

@@ -2,7 +2,7 @@
 //! file and `Tree` per tree, the shared cache budget, the write-ahead log, the background
 //! flusher and checkpointer, and recovery at open.
 //!
-//! Write path (recovery invariants R1–R6 and M1–M2 are in docs/recovery.md):
+//! Write path (recovery invariants R1–R8 and M1–M2 are in docs/recovery.md):
 //! 1. a write batch (an implicit transaction) locks its keys, so it conflicts with a live
 //!    transaction writing the same key instead of overwriting it (`mvcc::locks`);
 //! 2. a commit group — a batch's or a transaction's changes plus a commit record — is

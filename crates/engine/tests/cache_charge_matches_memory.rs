@@ -12,49 +12,10 @@
 //! (0.67x after overwriting reopened data, a third of the memory uncharged).
 
 use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
-/// Live bytes, each allocation rounded to its size class.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-/// jemalloc's size classes: 8, then 16 apart up to 128, then four per power of two.
-fn size_class(n: usize) -> usize {
-    match n {
-        0..=8 => 8,
-        9..=128 => n.div_ceil(16) * 16,
-        _ => {
-            let step = n.next_power_of_two() / 8;
-            n.div_ceil(step) * step
-        }
-    }
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(size_class(layout.size()) as isize, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(size_class(layout.size()) as isize, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let delta = size_class(new_size) as isize - size_class(layout.size()) as isize;
-        LIVE.fetch_add(delta, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use shale_testkit::{live_bytes, CountingAlloc};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn key(i: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
@@ -65,15 +26,12 @@ fn key(i: u64) -> [u8; 16] {
 
 /// Live bytes and the cache's charge now, to count both from.
 fn base(env: &Env) -> (isize, u64) {
-    (
-        LIVE.load(Ordering::Relaxed),
-        env.counters().cache_used_bytes,
-    )
+    (live_bytes(), env.counters().cache_used_bytes)
 }
 
 /// The cache's charge over the memory the allocator holds, both counted from `base`.
 fn charge_ratio(env: &Env, base: (isize, u64)) -> f64 {
-    let live = LIVE.load(Ordering::Relaxed) - base.0;
+    let live = live_bytes() - base.0;
     let charged = env.counters().cache_used_bytes - base.1;
     charged as f64 / live as f64
 }

@@ -1,4 +1,4 @@
-//! The engine's written-bytes counter agrees with the kernel's `/proc/self/io` (DESIGN.md §6:
+//! The engine's written-bytes counter agrees with the kernel's `/proc/self/io` (docs/design.md §6:
 //! within 2%). One test in this file, so nothing else in the process writes while it runs.
 //!
 //! The comparison only means something when the engine's files are opened with O_DIRECT:

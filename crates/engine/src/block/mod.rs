@@ -10,54 +10,11 @@
 //!
 //! # Invariants
 //!
-//! - **B1 (copy-on-write).** No block or serialized BTT is ever overwritten: every
-//!   `write_block` and every checkpoint's BTT goes to an extent freshly taken from the
-//!   allocator. The header slots are the only bytes rewritten, and a checkpoint writes
-//!   only the slot the durable header is *not* in (checkpoint `seq` goes to slot `seq % 2`).
-//! - **B2 (referenced).** An extent is referenced iff an entry of D, C or L maps its node
-//!   to it (each extent belongs to one node, so this is a per-node comparison), or it is
-//!   the serialized BTT of D, or of C while `checkpoint_end` writes it. An extent is on
-//!   the free list iff it is not referenced and no write into it is in flight.
-//! - **B3 (free at once).** When L's entry for a node is replaced (rewrite) or removed
-//!   (`free_node`), the old extent is freed at once unless D or C references it; when C's
-//!   entry is replaced (`write_block(.., for_checkpoint = true, ..)`), the old C extent is
-//!   freed unless D or L references it.
-//! - **B4 (durable order).** `checkpoint_end` writes C's BTT to a fresh extent, fdatasyncs
-//!   (so every block of C and the BTT are durable), writes the header into slot `seq % 2`,
-//!   fdatasyncs again, and only then makes C the new D.
-//! - **B5 (retire old D).** When C becomes D, every extent of the old D that neither the
-//!   new D nor L references is freed, and so is the old D's serialized BTT. Nothing D
-//!   references is freed while it is durable, so a crash at any moment leaves the last
-//!   durable checkpoint (header, BTT and blocks) intact.
-//! - **B6 (allocation).** Extents are page-aligned and occupy `len` rounded up to whole
-//!   pages (at least one). Freed space is reused only by later allocations, first fit over
-//!   a sorted free list whose neighbours are merged; otherwise the file grows at its end.
-//!   Freeing an extent that is already free is a bug and panics.
-//! - **B7 (node ids).** Node ids are never reused: `allocate_node_id` is monotonic, the next
-//!   id is persisted in every header, and every id in a durable BTT is below it. (Ids
-//!   handed out after the last durable checkpoint may be handed out again after a crash:
-//!   nothing durable names them.) `NodeId(0)` means "no node".
-//! - **B8 (poison).** After an I/O error in a write path (`write_block`, `checkpoint_end`,
-//!   `sync`) the file refuses further writes with `Error::Poisoned`; by B5 the durable
-//!   checkpoint on disk is untouched and reopening the file recovers it.
-//! - **B9 (open).** Opening uses the valid header slot (magic, version, crc, slot =
-//!   `seq % 2`) with the higher sequence; its BTT must match the header's crc, and D's
-//!   extents must be aligned, inside the file and disjoint. L := D, and every other byte of
-//!   the data area is free: writes made after the last durable checkpoint become free space.
-//! - **B10 (images).** Every write of a node gets a number, unique within the open file
-//!   (`Image::write`; 0 for what open found). An extent does not identify an image: by B3 and
-//!   first fit, the extent one rewrite frees is the one the next rewrite of the same node
-//!   takes, so a node can be back at an offset (and length) it had two writes ago with other
-//!   bytes. A reader that read an image without the lock installs it only if `image()` still
-//!   returns the same `Image`.
-//!
-//! - **B11 (holes).** The blocks B5 retires are punched out of the file
-//!   (`fallocate(PUNCH_HOLE)`) before they join the free list, so the space the previous
-//!   checkpoint held goes back to the filesystem instead of waiting, allocated, for reuse.
-//!   They count as in flight while the lock is released for the punch (B2), so no
-//!   allocation can take them first; a punch is never made into a referenced extent, and a
-//!   reader racing with it reads zeros, which fail the checksum like any reused extent
-//!   (B10). Where the filesystem cannot punch, the pages simply stay allocated.
+//! B1–B11 (copy-on-write, which extents are referenced, freeing at once what neither D nor C
+//! holds, the durable order of a checkpoint, retiring the old D, page-aligned first-fit
+//! allocation, node ids never reused, poisoning, open from the newest valid header, images
+//! numbered per write, retired blocks punched out) have one home,
+//! `docs/format-blockfile.md`, "Extent lifetime invariants"; the code cites them by number.
 //!
 //! Readers take the lock only to look up an image and then read without it, so reads run
 //! concurrently. A node may be rewritten or freed while it is being read (its old extent may

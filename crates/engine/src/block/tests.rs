@@ -26,15 +26,9 @@ pub(super) fn reopen(path: &Path) -> (BlockFile, CheckpointState) {
 
 /// Deterministic bytes for (node, version).
 pub(super) fn image(node: u64, version: u64, len: usize) -> Vec<u8> {
-    let mut x = node.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ version.wrapping_add(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut rng =
+        shale_testkit::Rng(node.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ version.wrapping_add(1));
+    (0..len).map(|_| rng.next() as u8).collect()
 }
 
 /// Xors one byte of the file at `offset`, as a bit flip on the device would.

@@ -3,11 +3,10 @@
 //! Each locked or recently committed key has an entry: the transaction holding it exclusively
 //! (a writer), those holding it shared (serializable readers), and the timestamp of the last
 //! commit that wrote it. A request conflicts at once — `Error::WriteConflict`, no waiting, so
-//! no deadlock — when:
-//! - L1. another live transaction holds the key exclusively, or (for an exclusive request)
-//!   shared; two shared holders never conflict;
-//! - L2. a commit newer than the requester's snapshot wrote the key (the requester would
-//!   overwrite or depend on a version it cannot see).
+//! no deadlock — when another live transaction holds the key exclusively, or (for an
+//! exclusive request) shared, while two shared holders never conflict (L1); or when a commit
+//! newer than the requester's snapshot wrote the key, which the requester would overwrite or
+//! depend on without seeing it (L2). L1 and L2 are defined in `docs/transactions.md`.
 //!
 //! An entry with no holder is kept while its commit timestamp is above the horizon (some live
 //! snapshot may still request the key, L2) and pruned after.

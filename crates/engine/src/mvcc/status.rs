@@ -2,7 +2,7 @@
 //!
 //! A transaction's writes go into the trees as it makes them, each stamped *provisional*:
 //! the stamp is `PROVISIONAL | txn id` instead of a commit timestamp (docs/transactions.md,
-//! "Provisional versions"). Commit stamps are log positions, far below 2^63, so a provisional
+//! "The model"). Commit stamps are log positions, far below 2^63, so a provisional
 //! stamp compares above every commit and code that knows nothing of provisional versions
 //! treats them as invisible. Whether a reader sees one is decided here:
 //!
@@ -11,17 +11,9 @@
 //! - **committed at `T`** (in the table): a reader at snapshot `S` sees it when `T <= S`;
 //! - **not in the table**: committed at or below the horizon, so every reader sees it.
 //!
-//! Invariants:
-//! T1. A transaction is in the table as live before its first provisional write reaches a
-//!     tree, and stays live until it commits (marked committed under the apply lock with its
-//!     timestamp, before the timestamp is published) or until its abort has put an abort
-//!     message above every provisional write it made.
-//! T2. A committed entry leaves the table only once its timestamp is at or below the horizon:
-//!     every reader that can still come sees it. So a provisional stamp not in the table
-//!     belongs to a transaction that committed before every snapshot, or that aborted and
-//!     whose versions lie under its abort messages (readers and leaves drop them there).
-//! T3. Transaction ids are never reused, across restarts too: every checkpoint logs the next
-//!     id at its redo point (`LogRecord::Live`), and recovery starts above every id it reads.
+//! Invariants T1–T3 (live in the table before the first provisional write, committed entries
+//! kept until the horizon passes them, ids never reused) are defined in
+//! `docs/transactions.md`, "The model"; the code here keeps them.
 
 use super::snapshots::Ts;
 use parking_lot::{Mutex, RwLock};

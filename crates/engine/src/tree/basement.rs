@@ -812,12 +812,10 @@ mod tests {
         // The first entry is key "k000" (4 + 4 bytes), a count and a timestamp: its flag.
         flag[4 + 8 + 4 + 8] = 9;
         assert!(Basement::decode(flag).unwrap_err().contains("flag"));
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rng = shale_testkit::Rng(0x9E37_79B9_7F4A_7C15);
         for _ in 0..2_000 {
             let mut raw = good.clone();
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rng.next();
             let at = (state as usize) % raw.len();
             raw[at] ^= 1 << (state >> 61);
             if let Ok(b) = Basement::decode(raw) {

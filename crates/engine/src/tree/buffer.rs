@@ -899,12 +899,10 @@ mod tests {
                 "cut at {cut}"
             );
         }
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = shale_testkit::Rng(0x2545_F491_4F6C_DD1D);
         for _ in 0..2_000 {
             let mut raw = good.clone();
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rng.next();
             let at = (state as usize) % raw.len();
             raw[at] ^= 1 << (state >> 61);
             if let Ok(b) = MsgBuffer::decode(raw) {

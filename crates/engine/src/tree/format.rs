@@ -667,18 +667,16 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = shale_testkit::Rng(0x9e37_79b9_7f4a_7c15);
         let (good, _) = encode(&sample_leaf(), Compression::None, 1 << 20);
         for round in 0..2000 {
             let mut bytes = good.clone();
             for _ in 0..(round % 8 + 1) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
+                let seed = rng.next();
                 let i = (seed as usize) % bytes.len();
                 bytes[i] = (seed >> 40) as u8;
             }
-            bytes.truncate((seed as usize >> 3) % (good.len() + 1));
+            bytes.truncate((rng.0 as usize >> 3) % (good.len() + 1));
             let _ = decode(&bytes);
             let _ = header_len_from_prefix(&bytes);
         }

@@ -10,36 +10,10 @@
 //!
 //! # Invariants
 //!
-//! - **W1** A record is acknowledged durable (`commit` returns `Ok`, `durable_lsn` passes it)
-//!   only after an fdatasync covering its last byte returned `Ok`.
-//! - **W2** LSNs are stream offsets without gaps: the next record's LSN is `lsn + 16 + len`;
-//!   the record at LSN `l` of the file whose first LSN is `f` is at file offset
-//!   `4096 + (l - f)`; each file's first LSN is the end LSN of the file before it.
-//! - **W3** The records of one `append` call are contiguous in the stream and never split
-//!   across files: a new file is started only between flush batches, and batches hold
-//!   whole groups.
-//! - **W4** Log pages are written whole at page-aligned offsets. A flush rewrites the last
-//!   partial page with its earlier bytes unchanged, then the new frames, then zeroes; the
-//!   bytes after the end of the log in the current file are zero.
-//! - **W5** A log file appears under its final name only with a complete, fsynced header
-//!   (written under a `.tmp` name, fsynced, renamed, directory fsynced), and only after every
-//!   byte of the previous file is durable. So in every file but the last a torn or corrupt
-//!   frame is corruption, never a crash tail.
-//! - **W6** After any I/O error in the writer the log is poisoned: it never retries an
-//!   fsync, never advances `durable_lsn` again, and every later `append`/`commit` returns
-//!   `Error::Poisoned` until the log is reopened.
-//! - **W7** Each frame's CRC32C covers its LSN, length and payload, so a stale frame left at
-//!   another position (or by an earlier life of the file) never validates as data.
-//! - **W8** At most one leader writes at a time (`State::flushing`); its pwrite and
-//!   fdatasync run without the state lock, so appends continue meanwhile, and one fdatasync
-//!   makes durable every record of its batch — every commit that waited for it.
-//! - **W9** Replay stops at the first torn or corrupt frame of the last file and returns its
-//!   LSN; `Wal::open` cuts everything from that LSN on (zeroes the rest of the page,
-//!   truncates the file, fsyncs) so a crash tail can never later be read as data. If a valid
-//!   frame at its own position follows the bad one, it is damage, not a crash tail, and is
-//!   reported as corruption.
-//! - **W10** `remove_before(lsn)` deletes a file only when the next file starts at or below
-//!   `lsn` (all its records are below it), and never the file being written.
+//! W1–W10 (durability only after fdatasync, gapless LSNs, whole groups per file, whole
+//! pages, complete headers before a file appears, poisoning, CRCs over the LSN, one leader,
+//! the crash tail cut at open, safe file removal) have one home, `docs/format-wal.md`,
+//! "Invariants"; this module and `frame.rs`, `writer.rs` and `reader.rs` cite them by number.
 
 mod frame;
 mod reader;
