@@ -230,8 +230,8 @@ fn dispatch_checked(
             }
         }
     }
-    let kind = txn_fields::classify(cmd.raw());
-    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(cmd.raw())?)));
+    let kind = txn_fields::classify(cmd);
+    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(cmd)?)));
     let (kind, lsid) = match lsid {
         Ok(ok) => ok,
         Err(e) => return Reply::Doc(error_reply(&e)),

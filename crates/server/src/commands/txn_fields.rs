@@ -4,8 +4,8 @@
 //! multi-document transaction. Nothing here keeps state; `transactions.rs` runs the
 //! transaction statements against the session table.
 
-use crate::command::{get, to_bson};
-use bson::{spec::BinarySubtype, Bson, RawBsonRef, RawDocument};
+use crate::command::{get, to_bson, Command};
+use bson::{spec::BinarySubtype, Bson, RawBsonRef};
 use shale_doc::{ErrorCode, MongoError};
 
 /// What a command's session fields ask for.
@@ -56,10 +56,10 @@ impl RetryFields {
 }
 
 /// Checks and classifies `body`'s session fields.
-pub fn classify(body: &RawDocument) -> Result<Kind, MongoError> {
+pub fn classify(body: &Command<'_>) -> Result<Kind, MongoError> {
     const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
     let lsid = lsid(body)?;
-    if !FIELDS.iter().any(|f| get(body, f).is_some()) {
+    if !FIELDS.iter().any(|f| body.get(f).is_some()) {
         return Ok(Kind::Plain);
     }
     let txn_number = txn_number(body)?;
@@ -103,7 +103,7 @@ pub fn classify(body: &RawDocument) -> Result<Kind, MongoError> {
 }
 
 /// `stmtIds: [int, ...]`.
-fn stmt_ids(body: &RawDocument) -> Result<Option<Vec<i32>>, MongoError> {
+fn stmt_ids(body: &Command<'_>) -> Result<Option<Vec<i32>>, MongoError> {
     let Some(v) = field(body, "stmtIds") else {
         return Ok(None);
     };
@@ -122,7 +122,7 @@ fn stmt_ids(body: &RawDocument) -> Result<Option<Vec<i32>>, MongoError> {
 }
 
 /// `stmtId: int` (0 when absent).
-fn first_stmt_id(body: &RawDocument) -> Result<i32, MongoError> {
+fn first_stmt_id(body: &Command<'_>) -> Result<i32, MongoError> {
     match field(body, "stmtId").as_ref() {
         None => Ok(0),
         Some(Bson::Int32(n)) => Ok(*n),
@@ -134,7 +134,7 @@ fn first_stmt_id(body: &RawDocument) -> Result<i32, MongoError> {
 }
 
 /// `txnNumber`: a non-negative long (an int is accepted too).
-fn txn_number(body: &RawDocument) -> Result<Option<i64>, MongoError> {
+fn txn_number(body: &Command<'_>) -> Result<Option<i64>, MongoError> {
     let n = match field(body, "txnNumber").as_ref() {
         None => return Ok(None),
         Some(Bson::Int64(n)) => *n,
@@ -157,8 +157,8 @@ fn txn_number(body: &RawDocument) -> Result<Option<i64>, MongoError> {
 }
 
 /// `lsid: {id: UUID, ...}`; absent is `None`.
-pub fn lsid(body: &RawDocument) -> Result<Option<bson::Uuid>, MongoError> {
-    let Some(v) = get(body, "lsid") else {
+pub fn lsid(body: &Command<'_>) -> Result<Option<bson::Uuid>, MongoError> {
+    let Some(v) = body.get("lsid") else {
         return Ok(None);
     };
     let id = match v {
@@ -180,12 +180,12 @@ pub fn lsid(body: &RawDocument) -> Result<Option<bson::Uuid>, MongoError> {
 }
 
 /// An owned copy of session field `key` (only commands that carry one pay for it).
-fn field(body: &RawDocument, key: &str) -> Option<Bson> {
-    get(body, key).map(to_bson)
+fn field(body: &Command<'_>, key: &str) -> Option<Bson> {
+    body.get(key).map(to_bson)
 }
 
 /// A boolean session flag.
-fn flag(body: &RawDocument, field: &str) -> Result<Option<bool>, MongoError> {
+fn flag(body: &Command<'_>, field: &str) -> Result<Option<bool>, MongoError> {
     match self::field(body, field).as_ref() {
         None => Ok(None),
         Some(Bson::Boolean(b)) => Ok(Some(*b)),
@@ -206,7 +206,8 @@ mod tests {
     use bson::{doc, Document};
 
     fn classify(body: &Document) -> Result<Kind, MongoError> {
-        super::classify(&bson::RawDocumentBuf::from_document(body).expect("raw"))
+        let raw = bson::RawDocumentBuf::from_document(body).expect("raw");
+        super::classify(&Command::new(&raw, Vec::new()))
     }
 
     fn code(body: Document) -> i32 {
