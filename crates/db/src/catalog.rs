@@ -24,6 +24,7 @@ use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
 use crate::namespace::Namespace;
 use crate::tree_layout::tree_options;
+use crate::validation::Validator;
 use crate::{engine_error, DbResult};
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
@@ -77,6 +78,8 @@ pub struct Collection {
     pub docs: TreeHandle,
     pub size: TreeHandle,
     pub indexes: Vec<Arc<Index>>,
+    /// The validator `options` give, parsed (`validation.rs`).
+    pub validator: Option<Arc<Validator>>,
 }
 
 impl std::fmt::Debug for Index {
@@ -242,6 +245,7 @@ impl Catalog {
         let size = env
             .create_tree(&size_tree_name(id), Some(catalog_tree_options()))
             .map_err(engine_error)?;
+        let validator = Validator::from_options(&options)?.map(Arc::new);
         let coll = Collection {
             ns: ns.clone(),
             id,
@@ -250,6 +254,7 @@ impl Catalog {
             docs,
             size,
             indexes: Vec::new(),
+            validator,
         };
         self.commit(env, coll).map(|(c, _)| c)
     }
@@ -352,6 +357,7 @@ impl Catalog {
             docs: source.docs.clone(),
             size: source.size.clone(),
             indexes: source.indexes.clone(),
+            validator: source.validator.clone(),
         };
         let mut batch = WriteBatch::new();
         batch.delete(&self.tree, from.to_string().as_bytes());
@@ -441,6 +447,15 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
             ready: AtomicBool::new(!entry.get_bool("building").unwrap_or(false)),
         }));
     }
+    // A stored validator this binary cannot parse (none can be stored by it) leaves the
+    // collection open and says so; it is not enforced.
+    let validator = match Validator::from_options(&options) {
+        Ok(v) => v.map(Arc::new),
+        Err(e) => {
+            tracing::error!(%ns, error = %e.message, "the collection's validator does not parse and is not enforced");
+            None
+        }
+    };
     Ok(Collection {
         ns,
         id,
@@ -449,6 +464,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
         docs,
         size,
         indexes,
+        validator,
     })
 }
 

@@ -38,6 +38,7 @@ impl Collection {
             docs: self.docs.clone(),
             size: self.size.clone(),
             indexes,
+            validator: self.validator.clone(),
         }
     }
 }

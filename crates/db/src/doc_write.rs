@@ -22,6 +22,9 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<()> {
     check_size(doc)?;
     check_depth(doc, true)?;
+    if let Some(v) = &coll.validator {
+        v.check(&coll.ns.to_string(), doc, None)?;
+    }
     let id = id_of(doc)?;
     let idk = id_key(&id);
     if txn.get(&coll.docs, &idk).map_err(engine_error)?.is_some() {
@@ -65,6 +68,9 @@ pub fn replace(
 ) -> DbResult<()> {
     check_size(new)?;
     check_depth(new, false)?;
+    if let Some(v) = &coll.validator {
+        v.check(&coll.ns.to_string(), new, Some(old))?;
+    }
     let id = id_of(new)?;
     let idk = id_key(&id);
     let old_keys = index_keys(coll, old)?;

@@ -151,7 +151,9 @@ fn fast_target<'a>(coll: &Collection, op: &'a UpdateOp) -> Option<(&'a Bson, &'a
     let id = exact_id(&op.filter)?;
     let update = op.update.operator_document()?;
     let paths = op.update.blind_paths()?;
-    if paths.is_empty() || coll.indexes.iter().any(|i| i.def.clustering) {
+    // A validator must see the updated document, so such a collection's updates read it.
+    if paths.is_empty() || coll.validator.is_some() || coll.indexes.iter().any(|i| i.def.clustering)
+    {
         return None;
     }
     let indexed = indexed_paths(coll);

@@ -36,6 +36,7 @@ mod tree_layout;
 mod ttl;
 mod txn_ops;
 mod user_txn;
+mod validation;
 mod views;
 mod write_ops;
 
@@ -52,6 +53,7 @@ pub use query_ops::FindSpec;
 pub use retryable::{RetryId, Statement, RETRY_TREE};
 pub use ttl::TtlPass;
 pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
+pub use validation::{bypass_document_validation, BypassGuard, Validator};
 pub use views::{View, MAX_VIEW_DEPTH};
 pub use write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 

@@ -134,6 +134,7 @@ error_codes! {
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
     IndexBuildAborted = 276,
+    DocumentValidationFailure = 121,
     CannotCreateIndex = 67,
     IndexAlreadyExists = 68,
     CannotIndexParallelArrays = 171,

@@ -175,6 +175,13 @@ pub fn dispatch_command(
     let on_collection = collection_of(cmd);
     let active = on_collection.map(|_| crate::top::Active::start(cmd.name()));
     let started = std::time::Instant::now();
+    // mongod keeps `bypassDocumentValidation` on the operation; here it lives on the thread
+    // that runs the command, for as long as the command runs.
+    let bypass = matches!(
+        cmd.get("bypassDocumentValidation"),
+        Some(bson::RawBsonRef::Boolean(true))
+    );
+    let _bypass = shale_db::bypass_document_validation(bypass);
     let reply = dispatch_checked(ctx, db, cmd, raw_documents);
     if let Some(coll) = on_collection {
         let mut ns = String::with_capacity(db.len() + 1 + coll.len());
