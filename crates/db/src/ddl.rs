@@ -329,22 +329,12 @@ impl Database {
 
     /// Takes a published index that will not be built out of the catalog, if still there.
     fn abandon_index(&self, ns: &Namespace, index: &Arc<Index>) -> DbResult<()> {
-        let Some(coll) = self.catalog.get(ns) else {
-            return Ok(());
-        };
-        if !coll.indexes.iter().any(|i| Arc::ptr_eq(i, index)) {
-            return Ok(());
+        match self.catalog.get(ns) {
+            Some(coll) if coll.indexes.iter().any(|i| Arc::ptr_eq(i, index)) => {
+                self.remove_index(&coll, index)
+            }
+            _ => Ok(()),
         }
-        let rest = coll
-            .indexes
-            .iter()
-            .filter(|i| !Arc::ptr_eq(i, index))
-            .cloned()
-            .collect();
-        self.catalog
-            .commit(self.engine(), coll.with_indexes(rest))?;
-        let _ = self.engine().drop_tree(index.tree.name());
-        Ok(())
     }
 
     /// `dropIndexes`: by name, key pattern, list of names, or `"*"` (all but `_id_`).

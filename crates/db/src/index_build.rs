@@ -192,7 +192,7 @@ impl Database {
     }
 
     /// Takes `index` out of `coll` in the catalog and drops its tree (B4).
-    fn remove_index(&self, coll: &Collection, index: &Arc<Index>) -> DbResult<()> {
+    pub(crate) fn remove_index(&self, coll: &Collection, index: &Arc<Index>) -> DbResult<()> {
         let rest = coll
             .indexes
             .iter()

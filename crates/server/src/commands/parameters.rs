@@ -358,38 +358,29 @@ fn settable(name: &str) -> Result<&'static Parameter, MongoError> {
 
 /// `fastUpdates`: a boolean (or a number, non-zero for true), as mongod takes booleans.
 fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
-    let on = match value {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(x) => *x != 0.0,
-        other => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("Invalid value for fastUpdates: {other}"),
-            ))
-        }
-    };
-    ctx.db.set_fast_updates(on);
+    ctx.db.set_fast_updates(boolean("fastUpdates", value)?);
     Ok(())
 }
 
 /// `ttlMonitorEnabled`: a boolean (or a number, non-zero for true).
 fn set_ttl_monitor_enabled(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
-    let on = match value {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(x) => *x != 0.0,
-        other => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("Invalid value for ttlMonitorEnabled: {other}"),
-            ))
-        }
-    };
+    let on = boolean("ttlMonitorEnabled", value)?;
     ctx.server.ttl_monitor_disabled.store(!on, Relaxed);
     Ok(())
+}
+
+/// A boolean parameter's value as mongod takes it: a boolean, or a number (non-zero true).
+fn boolean(name: &str, value: &Bson) -> Result<bool, MongoError> {
+    match value {
+        Bson::Boolean(b) => Ok(*b),
+        Bson::Int32(n) => Ok(*n != 0),
+        Bson::Int64(n) => Ok(*n != 0),
+        Bson::Double(x) => Ok(*x != 0.0),
+        other => Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("Invalid value for {name}: {other}"),
+        )),
+    }
 }
 
 /// `transactionLifetimeLimitSeconds`: a whole number of seconds, at least 1.
