@@ -75,3 +75,42 @@ def test_bad_options_are_refused_at_create(db, options, code):
     if code is not None:
         assert e.value.code == code
     assert "bad" not in db.list_collection_names()
+
+
+def test_coll_mod_sets_and_changes_validation(db):
+    coll = db.modded
+    coll.insert_one({"_id": 1, "a": "old"})
+    db.command("collMod", "modded", validator=VALIDATOR)
+    with pytest.raises(WriteError) as e:
+        coll.insert_one({"_id": 2, "a": "x"})
+    assert e.value.code == 121
+    entry = next(db.list_collections(filter={"name": "modded"}))
+    assert entry["options"]["validator"] == VALIDATOR
+    db.command("collMod", "modded", validationAction="warn")
+    coll.insert_one({"_id": 3, "a": "x"})
+    db.command("collMod", "modded", validationAction="error", validationLevel="off")
+    coll.insert_one({"_id": 4, "a": "x"})
+    db.command("collMod", "modded", validationLevel="strict", validator={})
+    coll.insert_one({"_id": 5, "a": "x"})
+    assert coll.count_documents({}) == 4
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        ({"index": {"name": "a_1", "hidden": True}}, 115),
+        ({"nope": 1}, 40415),
+        ({"validationLevel": "lax"}, 2),
+    ],
+)
+def test_coll_mod_refusals(db, args, code):
+    db.create_collection("target")
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "target", **args)
+    assert e.value.code == code
+
+
+def test_coll_mod_of_a_missing_collection(db):
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "missing", validator=VALIDATOR)
+    assert e.value.code == 26

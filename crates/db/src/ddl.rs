@@ -84,6 +84,32 @@ impl Database {
         Ok(())
     }
 
+    /// `collMod`'s validation settings: `changes` holds any of `validator`,
+    /// `validationLevel`, `validationAction`; they replace the stored ones, checked as
+    /// `create` checks them, in one catalog write. Live session transactions are aborted,
+    /// as by any DDL here (their writes would be checked against the old settings).
+    pub fn set_validation(&self, ns: &Namespace, changes: &Document) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
+        self.refuse_view(ns)?;
+        let coll = self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("ns does not exist: {ns}"),
+            )
+        })?;
+        let mut options = coll.options.clone();
+        for (k, v) in changes {
+            options.insert(k.clone(), v.clone());
+        }
+        let validator = crate::validation::Validator::from_options(&options)?.map(Arc::new);
+        self.kill_user_txns(KILLED_BY_DDL);
+        let mut changed = coll.with_indexes(coll.indexes.clone());
+        changed.options = options;
+        changed.validator = validator;
+        self.catalog.commit(self.engine(), changed)?;
+        Ok(())
+    }
+
     /// `drop`: removes the collection and its indexes; returns how many indexes it had
     /// (counting `_id_`), or `None` if it did not exist. A view is dropped as `Some(0)`.
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {

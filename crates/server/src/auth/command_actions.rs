@@ -88,6 +88,7 @@ const ON_COLLECTION: &[(&str, &[&str])] = &[
     ("delete", &["remove"]),
     ("create", &["createCollection"]),
     ("drop", &["dropCollection"]),
+    ("collMod", &["collMod"]),
     ("createIndexes", &["createIndex"]),
     ("listIndexes", &["listIndexes"]),
     ("dropIndexes", &["dropIndex"]),

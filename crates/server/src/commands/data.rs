@@ -18,6 +18,7 @@ pub const COMMANDS: &[(&str, Handler)] = &[
     ("explain", query::explain),
     ("aggregate", aggregate::aggregate),
     ("create", ddl::create),
+    ("collMod", super::coll_mod::coll_mod),
     ("drop", ddl::drop),
     ("dropDatabase", ddl::drop_database),
     ("listCollections", ddl::list_collections),

@@ -1,0 +1,57 @@
+//! `collMod`: changes a collection's validation settings (`validator`, `validationLevel`,
+//! `validationAction`; `shale_db::Database::set_validation`). mongod's other `collMod`
+//! options (index changes, views, TTL of time series, pre- and post-images, capped sizes)
+//! are not built and are refused with `CommandNotSupported` (115), never accepted and
+//! ignored; unknown fields are 40415.
+
+use super::data::namespace;
+use super::{CommandResult, GENERIC_ARGUMENTS};
+use crate::ConnectionCtx;
+use bson::Document;
+use shale_doc::{ErrorCode, MongoError};
+
+/// The `collMod` options this server changes.
+const VALIDATION: &[&str] = &["validator", "validationLevel", "validationAction"];
+
+/// mongod's other `collMod` options.
+const NOT_BUILT: &[&str] = &[
+    "index",
+    "viewOn",
+    "pipeline",
+    "expireAfterSeconds",
+    "changeStreamPreAndPostImages",
+    "clusteredIndex",
+    "timeseries",
+    "cappedSize",
+    "cappedMax",
+    "recordIdsReplicated",
+    "dryRun",
+    "timeseriesBucketsMayHaveMixedSchemaData",
+];
+
+pub fn coll_mod(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let ns = namespace(db, body, "collMod")?;
+    let mut changes = Document::new();
+    for (k, v) in body.iter().skip(1) {
+        match k.as_str() {
+            k if k.starts_with('$') || GENERIC_ARGUMENTS.contains(&k) => {}
+            k if VALIDATION.contains(&k) => {
+                changes.insert(k, v.clone());
+            }
+            k if NOT_BUILT.contains(&k) => {
+                return Err(MongoError::new(
+                    ErrorCode::CommandNotSupported,
+                    format!("collMod option '{k}' is not supported by shale"),
+                ))
+            }
+            k => {
+                return Err(MongoError::new(
+                    ErrorCode::Location40415,
+                    format!("BSON field 'collMod.{k}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    ctx.db.set_validation(&ns, &changes)?;
+    Ok(Document::new())
+}
