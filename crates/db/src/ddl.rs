@@ -84,19 +84,25 @@ impl Database {
         Ok(())
     }
 
+    /// Collection `ns`, which must exist and not be a view (mongod's `NamespaceNotFound`
+    /// "ns does not exist").
+    pub fn existing(&self, ns: &Namespace) -> DbResult<Arc<Collection>> {
+        self.refuse_view(ns)?;
+        self.catalog.get(ns).ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::NamespaceNotFound,
+                format!("ns does not exist: {ns}"),
+            )
+        })
+    }
+
     /// `collMod`'s validation settings: `changes` holds any of `validator`,
     /// `validationLevel`, `validationAction`; they replace the stored ones, checked as
     /// `create` checks them, in one catalog write. Live session transactions are aborted,
     /// as by any DDL here (their writes would be checked against the old settings).
     pub fn set_validation(&self, ns: &Namespace, changes: &Document) -> DbResult<()> {
         let _ddl = self.ddl_lock();
-        self.refuse_view(ns)?;
-        let coll = self.catalog.get(ns).ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("ns does not exist: {ns}"),
-            )
-        })?;
+        let coll = self.existing(ns)?;
         let mut options = coll.options.clone();
         for (k, v) in changes {
             options.insert(k.clone(), v.clone());
@@ -227,13 +233,7 @@ impl Database {
 
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
-        self.refuse_view(ns)?;
-        let coll = self.catalog.get(ns).ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::NamespaceNotFound,
-                format!("ns does not exist: {ns}"),
-            )
-        })?;
+        let coll = self.existing(ns)?;
         let mut id = id_index_spec();
         if let Some(c) = coll.options.get("collation") {
             id.insert("collation", c.clone());

@@ -23,7 +23,7 @@ pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
     check_size(doc)?;
     check_depth(doc, true)?;
     if let Some(v) = &coll.validator {
-        v.check(&coll.ns.to_string(), doc, None)?;
+        v.check(&coll.ns, doc, None)?;
     }
     let id = id_of(doc)?;
     let idk = id_key(&id);
@@ -69,7 +69,7 @@ pub fn replace(
     check_size(new)?;
     check_depth(new, false)?;
     if let Some(v) = &coll.validator {
-        v.check(&coll.ns.to_string(), new, Some(old))?;
+        v.check(&coll.ns, new, Some(old))?;
     }
     let id = id_of(new)?;
     let idk = id_key(&id);

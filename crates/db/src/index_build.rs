@@ -31,7 +31,7 @@ use crate::doc_write::{duplicate, id_of};
 use crate::index_keys::id_key;
 use crate::namespace::Namespace;
 use crate::{engine_error, Database, DbResult};
-use bson::{Document, RawDocumentBuf};
+use bson::{Document, RawDocument};
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -225,10 +225,10 @@ fn index_document(
     index: &Index,
     value: &[u8],
 ) -> DbResult<()> {
-    let doc = RawDocumentBuf::from_bytes(value.to_vec())
+    let doc = RawDocument::from_bytes(value)
         .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
-    let idk = id_key(&id_of(&doc)?);
-    let Some(keys) = index.def.keys(&doc)? else {
+    let idk = id_key(&id_of(doc)?);
+    let Some(keys) = index.def.keys(doc)? else {
         return Ok(());
     };
     if keys.multikey {
@@ -252,7 +252,7 @@ fn index_document(
                 }
             }
         }
-        txn.put(&index.tree, &k, index.def.entry_value(&idk, &doc))
+        txn.put(&index.tree, &k, index.def.entry_value(&idk, doc))
             .map_err(engine_error)?;
     }
     Ok(())
@@ -274,7 +274,7 @@ mod tests {
     use super::*;
     use crate::ddl::Publish;
     use crate::DbOptions;
-    use bson::doc;
+    use bson::{doc, RawDocumentBuf};
 
     fn fill(db: &Database, ns: &Namespace, n: i64) {
         let docs: Vec<_> = (0..n)

@@ -10,6 +10,7 @@
 //! runs the command, and every check on that thread lets the write through until the guard
 //! drops.
 
+use crate::Namespace;
 use bson::{doc, Bson, Document, RawDocument};
 use shale_doc::{ErrorCode, Matcher, MongoError};
 use std::cell::Cell;
@@ -100,7 +101,7 @@ impl Validator {
     /// Checks the document a write stores (`new`); `old` is the one it replaces, if any.
     pub fn check(
         &self,
-        ns: &str,
+        ns: &Namespace,
         new: &RawDocument,
         old: Option<&RawDocument>,
     ) -> Result<(), MongoError> {
@@ -165,6 +166,10 @@ mod tests {
         RawDocumentBuf::from_document(&d).expect("raw")
     }
 
+    fn ns() -> Namespace {
+        Namespace::new("t", "c").expect("ns")
+    }
+
     fn validator(options: Document) -> Validator {
         Validator::from_options(&options)
             .expect("parses")
@@ -177,8 +182,8 @@ mod tests {
         let good = raw(doc! {"_id": 1, "a": 1});
         let bad = raw(doc! {"_id": 2, "a": "x"});
         let strict = validator(doc! {"validator": spec.clone()});
-        assert!(strict.check("t.c", &good, None).is_ok());
-        let e = strict.check("t.c", &bad, None).expect_err("refused");
+        assert!(strict.check(&ns(), &good, None).is_ok());
+        let e = strict.check(&ns(), &bad, None).expect_err("refused");
         assert_eq!(e.code.code(), 121);
         let info = e.info.expect("errInfo");
         assert_eq!(
@@ -189,23 +194,23 @@ mod tests {
         );
         let moderate = validator(doc! {"validator": spec.clone(), "validationLevel": "moderate"});
         assert!(
-            moderate.check("t.c", &bad, Some(&bad)).is_ok(),
+            moderate.check(&ns(), &bad, Some(&bad)).is_ok(),
             "was invalid already"
         );
         assert!(
-            moderate.check("t.c", &bad, Some(&good)).is_err(),
+            moderate.check(&ns(), &bad, Some(&good)).is_err(),
             "was valid"
         );
         let off = validator(doc! {"validator": spec.clone(), "validationLevel": "off"});
-        assert!(off.check("t.c", &bad, None).is_ok());
+        assert!(off.check(&ns(), &bad, None).is_ok());
         let warn = validator(doc! {"validator": spec.clone(), "validationAction": "warn"});
-        assert!(warn.check("t.c", &bad, None).is_ok());
+        assert!(warn.check(&ns(), &bad, None).is_ok());
         {
             let _bypass = bypass_document_validation(true);
-            assert!(strict.check("t.c", &bad, None).is_ok());
+            assert!(strict.check(&ns(), &bad, None).is_ok());
         }
         assert!(
-            strict.check("t.c", &bad, None).is_err(),
+            strict.check(&ns(), &bad, None).is_err(),
             "the guard restores the check"
         );
     }

@@ -3,7 +3,8 @@
 //! microseconds and the count of its operations by mongod's event types (`queries`,
 //! `getmore`, `insert`, `update`, `remove`, `commands`), each also counted under `readLock`
 //! or `writeLock` and `total`. Counted once per command in dispatch; a short mutex, no
-//! allocation once a namespace is known. Process-wide and reset only by a restart, as on
+//! allocation once a namespace is known (the table is keyed by database, then collection,
+//! so a lookup needs no `db.coll` string). Process-wide and reset only by a restart, as on
 //! mongod.
 
 use bson::{doc, Document};
@@ -41,8 +42,11 @@ struct NsUsage {
     events: [Usage; EVENTS.len()],
 }
 
-fn table() -> MutexGuard<'static, HashMap<String, NsUsage>> {
-    static TOP: OnceLock<Mutex<HashMap<String, NsUsage>>> = OnceLock::new();
+/// Usage by database, then collection.
+type Table = HashMap<String, HashMap<String, NsUsage>>;
+
+fn table() -> MutexGuard<'static, Table> {
+    static TOP: OnceLock<Mutex<Table>> = OnceLock::new();
     TOP.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -93,14 +97,18 @@ impl Drop for Active {
     }
 }
 
-/// Counts one command `name` on namespace `ns` that took `took`.
-pub fn record(ns: &str, name: &str, took: Duration) {
+/// Counts one command `name` on collection `coll` of database `db` that took `took`.
+pub fn record(db: &str, coll: &str, name: &str, took: Duration) {
     let us = i64::try_from(took.as_micros()).unwrap_or(i64::MAX);
     let (event, writes) = event_of(name);
     let mut table = table();
-    let usage = match table.get_mut(ns) {
+    let colls = match table.get_mut(db) {
+        Some(c) => c,
+        None => table.entry(db.to_owned()).or_default(),
+    };
+    let usage = match colls.get_mut(coll) {
         Some(u) => u,
-        None => table.entry(ns.to_owned()).or_default(),
+        None => colls.entry(coll.to_owned()).or_default(),
     };
     usage.events[event].add(us);
     if writes {
@@ -113,11 +121,13 @@ pub fn record(ns: &str, name: &str, took: Duration) {
 /// The `top` reply's `totals`: `note`, then one document per namespace.
 pub fn totals_document() -> Document {
     let table = table();
-    let mut names: Vec<&String> = table.keys().collect();
-    names.sort();
+    let mut names: Vec<(String, &NsUsage)> = table
+        .iter()
+        .flat_map(|(db, colls)| colls.iter().map(move |(c, u)| (format!("{db}.{c}"), u)))
+        .collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
     let mut totals = doc! {"note": "all times in micros"};
-    for ns in names {
-        let u = &table[ns];
+    for (ns, u) in names {
         let total = Usage {
             time_us: u.read.time_us + u.write.time_us,
             count: u.read.count + u.write.count,
@@ -130,7 +140,7 @@ pub fn totals_document() -> Document {
         for (name, e) in EVENTS.iter().zip(u.events) {
             d.insert(*name, e.document());
         }
-        totals.insert(ns.clone(), d);
+        totals.insert(ns, d);
     }
     totals
 }
@@ -139,9 +149,9 @@ pub fn totals_document() -> Document {
 /// (insert, update, delete statements' commands) and `commands` (the other writing
 /// commands: findAndModify, DDL), each `{latency: total µs, ops}`. Transactions are not
 /// counted per collection, so there is no `transactions` section.
-pub fn latency_document(ns: &str) -> Document {
+pub fn latency_document(db: &str, coll: &str) -> Document {
     let table = table();
-    let u = table.get(ns);
+    let u = table.get(db).and_then(|c| c.get(coll));
     let pick = |f: &dyn Fn(&NsUsage) -> Usage| u.map(f).unwrap_or_default();
     let reads = pick(&|u| u.read);
     let writes = pick(&|u| {
@@ -188,10 +198,10 @@ mod tests {
     #[test]
     fn commands_count_under_their_event_and_lock() {
         let ns = "toptest.c";
-        record(ns, "find", Duration::from_micros(10));
-        record(ns, "insert", Duration::from_micros(5));
-        record(ns, "findAndModify", Duration::from_micros(7));
-        record(ns, "count", Duration::from_micros(3));
+        record("toptest", "c", "find", Duration::from_micros(10));
+        record("toptest", "c", "insert", Duration::from_micros(5));
+        record("toptest", "c", "findAndModify", Duration::from_micros(7));
+        record("toptest", "c", "count", Duration::from_micros(3));
         let totals = totals_document();
         assert_eq!(totals.get_str("note"), Ok("all times in micros"));
         let u = totals.get_document(ns).expect("namespace");

@@ -53,13 +53,18 @@ impl UpdateSpec {
             }
             fields.push((name, f));
         }
-        let Some(Some(id)) = single(doc, "_id")? else {
+        // The document's elements, parsed once for every lookup and the rebuild below.
+        let elements = doc
+            .iter()
+            .collect::<Result<Vec<(&str, RawBsonRef<'_>)>, _>>()
+            .map_err(corrupt)?;
+        let Some(Some(id)) = single(&elements, "_id") else {
             return Ok(None);
         };
         let id = to_bson(id)?;
         let mut targets = Vec::with_capacity(fields.len());
         for (name, op) in fields {
-            let Some(current) = single(doc, name)? else {
+            let Some(current) = single(&elements, name) else {
                 return Ok(None);
             };
             let current = current.map(to_bson).transpose()?;
@@ -82,16 +87,18 @@ impl UpdateSpec {
         if targets.iter().all(|t| t.change == Change::Keep) {
             return Ok(Some(RawApply::Unchanged));
         }
-        rebuild(doc, &targets).map(|d| Some(RawApply::Changed(d)))
+        rebuild(&elements, &targets).map(|d| Some(RawApply::Changed(d)))
     }
 }
 
 /// `doc` with each target's change made: elements in their places, new fields at the end.
-fn rebuild(doc: &RawDocument, targets: &[Target<'_>]) -> Result<RawDocumentBuf, MongoError> {
+fn rebuild(
+    elements: &[(&str, RawBsonRef<'_>)],
+    targets: &[Target<'_>],
+) -> Result<RawDocumentBuf, MongoError> {
     let mut out = RawDocumentBuf::new();
     let mut placed = vec![false; targets.len()];
-    for element in doc {
-        let (key, value) = element.map_err(corrupt)?;
+    for &(key, value) in elements {
         match targets.iter().position(|t| t.name == key) {
             Some(i) => {
                 placed[i] = true;
@@ -114,21 +121,17 @@ fn rebuild(doc: &RawDocument, targets: &[Target<'_>]) -> Result<RawDocumentBuf, 
 
 /// The value of field `name`: `Some(None)` when absent, `Some(Some(v))` when present once,
 /// `None` when the document repeats the name (the owned path decides what that means).
-fn single<'d>(
-    doc: &'d RawDocument,
-    name: &str,
-) -> Result<Option<Option<RawBsonRef<'d>>>, MongoError> {
+fn single<'d>(elements: &[(&str, RawBsonRef<'d>)], name: &str) -> Option<Option<RawBsonRef<'d>>> {
     let mut found = None;
-    for element in doc {
-        let (key, value) = element.map_err(corrupt)?;
+    for &(key, value) in elements {
         if key == name {
             if found.is_some() {
-                return Ok(None);
+                return None;
             }
             found = Some(value);
         }
     }
-    Ok(Some(found))
+    Some(found)
 }
 
 fn to_bson(v: RawBsonRef<'_>) -> Result<Bson, MongoError> {

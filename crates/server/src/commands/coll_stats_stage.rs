@@ -84,14 +84,11 @@ fn stats_document(
                 out.insert("storageStats", stats);
             }
             "count" => {
-                let stats = ctx
-                    .db
-                    .coll_stats(ns, 1)
-                    .map_err(|e| caused_by("count", e))?;
-                out.insert(
-                    "count",
-                    stats.get("count").cloned().unwrap_or(Bson::Int32(0)),
-                );
+                // The engine's exact counter: no need for the storage figures' node reads.
+                let coll = ctx.db.existing(ns).map_err(|e| caused_by("count", e))?;
+                let n = coll.docs.count().max(0);
+                let n = i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32);
+                out.insert("count", n);
             }
             "latencyStats" => {
                 if options.get_bool("histograms").unwrap_or(false) {
@@ -102,7 +99,7 @@ fn stats_document(
                 }
                 out.insert(
                     "latencyStats",
-                    crate::top::latency_document(&ns.to_string()),
+                    crate::top::latency_document(&ns.db, &ns.coll),
                 );
             }
             "queryExecStats" => {

@@ -232,10 +232,7 @@ pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
 }
 
 /// A document received in a command, as raw BSON.
-pub fn to_raw(d: &Document) -> Result<RawDocumentBuf, MongoError> {
-    RawDocumentBuf::from_document(d)
-        .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
-}
+pub use crate::command::raw_of as to_raw;
 
 /// The variables a command's expressions read: `$$NOW` and `$$CLUSTER_TIME` fixed now, and
 /// its `let` document (find, aggregate, update, delete, findAndModify), evaluated once.

@@ -185,11 +185,7 @@ pub fn dispatch_command(
     let _bypass = shale_db::bypass_document_validation(bypass);
     let reply = dispatch_checked(ctx, db, cmd, raw_documents);
     if let Some(coll) = on_collection {
-        let mut ns = String::with_capacity(db.len() + 1 + coll.len());
-        ns.push_str(db);
-        ns.push('.');
-        ns.push_str(coll);
-        crate::top::record(&ns, cmd.name(), started.elapsed());
+        crate::top::record(db, coll, cmd.name(), started.elapsed());
     }
     drop(active);
     crate::op_counters::record(cmd, raw_count, &reply);
@@ -238,9 +234,7 @@ fn dispatch_checked(
             }
         }
     }
-    let kind = txn_fields::classify(cmd);
-    let lsid = kind.and_then(|k| Ok((k, txn_fields::lsid(cmd)?)));
-    let (kind, lsid) = match lsid {
+    let (kind, lsid) = match txn_fields::classify_with_lsid(cmd) {
         Ok(ok) => ok,
         Err(e) => return Reply::Doc(error_reply(&e)),
     };

@@ -55,10 +55,15 @@ impl RetryFields {
     }
 }
 
-/// Checks and classifies `body`'s session fields.
-pub fn classify(body: &Command<'_>) -> Result<Kind, MongoError> {
-    const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
+/// Checks and classifies `body`'s session fields; with the session id, if it names one.
+pub fn classify_with_lsid(body: &Command<'_>) -> Result<(Kind, Option<bson::Uuid>), MongoError> {
     let lsid = lsid(body)?;
+    Ok((classify_for(body, lsid)?, lsid))
+}
+
+/// The classification, given the command's `lsid` already read.
+fn classify_for(body: &Command<'_>, lsid: Option<bson::Uuid>) -> Result<Kind, MongoError> {
+    const FIELDS: [&str; 3] = ["txnNumber", "autocommit", "startTransaction"];
     if !FIELDS.iter().any(|f| body.get(f).is_some()) {
         return Ok(Kind::Plain);
     }
@@ -157,7 +162,7 @@ fn txn_number(body: &Command<'_>) -> Result<Option<i64>, MongoError> {
 }
 
 /// `lsid: {id: UUID, ...}`; absent is `None`.
-pub fn lsid(body: &Command<'_>) -> Result<Option<bson::Uuid>, MongoError> {
+fn lsid(body: &Command<'_>) -> Result<Option<bson::Uuid>, MongoError> {
     let Some(v) = body.get("lsid") else {
         return Ok(None);
     };
@@ -207,7 +212,7 @@ mod tests {
 
     fn classify(body: &Document) -> Result<Kind, MongoError> {
         let raw = bson::RawDocumentBuf::from_document(body).expect("raw");
-        super::classify(&Command::new(&raw, Vec::new()))
+        super::classify_with_lsid(&Command::new(&raw, Vec::new())).map(|(k, _)| k)
     }
 
     fn code(body: Document) -> i32 {
