@@ -7,7 +7,7 @@
 
 use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
-    raw_to_bson, type_name, wrong_type,
+    raw_to_bson, wrong_type,
 };
 use super::{coll_stats_stage, list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
@@ -79,19 +79,7 @@ fn aggregate_database(
 /// The parsed `pipeline` array.
 fn pipeline(body: &Document) -> Result<Vec<Document>, MongoError> {
     match body.get("pipeline") {
-        Some(Bson::Array(a)) => a
-            .iter()
-            .map(|s| match s {
-                Bson::Document(d) => Ok(d.clone()),
-                other => Err(MongoError::new(
-                    ErrorCode::TypeMismatch,
-                    format!(
-                        "Each element of the 'pipeline' array must be an object, not {}",
-                        type_name(other)
-                    ),
-                )),
-            })
-            .collect(),
+        Some(Bson::Array(a)) => super::data::stage_documents(a),
         Some(other) => Err(wrong_type("aggregate.pipeline", other, "array")),
         None => Err(missing("aggregate.pipeline")),
     }

@@ -231,6 +231,23 @@ pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {
         })
 }
 
+/// A `pipeline` array's stages, each of which must be a document (mongod's message).
+pub fn stage_documents(stages: &[Bson]) -> Result<Vec<Document>, MongoError> {
+    stages
+        .iter()
+        .map(|s| match s {
+            Bson::Document(d) => Ok(d.clone()),
+            other => Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "Each element of the 'pipeline' array must be an object, not {}",
+                    type_name(other)
+                ),
+            )),
+        })
+        .collect()
+}
+
 /// A document received in a command, as raw BSON.
 pub use crate::command::raw_of as to_raw;
 

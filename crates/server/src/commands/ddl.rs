@@ -124,19 +124,7 @@ fn create_view(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandR
     };
     let pipeline = match body.get("pipeline") {
         None => Vec::new(),
-        Some(Bson::Array(stages)) => stages
-            .iter()
-            .map(|s| match s {
-                Bson::Document(d) => Ok(d.clone()),
-                other => Err(MongoError::new(
-                    ErrorCode::TypeMismatch,
-                    format!(
-                        "Each element of the 'pipeline' array must be an object, not {}",
-                        type_name(other)
-                    ),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?,
+        Some(Bson::Array(stages)) => super::data::stage_documents(stages)?,
         Some(other) => {
             return Err(MongoError::new(
                 ErrorCode::TypeMismatch,
