@@ -246,6 +246,9 @@ struct Phase {
     /// `cpu_seconds` per operation in microseconds: steadier than `ops_per_sec` when the
     /// device's speed varies between runs.
     cpu_us_per_op: Option<f64>,
+    /// The user-mode part of `cpu_us_per_op` (the engine's own work without the kernel's
+    /// I/O path, whose cost per read moves with the machine's load).
+    user_cpu_us_per_op: Option<f64>,
     /// Key + value bytes of the operations.
     logical_bytes: u64,
     /// Sum of `write_bytes` over every I/O category of the engine's counters.
@@ -471,6 +474,7 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
 struct Start {
     at: Instant,
     cpu: Option<f64>,
+    user_cpu: Option<f64>,
     engine: EngineCounters,
     os: Option<ProcIo>,
 }
@@ -481,6 +485,7 @@ impl Start {
             os: proc_io::read_self(),
             engine: env.counters(),
             cpu: process::cpu_seconds(),
+            user_cpu: process::user_cpu_seconds(),
             at: Instant::now(),
         }
     }
@@ -498,6 +503,11 @@ struct PhaseEnd<'a> {
 fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
     let seconds = start.at.elapsed().as_secs_f64();
     let cpu_seconds = start.cpu.zip(process::cpu_seconds()).map(|(a, b)| b - a);
+    let user_cpu_seconds = start
+        .user_cpu
+        .zip(process::user_cpu_seconds())
+        .map(|(a, b)| b - a);
+    let per_op = |c: Option<f64>| c.filter(|_| end.ops > 0).map(|c| c * 1e6 / end.ops as f64);
     let now = env.counters();
     let os_now = proc_io::read_self();
     let io = io_delta(&now.io, &start.engine.io);
@@ -517,9 +527,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         seconds,
         ops_per_sec: end.ops as f64 / seconds.max(1e-9),
         cpu_seconds,
-        cpu_us_per_op: cpu_seconds
-            .filter(|_| end.ops > 0)
-            .map(|c| c * 1e6 / end.ops as f64),
+        cpu_us_per_op: per_op(cpu_seconds),
+        user_cpu_us_per_op: per_op(user_cpu_seconds),
         logical_bytes: end.logical_bytes,
         engine_bytes_written,
         os_write_bytes,
@@ -816,6 +825,7 @@ fn print_report(r: &EngineReport) {
         "secs",
         "ops/s",
         "cpu us/op",
+        "user us/op",
         "reads/op",
         "B/read",
         "engine wr",
@@ -833,6 +843,7 @@ fn print_report(r: &EngineReport) {
             num(ph.seconds),
             num(ph.ops_per_sec),
             opt(ph.cpu_us_per_op, num),
+            opt(ph.user_cpu_us_per_op, num),
             num(ph.reads_per_op),
             opt(ph.bytes_per_read, num),
             mib(ph.engine_bytes_written),
@@ -1030,6 +1041,7 @@ mod tests {
             ops_per_sec,
             cpu_seconds: Some(cpu_us_per_op * 1000.0 / 1e6),
             cpu_us_per_op: Some(cpu_us_per_op),
+            user_cpu_us_per_op: Some(cpu_us_per_op / 2.0),
             logical_bytes: 1000,
             engine_bytes_written: 0,
             os_write_bytes: Some(os_write_bytes),

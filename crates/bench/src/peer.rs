@@ -21,6 +21,8 @@ pub(super) struct PeerPhase {
     /// RocksDB fill's compaction wait included (its background threads work then).
     pub(super) cpu_seconds: Option<f64>,
     pub(super) cpu_us_per_op: Option<f64>,
+    /// The user-mode part of `cpu_us_per_op`.
+    pub(super) user_cpu_us_per_op: Option<f64>,
     pub(super) logical_bytes: u64,
     /// The engine's own count of bytes written (RocksDB: WAL + flush + compaction, from its
     /// statistics); null where the engine keeps none (SQLite).
@@ -55,6 +57,7 @@ pub(super) struct PeerPhase {
 pub(super) struct PeerStart {
     pub(super) at: Instant,
     cpu: Option<f64>,
+    user_cpu: Option<f64>,
     os: Option<ProcIo>,
 }
 
@@ -63,6 +66,7 @@ impl PeerStart {
         PeerStart {
             os: proc_io::read_self(),
             cpu: crate::process::cpu_seconds(),
+            user_cpu: crate::process::user_cpu_seconds(),
             at: Instant::now(),
         }
     }
@@ -88,6 +92,10 @@ impl PeerPhase {
             .cpu
             .zip(crate::process::cpu_seconds())
             .map(|(a, b)| b - a);
+        let user_cpu_seconds = start
+            .user_cpu
+            .zip(crate::process::user_cpu_seconds())
+            .map(|(a, b)| b - a);
         let os = start.os.zip(proc_io::read_self()).map(|(a, b)| b.since(&a));
         let os_write_bytes = os.map(|o| o.write_bytes);
         let os_read_bytes = os.map(|o| o.read_bytes);
@@ -99,6 +107,9 @@ impl PeerPhase {
             ops_per_sec: ops as f64 / end.seconds.max(1e-9),
             cpu_seconds,
             cpu_us_per_op: cpu_seconds
+                .filter(|_| ops > 0)
+                .map(|c| c * 1e6 / ops as f64),
+            user_cpu_us_per_op: user_cpu_seconds
                 .filter(|_| ops > 0)
                 .map(|c| c * 1e6 / ops as f64),
             logical_bytes: end.logical_bytes,
@@ -141,6 +152,8 @@ pub(super) struct Ratios {
     ops_per_sec_incl_settle: Option<f64>,
     /// shale CPU µs per op ÷ the peer's (above 1: shale spends more CPU per operation).
     cpu_us_per_op: Option<f64>,
+    /// The same for user-mode CPU only (the engines' own work, without the kernel's).
+    user_cpu_us_per_op: Option<f64>,
     /// (shale os_write_bytes / logical) ÷ (peer os_write_bytes / logical).
     os_write_bytes_per_logical: Option<f64>,
     /// shale db_bytes_on_disk ÷ peer db_bytes_on_disk.
@@ -163,6 +176,10 @@ fn ratios(shale: &ShalePhase, peer: &PeerPhase) -> Ratios {
         cpu_us_per_op: shale
             .cpu_us_per_op
             .zip(peer.cpu_us_per_op)
+            .and_then(|(s, r)| div(s, r)),
+        user_cpu_us_per_op: shale
+            .user_cpu_us_per_op
+            .zip(peer.user_cpu_us_per_op)
             .and_then(|(s, r)| div(s, r)),
         os_write_bytes_per_logical: per_logical(shale.os_write_bytes, shale.logical_bytes)
             .zip(per_logical(peer.os_write_bytes, peer.logical_bytes))
@@ -204,6 +221,7 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
         "settle",
         "ops/s",
         "cpu us/op",
+        "user us/op",
         "reads/op",
         "B/read",
         "engine wr",
@@ -220,6 +238,7 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
             opt(p.settle_seconds, num),
             num(p.ops_per_sec),
             opt(p.cpu_us_per_op, num),
+            opt(p.user_cpu_us_per_op, num),
             opt(p.reads_per_op, num),
             opt(p.bytes_per_read, num),
             opt(p.engine_bytes_written, mib),
@@ -237,6 +256,7 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
         "ops/s",
         "ops/s incl. settle",
         "cpu/op",
+        "user cpu/op",
         "os wr per logical",
         "on disk",
     ]);
@@ -247,6 +267,7 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
             opt(x.ops_per_sec, f),
             opt(x.ops_per_sec_incl_settle, f),
             opt(x.cpu_us_per_op, f),
+            opt(x.user_cpu_us_per_op, f),
             opt(x.os_write_bytes_per_logical, f),
             opt(x.db_bytes_on_disk, f),
         ]);
@@ -266,6 +287,7 @@ mod tests {
             ops_per_sec,
             cpu_seconds: Some(cpu * 1000.0 / 1e6),
             cpu_us_per_op: Some(cpu),
+            user_cpu_us_per_op: Some(cpu / 2.0),
             logical_bytes: 1000,
             engine_bytes_written: None,
             os_write_bytes: Some(written),

@@ -66,13 +66,24 @@ fn clock_ticks_per_second() -> f64 {
 
 /// User plus system CPU seconds this process has used (every thread).
 pub fn cpu_seconds() -> Option<f64> {
+    cpu_split().map(|(user, sys)| user + sys)
+}
+
+/// User-mode CPU seconds this process has used (every thread): the engine's own work,
+/// without the kernel's I/O path, whose cost per read moves with the machine's load.
+pub fn user_cpu_seconds() -> Option<f64> {
+    cpu_split().map(|(user, _)| user)
+}
+
+/// (user, system) CPU seconds of this process.
+fn cpu_split() -> Option<(f64, f64)> {
     // SAFETY: `getrusage` only writes the `rusage` it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
         return None;
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Some(secs(u.ru_utime) + secs(u.ru_stime))
+    Some((secs(u.ru_utime), secs(u.ru_stime)))
 }
 
 #[cfg(test)]
