@@ -176,6 +176,11 @@ struct ServeArgs {
     /// [default: none, a standalone server].
     #[arg(long = "replSet", value_name = "NAME")]
     repl_set: Option<String>,
+    /// The oplog's size bound in MiB on a --replSet member: the oldest entries are deleted
+    /// past it (mongod's default is 5% of the disk; ShaleDB's a fixed 1024)
+    /// [default: 1024].
+    #[arg(long = "oplogSize", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    oplog_size_mb: Option<u64>,
     /// Salvage what is intact in the data directory (log records up to the first damaged
     /// one, every readable block of a damaged tree, indexes rebuilt from the documents),
     /// report what was dropped, and exit (mongod's --repair).
@@ -292,7 +297,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
         auth: Arc::new(auth_config(settings.auth, &parameters)?),
         tls,
-        repl: Arc::new(shale_server::repl::Repl::new(settings.repl_set.clone())),
+        repl: Arc::new(
+            shale_server::repl::Repl::new(settings.repl_set.clone()).with_oplog_bytes(
+                args.oplog_size_mb
+                    .map_or(shale_db::oplog::DEFAULT_OPLOG_BYTES, |mb| mb << 20),
+            ),
+        ),
         ttl_monitor_sleep: parameters
             .ttl_monitor_sleep_secs
             .map(std::time::Duration::from_secs),

@@ -24,6 +24,15 @@ pub const CURSOR_TIMEOUT: Duration = Duration::from_secs(600);
 /// Something that yields documents one at a time (a find, or an aggregation's output).
 pub trait DocSource: Send {
     fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>>;
+
+    /// A tailable source (the oplog's): running dry leaves the cursor open, since more may
+    /// come. False once nothing more can (its limit met).
+    fn tailing(&self) -> bool {
+        false
+    }
+
+    /// For `awaitData`: blocks until more may be readable or `deadline` passes.
+    fn wait(&mut self, _deadline: Instant) {}
 }
 
 impl DocSource for ViewQuery {
@@ -123,6 +132,18 @@ impl CursorTable {
 
     /// The next batch of cursor `id`, which must belong to `ns`.
     pub fn get_more(&self, id: i64, ns: &str, batch_size: Option<usize>) -> DbResult<Batch> {
+        self.get_more_waiting(id, ns, batch_size, None)
+    }
+
+    /// `get_more`; a tailable cursor with nothing to return waits up to `await_data`
+    /// (`awaitData` with `maxTimeMS`) for more before answering an empty batch.
+    pub fn get_more_waiting(
+        &self,
+        id: i64,
+        ns: &str,
+        batch_size: Option<usize>,
+        await_data: Option<Duration>,
+    ) -> DbResult<Batch> {
         let mut entry = {
             let mut open = self.lock();
             match open.get(&id) {
@@ -142,10 +163,12 @@ impl CursorTable {
                 )
             })?
         };
-        let (docs, done) = fill(
-            &mut entry,
-            batch_size.filter(|n| *n > 0).unwrap_or(usize::MAX),
-        )?;
+        let limit = batch_size.filter(|n| *n > 0).unwrap_or(usize::MAX);
+        let (mut docs, mut done) = fill(&mut entry, limit)?;
+        if let Some(wait) = await_data.filter(|_| docs.is_empty() && !done) {
+            entry.source.wait(Instant::now() + wait);
+            (docs, done) = fill(&mut entry, limit)?;
+        }
         if done {
             return Ok(Batch { docs, cursor_id: 0 });
         }
@@ -240,7 +263,7 @@ fn fill(entry: &mut Entry, limit: usize) -> DbResult<(Vec<RawDocumentBuf>, bool)
             None => entry.source.next_doc()?,
         };
         let Some(d) = next else {
-            return Ok((docs, true));
+            return Ok((docs, !entry.source.tailing()));
         };
         let n = d.as_bytes().len();
         if !docs.is_empty() && bytes + n > MAX_BATCH_BYTES {
@@ -252,7 +275,7 @@ fn fill(entry: &mut Entry, limit: usize) -> DbResult<(Vec<RawDocumentBuf>, bool)
     }
     // Full by count: look one ahead so an exhausted cursor is closed now, not on a getMore.
     match entry.source.next_doc()? {
-        None => Ok((docs, true)),
+        None => Ok((docs, !entry.source.tailing())),
         Some(d) => {
             entry.held = Some(d);
             Ok((docs, false))

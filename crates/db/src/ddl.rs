@@ -60,7 +60,8 @@ impl Database {
             }
             let _ddl = self.ddl_lock();
             if self.catalog.get(ns).is_none() {
-                self.catalog.create(self.engine(), ns, Document::new())?;
+                let c = self.catalog.create(self.engine(), ns, Document::new())?;
+                self.log_ddl(&ns.db, Some(c.uuid), doc! {"create": &ns.coll})?;
             }
         }
     }
@@ -80,8 +81,10 @@ impl Database {
                 format!("Collection {ns} already exists."),
             ));
         }
-        self.catalog.create(self.engine(), ns, options)?;
-        Ok(())
+        let c = self.catalog.create(self.engine(), ns, options.clone())?;
+        let mut command = doc! {"create": &ns.coll};
+        command.extend(options);
+        self.log_ddl(&ns.db, Some(c.uuid), command)
     }
 
     /// Collection `ns`, which must exist and not be a view (mongod's `NamespaceNotFound`
@@ -127,10 +130,11 @@ impl Database {
             self.kill_user_txns(KILLED_BY_DDL);
         }
         self.cursors.kill_namespace(&ns.to_string());
-        Ok(self
-            .catalog
-            .remove(self.engine(), ns)?
-            .map(|c| c.indexes.len() + 1))
+        let removed = self.catalog.remove(self.engine(), ns)?;
+        if let Some(c) = &removed {
+            self.log_ddl(&ns.db, Some(c.uuid), doc! {"drop": &ns.coll})?;
+        }
+        Ok(removed.map(|c| c.indexes.len() + 1))
     }
 
     /// `dropDatabase`: drops every collection of `db`.
@@ -141,11 +145,16 @@ impl Database {
             self.kill_user_txns(KILLED_BY_DDL);
         }
         self.cursors.kill_namespace(&format!("{db}."));
+        let had = !self.catalog.list(Some(db)).is_empty();
         for c in self.catalog.list(Some(db)) {
             self.catalog.remove(self.engine(), &c.ns)?;
+            self.log_ddl(db, Some(c.uuid), doc! {"drop": &c.ns.coll})?;
         }
         for v in self.catalog.list_views(Some(db)) {
             self.catalog.remove_view(self.engine(), &v.ns)?;
+        }
+        if had {
+            self.log_ddl(db, None, doc! {"dropDatabase": 1})?;
         }
         Ok(())
     }
@@ -223,12 +232,24 @@ impl Database {
             ));
         }
         self.kill_user_txns(KILLED_BY_DDL);
-        if self.catalog.get(to).is_some() {
+        let replaced = self.catalog.get(to).is_some();
+        if replaced {
             self.cursors.kill_namespace(&to.to_string());
             self.catalog.remove(self.engine(), to)?;
         }
         self.cursors.kill_namespace(&from.to_string());
-        self.catalog.rename(self.engine(), from, to)
+        let ui = self.catalog.get(from).map(|c| c.uuid);
+        self.catalog.rename(self.engine(), from, to)?;
+        self.log_ddl(
+            &from.db,
+            ui,
+            doc! {
+                "renameCollection": from.to_string(),
+                "to": to.to_string(),
+                "stayTemp": false,
+                "dropTarget": replaced,
+            },
+        )
     }
 
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
@@ -267,10 +288,13 @@ impl Database {
                 return Err(e);
             }
         }
-        let after = self
-            .catalog
-            .get(ns)
-            .map_or(before, |c| c.ready_indexes().count() + 1);
+        let coll = self.catalog.get(ns);
+        for index in &published {
+            let mut command = doc! {"createIndexes": &ns.coll};
+            command.extend(index.spec.clone());
+            self.log_ddl(&ns.db, coll.as_ref().map(|c| c.uuid), command)?;
+        }
+        let after = coll.map_or(before, |c| c.ready_indexes().count() + 1);
         Ok(CreateIndexesResult {
             before,
             after,
@@ -434,6 +458,13 @@ impl Database {
         self.cursors.kill_namespace(&ns.to_string());
         self.catalog
             .commit(self.engine(), coll.with_indexes(keep))?;
+        for i in &gone {
+            self.log_ddl(
+                &ns.db,
+                Some(coll.uuid),
+                doc! {"dropIndexes": &ns.coll, "index": &i.def.name, "o2": i.spec.clone()},
+            )?;
+        }
         for i in gone {
             self.engine()
                 .drop_tree(i.tree.name())

@@ -3,10 +3,12 @@
 //! together (the transaction commits them atomically). A clustering index's entries carry the
 //! document, so every change of the document rewrites them, changed key or not. Constraints are checked before the
 //! first write for the document, so a failed document leaves nothing behind in the
-//! transaction and the statements before it can still commit.
+//! transaction and the statements before it can still commit. Each change is also recorded
+//! in the transaction's `Pending` oplog operations (off on a standalone).
 
 use crate::catalog::{Collection, Index};
 use crate::index_keys::{id_key, DocKeys};
+use crate::oplog::pending::Pending;
 use crate::{engine_error, DbResult};
 use bson::{Bson, Document, RawDocument};
 use shale_doc::{ErrorCode, MongoError};
@@ -19,7 +21,13 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// Inserts `doc` (which has its `_id` first). Fails with `DuplicateKey` if the `_id` or a
 /// unique index key is taken.
-pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<()> {
+pub fn insert(
+    txn: &mut Txn,
+    log: &mut Pending,
+    coll: &Collection,
+    doc: &RawDocument,
+) -> DbResult<()> {
+    refuse_oplog(coll)?;
     check_size(doc)?;
     check_depth(doc, true)?;
     if let Some(v) = &coll.validator {
@@ -53,6 +61,7 @@ pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
         }
     }
     mark_multikey(coll, &keys);
+    log.insert(coll, doc);
     txn.add_count(&coll.docs, 1);
     txn.add_count(&coll.size, doc.as_bytes().len() as i64);
     Ok(())
@@ -62,10 +71,12 @@ pub fn insert(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
 /// that a clustering index's entries are all rewritten with the new document.
 pub fn replace(
     txn: &mut Txn,
+    log: &mut Pending,
     coll: &Collection,
     old: &RawDocument,
     new: &RawDocument,
 ) -> DbResult<()> {
+    refuse_oplog(coll)?;
     check_size(new)?;
     check_depth(new, false)?;
     if let Some(v) = &coll.validator {
@@ -98,13 +109,20 @@ pub fn replace(
         }
     }
     mark_multikey(coll, &new_keys);
+    log.update(coll, old, new);
     let delta = new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
     txn.add_count(&coll.size, delta);
     Ok(())
 }
 
 /// Removes `doc` and its index entries.
-pub fn remove(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<()> {
+pub fn remove(
+    txn: &mut Txn,
+    log: &mut Pending,
+    coll: &Collection,
+    doc: &RawDocument,
+) -> DbResult<()> {
+    refuse_oplog(coll)?;
     let id = id_of(doc)?;
     let idk = id_key(&id);
     let keys = index_keys(coll, doc)?;
@@ -115,8 +133,18 @@ pub fn remove(txn: &mut Txn, coll: &Collection, doc: &RawDocument) -> DbResult<(
                 .map_err(engine_error)?;
         }
     }
+    log.delete(coll, doc);
     txn.add_count(&coll.docs, -1);
     txn.add_count(&coll.size, -(doc.as_bytes().len() as i64));
+    Ok(())
+}
+
+/// The oplog takes no user writes (its entries are written by `oplog/log.rs` alone): a
+/// write error with mongod's `InvalidNamespace`, as on a replica-set member.
+fn refuse_oplog(coll: &Collection) -> DbResult<()> {
+    if crate::oplog::is_oplog(&coll.ns) {
+        return Err(crate::oplog::oplog_write_refused(&coll.ns));
+    }
     Ok(())
 }
 

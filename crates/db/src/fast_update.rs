@@ -81,7 +81,7 @@ impl Database {
         op: &UpdateOp,
         mode: &Mode<'_>,
     ) -> Option<DbResult<(i64, i64)>> {
-        if !self.fast_updates() || mode.in_session() {
+        if !self.fast_updates() || mode.in_session() || crate::oplog::is_oplog(&coll.ns) {
             return None;
         }
         let (id, update) = fast_target(coll, op)?;
@@ -106,9 +106,12 @@ impl Database {
             .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))?;
         let idk = id_key(id);
         let mark = !self.marked(coll.id);
-        self.in_txn(|txn| {
+        let logged = bson::RawDocumentBuf::from_document(update)
+            .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))?;
+        self.in_logged_txn(|txn, log| {
             txn.update(&coll.docs, &idk, &payload)
                 .map_err(engine_error)?;
+            log.blind_update(coll, id, logged.clone());
             if mark {
                 txn.put(&coll.size, SIZE_MARKER_KEY, b"")
                     .map_err(engine_error)?;

@@ -61,7 +61,7 @@ use catalog::Catalog;
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::{Env, EnvHooks, EnvOptions};
 use std::path::Path;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Results of database operations.
 pub type DbResult<T> = Result<T, MongoError>;
@@ -88,6 +88,8 @@ pub struct Database {
     retry_tree: retryable::RetryTree,
     /// The `fastUpdates` switch and counters (`fast_update.rs`).
     fast: fast_update::FastUpdates,
+    /// The oplog, once `enable_oplog` ran (a `--replSet` member; `oplog/`).
+    oplog: std::sync::OnceLock<Arc<oplog::log::Oplog>>,
 }
 
 impl Database {
@@ -110,6 +112,7 @@ impl Database {
             user_txns: user_txn::UserTxns::default(),
             retry_tree,
             fast,
+            oplog: std::sync::OnceLock::new(),
         };
         db.drop_temporary_out_collections()?;
         db.resume_builds()?;

@@ -17,6 +17,7 @@
 //! A statement that fails is not recorded (its transaction is aborted), so a retry runs it
 //! again, as on mongod. This file never parses commands; the server says what a statement is.
 
+use crate::oplog::entry::{lsid_document, OpTime, SessionInfo};
 use crate::user_txn::UserTxn;
 use crate::{engine_error, Database, DbResult};
 use bson::{doc, Document};
@@ -142,12 +143,14 @@ impl Database {
         t.with_open(|st| {
             let txn = st.txn_mut();
             let stored = txn.get(tree, &r.lsid).map_err(engine_error)?;
+            let mut prev = OpTime::NULL;
             match stored_number(stored.as_deref())? {
                 Some(n) if n > r.txn_number => return Err(too_old(r, n)),
                 Some(n) if n == r.txn_number => {
                     if let Some(done) = recorded(txn, tree, r, stmt_id)? {
                         return Ok(Some(done));
                     }
+                    prev = stored_op_time(stored.as_deref());
                 }
                 Some(_) => drop_statements(txn, tree, &r.lsid)?,
                 None => {}
@@ -155,6 +158,12 @@ impl Database {
             let session = doc! {"txnNumber": r.txn_number, "lastWriteDate": bson::DateTime::now()};
             txn.put(tree, &r.lsid, &to_bytes(&session))
                 .map_err(engine_error)?;
+            st.log_as_statement(r.lsid, SessionInfo {
+                lsid: lsid_document(r.lsid),
+                txn_number: r.txn_number,
+                stmt_id: Some(stmt_id),
+                prev,
+            });
             Ok(None)
         })
     }
@@ -173,6 +182,26 @@ impl Database {
                 .put(&self.retry_tree.0, &statement_key(&r.lsid, stmt_id), &value)
                 .map_err(engine_error)
         })
+    }
+}
+
+impl Database {
+    /// Records `last` as session `lsid`'s newest entry (the next statement's `prevOpTime`),
+    /// in the statement's own transaction, after its entries are written.
+    pub(crate) fn record_last_op(
+        &self,
+        txn: &mut Txn,
+        lsid: &[u8; 16],
+        txn_number: i64,
+        last: OpTime,
+    ) -> DbResult<()> {
+        let session = doc! {
+            "txnNumber": txn_number,
+            "lastWriteDate": bson::DateTime::now(),
+            "lastOpTime": last.document(),
+        };
+        txn.put(&self.retry_tree.0, lsid, &to_bytes(&session))
+            .map_err(engine_error)
     }
 }
 
@@ -213,6 +242,16 @@ fn drop_statements(txn: &mut Txn, tree: &TreeHandle, lsid: &[u8; 16]) -> DbResul
         txn.delete(tree, &k).map_err(engine_error)?;
     }
     Ok(())
+}
+
+/// The optime of the session's newest entry, kept in its record (`prevOpTime` of its next).
+fn stored_op_time(bytes: Option<&[u8]>) -> OpTime {
+    let d = bytes.and_then(|b| decode(b).ok());
+    let op = d.as_ref().and_then(|d| d.get_document("lastOpTime").ok());
+    match op.and_then(|o| Some((o.get_timestamp("ts").ok()?, o.get_i64("t").ok()?))) {
+        Some((ts, term)) => OpTime { ts, term },
+        None => OpTime::NULL,
+    }
 }
 
 fn stored_number(bytes: Option<&[u8]>) -> DbResult<Option<i64>> {

@@ -17,7 +17,10 @@
 
 use crate::catalog::Collection;
 use crate::doc_write;
-use crate::{engine_error, Database, DbResult};
+use crate::oplog::entry::{lsid_document, OpTime, SessionInfo};
+use crate::oplog::log::Shape;
+use crate::oplog::pending::Pending;
+use crate::{Database, DbResult};
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::Txn;
 use std::collections::HashMap;
@@ -57,9 +60,34 @@ pub(crate) struct TxnState {
     txn: Txn,
     /// Collections written, deduplicated by id, for `persist_multikey` at commit.
     written: Vec<Arc<Collection>>,
+    /// Its document changes, for the oplog at commit (off on a standalone).
+    log: Pending,
+    /// What its entries become: one `applyOps` (a transaction) or one entry per change
+    /// (a retryable write's statement), and the session fields they carry.
+    kind: Kind,
+}
+
+/// How a session transaction's changes are logged (`oplog/log.rs`, O3).
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    /// A multi-document transaction: one `applyOps` entry, with its session if it has one.
+    Transaction(Option<SessionInfo>),
+    /// A retryable write's statement (session `lsid.id`): an entry per change, with
+    /// `stmtId` and `prevOpTime`.
+    Statement([u8; 16], SessionInfo),
 }
 
 impl TxnState {
+    /// The engine transaction and the oplog buffer, borrowed together.
+    pub(crate) fn parts(&mut self) -> (&mut Txn, &mut Pending) {
+        (&mut self.txn, &mut self.log)
+    }
+
+    /// Makes this transaction a retryable write's statement (its entries carry `session`).
+    pub(crate) fn log_as_statement(&mut self, lsid: [u8; 16], session: SessionInfo) {
+        self.kind = Kind::Statement(lsid, session);
+    }
+
     pub(crate) fn txn_mut(&mut self) -> &mut Txn {
         &mut self.txn
     }
@@ -194,6 +222,21 @@ pub fn no_such_transaction(end: TxnEnd) -> MongoError {
 impl Database {
     /// Begins a session transaction on the newest committed snapshot.
     pub fn begin_user_txn(&self) -> UserTxn {
+        self.begin_logged_txn(Kind::Transaction(None))
+    }
+
+    /// Begins the transaction `txn_number` of session `lsid` (`{id: UUID}`): its oplog
+    /// entry carries them.
+    pub fn begin_session_txn(&self, lsid: [u8; 16], txn_number: i64) -> UserTxn {
+        self.begin_logged_txn(Kind::Transaction(Some(SessionInfo {
+            lsid: lsid_document(lsid),
+            txn_number,
+            stmt_id: None,
+            prev: OpTime::NULL,
+        })))
+    }
+
+    fn begin_logged_txn(&self, kind: Kind) -> UserTxn {
         let _guard = self.data_lock();
         let id = self.user_txns.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let t = UserTxn(Arc::new(Shared {
@@ -202,6 +245,8 @@ impl Database {
             slot: Mutex::new(Slot::Open(TxnState {
                 txn: self.engine().begin(),
                 written: Vec::new(),
+                log: self.pending(),
+                kind,
             })),
         }));
         self.user_txns.lock().insert(id, t.clone());
@@ -234,7 +279,12 @@ impl Database {
     }
 
     fn commit_state(&self, st: TxnState) -> DbResult<()> {
-        let TxnState { mut txn, written } = st;
+        let TxnState {
+            mut txn,
+            written,
+            log,
+            kind,
+        } = st;
         let mut marked = Vec::new();
         for c in &written {
             match doc_write::persist_multikey(&mut txn, &self.catalog, c) {
@@ -245,7 +295,13 @@ impl Database {
                 }
             }
         }
-        txn.commit().map_err(engine_error)?;
+        match &kind {
+            Kind::Transaction(s) => self.commit_logged(txn, &log, Shape::ApplyOps(s.as_ref()))?,
+            Kind::Statement(lsid, s) => {
+                let record = |txn: &mut Txn, last| self.record_last_op(txn, lsid, s.txn_number, last);
+                self.commit_logged_with(txn, &log, Shape::Each(Some(s)), Some(&record))?
+            }
+        }
         doc_write::multikey_committed(&marked);
         Ok(())
     }

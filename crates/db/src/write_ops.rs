@@ -13,6 +13,8 @@ use crate::doc_prepare::{to_raw, updated_document, upsert_document};
 use crate::doc_write::{self, id_of};
 use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
+use crate::oplog::log::Shape;
+use crate::oplog::pending::Pending;
 use crate::sort::SortSpec;
 use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
@@ -102,15 +104,40 @@ impl Database {
         }
     }
 
-    /// `in_txn` for writes to `coll`: before each commit the catalog record is rewritten in
-    /// the same transaction if a write made an index multikey, and marked durable after.
+    /// `in_txn` for writes that are logged: each attempt gets a fresh `Pending` buffer, and
+    /// its operations become oplog entries in the same engine transaction at commit (O2).
+    pub(crate) fn in_logged_txn<T>(
+        &self,
+        mut f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
+    ) -> DbResult<T> {
+        let mut attempt = 0u32;
+        loop {
+            let mut txn = self.engine().begin();
+            let mut log = self.pending();
+            let result = match f(&mut txn, &mut log) {
+                Ok(v) => self.commit_logged(txn, &log, Shape::Each(None)).map(|_| v),
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(e) if e.code == ErrorCode::WriteConflict && attempt < MAX_CONFLICT_RETRIES => {
+                    attempt += 1;
+                    backoff(attempt);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `in_logged_txn` for writes to `coll`: before each commit the catalog record is
+    /// rewritten in the same transaction if a write made an index multikey, and marked
+    /// durable after.
     fn in_write_txn<T>(
         &self,
         coll: &Collection,
-        mut f: impl FnMut(&mut Txn) -> DbResult<T>,
+        mut f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
     ) -> DbResult<T> {
-        let (value, marked) = self.in_txn(|txn| {
-            let value = f(txn)?;
+        let (value, marked) = self.in_logged_txn(|txn, log| {
+            let value = f(txn, log)?;
             let marked = doc_write::persist_multikey(txn, &self.catalog, coll)?;
             Ok((value, marked))
         })?;
@@ -124,14 +151,15 @@ impl Database {
         &self,
         mode: &mut Mode<'_>,
         coll: &Arc<Collection>,
-        f: impl FnMut(&mut Txn) -> DbResult<T>,
+        f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
     ) -> DbResult<T> {
         match mode {
             Mode::Own => self.in_write_txn(coll, f),
             Mode::User(st) => {
                 st.touch_written(coll);
                 let mut f = f;
-                f(st.txn_mut())
+                let (txn, log) = st.parts();
+                f(txn, log)
             }
         }
     }
@@ -140,13 +168,14 @@ impl Database {
     fn run_txn<T>(
         &self,
         mode: &mut Mode<'_>,
-        f: impl FnMut(&mut Txn) -> DbResult<T>,
+        f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
     ) -> DbResult<T> {
         match mode {
-            Mode::Own => self.in_txn(f),
+            Mode::Own => self.in_logged_txn(f),
             Mode::User(st) => {
                 let mut f = f;
-                f(st.txn_mut())
+                let (txn, log) = st.parts();
+                f(txn, log)
             }
         }
     }
@@ -196,10 +225,10 @@ impl Database {
         mode: &mut Mode<'_>,
     ) -> DbResult<ChunkOutcome> {
         let in_session = mode.in_session();
-        self.run_write(mode, coll, |txn| {
+        self.run_write(mode, coll, |txn, log| {
             let (mut i, mut bytes, mut n, mut errors) = (start, 0usize, 0i64, Vec::new());
             while i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES {
-                match doc_write::insert(txn, coll, &docs[i]) {
+                match doc_write::insert(txn, log, coll, &docs[i]) {
                     Ok(()) => n += 1,
                     Err(e)
                         if e.code == ErrorCode::WriteConflict || fails_command(&e, in_session) =>
@@ -286,7 +315,7 @@ impl Database {
         let vars = statement_vars(coll, &op.vars);
         let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
-        self.run_write(mode, coll, |txn| {
+        self.run_write(mode, coll, |txn, log| {
             let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
@@ -297,7 +326,7 @@ impl Database {
             let now = op.vars.now();
             while let Some((doc, pos)) = query.next_match(Snap::Txn(txn))? {
                 matched += 1;
-                if apply_update(txn, coll, &op.update, &doc, pos, now)?.is_some() {
+                if apply_update(txn, log, coll, &op.update, &doc, pos, now)?.is_some() {
                     modified += 1;
                 }
                 if !op.multi {
@@ -308,7 +337,7 @@ impl Database {
             if matched == 0 && op.upsert {
                 let doc = upsert_document(&op.update, &op.filter, now)?;
                 upserted = Some(id_of(&doc)?);
-                doc_write::insert(txn, coll, &doc)?;
+                doc_write::insert(txn, log, coll, &doc)?;
             }
             Ok((matched, modified, upserted))
         })
@@ -366,7 +395,7 @@ impl Database {
         let vars = statement_vars(coll, &op.vars);
         let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
-        self.run_txn(mode, |txn| {
+        self.run_txn(mode, |txn, log| {
             let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {
                 matcher: Some(matcher.clone()),
@@ -375,7 +404,7 @@ impl Database {
             let mut query = Query::new(Scan::new(coll.clone(), p), shape);
             let mut n = 0;
             while let Some((doc, _)) = query.next_match(Snap::Txn(txn))? {
-                doc_write::remove(txn, coll, &doc)?;
+                doc_write::remove(txn, log, coll, &doc)?;
                 n += 1;
                 if op.limit_one {
                     break;
@@ -424,7 +453,7 @@ impl Database {
             Some(f) if !f.is_empty() => Some(Projection::parse_with(&to_raw(f)?, &vars)?),
             _ => None,
         };
-        let mut out = self.run_write(mode, &coll, |txn| {
+        let mut out = self.run_write(mode, &coll, |txn, log| {
             let p = plan_under(&coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let in_memory = (!p.sort_covered).then(|| sort.clone());
             let shape = QueryShape {
@@ -439,12 +468,12 @@ impl Database {
             let mut out = FindAndModifyResult::default();
             match (found, &op.update) {
                 (Some((doc, _)), _) if op.remove => {
-                    doc_write::remove(txn, &coll, &doc)?;
+                    doc_write::remove(txn, log, &coll, &doc)?;
                     out.n = 1;
                     out.value = Some(doc);
                 }
                 (Some((doc, pos)), Some(update)) => {
-                    let new = apply_update(txn, &coll, update, &doc, pos, now)?;
+                    let new = apply_update(txn, log, &coll, update, &doc, pos, now)?;
                     out.n = 1;
                     out.updated_existing = true;
                     out.value = Some(if op.return_new {
@@ -456,7 +485,7 @@ impl Database {
                 (None, Some(update)) if op.upsert => {
                     let doc = upsert_document(update, &op.filter, now)?;
                     out.upserted = Some(id_of(&doc)?);
-                    doc_write::insert(txn, &coll, &doc)?;
+                    doc_write::insert(txn, log, &coll, &doc)?;
                     out.n = 1;
                     out.value = op.return_new.then_some(doc);
                 }
@@ -474,6 +503,7 @@ impl Database {
 /// Applies `update` to `doc`; writes and returns the new document if it changed.
 fn apply_update(
     txn: &mut Txn,
+    log: &mut Pending,
     coll: &Collection,
     update: &UpdateSpec,
     doc: &RawDocument,
@@ -483,7 +513,7 @@ fn apply_update(
     let Some(new) = updated_document(update, doc, pos, now)? else {
         return Ok(None);
     };
-    doc_write::replace(txn, coll, doc, &new)?;
+    doc_write::replace(txn, log, coll, doc, &new)?;
     Ok(Some(new))
 }
 

@@ -55,6 +55,8 @@ error_codes! {
     InvalidLength = 16,
     NamespaceNotFound = 26,
     CursorNotFound = 43,
+    /// A tailable cursor's position in a capped collection (the oplog) was deleted.
+    CappedPositionLost = 136,
     CommandNotFound = 59,
     InvalidNamespace = 73,
     NamespaceExists = 48,

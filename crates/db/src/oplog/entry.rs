@@ -6,29 +6,39 @@
 //! `{applyOps: [...]}`, the inner operations without optimes. Pure: builds documents, stores
 //! nothing (docs/design-oplog.md, Writing).
 
-use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp, Uuid};
+use bson::{
+    doc, spec::BinarySubtype, Document, RawArrayBuf, RawDocument, RawDocumentBuf,
+    Timestamp, Uuid,
+};
 
 /// The oplog format version mongod 4.4+ writes.
 pub const OPLOG_VERSION: i64 = 2;
 
-/// What an entry records.
+/// What an entry records. Documents are kept raw: an insert's `o` is the stored document's
+/// bytes, copied, never decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// `i`: a document inserted (`o` the document, `o2` its key `{_id}`).
-    Insert { doc: Document, key: Document },
+    Insert {
+        doc: RawDocumentBuf,
+        key: RawDocumentBuf,
+    },
     /// `u`: a document updated (`o` the update: a `$v: 2` diff or a replacement; `o2`
     /// its key).
-    Update { update: Document, key: Document },
+    Update {
+        update: RawDocumentBuf,
+        key: RawDocumentBuf,
+    },
     /// `d`: a document deleted (`o` its key).
-    Delete { key: Document },
+    Delete { key: RawDocumentBuf },
     /// `c`: a command (`create`, `drop`, `applyOps`, ...), `ns` is `<db>.$cmd`.
-    Command { command: Document },
+    Command { command: RawDocumentBuf },
     /// `n`: a no-op (`o`: `{msg}`), e.g. "new primary" after an election.
     Noop { msg: String },
 }
 
 impl Op {
-    fn code(&self) -> &'static str {
+    pub fn code(&self) -> &'static str {
         match self {
             Op::Insert { .. } => "i",
             Op::Update { .. } => "u",
@@ -59,18 +69,38 @@ impl OpTime {
     pub fn document(&self) -> Document {
         doc! {"ts": self.ts, "t": self.term}
     }
+
+    fn raw(&self) -> RawDocumentBuf {
+        let mut d = RawDocumentBuf::new();
+        d.append("ts", self.ts);
+        d.append("t", self.term);
+        d
+    }
 }
 
 /// The session fields of a retryable write's or a transaction's entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {
     /// `lsid` as the client sent it (`{id: UUID}`, plus `uid` when authenticated).
-    pub lsid: Document,
+    pub lsid: RawDocumentBuf,
     pub txn_number: i64,
     /// The statement's id; `None` for a transaction's `applyOps` entry.
     pub stmt_id: Option<i32>,
     /// The session's previous entry in this transaction number (`OpTime::NULL` if none).
     pub prev: OpTime,
+}
+
+/// `{id: <UUID>}`: the `lsid` of a session known by its id only.
+pub fn lsid_document(id: [u8; 16]) -> RawDocumentBuf {
+    let mut d = RawDocumentBuf::new();
+    d.append(
+        "id",
+        bson::Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: id.to_vec(),
+        },
+    );
+    d
 }
 
 /// One operation on a namespace: an entry's subject, or an element of `applyOps`.
@@ -85,29 +115,52 @@ pub struct Operation {
 
 impl Operation {
     /// The operation's own fields (`op`, `ns`, `ui`, `o`, `o2`): an `applyOps` element.
-    pub fn document(&self) -> Document {
-        let mut d = doc! {"op": self.op.code(), "ns": self.ns.clone()};
+    pub fn document(&self) -> RawDocumentBuf {
+        let mut d = RawDocumentBuf::new();
+        self.append_to(&mut d);
+        d
+    }
+
+    fn append_to(&self, d: &mut RawDocumentBuf) {
+        d.append("op", self.op.code());
+        d.append("ns", self.ns.as_str());
         if let Some(ui) = self.ui {
-            d.insert(
+            d.append(
                 "ui",
-                Binary {
+                bson::Binary {
                     subtype: BinarySubtype::Uuid,
                     bytes: ui.bytes().to_vec(),
                 },
             );
         }
-        let (o, o2) = match &self.op {
-            Op::Insert { doc, key } => (doc.clone(), Some(key.clone())),
-            Op::Update { update, key } => (update.clone(), Some(key.clone())),
-            Op::Delete { key } => (key.clone(), None),
-            Op::Command { command } => (command.clone(), None),
-            Op::Noop { msg } => (doc! {"msg": msg.clone()}, None),
+        let (o, o2): (&RawDocument, Option<&RawDocument>) = match &self.op {
+            Op::Insert { doc, key } => (doc, Some(key)),
+            Op::Update { update, key } => (update, Some(key)),
+            Op::Delete { key } => (key, None),
+            Op::Command { command } => (command, None),
+            Op::Noop { msg } => {
+                let mut m = RawDocumentBuf::new();
+                m.append("msg", msg.as_str());
+                d.append("o", m);
+                return;
+            }
         };
-        d.insert("o", o);
+        d.append("o", o.to_owned());
         if let Some(o2) = o2 {
-            d.insert("o2", o2);
+            d.append("o2", o2.to_owned());
         }
-        d
+    }
+
+    /// Bytes the operation adds to an `applyOps` array (roughly: its documents).
+    pub fn approx_bytes(&self) -> usize {
+        64 + self.ns.len()
+            + match &self.op {
+                Op::Insert { doc, key } => doc.as_bytes().len() + key.as_bytes().len(),
+                Op::Update { update, key } => update.as_bytes().len() + key.as_bytes().len(),
+                Op::Delete { key } => key.as_bytes().len(),
+                Op::Command { command } => command.as_bytes().len(),
+                Op::Noop { msg } => msg.len(),
+            }
     }
 }
 
@@ -117,49 +170,51 @@ pub fn entry_document(
     at: OpTime,
     wall: bson::DateTime,
     session: Option<&SessionInfo>,
-) -> Document {
-    let mut d = Document::new();
+) -> RawDocumentBuf {
+    let mut d = RawDocumentBuf::new();
     if let Some(s) = session {
-        d.insert("lsid", s.lsid.clone());
-        d.insert("txnNumber", s.txn_number);
+        d.append("lsid", s.lsid.clone());
+        d.append("txnNumber", s.txn_number);
     }
-    d.extend(operation.document());
+    operation.append_to(&mut d);
     if let Some(id) = session.and_then(|s| s.stmt_id) {
-        d.insert("stmtId", id);
+        d.append("stmtId", id);
     }
-    d.insert("ts", at.ts);
-    d.insert("t", at.term);
-    d.insert("v", OPLOG_VERSION);
-    d.insert("wall", wall);
+    d.append("ts", at.ts);
+    d.append("t", at.term);
+    d.append("v", OPLOG_VERSION);
+    d.append("wall", wall);
     if let Some(s) = session {
-        d.insert("prevOpTime", s.prev.document());
+        d.append("prevOpTime", s.prev.raw());
     }
     d
 }
 
-/// A committed transaction's one entry: `applyOps` of its operations on `admin.$cmd`.
+/// A committed transaction's one entry: `applyOps` of its operations on `admin.$cmd`
+/// (with the session's fields when it ran in a session; TokuMX's connection transactions
+/// have none).
 pub fn transaction_entry(
     operations: &[Operation],
     at: OpTime,
     wall: bson::DateTime,
-    session: &SessionInfo,
-) -> Document {
-    let ops: Vec<Bson> = operations
-        .iter()
-        .map(|o| Bson::Document(o.document()))
-        .collect();
+    session: Option<&SessionInfo>,
+) -> RawDocumentBuf {
+    let mut ops = RawArrayBuf::new();
+    for o in operations {
+        ops.push(o.document());
+    }
+    let mut command = RawDocumentBuf::new();
+    command.append("applyOps", ops);
     let apply = Operation {
-        op: Op::Command {
-            command: doc! {"applyOps": ops},
-        },
+        op: Op::Command { command },
         ns: "admin.$cmd".to_owned(),
         ui: None,
     };
-    let session = SessionInfo {
+    let session = session.map(|s| SessionInfo {
         stmt_id: None,
-        ..session.clone()
-    };
-    entry_document(&apply, at, wall, Some(&session))
+        ..s.clone()
+    });
+    entry_document(&apply, at, wall, session.as_ref())
 }
 
 /// The 8-byte key an entry is stored under: its `ts`, big-endian, so key order is `ts`
@@ -168,9 +223,19 @@ pub fn entry_key(ts: Timestamp) -> [u8; 8] {
     ((u64::from(ts.time) << 32) | u64::from(ts.increment)).to_be_bytes()
 }
 
+/// The `ts` an entry key names (the inverse of `entry_key`); `None` for a malformed key.
+pub fn key_ts(key: &[u8]) -> Option<Timestamp> {
+    let v = u64::from_be_bytes(key.try_into().ok()?);
+    Some(Timestamp {
+        time: (v >> 32) as u32,
+        increment: v as u32,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bson::Bson;
 
     fn at(time: u32, increment: u32) -> OpTime {
         OpTime {
@@ -179,8 +244,12 @@ mod tests {
         }
     }
 
-    fn keys(d: &Document) -> Vec<&str> {
-        d.keys().map(String::as_str).collect()
+    fn keys(d: &RawDocument) -> Vec<&str> {
+        d.iter().map(|e| e.expect("element").0).collect()
+    }
+
+    fn raw(d: Document) -> RawDocumentBuf {
+        RawDocumentBuf::from_document(&d).expect("raw")
     }
 
     #[test]
@@ -188,18 +257,16 @@ mod tests {
         let ui = Uuid::new();
         let op = Operation {
             op: Op::Insert {
-                doc: doc! {"_id": 1, "a": 2},
-                key: doc! {"_id": 1},
+                doc: raw(doc! {"_id": 1, "a": 2}),
+                key: raw(doc! {"_id": 1}),
             },
             ns: "test.c".into(),
             ui: Some(ui),
         };
         let wall = bson::DateTime::from_millis(1_000);
-        let d = entry_document(&op, at(5, 1), wall, None);
-        assert_eq!(
-            keys(&d),
-            ["op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"]
-        );
+        let d = entry_document(&op, at(5, 1), wall, None).to_document().expect("doc");
+        let r = raw(d.clone());
+        assert_eq!(keys(&r), ["op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"]);
         assert_eq!(d.get_str("op"), Ok("i"));
         assert_eq!(d.get_i64("v"), Ok(2));
         assert_eq!(d.get_i64("t"), Ok(1));
@@ -216,20 +283,21 @@ mod tests {
     fn a_retryable_write_carries_its_session_and_statement() {
         let op = Operation {
             op: Op::Delete {
-                key: doc! {"_id": 7},
+                key: raw(doc! {"_id": 7}),
             },
             ns: "test.c".into(),
             ui: None,
         };
         let s = SessionInfo {
-            lsid: doc! {"id": Uuid::new()},
+            lsid: lsid_document([7; 16]),
             txn_number: 3,
             stmt_id: Some(0),
             prev: OpTime::NULL,
         };
-        let d = entry_document(&op, at(5, 2), bson::DateTime::now(), Some(&s));
+        let r = entry_document(&op, at(5, 2), bson::DateTime::now(), Some(&s));
+        let d = r.to_document().expect("doc");
         assert_eq!(
-            keys(&d),
+            keys(&r),
             [
                 "lsid",
                 "txnNumber",
@@ -254,19 +322,21 @@ mod tests {
     fn a_transaction_is_one_apply_ops_entry() {
         let ins = |id: i32| Operation {
             op: Op::Insert {
-                doc: doc! {"_id": id},
-                key: doc! {"_id": id},
+                doc: raw(doc! {"_id": id}),
+                key: raw(doc! {"_id": id}),
             },
             ns: "test.c".into(),
             ui: None,
         };
         let s = SessionInfo {
-            lsid: doc! {"id": Uuid::new()},
+            lsid: lsid_document([1; 16]),
             txn_number: 1,
             stmt_id: Some(9),
             prev: OpTime::NULL,
         };
-        let d = transaction_entry(&[ins(1), ins(2)], at(6, 1), bson::DateTime::now(), &s);
+        let d = transaction_entry(&[ins(1), ins(2)], at(6, 1), bson::DateTime::now(), Some(&s))
+            .to_document()
+            .expect("doc");
         assert_eq!(d.get_str("op"), Ok("c"));
         assert_eq!(d.get_str("ns"), Ok("admin.$cmd"));
         assert!(
@@ -278,8 +348,8 @@ mod tests {
             .and_then(|o| o.get_array("applyOps"))
             .expect("applyOps");
         assert_eq!(ops.len(), 2);
-        let first = ops[0].as_document().expect("an operation");
-        assert_eq!(keys(first), ["op", "ns", "o", "o2"]);
+        let first = raw(ops[0].as_document().expect("an operation").clone());
+        assert_eq!(keys(&first), ["op", "ns", "o", "o2"]);
     }
 
     #[test]
@@ -297,5 +367,6 @@ mod tests {
             increment: 2,
         });
         assert!(a < b && b < c);
+        assert_eq!(key_ts(&c), Some(Timestamp { time: 6, increment: 2 }));
     }
 }

@@ -44,13 +44,19 @@ impl SlotTracker {
 
     /// Opens slot `ts`, which must be newer than every slot before it.
     pub fn reserve(&mut self, ts: Timestamp) {
-        let v = pack(ts);
+        self.reserve_range(ts, ts);
+    }
+
+    /// Opens one slot spanning `first..=last` (a transaction writing several entries): it
+    /// holds the point below `first` until it finishes (by `finish(first)`).
+    pub fn reserve_range(&mut self, first: Timestamp, last: Timestamp) {
+        let (f, l) = (pack(first), pack(last));
         assert!(
-            v > self.newest,
+            f > self.newest && l >= f,
             "oplog slots are reserved in increasing order"
         );
-        self.newest = v;
-        self.open.insert(v);
+        self.newest = l;
+        self.open.insert(f);
     }
 
     /// Closes slot `ts` (its transaction committed or aborted) and moves the point.

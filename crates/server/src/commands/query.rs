@@ -73,9 +73,14 @@ fn owned_doc(d: &RawDocument) -> Result<Document, MongoError> {
 pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let ns = raw_args::namespace(db, cmd, "find")?;
     let (spec, batch_size, single) = find_spec(cmd, "find")?;
-    check_tailable(ctx, cmd, &ns)?;
+    let (tailable, await_data) = check_tailable(ctx, cmd, &ns)?;
     let batch_size = batch_size.map(|b| b as usize);
+    let oplog = match (&ctx.txn, shale_db::oplog::is_oplog(&ns)) {
+        (None, true) => ctx.db.find_oplog(&spec, tailable, await_data)?,
+        _ => None,
+    };
     let source: Box<dyn DocSource> = match &ctx.txn {
+        _ if oplog.is_some() => Box::new(oplog.expect("checked")),
         // Read whole on the transaction's snapshot: later getMores cannot reach it.
         Some(t) => Box::new(VecSource(ctx.db.find_in(t, &ns, &spec)?.into_iter())),
         None => Box::new(ctx.db.find(&ns, &spec)?),
@@ -88,15 +93,16 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     Ok(cursor_reply_raw(&ns, batch, "firstBatch"))
 }
 
-/// `tailable` and `awaitData`. A tailable cursor needs a capped collection and ShaleDB has
-/// none (`create` refuses `capped: true`), so a tailable find on an existing collection is
-/// refused as mongod refuses one on a collection that is not capped (on a missing one
-/// mongod answers an empty batch, and so does this find).
+/// `tailable` and `awaitData`. A tailable cursor needs a capped collection; the only one
+/// ShaleDB has is a replica-set member's oplog (`create` refuses `capped: true`), so a
+/// tailable find on any other existing collection is refused as mongod refuses one on a
+/// collection that is not capped (on a missing one mongod answers an empty batch, and so
+/// does this find). Returns the two flags.
 fn check_tailable(
     ctx: &ConnectionCtx,
     cmd: &Command<'_>,
     ns: &Namespace,
-) -> Result<(), MongoError> {
+) -> Result<(bool, bool), MongoError> {
     let tailable = raw_args::opt_bool(cmd, "find", "tailable")?.unwrap_or(false);
     let await_data = raw_args::opt_bool(cmd, "find", "awaitData")?.unwrap_or(false);
     if await_data && !tailable {
@@ -111,13 +117,14 @@ fn check_tailable(
             .iter()
             .any(|c| c.get_str("name") == Ok(ns.coll.as_str()))
     };
-    if tailable && exists() {
+    let capped = shale_db::oplog::is_oplog(ns) && ctx.db.oplog().is_some();
+    if tailable && !capped && exists() {
         return Err(MongoError::new(
             ErrorCode::BadValue,
             format!("error processing query: ns={ns} tailable cursor requested on non capped collection"),
         ));
     }
-    Ok(())
+    Ok((tailable, await_data))
 }
 
 pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
@@ -136,8 +143,16 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     if let Some(owner) = ctx.db.cursors().owner(id) {
         check_session(id, owner, ctx.lsid)?;
     }
+    // An awaitData cursor with nothing new waits up to `maxTimeMS` (mongod's default 1 s);
+    // every other source ignores the wait.
+    let wait = raw_args::opt_count(cmd, "getMore", "maxTimeMS")?.unwrap_or(1000);
     let ns = ns.to_string();
-    let batch = ctx.db.cursors().get_more(id, &ns, batch_size)?;
+    let batch = ctx.db.cursors().get_more_waiting(
+        id,
+        &ns,
+        batch_size,
+        Some(std::time::Duration::from_millis(wait)),
+    )?;
     Ok(cursor_reply_raw(&ns, batch, "nextBatch"))
 }
 

@@ -157,7 +157,7 @@ fn enter(
         // A newer transaction number aborts the session's open transaction.
         st.abort(&ctx.db);
         st.txn_number = n;
-        let txn = ctx.db.begin_user_txn();
+        let txn = ctx.db.begin_session_txn(f.lsid.bytes(), n);
         st.phase = TxnPhase::InProgress(txn.clone());
         return Ok(Some(txn));
     }

@@ -83,6 +83,36 @@ impl LogicalClock {
         }
     }
 
+    /// `n` consecutive timestamps within one second (an oplog slot of `n` entries):
+    /// returns the first; the clock stands at the last.
+    pub fn tick_many(&self, n: u32) -> Timestamp {
+        assert!(n > 0, "at least one timestamp");
+        let now = wall_secs();
+        let mut cur = self.packed.load(Ordering::Acquire);
+        loop {
+            let mut first = next_after(unpack(cur), now);
+            if first.increment.checked_add(n - 1).is_none() {
+                first = Timestamp {
+                    time: first.time + 1,
+                    increment: 1,
+                };
+            }
+            let last = Timestamp {
+                time: first.time,
+                increment: first.increment + (n - 1),
+            };
+            match self.packed.compare_exchange_weak(
+                cur,
+                pack(last),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return first,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
     /// Moves the clock forward to a client's `$clusterTime` (never back); refuses one too
     /// far ahead of the wall clock, as mongod does, so a client cannot exhaust the clock.
     pub fn advance_to(&self, ts: Timestamp) -> Result<(), MongoError> {
@@ -131,6 +161,16 @@ mod tests {
         c.advance_to(ahead).expect("a little ahead is fine");
         assert_eq!(c.now(), ahead);
         assert!(pack(c.tick()) > pack(ahead));
+    }
+
+    #[test]
+    fn many_ticks_are_consecutive_and_later_than_all_before() {
+        let c = LogicalClock::default();
+        let a = c.tick();
+        let first = c.tick_many(5);
+        assert!(pack(first) > pack(a));
+        assert_eq!(c.now(), ts(first.time, first.increment + 4));
+        assert!(pack(c.tick()) > pack(c.now()) - 1);
     }
 
     #[test]

@@ -25,7 +25,10 @@ use crate::commands::Reply;
 use bson::{doc, oid::ObjectId, Bson, Document, RawDocument, Timestamp};
 use clock::LogicalClock;
 use config::{ReplSetConfig, SelfHost};
+use shale_db::oplog::log::{Oplog, OplogClock};
 use shale_db::Database;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -72,13 +75,36 @@ struct Inner {
     shutting_down: bool,
 }
 
+/// What stamps oplog entries: the logical clock and the current term (lent to the database's
+/// oplog as its `OplogClock`).
+#[derive(Debug, Default)]
+pub struct Stamp {
+    pub clock: LogicalClock,
+    term: AtomicI64,
+}
+
+impl OplogClock for Stamp {
+    fn reserve(&self, n: u32) -> (Timestamp, i64) {
+        (self.clock.tick_many(n), self.term.load(Ordering::Acquire))
+    }
+
+    fn advance_to(&self, ts: Timestamp) {
+        // The oplog's own newest entry: never refused for drift.
+        let _ = self.clock.advance_to(ts);
+    }
+}
+
 /// The replication side of the server (see the module header).
 #[derive(Debug)]
 pub struct Repl {
     set_name: Option<String>,
     process_id: ObjectId,
     started: Instant,
-    clock: LogicalClock,
+    stamp: Arc<Stamp>,
+    /// `--oplogSize` in bytes.
+    oplog_bytes: u64,
+    /// The database's oplog, once `start` enabled it (`lastWrite` reads its newest entry).
+    oplog: OnceLock<Arc<Oplog>>,
     inner: Mutex<Inner>,
     /// Wakes awaitable `hello`s on a topology change or at shutdown.
     changed: Condvar,
@@ -97,7 +123,9 @@ impl Repl {
             set_name,
             process_id: ObjectId::new(),
             started: Instant::now(),
-            clock: LogicalClock::default(),
+            stamp: Arc::new(Stamp::default()),
+            oplog_bytes: shale_db::oplog::DEFAULT_OPLOG_BYTES,
+            oplog: OnceLock::new(),
             inner: Mutex::new(Inner {
                 me: None,
                 config: None,
@@ -109,6 +137,25 @@ impl Repl {
                 shutting_down: false,
             }),
             changed: Condvar::new(),
+        }
+    }
+
+    /// The same, with the oplog bounded at `bytes` (`--oplogSize`).
+    pub fn with_oplog_bytes(mut self, bytes: u64) -> Repl {
+        self.oplog_bytes = bytes;
+        self
+    }
+
+    /// The newest write: the oplog's newest visible entry once there is one, else the
+    /// election's optime.
+    fn last_write(&self, g: &Inner) -> Option<OpTime> {
+        match self.oplog.get().map(|o| o.last_visible()) {
+            Some(e) if e.at.ts.time > 0 => Some(OpTime {
+                ts: e.at.ts,
+                term: e.at.term,
+                wall: e.wall,
+            }),
+            _ => g.last_write,
         }
     }
 
@@ -138,6 +185,11 @@ impl Repl {
             return Ok(());
         }
         g.term = store::load_term(db)?;
+        self.stamp.term.store(g.term, Ordering::Release);
+        db.enable_oplog(self.stamp.clone(), self.oplog_bytes)?;
+        if let Some(o) = db.oplog_handle() {
+            let _ = self.oplog.set(o);
+        }
         let Some(stored) = store::load_config(db)? else {
             return Ok(());
         };
@@ -166,16 +218,26 @@ impl Repl {
         let term = g.term + 1;
         store::save_term(db, term)?;
         g.term = term;
+        self.stamp.term.store(term, Ordering::Release);
         if let Some(c) = &g.config {
             let id = c.replica_set_id().unwrap_or_else(ObjectId::new);
             let c = c.with(c.version(), term, id);
             store::save_config(db, &c)?;
             g.config = Some(c);
         }
-        let op = OpTime {
-            ts: self.clock.tick(),
-            term,
-            wall: bson::DateTime::now(),
+        // mongod's first entry of a new term: a no-op, whose optime is the election's.
+        db.log_noop("new primary")?;
+        let op = match shale_db::oplog::log::take_last_op() {
+            Some(at) => OpTime {
+                ts: at.ts,
+                term: at.term,
+                wall: bson::DateTime::now(),
+            },
+            None => OpTime {
+                ts: self.stamp.clock.tick(),
+                term,
+                wall: bson::DateTime::now(),
+            },
         };
         g.elected = Some(op);
         g.last_write = Some(op);
@@ -326,7 +388,7 @@ impl Repl {
             .ok()
             .and_then(|c| c.get_timestamp("clusterTime").ok())
         {
-            Some(ts) => self.clock.advance_to(ts),
+            Some(ts) => self.stamp.clock.advance_to(ts),
             None => Ok(()),
         }
     }
@@ -339,7 +401,7 @@ impl Repl {
         if self.set_name.is_none() {
             return;
         }
-        let mut g = self.lock();
+        let g = self.lock();
         if let Reply::Doc(d) = reply {
             add_topology_version(d, self.topology_version(g.counter));
         }
@@ -350,20 +412,15 @@ impl Repl {
             Reply::Doc(d) => d.get("ok").and_then(config_number_f64) == Some(1.0),
             Reply::Raw(r) => r.get_f64("ok").ok() == Some(1.0),
         };
-        let op_time = if ok && concern::is_write(name, body) && g.state == MemberState::Primary {
-            let op = OpTime {
-                ts: self.clock.tick(),
-                term: g.term,
-                wall: bson::DateTime::now(),
-            };
-            g.last_write = Some(op);
-            op.ts
-        } else {
-            last.ts
+        // A write's own newest entry (mongod's client last op), else the newest write.
+        let written = shale_db::oplog::log::take_last_op();
+        let op_time = match written {
+            Some(at) if ok && concern::is_write(name, body) => at.ts,
+            _ => self.last_write(&g).map_or(last.ts, |w| w.ts),
         };
         drop(g);
         let cluster_time = doc! {
-            "clusterTime": self.clock.now(),
+            "clusterTime": self.stamp.clock.now(),
             "signature": {
                 "hash": bson::Binary {
                     subtype: bson::spec::BinarySubtype::Generic,

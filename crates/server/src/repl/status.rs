@@ -48,7 +48,7 @@ impl Repl {
         d.insert("primary", me.clone());
         d.insert("me", me);
         d.insert("electionId", election_id(g.term));
-        if let Some(w) = g.last_write {
+        if let Some(w) = self.last_write(&g) {
             d.insert(
                 "lastWrite",
                 doc! {
@@ -77,7 +77,7 @@ impl Repl {
                 "Our replica set config is invalid or we are not a member of it",
             ));
         }
-        let (Some(last), Some(elected)) = (g.last_write, g.elected) else {
+        let (Some(last), Some(elected)) = (self.last_write(&g), g.elected) else {
             return Err(not_initialized());
         };
         let me = g.me.as_ref().and_then(|m| config.self_member(m));

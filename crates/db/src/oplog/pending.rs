@@ -1,0 +1,178 @@
+//! The operations a write collects while its engine transaction runs, to become oplog
+//! entries at its commit (`log.rs`). A write path records each document change it makes
+//! (`doc_write.rs` does for inserts, replacements and removals); a standalone's buffer is
+//! off and records nothing (no cost but a branch). Collections of the `local` database are
+//! never logged, as on mongod. An update is recorded as mongod's `$v: 2` diff of the top-level
+//! fields when the new document keeps the old one's field order (changed fields `u`, new ones
+//! `i` at the end, removed ones `d`), else as the replacement document.
+
+use super::entry::{Op, Operation};
+use crate::catalog::Collection;
+use bson::{RawBsonRef, RawDocument, RawDocumentBuf};
+
+/// What one engine transaction changed, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    on: bool,
+    pub(crate) ops: Vec<Operation>,
+}
+
+impl Pending {
+    /// A buffer that records (`on`: the database keeps an oplog) or ignores.
+    pub(crate) fn new(on: bool) -> Pending {
+        Pending {
+            on,
+            ops: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    fn logs(&self, coll: &Collection) -> bool {
+        self.on && coll.ns.db != "local"
+    }
+
+    fn push(&mut self, coll: &Collection, op: Op) {
+        self.ops.push(Operation {
+            op,
+            ns: coll.ns.to_string(),
+            ui: Some(coll.uuid),
+        });
+    }
+
+    /// `doc` was inserted.
+    pub(crate) fn insert(&mut self, coll: &Collection, doc: &RawDocument) {
+        if self.logs(coll) {
+            let key = id_key_document(doc);
+            self.push(
+                coll,
+                Op::Insert {
+                    doc: doc.to_owned(),
+                    key,
+                },
+            );
+        }
+    }
+
+    /// `old` was replaced by `new`.
+    pub(crate) fn update(&mut self, coll: &Collection, old: &RawDocument, new: &RawDocument) {
+        if self.logs(coll) {
+            let update = diff(old, new).unwrap_or_else(|| new.to_owned());
+            let key = id_key_document(new);
+            self.push(coll, Op::Update { update, key });
+        }
+    }
+
+    /// An update message sent blind (a fast update): `o` is the operator document as given.
+    pub(crate) fn blind_update(&mut self, coll: &Collection, id: &bson::Bson, update: RawDocumentBuf) {
+        if self.logs(coll) {
+            let mut key = RawDocumentBuf::new();
+            if let Ok(raw) = bson::RawBson::try_from(id.clone()) {
+                key.append("_id", raw);
+            }
+            self.push(coll, Op::Update { update, key });
+        }
+    }
+
+    /// `doc` was removed.
+    pub(crate) fn delete(&mut self, coll: &Collection, doc: &RawDocument) {
+        if self.logs(coll) {
+            let key = id_key_document(doc);
+            self.push(coll, Op::Delete { key });
+        }
+    }
+}
+
+/// `{_id: <the document's _id>}`, copied raw.
+fn id_key_document(doc: &RawDocument) -> RawDocumentBuf {
+    let mut key = RawDocumentBuf::new();
+    if let Ok(Some(id)) = doc.get("_id") {
+        key.append("_id", id.to_raw_bson());
+    }
+    key
+}
+
+/// mongod's `{$v: 2, diff: {d, u, i}}` for a change of top-level fields, or `None` when the
+/// new document reorders the old one's remaining fields (a replacement then says it).
+pub(crate) fn diff(old: &RawDocument, new: &RawDocument) -> Option<RawDocumentBuf> {
+    let old_fields: Vec<(&str, RawBsonRef<'_>)> = old.iter().collect::<Result<_, _>>().ok()?;
+    let new_fields: Vec<(&str, RawBsonRef<'_>)> = new.iter().collect::<Result<_, _>>().ok()?;
+    let mut deleted = RawDocumentBuf::new();
+    let mut updated = RawDocumentBuf::new();
+    let mut inserted = RawDocumentBuf::new();
+    // The old fields the new document keeps must come first in the new one, in order.
+    let kept: Vec<&(&str, RawBsonRef<'_>)> = old_fields
+        .iter()
+        .filter(|(k, _)| new_fields.iter().any(|(n, _)| n == k))
+        .collect();
+    for (i, (k, v)) in kept.iter().enumerate() {
+        let (nk, nv) = new_fields.get(i)?;
+        if nk != k {
+            return None;
+        }
+        if !same(v, nv) {
+            updated.append(*k, nv.to_raw_bson());
+        }
+    }
+    for (k, _) in &old_fields {
+        if !new_fields.iter().any(|(n, _)| n == k) {
+            deleted.append(*k, false);
+        }
+    }
+    for (k, v) in &new_fields[kept.len()..] {
+        inserted.append(*k, v.to_raw_bson());
+    }
+    let mut d = RawDocumentBuf::new();
+    for (name, part) in [("d", deleted), ("u", updated), ("i", inserted)] {
+        if !part.as_bytes().is_empty() && part.iter().next().is_some() {
+            d.append(name, part);
+        }
+    }
+    let mut out = RawDocumentBuf::new();
+    out.append("$v", 2i32);
+    out.append("diff", d);
+    Some(out)
+}
+
+/// Byte equality of two values of the same type (what a diff needs: any change shows).
+fn same(a: &RawBsonRef<'_>, b: &RawBsonRef<'_>) -> bool {
+    a.element_type() == b.element_type() && a.to_raw_bson() == b.to_raw_bson()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn raw(d: bson::Document) -> RawDocumentBuf {
+        RawDocumentBuf::from_document(&d).expect("raw")
+    }
+
+    #[test]
+    fn a_diff_names_changed_added_and_removed_fields() {
+        let old = raw(doc! {"_id": 1, "a": 1, "b": 2, "c": 3});
+        let new = raw(doc! {"_id": 1, "a": 5, "c": 3, "z": true});
+        let d = diff(&old, &new).expect("diff").to_document().expect("doc");
+        assert_eq!(
+            d,
+            doc! {"$v": 2, "diff": {"d": {"b": false}, "u": {"a": 5}, "i": {"z": true}}}
+        );
+    }
+
+    #[test]
+    fn a_reordering_is_a_replacement() {
+        let old = raw(doc! {"_id": 1, "a": 1, "b": 2});
+        let new = raw(doc! {"_id": 1, "b": 2, "a": 1});
+        assert!(diff(&old, &new).is_none());
+    }
+
+    #[test]
+    fn a_type_change_of_an_equal_number_is_a_change() {
+        let old = raw(doc! {"_id": 1, "a": 1});
+        let new = raw(doc! {"_id": 1, "a": 1i64});
+        let d = diff(&old, &new).expect("diff").to_document().expect("doc");
+        assert_eq!(d, doc! {"$v": 2, "diff": {"u": {"a": 1i64}}});
+    }
+}
