@@ -1,0 +1,159 @@
+"""A kill -9 loop on a `--replSet` member under concurrent writes of every kind (issue 24
+items 5 and 10, docs/design-oplog.md O2/O8): plain and retryable inserts, updates and
+deletes, and multi-document transactions. The server is killed at a random moment,
+restarted, and the oplog is replayed from empty over `crash.*`: the documents it gives must
+be exactly the documents stored (no change without its entry, no entry without its
+change), every acknowledged write must be there, and the oplog's timestamps must be unique
+and increasing across restarts. Then the writers go on, and the next kill comes."""
+
+import random
+import signal
+import threading
+import time
+
+from conftest import Server
+from pymongo.errors import PyMongoError
+
+ROUNDS = 4
+SET = "rs0"
+
+
+def plain_writer(client, name, acked, stop):
+    """Inserts, `$inc`s and deletes through single statements."""
+    coll = client.crash.docs
+    rng = random.Random(name)
+    i = 0
+    while not stop.is_set():
+        key = f"{name}-{i}"
+        try:
+            coll.insert_one({"_id": key, "n": 0, "w": name})
+            acked.add(key)
+            coll.update_one({"_id": key}, {"$inc": {"n": 1}, "$set": {"s": "x" * rng.randint(0, 40)}})
+            if rng.random() < 0.3:
+                acked.discard(key)  # a delete cut off by the kill may or may not be there
+                coll.delete_one({"_id": key})
+        except PyMongoError:
+            if stop.is_set():
+                return
+            time.sleep(0.01)
+        i += 1
+
+
+def txn_writer(client, name, acked, stop):
+    """Transactions that insert two documents and bump a counter."""
+    db = client.crash
+    i = 0
+    while not stop.is_set():
+        key = f"{name}-{i}"
+        try:
+            with client.start_session() as s:
+                s.start_transaction()
+                db.docs.insert_many([{"_id": f"{key}-{j}", "t": key} for j in range(2)], session=s)
+                db.counters.update_one({"_id": name}, {"$inc": {"n": 1}}, upsert=True, session=s)
+                s.commit_transaction()
+            acked.add(f"{key}-0")
+        except PyMongoError:
+            if stop.is_set():
+                return
+            time.sleep(0.01)
+        i += 1
+
+
+def apply_diff(doc, diff):
+    for k in diff.get("d", {}):
+        doc.pop(k, None)
+    for k, v in diff.get("u", {}).items():
+        doc[k] = v
+    for k, v in diff.get("i", {}).items():
+        doc[k] = v
+
+
+def apply(state, op):
+    """Applies one oplog operation to `state` ({ns: {_id: doc}})."""
+    kind, ns = op["op"], op["ns"]
+    if kind == "c":
+        if "applyOps" in op["o"]:
+            for inner in op["o"]["applyOps"]:
+                apply(state, inner)
+        elif "drop" in op["o"]:
+            state.pop(f"{ns[: -len('.$cmd')]}.{op['o']['drop']}", None)
+        return
+    if kind == "n" or not ns.startswith("crash."):
+        return
+    docs = state.setdefault(ns, {})
+    if kind == "i":
+        docs[op["o"]["_id"]] = dict(op["o"])
+    elif kind == "d":
+        docs.pop(op["o"]["_id"], None)
+    elif kind == "u":
+        key = op["o2"]["_id"]
+        if op["o"].get("$v") == 2:
+            apply_diff(docs[key], op["o"]["diff"])
+        else:
+            docs[key] = dict(op["o"])
+
+
+def check_round(client, acked, last_seen):
+    """Replays the whole oplog and compares; returns the newest `ts`."""
+    entries = list(client.local["oplog.rs"].find().sort("$natural", 1))
+    stamps = [e["ts"] for e in entries]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), "ts order"
+    assert last_seen is None or stamps[-1] >= last_seen, "ts went back across a restart"
+    state = {}
+    for e in entries:
+        apply(state, e)
+    for name in ["docs", "counters"]:
+        stored = {d["_id"]: d for d in client.crash[name].find()}
+        replayed = state.get(f"crash.{name}", {})
+        missing = set(stored) - set(replayed)
+        extra = set(replayed) - set(stored)
+        assert not missing, f"{name}: changes without entries: {sorted(missing)[:5]}"
+        assert not extra, f"{name}: entries without changes: {sorted(extra)[:5]}"
+        differ = [k for k in stored if stored[k] != replayed[k]]
+        assert not differ, f"{name}: replay differs for {differ[:5]}: {stored[differ[0]]} vs {replayed[differ[0]]}"
+    docs = {d["_id"] for d in client.crash.docs.find({}, {"_id": 1})}
+    lost = set(acked) - docs
+    assert not lost, f"acknowledged writes lost: {sorted(lost)[:5]}"
+    return stamps[-1]
+
+
+def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
+    rng = random.Random(0x0F106)
+    data = tmp_path / "data"
+    data.mkdir()
+    server = Server(data, args=["--replSet", SET])
+    with server.client() as c:
+        c.admin.command("replSetInitiate")
+    acked = set()
+    last = None
+    try:
+        for round_no in range(ROUNDS):
+            retrying = server.client()
+            plain = server.client(retryWrites=False)
+            stop = threading.Event()
+            threads = [
+                threading.Thread(target=plain_writer, args=(retrying, f"r{round_no}", acked, stop)),
+                threading.Thread(target=plain_writer, args=(plain, f"p{round_no}", acked, stop)),
+                threading.Thread(target=txn_writer, args=(retrying, f"t{round_no}", acked, stop)),
+            ]
+            for t in threads:
+                t.start()
+            time.sleep(rng.uniform(0.7, 1.5))
+            port = server.port
+            server.stop(signal.SIGKILL)
+            stop.set()
+            for t in threads:
+                t.join()
+            retrying.close()
+            plain.close()
+            # The same port: the stored config names this member by its address.
+            server = Server(data, port=port, args=["--replSet", SET])
+            with server.client() as c:
+                deadline = time.monotonic() + 10
+                while not c.admin.command("hello").get("isWritablePrimary"):
+                    assert time.monotonic() < deadline, c.admin.command("hello")
+                    time.sleep(0.1)
+                last = check_round(c, acked, last)
+    finally:
+        server.stop()
+    assert last is not None and len(acked) > 0
