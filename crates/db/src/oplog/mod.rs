@@ -14,6 +14,9 @@ pub mod reader;
 mod truncate;
 pub mod visibility;
 
+#[cfg(test)]
+mod tests;
+
 use crate::catalog::Collection;
 use crate::namespace::Namespace;
 use crate::{engine_error, Database, DbResult};
