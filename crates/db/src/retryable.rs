@@ -158,12 +158,15 @@ impl Database {
             let session = doc! {"txnNumber": r.txn_number, "lastWriteDate": bson::DateTime::now()};
             txn.put(tree, &r.lsid, &to_bytes(&session))
                 .map_err(engine_error)?;
-            st.log_as_statement(r.lsid, SessionInfo {
-                lsid: lsid_document(r.lsid),
-                txn_number: r.txn_number,
-                stmt_id: Some(stmt_id),
-                prev,
-            });
+            st.log_as_statement(
+                r.lsid,
+                SessionInfo {
+                    lsid: lsid_document(r.lsid),
+                    txn_number: r.txn_number,
+                    stmt_id: Some(stmt_id),
+                    prev,
+                },
+            );
             Ok(None)
         })
     }

@@ -41,7 +41,7 @@ struct Shared {
 }
 
 enum Slot {
-    Open(TxnState),
+    Open(Box<TxnState>),
     Ended(TxnEnd),
 }
 
@@ -242,12 +242,12 @@ impl Database {
         let t = UserTxn(Arc::new(Shared {
             id,
             started: Instant::now(),
-            slot: Mutex::new(Slot::Open(TxnState {
+            slot: Mutex::new(Slot::Open(Box::new(TxnState {
                 txn: self.engine().begin(),
                 written: Vec::new(),
                 log: self.pending(),
                 kind,
-            })),
+            }))),
         }));
         self.user_txns.lock().insert(id, t.clone());
         t
@@ -269,7 +269,7 @@ impl Database {
                 return Err(no_such_transaction(end));
             }
         };
-        let result = self.commit_state(st);
+        let result = self.commit_state(*st);
         if result.is_ok() {
             *slot = Slot::Ended(TxnEnd::Committed);
         }
@@ -298,7 +298,8 @@ impl Database {
         match &kind {
             Kind::Transaction(s) => self.commit_logged(txn, &log, Shape::ApplyOps(s.as_ref()))?,
             Kind::Statement(lsid, s) => {
-                let record = |txn: &mut Txn, last| self.record_last_op(txn, lsid, s.txn_number, last);
+                let record =
+                    |txn: &mut Txn, last| self.record_last_op(txn, lsid, s.txn_number, last);
                 self.commit_logged_with(txn, &log, Shape::Each(Some(s)), Some(&record))?
             }
         }

@@ -7,8 +7,7 @@
 //! nothing (docs/design-oplog.md, Writing).
 
 use bson::{
-    doc, spec::BinarySubtype, Document, RawArrayBuf, RawDocument, RawDocumentBuf,
-    Timestamp, Uuid,
+    doc, spec::BinarySubtype, Document, RawArrayBuf, RawDocument, RawDocumentBuf, Timestamp, Uuid,
 };
 
 /// The oplog format version mongod 4.4+ writes.
@@ -145,9 +144,9 @@ impl Operation {
                 return;
             }
         };
-        d.append("o", o.to_owned());
+        d.append_ref("o", o);
         if let Some(o2) = o2 {
-            d.append("o2", o2.to_owned());
+            d.append_ref("o2", o2);
         }
     }
 
@@ -173,7 +172,7 @@ pub fn entry_document(
 ) -> RawDocumentBuf {
     let mut d = RawDocumentBuf::new();
     if let Some(s) = session {
-        d.append("lsid", s.lsid.clone());
+        d.append_ref("lsid", &*s.lsid);
         d.append("txnNumber", s.txn_number);
     }
     operation.append_to(&mut d);
@@ -264,9 +263,14 @@ mod tests {
             ui: Some(ui),
         };
         let wall = bson::DateTime::from_millis(1_000);
-        let d = entry_document(&op, at(5, 1), wall, None).to_document().expect("doc");
+        let d = entry_document(&op, at(5, 1), wall, None)
+            .to_document()
+            .expect("doc");
         let r = raw(d.clone());
-        assert_eq!(keys(&r), ["op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"]);
+        assert_eq!(
+            keys(&r),
+            ["op", "ns", "ui", "o", "o2", "ts", "t", "v", "wall"]
+        );
         assert_eq!(d.get_str("op"), Ok("i"));
         assert_eq!(d.get_i64("v"), Ok(2));
         assert_eq!(d.get_i64("t"), Ok(1));
@@ -367,6 +371,12 @@ mod tests {
             increment: 2,
         });
         assert!(a < b && b < c);
-        assert_eq!(key_ts(&c), Some(Timestamp { time: 6, increment: 2 }));
+        assert_eq!(
+            key_ts(&c),
+            Some(Timestamp {
+                time: 6,
+                increment: 2
+            })
+        );
     }
 }

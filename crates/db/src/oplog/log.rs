@@ -33,6 +33,10 @@ pub trait OplogClock: Send + Sync + std::fmt::Debug {
     fn advance_to(&self, ts: Timestamp);
 }
 
+/// A step run in a logged transaction after its entries are written and before it commits,
+/// with the newest entry's optime.
+pub(crate) type BeforeCommit<'a> = &'a dyn Fn(&mut Txn, OpTime) -> DbResult<()>;
+
 /// How a transaction's operations become entries.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shape<'a> {
@@ -207,7 +211,7 @@ impl Oplog {
         mut txn: Txn,
         ops: &[Operation],
         shape: Shape<'_>,
-        before_commit: Option<&dyn Fn(&mut Txn, OpTime) -> DbResult<()>>,
+        before_commit: Option<BeforeCommit<'_>>,
     ) -> DbResult<()> {
         let n = match shape {
             Shape::Each(_) => ops.len() as u32,

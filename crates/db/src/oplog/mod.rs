@@ -19,15 +19,15 @@ mod tests;
 
 use crate::catalog::Collection;
 use crate::namespace::Namespace;
-use crate::{engine_error, Database, DbResult};
 use crate::query_ops::FindSpec;
+use crate::{engine_error, Database, DbResult};
 use bson::{doc, Bson, Timestamp};
-use reader::{OplogRead, OplogSource};
-use shale_doc::{Matcher, Projection};
 use entry::{key_ts, OpTime};
 use log::{LastEntry, Oplog, OplogClock, Shape, OPLOG_COLL, OPLOG_DB};
 use pending::Pending;
+use reader::{OplogRead, OplogSource};
 use shale_doc::{ErrorCode, MongoError};
+use shale_doc::{Matcher, Projection};
 use shale_engine::Txn;
 use std::sync::Arc;
 
@@ -50,7 +50,10 @@ pub fn is_oplog(ns: &Namespace) -> bool {
 
 /// mongod's refusal of a user write to the oplog of a replica-set member.
 pub fn oplog_write_refused(ns: &Namespace) -> MongoError {
-    MongoError::new(ErrorCode::InvalidNamespace, format!("cannot write to '{ns}'"))
+    MongoError::new(
+        ErrorCode::InvalidNamespace,
+        format!("cannot write to '{ns}'"),
+    )
 }
 
 impl Database {
@@ -167,7 +170,7 @@ impl Database {
         txn: Txn,
         log: &Pending,
         shape: Shape<'_>,
-        before_commit: Option<&dyn Fn(&mut Txn, OpTime) -> DbResult<()>>,
+        before_commit: Option<log::BeforeCommit<'_>>,
     ) -> DbResult<()> {
         match self.oplog.get() {
             Some(oplog) if !log.is_empty() => {

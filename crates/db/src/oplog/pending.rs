@@ -66,7 +66,12 @@ impl Pending {
     }
 
     /// An update message sent blind (a fast update): `o` is the operator document as given.
-    pub(crate) fn blind_update(&mut self, coll: &Collection, id: &bson::Bson, update: RawDocumentBuf) {
+    pub(crate) fn blind_update(
+        &mut self,
+        coll: &Collection,
+        id: &bson::Bson,
+        update: RawDocumentBuf,
+    ) {
         if self.logs(coll) {
             let mut key = RawDocumentBuf::new();
             if let Ok(raw) = bson::RawBson::try_from(id.clone()) {

@@ -92,10 +92,18 @@ fn update(filter: Document, u: Document) -> UpdateOp {
 fn each_write_kind_leaves_its_entry() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _) = open(dir.path(), 1 << 30);
-    db.insert(&ns(), &[raw(doc! {"_id": 1, "a": 1}), raw(doc! {"_id": 2})], true)
-        .expect("insert");
-    db.update(&ns(), &[update(doc! {"_id": 1}, doc! {"$set": {"a": 5}})], true)
-        .expect("update");
+    db.insert(
+        &ns(),
+        &[raw(doc! {"_id": 1, "a": 1}), raw(doc! {"_id": 2})],
+        true,
+    )
+    .expect("insert");
+    db.update(
+        &ns(),
+        &[update(doc! {"_id": 1}, doc! {"$set": {"a": 5}})],
+        true,
+    )
+    .expect("update");
     let del = DeleteOp {
         filter: doc! {"_id": 2},
         limit_one: true,
@@ -112,8 +120,15 @@ fn each_write_kind_leaves_its_entry() {
     let got = entries(&db);
     assert_eq!(
         ops(&got),
-        [("c", "app.$cmd"), ("i", "app.c"), ("i", "app.c"), ("u", "app.c"), ("d", "app.c"), ("d", "app.c")]
-            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        [
+            ("c", "app.$cmd"),
+            ("i", "app.c"),
+            ("i", "app.c"),
+            ("u", "app.c"),
+            ("d", "app.c"),
+            ("d", "app.c")
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
     assert_eq!(got[0].get_document("o"), Ok(&doc! {"create": "c"}));
     assert_eq!(got[1].get_document("o"), Ok(&doc! {"_id": 1, "a": 1}));
@@ -138,25 +153,35 @@ fn each_write_kind_leaves_its_entry() {
 fn a_transaction_is_one_entry_and_a_rolled_back_one_none() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _) = open(dir.path(), 1 << 30);
-    db.insert(&ns(), &[raw(doc! {"_id": 0})], true).expect("insert");
+    db.insert(&ns(), &[raw(doc! {"_id": 0})], true)
+        .expect("insert");
     let before = entries(&db).len();
     let t = db.begin_session_txn([9; 16], 4);
     db.insert_in(&t, &ns(), &[raw(doc! {"_id": 1}), raw(doc! {"_id": 2})])
         .expect("insert");
-    db.update_in(&t, &ns(), &[update(doc! {"_id": 0}, doc! {"$set": {"x": 1}})])
-        .expect("update");
+    db.update_in(
+        &t,
+        &ns(),
+        &[update(doc! {"_id": 0}, doc! {"$set": {"x": 1}})],
+    )
+    .expect("update");
     db.commit_user_txn(&t).expect("commit");
     let aborted = db.begin_session_txn([9; 16], 5);
     db.insert_in(&aborted, &ns(), &[raw(doc! {"_id": 3})])
         .expect("insert");
     db.abort_user_txn(&aborted);
     // A duplicate key fails its statement: nothing of it is logged.
-    let dup = db.insert(&ns(), &[raw(doc! {"_id": 0})], true).expect("insert");
+    let dup = db
+        .insert(&ns(), &[raw(doc! {"_id": 0})], true)
+        .expect("insert");
     assert_eq!(dup.errors.len(), 1);
     let got = entries(&db);
     assert_eq!(got.len(), before + 1, "{got:?}");
     let e = got.last().expect("entry");
-    assert_eq!((e.get_str("op"), e.get_str("ns")), (Ok("c"), Ok("admin.$cmd")));
+    assert_eq!(
+        (e.get_str("op"), e.get_str("ns")),
+        (Ok("c"), Ok("admin.$cmd"))
+    );
     assert_eq!(e.get_i64("txnNumber"), Ok(4));
     assert!(!e.contains_key("stmtId"));
     let inner = e
@@ -170,7 +195,8 @@ fn a_transaction_is_one_entry_and_a_rolled_back_one_none() {
 fn a_retryable_statement_carries_its_session_and_chains_prev_op_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _) = open(dir.path(), 1 << 30);
-    db.insert(&ns(), &[raw(doc! {"_id": 0})], true).expect("create");
+    db.insert(&ns(), &[raw(doc! {"_id": 0})], true)
+        .expect("create");
     let r = RetryId {
         lsid: [3; 16],
         txn_number: 1,
@@ -196,7 +222,8 @@ fn a_retryable_statement_carries_its_session_and_chains_prev_op_time() {
         "the session's first entry points at the null optime"
     );
     assert_eq!(
-        b.get_document("prevOpTime").and_then(|p| p.get_timestamp("ts")),
+        b.get_document("prevOpTime")
+            .and_then(|p| p.get_timestamp("ts")),
         a.get_timestamp("ts")
     );
 }
@@ -215,18 +242,27 @@ fn the_oplog_is_truncated_to_its_bound_oldest_first() {
     assert!(oplog.bytes() <= bound as i64, "{} bytes", oplog.bytes());
     let got = entries(&db);
     assert!(got.len() < 400 && got.len() > 50, "{} entries", got.len());
-    let first = got[0].get_document("o").expect("o").get_i32("_id").expect("_id");
+    let first = got[0]
+        .get_document("o")
+        .expect("o")
+        .get_i32("_id")
+        .expect("_id");
     let last = got.last().expect("last").get_document("o").expect("o");
     assert_eq!(last.get_i32("_id"), Ok(399));
     assert_eq!(first, 400 - got.len() as i32, "the oldest went first");
-    assert_eq!(db.count(&ns(), &doc! {}, 0, None, None, &Variables::default()).expect("count"), 400);
+    assert_eq!(
+        db.count(&ns(), &doc! {}, 0, None, None, &Variables::default())
+            .expect("count"),
+        400
+    );
 }
 
 #[test]
 fn a_tailing_source_sees_later_entries_and_a_standalone_has_none() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _) = open(dir.path(), 1 << 30);
-    db.insert(&ns(), &[raw(doc! {"_id": 1})], true).expect("insert");
+    db.insert(&ns(), &[raw(doc! {"_id": 1})], true)
+        .expect("insert");
     let mut tail = source(&db, true);
     let mut read = 0;
     while tail.next_doc().expect("read").is_some() {
@@ -234,12 +270,10 @@ fn a_tailing_source_sees_later_entries_and_a_standalone_has_none() {
     }
     assert_eq!(read, 2, "create and insert");
     assert!(tail.tailing());
-    db.insert(&ns(), &[raw(doc! {"_id": 2})], true).expect("insert");
+    db.insert(&ns(), &[raw(doc! {"_id": 2})], true)
+        .expect("insert");
     let next = tail.next_doc().expect("read").expect("the new entry");
-    assert_eq!(
-        next.get_document("o").expect("o").get_i32("_id"),
-        Ok(2)
-    );
+    assert_eq!(next.get_document("o").expect("o").get_i32("_id"), Ok(2));
     assert!(tail.next_doc().expect("read").is_none() && tail.tailing());
 
     let plain = tempfile::tempdir().expect("tempdir");
@@ -263,7 +297,8 @@ fn a_reopened_oplog_goes_on_after_its_newest_entry() {
     let dir = tempfile::tempdir().expect("tempdir");
     let newest = {
         let (db, _) = open(dir.path(), 1 << 30);
-        db.insert(&ns(), &[raw(doc! {"_id": 1})], true).expect("insert");
+        db.insert(&ns(), &[raw(doc! {"_id": 1})], true)
+            .expect("insert");
         let n = db.oplog().expect("oplog").last_visible();
         db.close().expect("close");
         n
@@ -272,9 +307,13 @@ fn a_reopened_oplog_goes_on_after_its_newest_entry() {
     let clock = Arc::new(CountingClock::default());
     let found = db.enable_oplog(clock.clone(), 1 << 30).expect("enable");
     assert_eq!(found.map(|f| f.at), Some(newest.at));
-    db.insert(&ns(), &[raw(doc! {"_id": 2})], true).expect("insert");
+    db.insert(&ns(), &[raw(doc! {"_id": 2})], true)
+        .expect("insert");
     let got = entries(&db);
-    let stamps: Vec<Bson> = got.iter().map(|e| e.get("ts").expect("ts").clone()).collect();
+    let stamps: Vec<Bson> = got
+        .iter()
+        .map(|e| e.get("ts").expect("ts").clone())
+        .collect();
     assert_eq!(stamps.len(), 3);
     assert!(super::pack(got[2].get_timestamp("ts").expect("ts")) > super::pack(newest.at.ts));
 }

@@ -62,7 +62,12 @@ impl Database {
         txn.add_count(&oplog.coll.size, -bytes);
         txn.commit().map_err(engine_error)?;
         if let Some(last) = doomed.last().and_then(|k| key_ts(k)) {
-            tracing::debug!(entries = doomed.len(), bytes, through = pack(last), "oplog truncated");
+            tracing::debug!(
+                entries = doomed.len(),
+                bytes,
+                through = pack(last),
+                "oplog truncated"
+            );
         }
         Ok(doomed.len())
     }

@@ -3,8 +3,7 @@
 //! is gossiped to and from clients as `$clusterTime`. It never moves backwards, not even when
 //! the wall clock does; a client's `$clusterTime` may move it forwards, but not further than
 //! mongod's `maxAcceptableLogicalClockDriftSecs` past the wall clock. Owns no storage: after
-//! a restart it starts from the wall clock (item 5's oplog will seed it from its newest
-//! entry).
+//! a restart the oplog moves it past its newest entry (`Stamp::advance_to`).
 
 use bson::Timestamp;
 use shale_doc::{ErrorCode, MongoError};

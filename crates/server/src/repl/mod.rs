@@ -8,9 +8,10 @@
 //!
 //! One member only: `replSetInitiate` makes this server the primary of a one-member set (its
 //! config in `local.system.replset`, its term in `local.replset.election`, so a restart comes
-//! back as the same set's primary, in a new term as after an election). Item 5's oplog and a
-//! later consensus crate plug in here: the oplog will stamp its entries from `clock` and
-//! report `lastWrite` from its newest entry; consensus will own `MemberState` transitions.
+//! back as the same set's primary, in a new term as after an election). The oplog
+//! (`shale_db::oplog`) is enabled in `start`: it stamps its entries from this member's
+//! clock and term (`Stamp`), and `lastWrite` and a write's `operationTime` come from its
+//! entries. A later consensus crate plugs in here too: it will own `MemberState` transitions.
 //!
 //! Never touches the wire codec or storage directly: documents in and out, the database
 //! through `store.rs`.
@@ -27,9 +28,9 @@ use clock::LogicalClock;
 use config::{ReplSetConfig, SelfHost};
 use shale_db::oplog::log::{Oplog, OplogClock};
 use shale_db::Database;
+use shale_doc::{ErrorCode, MongoError};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
-use shale_doc::{ErrorCode, MongoError};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
