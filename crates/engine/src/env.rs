@@ -18,10 +18,11 @@ use crate::catalog::{tree_path, Catalog, TreeEntry};
 use crate::counters::{EngineCounters, EngineStats};
 use crate::lock::DirLock;
 use crate::mvcc::{LockMode, LockTable, Snapshots, Ts};
-use crate::tree::{MergeFn, MsgOp, OpRef, Tree, TreeContext};
+use crate::op::Op;
+use crate::tree::{MergeFn, OpRef, Tree, TreeContext};
 use crate::txn::{Held, Txn};
 use crate::wal::{Change, LiveTxn, LogRecord, TxnId, Wal, WalOptions};
-use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions, MAX_KEY_OR_VALUE_BYTES};
+use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions};
 use parking_lot::{Condvar, Mutex, RwLock};
 use shale_io::{FaultInjector, IoStats};
 use std::collections::HashMap;
@@ -55,18 +56,10 @@ pub fn add_i64_merge(_key: &[u8], current: Option<&[u8]>, payload: &[u8]) -> Opt
     Some(sum.to_le_bytes().to_vec())
 }
 
-/// One change in a write batch.
-#[derive(Debug, Clone)]
-pub enum BatchOp {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-    Update(Vec<u8>, Vec<u8>),
-}
-
 /// Changes to any number of trees, committed atomically (all or nothing after a crash).
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
-    ops: Vec<(Arc<Tree>, BatchOp)>,
+    ops: Vec<(Arc<Tree>, Vec<u8>, Op)>,
     counts: Vec<(Arc<Tree>, i64)>,
 }
 
@@ -75,20 +68,16 @@ impl WriteBatch {
         Self::default()
     }
     pub fn put(&mut self, tree: &TreeHandle, key: &[u8], value: &[u8]) {
-        self.ops.push((
-            tree.tree.clone(),
-            BatchOp::Put(key.to_vec(), value.to_vec()),
-        ));
+        self.push(tree, key, Op::Put(value.to_vec()));
     }
     pub fn delete(&mut self, tree: &TreeHandle, key: &[u8]) {
-        self.ops
-            .push((tree.tree.clone(), BatchOp::Delete(key.to_vec())));
+        self.push(tree, key, Op::Delete);
     }
     pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) {
-        self.ops.push((
-            tree.tree.clone(),
-            BatchOp::Update(key.to_vec(), payload.to_vec()),
-        ));
+        self.push(tree, key, Op::Update(payload.to_vec()));
+    }
+    fn push(&mut self, tree: &TreeHandle, key: &[u8], op: Op) {
+        self.ops.push((tree.tree.clone(), key.to_vec(), op));
     }
     /// Changes the tree's entry count by `delta` with the batch (see `TreeHandle::count`).
     pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
@@ -486,26 +475,27 @@ impl EnvInner {
         if batch.is_empty() {
             return Ok(());
         }
-        for (_, op) in &batch.ops {
-            check_sizes(op)?;
+        for (_, key, op) in &batch.ops {
+            op.check_sizes(key)?;
         }
         let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         let held = self.lock_batch(txn, &batch)?;
-        let committed = self.commit_group(txn, &batch.ops, &batch.counts, false, |ts| {
+        let WriteBatch { ops, counts } = batch;
+        let committed = self.commit_group(txn, ops, &counts, false, |ts| {
             self.release_locks(txn, &held, Some(ts));
         });
         if committed.is_err() {
             self.release_locks(txn, &held, None);
         }
-        committed?;
-        self.after_write(batch.ops.iter().map(|(t, _)| t))
+        let (_, trees) = committed?;
+        self.after_write(trees.iter())
     }
 
     /// Locks every key of a batch (a blind write conflicts only with live holders, L1).
     fn lock_batch(&self, txn: TxnId, batch: &WriteBatch) -> Result<Vec<Held>> {
         let mut held = Vec::with_capacity(batch.ops.len());
-        for (tree, op) in &batch.ops {
-            let id = self.locks.id(tree.id(), op_key(op));
+        for (tree, key, _) in &batch.ops {
+            let id = self.locks.id(tree.id(), key);
             let got = self
                 .locks
                 .acquire(txn, Ts(u64::MAX), id, LockMode::Exclusive);
@@ -526,16 +516,28 @@ impl EnvInner {
     /// A transaction whose writes are already in the trees as provisional versions
     /// (`provisional`) sends no message per key: it is marked committed at the timestamp
     /// before the timestamp is published (T1), and its versions become visible with it.
+    ///
+    /// The operations move into the log's group record uncopied, and the trees apply them
+    /// borrowed from it (`crate::op`). Returns the timestamp and the trees of `ops`, in order.
     pub(crate) fn commit_group(
         &self,
         txn: TxnId,
-        ops: &[(Arc<Tree>, BatchOp)],
+        ops: Vec<(Arc<Tree>, Vec<u8>, Op)>,
         counts: &[(Arc<Tree>, i64)],
         provisional: bool,
         released: impl FnOnce(Ts),
-    ) -> Result<Ts> {
+    ) -> Result<(Ts, Vec<Arc<Tree>>)> {
         // One group record holds the whole commit (docs/format-wal.md, version 2).
-        let mut changes: Vec<Change> = ops.iter().map(|(t, op)| to_change(t.id(), op)).collect();
+        let mut trees = Vec::with_capacity(ops.len());
+        let mut changes = Vec::with_capacity(ops.len() + counts.len());
+        for (tree, key, op) in ops {
+            changes.push(Change::Op {
+                tree: tree.id(),
+                key,
+                op,
+            });
+            trees.push(tree);
+        }
         changes.extend(counts.iter().map(|(t, delta)| Change::Count {
             tree: t.id(),
             delta: *delta,
@@ -549,7 +551,10 @@ impl EnvInner {
                 self.snapshots.status().commit(txn.0, ts);
                 self.live.lock().remove(&txn.0);
             } else {
-                for (tree, tree_ops) in by_tree(ops) {
+                let LogRecord::Group { changes, .. } = &records[0] else {
+                    unreachable!("built as a group above")
+                };
+                for (tree, tree_ops) in by_tree(&trees, changes) {
                     self.poison_on(tree.apply_all(&tree_ops, ts))?;
                 }
             }
@@ -563,7 +568,7 @@ impl EnvInner {
         self.snapshots.status().prune(|| self.snapshots.horizon());
         self.poison_on(self.wal.commit(end))?;
         EngineStats::bump(&self.stats.commits);
-        Ok(Ts(end.0))
+        Ok((Ts(end.0), trees))
     }
 
     /// Wakes the flusher, waits out backpressure and evicts, after writes to these trees.
@@ -664,14 +669,6 @@ impl EnvInner {
     }
 }
 
-fn to_change(tree: u64, op: &BatchOp) -> Change {
-    match op.clone() {
-        BatchOp::Put(key, value) => Change::Put { tree, key, value },
-        BatchOp::Delete(key) => Change::Delete { tree, key },
-        BatchOp::Update(key, payload) => Change::Update { tree, key, payload },
-    }
-}
-
 /// One tree's share of a commit: keys and the messages they get, borrowed from the batch.
 type TreeOps<'a> = Vec<(&'a [u8], OpRef<'a>)>;
 
@@ -681,10 +678,14 @@ type TreeOps<'a> = Vec<(&'a [u8], OpRef<'a>)>;
 const LOG_ROTATE_MIN_BYTES: u64 = 1 << 20;
 
 /// A commit's operations grouped by tree, each tree's in batch order, as the tree applies
-/// them (`Tree::apply_all`): borrowed, the values are not copied.
-fn by_tree(ops: &[(Arc<Tree>, BatchOp)]) -> Vec<(&Arc<Tree>, TreeOps<'_>)> {
+/// them (`Tree::apply_all`): borrowed from the log record, the values are not copied.
+/// `trees[i]` is the tree of `changes[i]`; the count changes after them have no tree here.
+fn by_tree<'a>(trees: &'a [Arc<Tree>], changes: &'a [Change]) -> Vec<(&'a Arc<Tree>, TreeOps<'a>)> {
     let mut groups: Vec<(&Arc<Tree>, TreeOps<'_>)> = Vec::new();
-    for (tree, op) in ops {
+    for (tree, change) in trees.iter().zip(changes) {
+        let Change::Op { key, op, .. } = change else {
+            continue;
+        };
         let at = match groups.iter().position(|(t, _)| Arc::ptr_eq(t, tree)) {
             Some(at) => at,
             None => {
@@ -692,63 +693,9 @@ fn by_tree(ops: &[(Arc<Tree>, BatchOp)]) -> Vec<(&Arc<Tree>, TreeOps<'_>)> {
                 groups.len() - 1
             }
         };
-        groups[at].1.push((op_key(op), op_ref(op)));
+        groups[at].1.push((key.as_slice(), op.as_op_ref()));
     }
     groups
-}
-
-/// The message a batch operation sends, borrowing its bytes.
-fn op_ref(op: &BatchOp) -> OpRef<'_> {
-    match op {
-        BatchOp::Put(_, v) => OpRef::Put(v),
-        BatchOp::Delete(_) => OpRef::Delete,
-        BatchOp::Update(_, p) => OpRef::Update(p),
-    }
-}
-
-pub(crate) fn op_key(op: &BatchOp) -> &[u8] {
-    match op {
-        BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Update(k, _) => k,
-    }
-}
-
-/// The batch operation that a message on `key` stands for.
-pub(crate) fn to_batch_op(key: Vec<u8>, m: MsgOp) -> BatchOp {
-    match m {
-        MsgOp::Put(v) => BatchOp::Put(key, v),
-        MsgOp::Delete => BatchOp::Delete(key),
-        MsgOp::Update(p) => BatchOp::Update(key, p),
-    }
-}
-
-pub(crate) fn to_msg(op: &BatchOp) -> MsgOp {
-    match op {
-        BatchOp::Put(_, v) => MsgOp::Put(v.clone()),
-        BatchOp::Delete(_) => MsgOp::Delete,
-        BatchOp::Update(_, p) => MsgOp::Update(p.clone()),
-    }
-}
-
-pub(crate) fn check_sizes(op: &BatchOp) -> Result<()> {
-    let (key, value) = match op {
-        BatchOp::Put(k, v) | BatchOp::Update(k, v) => (k, v.len()),
-        BatchOp::Delete(k) => (k, 0),
-    };
-    if key.len() > MAX_KEY_OR_VALUE_BYTES {
-        return Err(Error::TooLarge {
-            what: "key",
-            len: key.len(),
-            max: MAX_KEY_OR_VALUE_BYTES,
-        });
-    }
-    if value > MAX_KEY_OR_VALUE_BYTES {
-        return Err(Error::TooLarge {
-            what: "value",
-            len: value,
-            max: MAX_KEY_OR_VALUE_BYTES,
-        });
-    }
-    Ok(())
 }
 
 pub(crate) fn validate_tree_options(o: &TreeOptions) -> Result<()> {

@@ -18,6 +18,7 @@ mod error;
 mod heap;
 mod lock;
 pub mod mvcc;
+pub mod op;
 mod options;
 mod read_view;
 mod recovery;

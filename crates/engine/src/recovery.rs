@@ -21,7 +21,8 @@ use crate::counters::EngineStats;
 use crate::env::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
 use crate::mvcc::{LockTable, Snapshots, Ts};
-use crate::tree::{MsgOp, OpRef, Tree};
+use crate::op::Op;
+use crate::tree::{OpRef, Tree};
 use crate::wal::{self, Change, LogRecord, Lsn, TxnId, Wal};
 use crate::{EnvOptions, Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -225,9 +226,7 @@ fn redo_commit(
                 t.add_count(delta);
                 continue;
             }
-            Change::Put { key, value, .. } => (key, MsgOp::Put(value)),
-            Change::Delete { key, .. } => (key, MsgOp::Delete),
-            Change::Update { key, payload, .. } => (key, MsgOp::Update(payload)),
+            Change::Op { key, op, .. } => (key, op),
         };
         redo_one(t, &key, ts, op.as_op_ref())?;
         applied += 1;
@@ -266,14 +265,35 @@ fn into_change(record: LogRecord) -> std::result::Result<(TxnId, Change), LogRec
             tree,
             key,
             value,
-        } => Ok((txn, Change::Put { tree, key, value })),
-        LogRecord::Delete { txn, tree, key } => Ok((txn, Change::Delete { tree, key })),
+        } => Ok((
+            txn,
+            Change::Op {
+                tree,
+                key,
+                op: Op::Put(value),
+            },
+        )),
+        LogRecord::Delete { txn, tree, key } => Ok((
+            txn,
+            Change::Op {
+                tree,
+                key,
+                op: Op::Delete,
+            },
+        )),
         LogRecord::Update {
             txn,
             tree,
             key,
             payload,
-        } => Ok((txn, Change::Update { tree, key, payload })),
+        } => Ok((
+            txn,
+            Change::Op {
+                tree,
+                key,
+                op: Op::Update(payload),
+            },
+        )),
         LogRecord::Count { txn, tree, delta } => Ok((txn, Change::Count { tree, delta })),
         other => Err(other),
     }

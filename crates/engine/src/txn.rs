@@ -18,8 +18,9 @@
 //! that would take it past the limit fails with `Error::TransactionTooLarge`, MongoDB's
 //! `TransactionTooLargeForCache`.
 
-use crate::env::{BatchOp, EnvInner};
+use crate::env::EnvInner;
 use crate::mvcc::{LockId, LockMode, Refusal, SnapshotGuard, Ts, TxnId};
+use crate::op::Op;
 use crate::tree::{msg, Tree};
 use crate::{Error, Result, TreeHandle, TxnCursor};
 use std::collections::BTreeMap;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 /// delete drops what came before it).
 pub(crate) struct TreeWrites {
     pub tree: Arc<Tree>,
-    pub keys: BTreeMap<Vec<u8>, Vec<msg::MsgOp>>,
+    pub keys: BTreeMap<Vec<u8>, Vec<msg::Op>>,
 }
 
 /// What a write-set key costs in memory beyond its bytes: its map slot and vectors.
@@ -98,7 +99,7 @@ impl Txn {
             .get(&tree.tree.id())
             .and_then(|w| w.keys.get(key));
         let base = match ops.map(|o| o.first()) {
-            Some(Some(msg::MsgOp::Put(_) | msg::MsgOp::Delete)) => None,
+            Some(Some(msg::Op::Put(_) | msg::Op::Delete)) => None,
             _ => tree.tree.get_at(key, &self.snapshot)?,
         };
         Ok(fold_own(
@@ -126,17 +127,17 @@ impl Txn {
 
     /// Inserts or overwrites `key`.
     pub fn put(&mut self, tree: &TreeHandle, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(tree, BatchOp::Put(key.to_vec(), value.to_vec()))
+        self.write(tree, key, Op::Put(value.to_vec()))
     }
 
     /// Deletes `key` (blind: no read).
     pub fn delete(&mut self, tree: &TreeHandle, key: &[u8]) -> Result<()> {
-        self.write(tree, BatchOp::Delete(key.to_vec()))
+        self.write(tree, key, Op::Delete)
     }
 
     /// A read-free update applied by the merge callback.
     pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) -> Result<()> {
-        self.write(tree, BatchOp::Update(key.to_vec(), payload.to_vec()))
+        self.write(tree, key, Op::Update(payload.to_vec()))
     }
 
     /// Changes `tree`'s entry count by `delta` when this transaction commits.
@@ -186,18 +187,16 @@ impl Txn {
         crate::counters::EngineStats::bump(&self.env.stats.txn_aborts);
     }
 
-    fn write(&mut self, tree: &TreeHandle, op: BatchOp) -> Result<()> {
+    fn write(&mut self, tree: &TreeHandle, key: &[u8], m: Op) -> Result<()> {
         self.env.check_usable()?;
-        crate::env::check_sizes(&op)?;
-        let key = crate::env::op_key(&op).to_vec();
-        let m = crate::env::to_msg(&op);
-        let bytes = self.bytes_after(tree, &key, &m);
+        m.check_sizes(key)?;
+        let bytes = self.bytes_after(tree, key, &m);
         let limit = self.env.options.txn_limit();
         if bytes > limit {
             return Err(Error::TransactionTooLarge { bytes, limit });
         }
-        self.lock(tree, &key, LockMode::Exclusive)?;
-        self.write_provisional(tree, &key, &m)?;
+        self.lock(tree, key, LockMode::Exclusive)?;
+        self.write_provisional(tree, key, &m)?;
         let writes = self
             .writes
             .entry(tree.tree.id())
@@ -205,8 +204,11 @@ impl Txn {
                 tree: tree.tree.clone(),
                 keys: BTreeMap::new(),
             });
-        let ops = writes.keys.entry(key).or_default();
-        if !matches!(m, msg::MsgOp::Update(_)) {
+        let ops = match writes.keys.get_mut(key) {
+            Some(ops) => ops,
+            None => writes.keys.entry(key.to_vec()).or_default(),
+        };
+        if !matches!(m, msg::Op::Update(_)) {
             ops.clear();
         }
         ops.push(m);
@@ -216,7 +218,7 @@ impl Txn {
     /// Puts `m` into the tree as a provisional version of this transaction: the status
     /// table knows the transaction and the key is registered before the message goes in
     /// (T1, R8).
-    fn write_provisional(&mut self, tree: &TreeHandle, key: &[u8], m: &msg::MsgOp) -> Result<()> {
+    fn write_provisional(&mut self, tree: &TreeHandle, key: &[u8], m: &msg::Op) -> Result<()> {
         if !self.provisional {
             self.env.snapshots.status().begin(self.id.0);
             self.provisional = true;
@@ -237,7 +239,7 @@ impl Txn {
 
     /// The write set's memory once `m` on `key` is recorded: a put or delete drops the key's
     /// earlier operations, an update adds to them.
-    fn bytes_after(&self, tree: &TreeHandle, key: &[u8], m: &msg::MsgOp) -> usize {
+    fn bytes_after(&self, tree: &TreeHandle, key: &[u8], m: &msg::Op) -> usize {
         let ops = self
             .writes
             .get(&tree.tree.id())
@@ -245,7 +247,7 @@ impl Txn {
         let (added_key, dropped) = match ops {
             // The key is held twice: in the write set and in the live-key registry (R8).
             None => (KEY_OVERHEAD + 2 * key.len(), 0),
-            Some(ops) if !matches!(m, msg::MsgOp::Update(_)) => {
+            Some(ops) if !matches!(m, msg::Op::Update(_)) => {
                 (0, ops.iter().map(op_bytes).sum::<usize>())
             }
             Some(_) => (0, 0),
@@ -285,12 +287,17 @@ impl Txn {
         if self.writes.is_empty() && self.counts.values().all(|c| c.1 == 0) {
             return Ok(None);
         }
-        // The write set is consumed: its values move into the batch operations uncopied.
+        // The write set is consumed: its operations move into the log record uncopied (a
+        // key with several operations, only updates, is copied for each after the first).
         let mut ops = Vec::new();
         for w in std::mem::take(&mut self.writes).into_values() {
-            for (key, list) in w.keys {
+            for (key, mut list) in w.keys {
+                let last = list.pop();
                 for m in list {
-                    ops.push((w.tree.clone(), crate::env::to_batch_op(key.clone(), m)));
+                    ops.push((w.tree.clone(), key.clone(), m));
+                }
+                if let Some(m) = last {
+                    ops.push((w.tree.clone(), key, m));
                 }
             }
         }
@@ -301,7 +308,7 @@ impl Txn {
         let id = self.id;
         let ts = self
             .env
-            .commit_group(id, &ops, &counts, self.provisional, |ts| {
+            .commit_group(id, ops, &counts, self.provisional, |ts| {
                 env.release_locks(id, &held, Some(ts));
             });
         if let Err(e) = &ts {
@@ -313,7 +320,7 @@ impl Txn {
             self.provisional = false;
             self.env.release_locks(id, &held, None);
         }
-        ts.map(Some)
+        ts.map(|(ts, _)| Some(ts))
     }
 
     /// Sends an abort message for every key this transaction wrote, then forgets it (T1).
@@ -364,7 +371,7 @@ impl Drop for Txn {
 }
 
 /// What one recorded operation costs in the write set.
-fn op_bytes(m: &msg::MsgOp) -> usize {
+fn op_bytes(m: &msg::Op) -> usize {
     OP_OVERHEAD + m.payload().len()
 }
 
@@ -373,7 +380,7 @@ pub(crate) fn fold_own(
     merge: &msg::MergeFn,
     key: &[u8],
     base: Option<Vec<u8>>,
-    ops: &[msg::MsgOp],
+    ops: &[msg::Op],
 ) -> Option<Vec<u8>> {
     ops.iter()
         .fold(base, |cur, op| msg::apply(merge, key, cur, op.as_op_ref()))

@@ -2,7 +2,7 @@
 //! transaction's own writes (as they were when the cursor was made). Keys its writes deleted
 //! are skipped; keys it updated show the merge callback's result over the snapshot's value.
 
-use crate::tree::msg::{MergeFn, MsgOp};
+use crate::tree::msg::{MergeFn, Op};
 use crate::{Cursor, Result};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -17,7 +17,7 @@ enum Dir {
 /// A position in a tree as a transaction sees it.
 pub struct TxnCursor {
     base: Cursor,
-    own: BTreeMap<Vec<u8>, Vec<MsgOp>>,
+    own: BTreeMap<Vec<u8>, Vec<Op>>,
     merge: Arc<MergeFn>,
     current: Option<(Vec<u8>, Vec<u8>)>,
     /// Where `base` stands relative to `current`: on the first key at or after it when going
@@ -26,11 +26,7 @@ pub struct TxnCursor {
 }
 
 impl TxnCursor {
-    pub(crate) fn new(
-        base: Cursor,
-        own: BTreeMap<Vec<u8>, Vec<MsgOp>>,
-        merge: Arc<MergeFn>,
-    ) -> Self {
+    pub(crate) fn new(base: Cursor, own: BTreeMap<Vec<u8>, Vec<Op>>, merge: Arc<MergeFn>) -> Self {
         TxnCursor {
             base,
             own,

@@ -34,7 +34,7 @@
 #[cfg(test)]
 use super::msg::Msg;
 #[cfg(test)]
-use super::msg::MsgOp;
+use super::msg::Op;
 use super::msg::{Msn, OpRef, MSG_OVERHEAD_BYTES};
 use super::node::alloc_bytes;
 use super::packed::{u32_at, u64_at};
@@ -679,7 +679,7 @@ mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
-    fn msg(msn: u64, op: MsgOp) -> Msg {
+    fn msg(msn: u64, op: Op) -> Msg {
         Msg {
             msn: Msn(msn),
             ts: Ts(msn),
@@ -697,11 +697,11 @@ mod tests {
             push(
                 &mut b,
                 &[i],
-                msg(i as u64 + 1, MsgOp::Put(vec![i; i as usize])),
+                msg(i as u64 + 1, Op::Put(vec![i; i as usize])),
             );
             if i % 5 == 0 {
-                push(&mut b, &[i], msg(100 + i as u64, MsgOp::Delete));
-                push(&mut b, &[i], msg(200 + i as u64, MsgOp::Update(vec![7])));
+                push(&mut b, &[i], msg(100 + i as u64, Op::Delete));
+                push(&mut b, &[i], msg(200 + i as u64, Op::Update(vec![7])));
             }
         }
         b
@@ -858,7 +858,7 @@ mod tests {
                             key.push(next(8) as u8);
                         }
                         msn += 1;
-                        let op = MsgOp::Put(vec![step as u8; next(30) as usize]);
+                        let op = Op::Put(vec![step as u8; next(30) as usize]);
                         run.entry(key).or_default().push(msg(msn, op));
                     }
                     b.push_run(
@@ -874,9 +874,9 @@ mod tests {
                     msn += 1;
                     let key = vec![next(256) as u8, next(4) as u8];
                     let op = match next(3) {
-                        0 => MsgOp::Delete,
-                        1 => MsgOp::Update(vec![step as u8; next(50) as usize]),
-                        _ => MsgOp::Put(vec![step as u8; next(300) as usize]),
+                        0 => Op::Delete,
+                        1 => Op::Update(vec![step as u8; next(50) as usize]),
+                        _ => Op::Put(vec![step as u8; next(300) as usize]),
                     };
                     push(&mut b, &key, msg(msn, op.clone()));
                     model.entry(key).or_insert_with(Vec::new).push(msg(msn, op));
@@ -918,7 +918,7 @@ mod tests {
     #[should_panic(expected = "MSN and commit order")]
     fn out_of_order_msns_are_refused() {
         let mut b = MsgBuffer::new();
-        push(&mut b, &[1], msg(5, MsgOp::Delete));
-        push(&mut b, &[1], msg(4, MsgOp::Delete));
+        push(&mut b, &[1], msg(5, Op::Delete));
+        push(&mut b, &[1], msg(4, Op::Delete));
     }
 }

@@ -453,7 +453,7 @@ mod tests {
     use crate::mvcc::Ts;
     use crate::tree::buffer::MsgRef;
     use crate::tree::entry::Entry;
-    use crate::tree::msg::{Msg, MsgOp, Msn, OpRef};
+    use crate::tree::msg::{Msg, Msn, Op, OpRef};
 
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)
@@ -478,12 +478,12 @@ mod tests {
             ts: Ts(1000 + msn),
             op,
         };
-        buffers[0].push(b"a", msg(1, MsgOp::Put(b"x".to_vec())).as_msg_ref());
-        buffers[1].push(b"m", msg(2, MsgOp::Delete).as_msg_ref());
-        buffers[2].push(b"z", msg(3, MsgOp::Update(vec![1, 2])).as_msg_ref());
+        buffers[0].push(b"a", msg(1, Op::Put(b"x".to_vec())).as_msg_ref());
+        buffers[1].push(b"m", msg(2, Op::Delete).as_msg_ref());
+        buffers[2].push(b"z", msg(3, Op::Update(vec![1, 2])).as_msg_ref());
         // A provisional put, its transaction's abort, then a commit older than neither.
         let provisional = Ts::provisional(9);
-        let put = msg(4, MsgOp::Put(b"p".to_vec()));
+        let put = msg(4, Op::Put(b"p".to_vec()));
         buffers[2].push(
             b"z",
             MsgRef {
@@ -497,7 +497,7 @@ mod tests {
             op: OpRef::Abort,
         };
         buffers[2].push(b"z", abort);
-        buffers[2].push(b"z", msg(6, MsgOp::Delete).as_msg_ref());
+        buffers[2].push(b"z", msg(6, Op::Delete).as_msg_ref());
         NodeBody::Internal(Internal::new(
             1,
             vec![b"k".to_vec(), b"t".to_vec()],
@@ -526,7 +526,7 @@ mod tests {
         for i in 0..keys {
             let key = format!("key{i:05}").into_bytes();
             let c = usize::from(key.as_slice() >= b"key00100".as_slice());
-            for op in [MsgOp::Put(vec![(i % 13) as u8; 60]), MsgOp::Update(vec![1])] {
+            for op in [Op::Put(vec![(i % 13) as u8; 60]), Op::Update(vec![1])] {
                 msn += 1;
                 let m = Msg {
                     msn: Msn(msn),

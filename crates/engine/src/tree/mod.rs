@@ -34,7 +34,7 @@ mod verify;
 mod partial_tests;
 
 pub use cursor::Cursor;
-pub use msg::{MergeFn, MsgOp, OpRef};
+pub use msg::{MergeFn, OpRef};
 pub use verify::TreeShape;
 
 use crate::block::{BlockFile, NodeId};

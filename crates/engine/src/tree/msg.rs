@@ -6,36 +6,21 @@
 pub use super::buffer::MsgBuffer;
 #[cfg(test)]
 use crate::mvcc::Ts;
+pub use crate::op::Op;
 
 /// Message sequence number: later messages for the same key have larger MSNs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Msn(pub u64);
 
-/// What a message does to the entry of its key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MsgOp {
-    /// Replace the value (insert or overwrite).
-    Put(Vec<u8>),
-    /// Remove the entry (blind: no read to find out whether it existed).
-    Delete,
-    /// Apply a payload with the environment's merge callback (read-free update).
-    Update(Vec<u8>),
-}
-
-impl MsgOp {
-    pub fn payload(&self) -> &[u8] {
-        match self {
-            MsgOp::Put(v) | MsgOp::Update(v) => v,
-            MsgOp::Delete => &[],
-        }
-    }
-
+/// A message's op is the engine's one write vocabulary (`crate::op`), seen as the tree
+/// borrows it.
+impl Op {
     /// The op borrowed, as a packed buffer hands it out.
     pub fn as_op_ref(&self) -> OpRef<'_> {
         match self {
-            MsgOp::Put(v) => OpRef::Put(v),
-            MsgOp::Delete => OpRef::Delete,
-            MsgOp::Update(v) => OpRef::Update(v),
+            Op::Put(v) => OpRef::Put(v),
+            Op::Delete => OpRef::Delete,
+            Op::Update(v) => OpRef::Update(v),
         }
     }
 }
@@ -81,11 +66,11 @@ impl<'a> OpRef<'a> {
     }
 
     #[cfg(test)]
-    pub fn to_op(self) -> MsgOp {
+    pub fn to_op(self) -> Op {
         match self {
-            OpRef::Put(v) => MsgOp::Put(v.to_vec()),
-            OpRef::Delete => MsgOp::Delete,
-            OpRef::Update(v) => MsgOp::Update(v.to_vec()),
+            OpRef::Put(v) => Op::Put(v.to_vec()),
+            OpRef::Delete => Op::Delete,
+            OpRef::Update(v) => Op::Update(v.to_vec()),
             OpRef::Abort => unreachable!("tests build no abort messages as owned ops"),
         }
     }
@@ -98,7 +83,7 @@ pub struct Msg {
     pub msn: Msn,
     /// The commit that sent it: readers at snapshots below it skip it.
     pub ts: Ts,
-    pub op: MsgOp,
+    pub op: Op,
 }
 
 /// The merge callback: given the key, the current value (if any) and an update payload,

@@ -266,7 +266,7 @@ pub fn check_piece(
 mod tests {
     use super::*;
     use crate::mvcc::Ts;
-    use crate::tree::msg::{Msg, MsgOp, Msn};
+    use crate::tree::msg::{Msg, Msn, Op};
 
     fn buffer(keys: usize, per_key: usize) -> MsgBuffer {
         let mut b = MsgBuffer::new();
@@ -277,7 +277,7 @@ mod tests {
                 let m = Msg {
                     msn: Msn(msn),
                     ts: Ts(msn),
-                    op: MsgOp::Put(vec![7; 100]),
+                    op: Op::Put(vec![7; 100]),
                 };
                 b.push(format!("key{k:05}").as_bytes(), m.as_msg_ref());
             }

@@ -4,6 +4,7 @@
 
 use super::frame::Lsn;
 use crate::bytes::{put_bytes, Reader};
+use crate::op::Op;
 
 /// A transaction id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -119,45 +120,30 @@ impl LiveTxn {
     }
 }
 
-/// One change of a `Group` record.
+/// One change of a `Group` record: an operation on a key (the engine's one write
+/// vocabulary, `crate::op`, moved here from the commit's write set uncopied) or a change of a
+/// tree's entry count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Put {
-        tree: u64,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        tree: u64,
-        key: Vec<u8>,
-    },
-    Update {
-        tree: u64,
-        key: Vec<u8>,
-        payload: Vec<u8>,
-    },
-    Count {
-        tree: u64,
-        delta: i64,
-    },
+    Op { tree: u64, key: Vec<u8>, op: Op },
+    Count { tree: u64, delta: i64 },
 }
 
 impl Change {
     pub fn tree(&self) -> u64 {
         match self {
-            Change::Put { tree, .. }
-            | Change::Delete { tree, .. }
-            | Change::Update { tree, .. }
-            | Change::Count { tree, .. } => *tree,
+            Change::Op { tree, .. } | Change::Count { tree, .. } => *tree,
         }
     }
 
     /// Its type code inside a group: the code of the stand-alone record it replaces.
     fn code(&self) -> u8 {
         match self {
-            Change::Put { .. } => code::PUT,
-            Change::Delete { .. } => code::DELETE,
-            Change::Update { .. } => code::UPDATE,
+            Change::Op { op: Op::Put(_), .. } => code::PUT,
+            Change::Op { op: Op::Delete, .. } => code::DELETE,
+            Change::Op {
+                op: Op::Update(_), ..
+            } => code::UPDATE,
             Change::Count { .. } => code::COUNT,
         }
     }
@@ -166,14 +152,11 @@ impl Change {
         out.push(self.code());
         put_varint(out, self.tree());
         match self {
-            Change::Put { key, value, .. } => {
+            Change::Op { key, op, .. } => {
                 put_vbytes(out, key);
-                put_vbytes(out, value);
-            }
-            Change::Delete { key, .. } => put_vbytes(out, key),
-            Change::Update { key, payload, .. } => {
-                put_vbytes(out, key);
-                put_vbytes(out, payload);
+                if let Op::Put(v) | Op::Update(v) = op {
+                    put_vbytes(out, v);
+                }
             }
             Change::Count { delta, .. } => put_varint(out, zigzag(*delta)),
         }
@@ -182,36 +165,40 @@ impl Change {
     fn decode(r: &mut Reader<'_>) -> Result<Change, String> {
         let kind = r.u8()?;
         let tree = r.varint()?;
-        Ok(match kind {
-            code::PUT => Change::Put {
+        let op = |r: &mut Reader<'_>, op: fn(Vec<u8>) -> Op| -> Result<Change, String> {
+            let key = r.vbytes()?;
+            Ok(Change::Op {
+                tree,
+                key,
+                op: op(r.vbytes()?),
+            })
+        };
+        match kind {
+            code::PUT => op(r, Op::Put),
+            code::DELETE => Ok(Change::Op {
                 tree,
                 key: r.vbytes()?,
-                value: r.vbytes()?,
-            },
-            code::DELETE => Change::Delete {
-                tree,
-                key: r.vbytes()?,
-            },
-            code::UPDATE => Change::Update {
-                tree,
-                key: r.vbytes()?,
-                payload: r.vbytes()?,
-            },
-            code::COUNT => Change::Count {
+                op: Op::Delete,
+            }),
+            code::UPDATE => op(r, Op::Update),
+            code::COUNT => Ok(Change::Count {
                 tree,
                 delta: unzigzag(r.varint()?),
-            },
-            other => return Err(format!("unknown change type {other} in a group")),
-        })
+            }),
+            other => Err(format!("unknown change type {other} in a group")),
+        }
     }
 
     fn encoded_len(&self) -> usize {
         let s = |b: &[u8]| varint_len(b.len() as u64) + b.len();
         1 + varint_len(self.tree())
             + match self {
-                Change::Put { key, value, .. } => s(key) + s(value),
-                Change::Delete { key, .. } => s(key),
-                Change::Update { key, payload, .. } => s(key) + s(payload),
+                Change::Op {
+                    key,
+                    op: Op::Delete,
+                    ..
+                } => s(key),
+                Change::Op { key, op, .. } => s(key) + s(op.payload()),
                 Change::Count { delta, .. } => varint_len(zigzag(*delta)),
             }
     }
@@ -523,19 +510,20 @@ pub(crate) mod tests {
             LogRecord::Group {
                 txn: TxnId(15),
                 changes: vec![
-                    Change::Put {
+                    Change::Op {
                         tree: 1,
                         key: b"key".to_vec(),
-                        value: vec![7; 200],
+                        op: Op::Put(vec![7; 200]),
                     },
-                    Change::Delete {
+                    Change::Op {
                         tree: 300,
                         key: vec![0xff; 17],
+                        op: Op::Delete,
                     },
-                    Change::Update {
+                    Change::Op {
                         tree: u64::MAX,
                         key: Vec::new(),
-                        payload: b"$inc:1".to_vec(),
+                        op: Op::Update(b"$inc:1".to_vec()),
                     },
                     Change::Count {
                         tree: 1,
@@ -587,10 +575,10 @@ pub(crate) mod tests {
     #[test]
     fn a_group_of_small_puts_costs_a_few_bytes_per_put() {
         let changes = (0..100u64)
-            .map(|i| Change::Put {
+            .map(|i| Change::Op {
                 tree: 3,
                 key: i.to_be_bytes().repeat(2),
-                value: vec![1; 100],
+                op: Op::Put(vec![1; 100]),
             })
             .collect();
         let g = LogRecord::Group {
