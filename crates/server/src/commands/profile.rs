@@ -2,7 +2,8 @@
 //! server-wide `slowms` and `sampleRate`, a per-database `filter`) and the `system.profile`
 //! entries it writes after each command, in mongod's shape (`op`, `ns`, `command`,
 //! `keysExamined`, `docsExamined`, `nreturned` or the write counts, `millis`, `ts`,
-//! `client`, `appName`, `allUsers`, `user`). Level 2 profiles every command; level 1 those
+//! `client`, `appName`, `allUsers`, `user`; counts typed as mongod's `appendNumber` types
+//! them: int32 when they fit). Level 2 profiles every command; level 1 those
 //! at least `slowms` long, sampled at `sampleRate`, or, with a `filter`, those whose entry
 //! matches it (mongod's rule: a filter replaces `slowms` and `sampleRate`).
 //!
@@ -21,12 +22,12 @@ use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{DeleteOp, FindSpec, Namespace, OpWork};
 use shale_doc::{ErrorCode, Matcher, MongoError};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// mongod's default `slowms`.
-const DEFAULT_SLOW_MS: i64 = 100;
+const DEFAULT_SLOW_MS: i32 = 100;
 
 /// mongod's default size of `system.profile` (a 1 MiB capped collection).
 const PROFILE_BYTES_MAX: i64 = 1 << 20;
@@ -37,7 +38,7 @@ pub struct Profiler {
     dbs: Mutex<HashMap<String, DbProfile>>,
     /// Whether any database's level is above 0 (the command path's only check when none is).
     any_on: AtomicBool,
-    slow_ms: AtomicI64,
+    slow_ms: AtomicI32,
     sample_rate_bits: AtomicU64,
 }
 
@@ -54,7 +55,7 @@ impl Default for Profiler {
         Profiler {
             dbs: Mutex::default(),
             any_on: AtomicBool::new(false),
-            slow_ms: AtomicI64::new(DEFAULT_SLOW_MS),
+            slow_ms: AtomicI32::new(DEFAULT_SLOW_MS),
             sample_rate_bits: AtomicU64::new(1.0f64.to_bits()),
         }
     }
@@ -65,7 +66,8 @@ impl Profiler {
         self.dbs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn slow_ms(&self) -> i64 {
+    /// mongod's `slowMS` is an int.
+    pub fn slow_ms(&self) -> i32 {
         self.slow_ms.load(Ordering::Relaxed)
     }
 
@@ -82,7 +84,9 @@ impl Profiler {
         match (p.level, &p.filter) {
             (2, _) => true,
             (1, Some((_, m))) => m.matches(entry).unwrap_or(false),
-            (1, None) => millis >= self.slow_ms() && rand::random::<f64>() < self.sample_rate(),
+            (1, None) => {
+                millis >= i64::from(self.slow_ms()) && rand::random::<f64>() < self.sample_rate()
+            }
             _ => false,
         }
     }
@@ -95,7 +99,7 @@ impl Profiler {
         let dbs = self.dbs();
         match dbs.get(db) {
             Some(p) if p.level == 2 || (p.level == 1 && p.filter.is_some()) => true,
-            Some(p) if p.level == 1 => millis >= self.slow_ms(),
+            Some(p) if p.level == 1 => millis >= i64::from(self.slow_ms()),
             _ => false,
         }
     }
@@ -118,9 +122,9 @@ pub fn profile(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     let mut filter: Option<Option<Document>> = None;
     for (k, v) in body.iter().skip(1) {
         match (k.as_str(), v) {
-            ("slowms", Bson::Int32(n)) => slow_ms = Some(i64::from(*n)),
-            ("slowms", Bson::Int64(n)) => slow_ms = Some(*n),
-            ("slowms", Bson::Double(f)) => slow_ms = Some(*f as i64),
+            ("slowms", Bson::Int32(n)) => slow_ms = Some(*n),
+            ("slowms", Bson::Int64(n)) => slow_ms = Some(clamp_i32(*n)),
+            ("slowms", Bson::Double(f)) => slow_ms = Some(clamp_i32(*f as i64)),
             ("sampleRate", Bson::Double(f)) => sample_rate = Some(*f),
             ("sampleRate", Bson::Int32(n)) => sample_rate = Some(f64::from(*n)),
             ("sampleRate", Bson::Int64(n)) => sample_rate = Some(*n as f64),
@@ -245,8 +249,8 @@ fn build_entry(
         "op": op_type(name),
         "ns": namespace(db, cmd.raw()),
         "command": raw_to_bson(&cmd.raw().to_raw_document_buf())?,
-        "keysExamined": work.keys_examined as i64,
-        "docsExamined": work.docs_examined as i64,
+        "keysExamined": number(work.keys_examined as i64),
+        "docsExamined": number(work.docs_examined as i64),
     };
     let body = reply_body(reply)?;
     outcome_fields(name, &body, &mut d);
@@ -257,7 +261,7 @@ fn build_entry(
         Reply::Raw(r) => r.as_bytes().len(),
         Reply::Doc(_) => to_raw(&body)?.as_bytes().len(),
     };
-    d.insert("responseLength", length as i64);
+    d.insert("responseLength", number(length as i64));
     d.insert("protocol", "op_msg");
     d.insert("millis", i32::try_from(millis).unwrap_or(i32::MAX));
     d.insert("ts", bson::DateTime::now());
@@ -306,15 +310,14 @@ fn outcome_fields(name: &str, reply: &Document, d: &mut Document) {
         .unwrap_or(0);
     match name {
         "insert" => {
-            d.insert("ninserted", n);
+            d.insert("ninserted", number(n));
         }
         "update" => {
-            d.insert("nMatched", n);
-            let modified = reply.get_i32("nModified").map(i64::from).unwrap_or(0);
-            d.insert("nModified", modified);
+            d.insert("nMatched", number(n));
+            d.insert("nModified", reply.get_i32("nModified").unwrap_or(0));
         }
         "delete" => {
-            d.insert("ndeleted", n);
+            d.insert("ndeleted", number(n));
         }
         _ => {
             if let Ok(cursor) = reply.get_document("cursor") {
@@ -322,7 +325,7 @@ fn outcome_fields(name: &str, reply: &Document, d: &mut Document) {
                     .get_array("firstBatch")
                     .or_else(|_| cursor.get_array("nextBatch"));
                 if let Ok(b) = batch {
-                    d.insert("nreturned", b.len() as i64);
+                    d.insert("nreturned", number(b.len() as i64));
                 }
                 d.insert("cursorExhausted", cursor.get_i64("id").unwrap_or(0) == 0);
             } else if name == "count" {
@@ -407,6 +410,15 @@ fn trim(ctx: &ConnectionCtx, ns: &Namespace, bytes: i64) -> Result<i64, MongoErr
     Ok(freed)
 }
 
+/// mongod's `appendNumber`, which the profiler's counts go through: int32 when it fits.
+fn number(n: i64) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+}
+
+fn clamp_i32(n: i64) -> i32 {
+    i32::try_from(n).unwrap_or(if n < 0 { i32::MIN } else { i32::MAX })
+}
+
 fn raw_to_bson_value(v: bson::RawBson) -> Result<Bson, MongoError> {
     Bson::try_from(v).map_err(|e| MongoError::new(ErrorCode::InternalError, e.to_string()))
 }
@@ -464,11 +476,11 @@ mod tests {
     fn outcomes_are_named_as_mongod_names_them() {
         let mut d = Document::new();
         outcome_fields("update", &doc! {"n": 3, "nModified": 2, "ok": 1.0}, &mut d);
-        assert_eq!(d, doc! {"nMatched": 3_i64, "nModified": 2_i64});
+        assert_eq!(d, doc! {"nMatched": 3, "nModified": 2});
         let mut d = Document::new();
         let reply = doc! {"cursor": {"firstBatch": [{}, {}], "id": 0_i64}, "ok": 1.0};
         outcome_fields("find", &reply, &mut d);
-        assert_eq!(d.get_i64("nreturned"), Ok(2));
+        assert_eq!(d.get_i32("nreturned"), Ok(2));
         assert_eq!(d.get_bool("cursorExhausted"), Ok(true));
         let mut d = Document::new();
         let err = doc! {"ok": 0.0, "errmsg": "m", "code": 11601, "codeName": "Interrupted"};
