@@ -1,6 +1,6 @@
 """`currentOp`, `$currentOp` and `killOp` (mongosh's `db.currentOp()` / `db.killOp()`): the
-registry of operations in flight, and a long find, getMore-less aggregate and update killed
-with mongod's `Interrupted` (11601)."""
+registry of operations in flight, and a long find, getMore, aggregate and update killed with
+mongod's `Interrupted` (11601)."""
 
 import threading
 import time
@@ -88,6 +88,20 @@ def test_a_long_aggregate_and_update_are_killed(client):
     )
     assert op["op"] == "update"
     assert coll.count_documents({"y": 1}) == 0
+
+
+def test_a_long_get_more_is_killed_and_its_cursor_closed(client):
+    coll = client.opsdb.big3
+    fill(coll)
+    # The first batch stops after `_id` 1 (the next match, read to know the cursor goes
+    # on); the getMore after it scans the rest.
+    cursor = coll.find({"$or": [{"_id": {"$in": [0, 1]}}, SLOW]}, batch_size=1)
+    assert next(cursor) == {"_id": 0, "x": 0}
+    op = kill_and_check(client, "opsdb.big3", lambda: list(cursor))
+    assert op["op"] == "getmore" and op["command"]["collection"] == "big3"
+    with pytest.raises(OperationFailure) as e:
+        client.opsdb.command("getMore", op["command"]["getMore"], collection="big3")
+    assert e.value.code == 43, "the interrupted cursor is gone, as on mongod"
 
 
 def test_current_op_shows_idle_connections_only_with_all(server, client):
