@@ -5,7 +5,8 @@
 //!
 //! Cost on the command path: one uncontended lock of the connection's own slot at the start
 //! and end of each command, and a copy of the command's body into a buffer the slot reuses
-//! (no allocation once it has grown). Readers (`currentOp`) and `killOp` lock each slot in
+//! (no allocation once it has grown; a body over 64 KiB is copied into a buffer given back
+//! when its command ends, so an idle connection holds no large buffer). Readers (`currentOp`) and `killOp` lock each slot in
 //! turn, never two at once. This module builds no reply documents; `commands/current_op.rs`
 //! does.
 
@@ -15,6 +16,10 @@ use shale_db::{Interrupt, OpScope};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Instant;
+
+/// A slot keeps its command buffer between commands up to this size; a larger one (an
+/// insert with its documents in the body) is given back after its command.
+const RETAINED_COMMAND_BYTES_MAX: usize = 64 << 10;
 
 /// Every connection's slot, and the opid counter.
 #[derive(Debug, Default)]
@@ -210,6 +215,9 @@ impl Drop for OpGuard {
         drop(self.scope.take());
         let mut r = lock(&self.slot.running);
         r.active = false;
+        if r.command.capacity() > RETAINED_COMMAND_BYTES_MAX {
+            r.command = Vec::new();
+        }
     }
 }
 

@@ -283,7 +283,7 @@ fn dispatch_checked(
     // until the write has run.
     let mut _write = None;
     let checked = checked.and_then(|()| {
-        if fsync::is_write(name, cmd.raw()) && is_known(ctx, name) {
+        if fsync::is_write(name, cmd.raw()) {
             _write = Some(ctx.server.fsync_lock.enter_write()?);
         }
         Ok(())
