@@ -43,3 +43,11 @@ def test_db_stats_has_mongods_fields(client):
         "indexes", "indexSize", "totalSize", "scaleFactor", "fsUsedSize", "fsTotalSize",
     ]:
         assert field in stats, field
+
+
+def test_db_stats_free_storage_figures_on_request(client):
+    client.dsdb.f.insert_one({"_id": 1})
+    assert "freeStorageSize" not in client.dsdb.command("dbStats")
+    stats = client.dsdb.command("dbStats", freeStorage=1)
+    for field in ["freeStorageSize", "indexFreeStorageSize", "totalFreeStorageSize"]:
+        assert stats[field] == 0.0, field
