@@ -66,7 +66,6 @@ const ON_CLUSTER: &[(&str, &str)] = &[
     ("replSetGetConfig", "replSetGetConfig"),
     ("replSetInitiate", "replSetConfigure"),
     ("replSetReconfig", "replSetConfigure"),
-    ("currentOp", "inprog"),
     ("killOp", "killop"),
     ("fsync", "fsync"),
     ("fsyncUnlock", "unlock"),
@@ -132,6 +131,9 @@ pub fn rule(name: &str, db: &str, body: &Document) -> Option<Rule> {
 fn special(name: &str, db: &str, body: &Document) -> Option<Rule> {
     let rule = match name {
         "getMore" => Rule::CursorOwner,
+        // `$ownOps: true` lists only the caller's own operations: no privilege needed.
+        "currentOp" if truthy(body.get("$ownOps")) => Rule::Actions(Vec::new()),
+        "currentOp" => Rule::Actions(vec![(Resource::Cluster, "inprog")]),
         "dataSize" | "datasize" => Rule::Actions(vec![(full_namespace(db, body, name), "find")]),
         "listDatabases" => Rule::ListDatabases,
         "insert" => write(db, body, name, &["insert"]),
