@@ -78,6 +78,21 @@ COMMANDS = {
     ),
     "drop app.gone": (lambda c: c.app.command("drop", "gone"), {"writer", "dbadmin", "root"}),
     "ping": (lambda c: c.admin.command("ping"), set(USERS)),
+    "currentOp": (lambda c: c.admin.command("currentOp"), {"monitor", "root"}),
+    "currentOp $ownOps": (lambda c: c.admin.command({"currentOp": 1, "$ownOps": True}), set(USERS)),
+    "$currentOp own": (lambda c: list(c.admin.aggregate([{"$currentOp": {}}])), set(USERS)),
+    "$currentOp allUsers": (
+        lambda c: list(c.admin.aggregate([{"$currentOp": {"allUsers": True}}])),
+        {"monitor", "root"},
+    ),
+    "killOp": (lambda c: c.admin.command("killOp", op=2_000_000_000), {"root"}),
+    "profile app": (lambda c: c.app.command("profile", -1), {"dbadmin", "root"}),
+    "dataSize app": (
+        lambda c: c.app.command("dataSize", "app.c"),
+        {"reader", "writer", "root", "anyreader"},
+    ),
+    "compact app": (lambda c: c.app.command("compact", "c"), {"dbadmin", "root"}),
+    "fsync": (lambda c: c.admin.command("fsync"), {"root"}),
 }
 
 

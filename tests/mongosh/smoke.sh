@@ -18,7 +18,7 @@ PREFIX=${SHALE_MONGOSH_PREFIX:-$PWD/tests/mongosh/.prefix}
 SHALE_BIN=${SHALE_BIN:-$PWD/target/debug/shale}
 MONGOSH=$PREFIX/node_modules/.bin/mongosh
 
-ALL_STEPS=(connect insert show_dbs find count stats create_user login tls create_x509_user x509)
+ALL_STEPS=(connect insert show_dbs find count stats current_op profiling fsync_lock create_user login tls create_x509_user x509)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${ALL_STEPS[@]}")
 
@@ -46,6 +46,27 @@ step_js() {
         const t = db.items.totalSize();
         if (!(t > 0)) throw new Error("totalSize: " + t);
         print("stats: count " + s.count + ", total size " + t);' ;;
+    current_op) echo 'const ops = db.currentOp().inprog;
+        if (ops.length < 1 || !ops.some(o => o.active && o.op === "command")) throw new Error(EJSON.stringify(ops));
+        const k = db.killOp(2000000000);
+        if (k.ok !== 1 || k.info !== "attempting to kill op") throw new Error(EJSON.stringify(k));
+        print("currentOp: " + ops.length + " operation(s), opid " + ops[0].opid);' ;;
+    profiling) echo 'const was = db.setProfilingLevel(2, {slowms: 50});
+        if (was.ok !== 1 || was.was !== 0) throw new Error(EJSON.stringify(was));
+        db.items.findOne({_id: 1});
+        const p = db.getProfilingStatus();
+        if (p.was !== 2 || p.slowms !== 50) throw new Error(EJSON.stringify(p));
+        db.setProfilingLevel(0, {slowms: 100});
+        const e = db.system.profile.findOne({op: "query", ns: "smoke.items"});
+        if (!e || e.nreturned !== db.items.countDocuments({_id: 1})) throw new Error(EJSON.stringify(e));
+        print("profiling: level " + p.was + ", slowms " + p.slowms + ", entry millis " + e.millis);' ;;
+    fsync_lock) echo 'const l = db.fsyncLock();
+        if (l.ok !== 1 || Number(l.lockCount) !== 1) throw new Error(EJSON.stringify(l));
+        if (db.adminCommand({currentOp: 1}).fsyncLock !== true) throw new Error("currentOp does not say fsyncLock");
+        const u = db.fsyncUnlock();
+        if (u.ok !== 1 || Number(u.lockCount) !== 0) throw new Error(EJSON.stringify(u));
+        db.items.insertOne({_id: 2});
+        print("fsyncLock/fsyncUnlock: lockCount " + l.lockCount + " then " + u.lockCount);' ;;
     create_user) echo 'const r = db.getSiblingDB("admin").createUser({user: "smoke", pwd: "smokepw", roles: ["root"]});
         if (r.ok !== 1) throw new Error(EJSON.stringify(r));
         print("created user smoke");' ;;

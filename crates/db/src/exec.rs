@@ -156,8 +156,21 @@ impl Scan {
         Some(&self.plan.ranges[i])
     }
 
-    /// The next document the plan reaches, or `None` at the end.
+    /// The next document the plan reaches, or `None` at the end. Each call first checks
+    /// whether the operation was killed (`op_context.rs`), and adds the keys and documents
+    /// it examined to the operation's work.
     pub fn next(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
+        crate::op_context::check_interrupt()?;
+        let before = self.stats;
+        let next = self.next_unchecked(snap);
+        crate::op_context::add_work(
+            self.stats.keys_examined - before.keys_examined,
+            self.stats.docs_examined - before.docs_examined,
+        );
+        next
+    }
+
+    fn next_unchecked(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
         if matches!(self.plan.access, Access::IdRanges { point: true }) {
             return self.next_point(snap);
         }
@@ -234,7 +247,8 @@ impl Scan {
         while self.range < self.clauses.len() {
             let clause = &mut self.clauses[self.range];
             let before = clause.stats;
-            let next = clause.next(snap)?;
+            // The clause's work reaches the operation through this scan's own stats.
+            let next = clause.next_unchecked(snap)?;
             let after = clause.stats;
             self.stats.keys_examined += after.keys_examined - before.keys_examined;
             self.stats.docs_examined += after.docs_examined - before.docs_examined;

@@ -55,6 +55,14 @@ fn data_size(c: &Collection) -> i64 {
 }
 
 impl Database {
+    /// A collection's exact document count and BSON bytes, from its counters (O(1));
+    /// `None` when it does not exist.
+    pub fn exact_counts(&self, ns: &Namespace) -> Option<(i64, i64)> {
+        let _guard = self.data_lock();
+        let coll = self.catalog.get(ns)?;
+        Some((coll.docs.count().max(0), data_size(&coll)))
+    }
+
     /// `collStats` figures divided by `scale`.
     pub fn coll_stats(&self, ns: &Namespace, scale: i64) -> DbResult<Document> {
         self.refuse_view(ns)?;

@@ -154,6 +154,8 @@ error_codes! {
     Location50737 = 50737,
     Location50738 = 50738,
     Location40415 = 40415,
+    /// `killOp`'s opid does not fit in 32 bits.
+    Location26823 = 26823,
     // Update operator codes (update/).
     PathNotViable = 28,
     ConflictingUpdateOperators = 40,
@@ -369,6 +371,20 @@ impl ErrorCode {
                 | InterruptedDueToReplStateChange
                 | NotPrimaryNoSecondaryOk
                 | NotPrimaryOrSecondary
+        )
+    }
+
+    /// mongod's interruption category: the operation was stopped (`killOp`, a time limit,
+    /// shutdown, a replication state change) rather than failing on its own.
+    pub fn is_interruption(self) -> bool {
+        use ErrorCode::*;
+        matches!(
+            self,
+            Interrupted
+                | InterruptedAtShutdown
+                | InterruptedDueToReplStateChange
+                | MaxTimeMSExpired
+                | ExceededTimeLimit
         )
     }
 }

@@ -12,6 +12,7 @@ pub mod legacy;
 mod message_reader;
 pub mod net_stats;
 pub mod op_counters;
+pub mod op_registry;
 pub mod ram_log;
 pub mod repl;
 pub mod session_table;
@@ -86,6 +87,12 @@ pub struct ServerConfig {
     pub ttl_monitor_sleep: Option<Duration>,
     /// mongod's `ttlMonitorEnabled` turned off (at startup or by `setParameter`).
     pub ttl_monitor_disabled: Arc<AtomicBool>,
+    /// The operations in flight, one slot per connection (`currentOp`, `killOp`).
+    pub ops: Arc<op_registry::OpRegistry>,
+    /// `fsync`'s write lock (`commands/fsync.rs`).
+    pub fsync_lock: Arc<commands::fsync::FsyncLock>,
+    /// The database profiler's settings (`commands/profile.rs`).
+    pub profiler: Arc<commands::profile::Profiler>,
 }
 
 /// mongod's default `transactionLifetimeLimitSeconds`.
@@ -166,6 +173,8 @@ pub struct ConnectionCtx {
     pub auth: Arc<Mutex<auth::AuthSession>>,
     /// The legacy opcodes' per-connection state: last error, cursor positions.
     pub legacy: Arc<Mutex<legacy::LegacyState>>,
+    /// The connection's slot in the registry of operations in flight (`op_registry.rs`).
+    pub op: Arc<op_registry::OpSlot>,
 }
 
 impl ConnectionCtx {
@@ -176,6 +185,10 @@ impl ConnectionCtx {
         server: Arc<ServerConfig>,
         sessions: Arc<SessionTable>,
     ) -> Self {
+        let owner = op_registry::SlotOwner::default();
+        let op = server
+            .ops
+            .register(connection_id, peer.to_string(), owner.clone());
         ConnectionCtx {
             db,
             connection_id,
@@ -187,11 +200,12 @@ impl ConnectionCtx {
             txn: None,
             lsid: None,
             conn_txn: Arc::default(),
-            app_name: Arc::default(),
+            app_name: owner.app_name,
             close_requested: Arc::default(),
             retry: None,
-            auth: Arc::default(),
+            auth: owner.auth,
             legacy: Arc::default(),
+            op,
         }
     }
 

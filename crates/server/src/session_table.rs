@@ -261,6 +261,21 @@ impl SessionTable {
         self.lock().values().map(|s| (s.id, s.last_use())).collect()
     }
 
+    /// Sessions holding an open transaction that no command is using now, with its
+    /// `txnNumber` (`$currentOp`'s idle sessions). A session a command holds is skipped,
+    /// not waited for.
+    pub fn idle_transactions(&self, db: &Database) -> Vec<(bson::Uuid, i64)> {
+        let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
+        sessions
+            .iter()
+            .filter_map(|s| {
+                let mut state = s.state.try_lock().ok()?;
+                state.open_txn(db)?;
+                Some((s.id, state.txn_number))
+            })
+            .collect()
+    }
+
     /// How many sessions the table holds.
     pub fn len(&self) -> usize {
         self.lock().len()

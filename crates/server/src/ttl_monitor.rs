@@ -1,7 +1,8 @@
 //! The TTL monitor (mongod's `TTLMonitor`): every `ttlMonitorSleepSecs` (60 s unless set at
 //! startup) it runs one expiry pass over every TTL index (`Database::expire_ttl`), unless
 //! `ttlMonitorEnabled` is off or this server may not write (a `--replSet` member that is not
-//! primary). Its passes and deletes are `serverStatus.metrics.ttl`.
+//! primary) or while `fsync` holds writes. Its passes and deletes are
+//! `serverStatus.metrics.ttl`.
 
 use crate::ServerConfig;
 use bson::{doc, Document};
@@ -23,8 +24,18 @@ pub async fn run(db: Arc<Database>, config: Arc<ServerConfig>) {
         if config.ttl_monitor_disabled.load(Relaxed) || !may_write(&config) {
             continue;
         }
-        let db = db.clone();
-        let pass = tokio::task::spawn_blocking(move || db.expire_ttl(bson::DateTime::now())).await;
+        let (db, locks) = (db.clone(), config.fsync_lock.clone());
+        let pass = tokio::task::spawn_blocking(move || {
+            // While `fsync` holds writes the pass is skipped, as mongod's monitor skips it.
+            let _write = locks.try_enter_write()?;
+            Some(db.expire_ttl(bson::DateTime::now()))
+        })
+        .await;
+        let pass = match pass {
+            Ok(None) => continue,
+            Ok(Some(p)) => Ok(p),
+            Err(e) => Err(e),
+        };
         match pass {
             Ok(Ok(pass)) => {
                 PASSES.fetch_add(1, Relaxed);

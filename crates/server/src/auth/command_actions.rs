@@ -66,6 +66,9 @@ const ON_CLUSTER: &[(&str, &str)] = &[
     ("replSetGetConfig", "replSetGetConfig"),
     ("replSetInitiate", "replSetConfigure"),
     ("replSetReconfig", "replSetConfigure"),
+    ("killOp", "killop"),
+    ("fsync", "fsync"),
+    ("fsyncUnlock", "unlock"),
 ];
 
 /// Commands that need one action on the database they run on.
@@ -78,6 +81,7 @@ const ON_DATABASE: &[(&str, &str)] = &[
     ("dropAllUsersFromDatabase", "dropUser"),
     ("dropRole", "dropRole"),
     ("dropAllRolesFromDatabase", "dropRole"),
+    ("profile", "enableProfiler"),
 ];
 
 /// Commands that need actions on the collection named by their first field.
@@ -96,6 +100,7 @@ const ON_COLLECTION: &[(&str, &[&str])] = &[
     ("collStats", &["collStats"]),
     ("validate", &["validate"]),
     ("killCursors", &["killCursors"]),
+    ("compact", &["compact"]),
 ];
 
 /// The rule for command `name` with arguments `body` run on database `db`. `None` for a
@@ -126,6 +131,10 @@ pub fn rule(name: &str, db: &str, body: &Document) -> Option<Rule> {
 fn special(name: &str, db: &str, body: &Document) -> Option<Rule> {
     let rule = match name {
         "getMore" => Rule::CursorOwner,
+        // `$ownOps: true` lists only the caller's own operations: no privilege needed.
+        "currentOp" if truthy(body.get("$ownOps")) => Rule::Actions(Vec::new()),
+        "currentOp" => Rule::Actions(vec![(Resource::Cluster, "inprog")]),
+        "dataSize" | "datasize" => Rule::Actions(vec![(full_namespace(db, body, name), "find")]),
         "listDatabases" => Rule::ListDatabases,
         "insert" => write(db, body, name, &["insert"]),
         "update" => write(db, body, name, &update_actions(body)),
@@ -179,6 +188,18 @@ pub(crate) fn collection(db: &str, body: &Document, name: &str) -> Resource {
     match body.get(name) {
         Some(Bson::String(coll)) => Resource::Collection(db.to_owned(), coll.clone()),
         _ => database(db),
+    }
+}
+
+/// The collection a command names by its full namespace (`dataSize: "db.coll"`).
+fn full_namespace(db: &str, body: &Document, name: &str) -> Resource {
+    match body
+        .get(name)
+        .and_then(Bson::as_str)
+        .and_then(|s| s.split_once('.'))
+    {
+        Some((d, c)) => Resource::Collection(d.to_owned(), c.to_owned()),
+        None => database(db),
     }
 }
 

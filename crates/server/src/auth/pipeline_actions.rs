@@ -2,7 +2,8 @@
 //! collection it reads (none for `aggregate: 1`), `find` on every collection `$lookup`,
 //! `$graphLookup` and `$unionWith` read (inside `$facet` and sub-pipelines too),
 //! `insert` and `remove` on `$out`'s target, `insert` and `update` on `$merge`'s,
-//! `collStats` / `indexStats` for those stages and `inprog` on the cluster for `$currentOp`.
+//! `collStats` / `indexStats` for those stages and `inprog` on the cluster for `$currentOp`
+//! with `allUsers: true` (without it a user sees only their own operations).
 //! It reads the pipeline only; it never checks that the pipeline is valid (the command does).
 
 use super::command_actions::{collection, truthy, Needs};
@@ -62,10 +63,16 @@ fn walk(db: &str, stages: &[&Document], needs: &mut Needs) {
             "$facet" => facet(db, arg, needs),
             "$out" => writes(db, arg, &["insert", "remove"], needs),
             "$merge" => merge(db, arg, needs),
-            "$currentOp" => needs.push((Resource::Cluster, "inprog")),
+            // Without `allUsers` a user sees only their own operations and needs nothing.
+            "$currentOp" if all_users(arg) => needs.push((Resource::Cluster, "inprog")),
             _ => {}
         }
     }
+}
+
+/// Whether a `$currentOp` spec asks for every user's operations.
+fn all_users(arg: Option<&Bson>) -> bool {
+    matches!(arg, Some(Bson::Document(d)) if d.get("allUsers") == Some(&Bson::Boolean(true)))
 }
 
 /// `find` on the collection in field `field` of `arg`, and its sub-pipeline's needs.
@@ -169,11 +176,13 @@ mod tests {
         );
         let stats = doc! {"aggregate": "a", "pipeline": [{"$collStats": {}}]};
         assert_eq!(needs("t", &stats), vec![(coll("t", "a"), "collStats")]);
-        let current = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}]};
+        let current = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {"allUsers": true}}]};
         assert_eq!(
             needs("admin", &current),
             vec![(Resource::Cluster, "inprog")]
         );
+        let own = doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}]};
+        assert!(needs("admin", &own).is_empty());
         let docs = doc! {"aggregate": 1, "pipeline": [{"$documents": [{}]}]};
         assert!(needs("t", &docs).is_empty());
     }

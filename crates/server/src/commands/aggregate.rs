@@ -1,7 +1,8 @@
 //! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
 //! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
 //! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves pipelines led
-//! by `$listLocalSessions` (`list_local_sessions.rs`) or `$documents`; a collection's pipeline
+//! by `$listLocalSessions` (`list_local_sessions.rs`), `$currentOp` (`current_op.rs`, on
+//! `admin`) or `$documents`; a collection's pipeline
 //! led by `$collStats` starts from that stage's document (`coll_stats_stage.rs`). A pipeline ending in
 //! `$out`/`$merge` writes its results and answers with an empty cursor.
 
@@ -9,7 +10,7 @@ use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
     raw_to_bson, wrong_type,
 };
-use super::{coll_stats_stage, list_local_sessions, CommandResult};
+use super::{coll_stats_stage, current_op, list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::VecSource;
@@ -22,6 +23,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
         Some(Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
     );
     list_local_sessions::check_placement(&stages, !collectionless)?;
+    current_op::check_placement(&stages, db, collectionless)?;
     if collectionless {
         return aggregate_database(ctx, db, body, &stages);
     }
@@ -52,7 +54,8 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
 }
 
 /// `{aggregate: 1}`: a pipeline led by `$listLocalSessions` (served here, from the session
-/// table) or by `$documents` (served by the database); any other first stage needs a
+/// table), by `$currentOp` (from the registry of operations in flight) or by `$documents`
+/// (served by the database); any other first stage needs a
 /// collection (`InvalidNamespace`).
 fn aggregate_database(
     ctx: &ConnectionCtx,
@@ -64,6 +67,8 @@ fn aggregate_database(
     let vars = command_vars(body, "aggregate")?;
     let results = if list_local_sessions::leads(stages) {
         list_local_sessions::run(ctx, db, stages, &vars)?
+    } else if current_op::leads(stages) {
+        current_op::run(ctx, stages, &vars)?
     } else {
         if ctx.txn.is_some() {
             return Err(MongoError::new(

@@ -96,7 +96,7 @@ fn insert_documents(
         // comes first when both exist, since an ordered early error ended the prepared list.
         result.errors.truncate(1);
     }
-    Ok(write_reply(result, false))
+    write_reply(result, false)
 }
 
 pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
@@ -131,14 +131,14 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
                     result.errors.push((i, e));
                 }
                 if ordered {
-                    return Ok(write_reply(result, true));
+                    return write_reply(result, true);
                 }
             }
         }
     }
     run_updates(ctx, &ns, &mut ops, &mut offset, ordered, &mut result)?;
     result.errors.sort_by_key(|(i, _)| *i);
-    Ok(write_reply(result, true))
+    write_reply(result, true)
 }
 
 fn run_updates(
@@ -301,7 +301,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             errors: (0..failed).map(|i| (i, e.clone())).collect(),
             ..WriteResult::default()
         };
-        return Ok(write_reply(result, false));
+        return write_reply(result, false);
     }
     let result = match (&ctx.txn, &ctx.retry) {
         (Some(t), _) => ctx.db.delete_in(t, &ns, &ops)?,
@@ -312,7 +312,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         }
         (None, None) => ctx.db.delete(&ns, &ops, ordered)?,
     };
-    Ok(write_reply(result, false))
+    write_reply(result, false)
 }
 
 pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
@@ -392,8 +392,12 @@ fn check_batch_len(n: usize) -> Result<(), MongoError> {
     Ok(())
 }
 
-/// `{n, nModified?, upserted?, writeErrors?}`.
-fn write_reply(r: WriteResult, is_update: bool) -> Document {
+/// `{n, nModified?, upserted?, writeErrors?}`. A statement stopped by an interruption
+/// (`killOp`) fails the whole command instead, as mongod's write path rethrows those.
+fn write_reply(r: WriteResult, is_update: bool) -> CommandResult {
+    if let Some((_, e)) = r.errors.iter().find(|(_, e)| e.code.is_interruption()) {
+        return Err(e.clone());
+    }
     let mut reply = doc! { "n": r.n as i32 };
     if is_update {
         reply.insert("nModified", r.n_modified as i32);
@@ -414,7 +418,7 @@ fn write_reply(r: WriteResult, is_update: bool) -> Document {
             .collect();
         reply.insert("writeErrors", errs);
     }
-    reply
+    Ok(reply)
 }
 
 fn write_error(index: usize, e: &MongoError) -> Document {

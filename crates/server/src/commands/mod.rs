@@ -6,13 +6,17 @@
 mod aggregate;
 mod coll_mod;
 mod coll_stats_stage;
+mod compact;
 mod connection_info;
 pub mod connection_txn;
 mod crud;
+mod current_op;
 mod data;
+mod data_size;
 mod ddl;
 mod diagnostics;
 mod fail_command;
+pub mod fsync;
 mod get_last_error;
 mod get_log;
 mod hello;
@@ -20,6 +24,7 @@ mod host_info;
 mod list_commands;
 mod list_local_sessions;
 mod parameters;
+pub mod profile;
 mod query;
 mod raw_args;
 mod repl_set;
@@ -150,6 +155,14 @@ const COMMANDS: &[(&str, Handler)] = &[
     ("replSetReconfig", repl_set::repl_set_reconfig),
     ("replSetGetConfig", repl_set::repl_set_get_config),
     ("replSetGetStatus", repl_set::repl_set_get_status),
+    ("currentOp", current_op::current_op),
+    ("killOp", current_op::kill_op),
+    ("fsync", fsync::fsync),
+    ("fsyncUnlock", fsync::fsync_unlock),
+    ("profile", profile::profile),
+    ("dataSize", data_size::data_size),
+    ("datasize", data_size::data_size),
+    ("compact", compact::compact),
 ];
 
 /// Runs a command built in memory (the legacy opcodes, OP_QUERY commands, tests) against
@@ -175,6 +188,8 @@ pub fn dispatch_command(
     let raw_count = raw_documents.as_ref().map(Vec::len);
     let on_collection = collection_of(cmd);
     let active = on_collection.map(|_| crate::top::Active::start(cmd.name()));
+    // In the registry of operations in flight, killable, until the reply is built.
+    let op = ctx.op.begin(&ctx.server.ops, db, cmd);
     let started = std::time::Instant::now();
     // mongod keeps `bypassDocumentValidation` on the operation; here it lives on the thread
     // that runs the command, for as long as the command runs.
@@ -184,10 +199,14 @@ pub fn dispatch_command(
     );
     let _bypass = shale_db::bypass_document_validation(bypass);
     let reply = dispatch_checked(ctx, db, cmd, raw_documents);
+    let elapsed = started.elapsed();
+    let work = op.work();
+    drop(op);
     if let Some(coll) = on_collection {
-        crate::top::record(db, coll, cmd.name(), started.elapsed());
+        crate::top::record(db, coll, cmd.name(), elapsed);
     }
     drop(active);
+    profile::record(ctx, db, cmd, &reply, elapsed, work);
     crate::op_counters::record(cmd, raw_count, &reply);
     reply
 }
@@ -260,6 +279,15 @@ fn dispatch_checked(
     let checked = repl
         .receive_cluster_time(cmd.raw())
         .and_then(|()| repl.check_command(db, name, cmd.raw()));
+    // `fsync` with `lock: true` holds writes here until it is unlocked; the guard lives
+    // until the write has run.
+    let mut _write = None;
+    let checked = checked.and_then(|()| {
+        if fsync::is_write(name, cmd.raw()) {
+            _write = Some(ctx.server.fsync_lock.enter_write()?);
+        }
+        Ok(())
+    });
     let reply = match checked {
         Ok(()) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
         Err(e) => {

@@ -114,7 +114,7 @@ pub(crate) fn port(ctx: &ConnectionCtx) -> u16 {
 const DEFAULT_PORT: u16 = 27017;
 
 /// mongod's `prettyHostName`: the host name, with `:port` unless the port is the default.
-fn host_and_port(ctx: &ConnectionCtx) -> String {
+pub(crate) fn host_and_port(ctx: &ConnectionCtx) -> String {
     match port(ctx) {
         DEFAULT_PORT => hostname(),
         p => format!("{}:{p}", hostname()),
