@@ -205,3 +205,16 @@ def test_a_small_oplog_stays_near_its_bound(tmp_path):
 def test_a_standalone_has_no_oplog(client):
     client.app.x.insert_one({"_id": 1})
     assert "oplog.rs" not in client.local.list_collection_names()
+
+
+def test_profiler_output_is_not_replicated(primary):
+    # mongod keeps system.profile per member: the profiler's writes leave no oplog entry.
+    with primary.client() as c:
+        c.app.command("profile", 2)
+        start = last_ts(c)
+        c.app.items.insert_one({"_id": "profiled"})
+        c.app.command("profile", 0)
+        assert c.app["system.profile"].count_documents({}) > 0
+        nss = {e["ns"] for e in entries_after(c, start)}
+        assert "app.items" in nss
+        assert "app.system.profile" not in nss

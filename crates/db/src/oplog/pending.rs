@@ -30,8 +30,10 @@ impl Pending {
         self.ops.is_empty()
     }
 
+    /// Whether changes to `coll` are replicated: not those in `local`, nor a database's
+    /// profiler output (`system.profile`), which mongod keeps per member too.
     fn logs(&self, coll: &Collection) -> bool {
-        self.on && coll.ns.db != "local"
+        self.on && coll.ns.db != "local" && coll.ns.coll != "system.profile"
     }
 
     fn push(&mut self, coll: &Collection, op: Op) {
