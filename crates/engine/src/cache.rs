@@ -12,10 +12,18 @@
 //! sets while memory the cache cannot see (allocator overhead, uncharged allocations) would
 //! take the process over its memory limit (`heap.rs`). Without a governor the two are equal.
 
-use crate::tree::Tree;
+use crate::Result;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+
+/// What the cache evicts from (a tree), seen only through this: the cache does not know the
+/// tree, and the loop over every tree of the budget lives here (`make_room`).
+pub(crate) trait Evictable: Send + Sync {
+    /// One clock pass over this holder's nodes, evicting until the cache's eviction target
+    /// is met with room for `incoming` more bytes.
+    fn evict_some(&self, incoming: usize) -> Result<()>;
+}
 
 /// Eviction frees down to the budget less this fraction of it (`eviction_target`).
 const EVICTION_SLACK_DIVISOR: usize = 50;
@@ -38,7 +46,7 @@ pub struct Cache {
     pub(crate) heap_released_bytes: AtomicU64,
     /// The allocator's resident bytes at the governor's last reading (0 without one).
     pub(crate) heap_resident_bytes: AtomicU64,
-    trees: Mutex<Vec<Weak<Tree>>>,
+    trees: Mutex<Vec<Weak<dyn Evictable>>>,
     next_victim: AtomicUsize,
 }
 
@@ -107,15 +115,36 @@ impl Cache {
     }
 
     /// Registers a tree whose nodes count against this budget.
-    pub(crate) fn register(&self, tree: &Arc<Tree>) {
+    pub(crate) fn register<T: Evictable + 'static>(&self, tree: &Arc<T>) {
+        let tree: Weak<dyn Evictable> = Arc::downgrade(tree) as Weak<T>;
         let mut trees = self.trees.lock();
         trees.retain(|t| t.strong_count() > 0);
-        trees.push(Arc::downgrade(tree));
+        trees.push(tree);
+    }
+
+    /// Makes room for `incoming` more bytes before they are charged: when they would take
+    /// the cache over its working limit, evicts (every registered tree, clock order, a
+    /// different tree first each time) until they fit under the eviction target. Loads call
+    /// it between decoding and installing, so that a node read does not push the charge over
+    /// the budget first and evict after. Only nodes pinned by operations in flight can keep
+    /// the charge above the budget. Not under a tree lock: eviction takes them.
+    pub(crate) fn make_room(&self, incoming: usize) -> Result<()> {
+        if self.used_bytes() + incoming <= self.limit_bytes() {
+            return Ok(());
+        }
+        for tree in self.victims() {
+            if self.used_bytes() + incoming <= self.eviction_target() {
+                break;
+            }
+            tree.evict_some(incoming)?;
+        }
+        Ok(())
     }
 
     /// Trees to evict from, starting with a different one each call.
-    pub(crate) fn victims(&self) -> Vec<Arc<Tree>> {
-        let trees: Vec<Arc<Tree>> = self.trees.lock().iter().filter_map(Weak::upgrade).collect();
+    fn victims(&self) -> Vec<Arc<dyn Evictable>> {
+        let trees: Vec<Arc<dyn Evictable>> =
+            self.trees.lock().iter().filter_map(Weak::upgrade).collect();
         if trees.is_empty() {
             return trees;
         }

@@ -18,7 +18,6 @@ mod error;
 mod heap;
 mod lock;
 pub mod mvcc;
-pub mod op;
 mod options;
 mod read_view;
 mod recovery;
@@ -27,6 +26,7 @@ mod tree;
 mod tree_space;
 mod txn;
 mod txn_cursor;
+pub mod vocab;
 pub mod wal;
 
 pub use counters::EngineCounters;

@@ -20,8 +20,8 @@
 
 use crate::env::EnvInner;
 use crate::mvcc::{LockId, LockMode, Refusal, SnapshotGuard, Ts, TxnId};
-use crate::op::Op;
 use crate::tree::{msg, Tree};
+use crate::vocab::Op;
 use crate::{Error, Result, TreeHandle, TxnCursor};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

@@ -7,7 +7,7 @@ mod locks;
 mod snapshots;
 mod status;
 
-pub use crate::wal::TxnId;
+pub use crate::vocab::{Ts, TxnId};
 pub use locks::{LockId, LockMode, LockTable, Refusal};
-pub use snapshots::{SnapshotGuard, Snapshots, Ts};
+pub use snapshots::{SnapshotGuard, Snapshots};
 pub use status::{stamps_in_order, Resolved, TxnStatus, OLD_TS};

@@ -22,15 +22,12 @@
 //! there: collection only drops versions shadowed at or below the durable position.
 
 use super::status::TxnStatus;
+use crate::vocab::Ts;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A commit timestamp: the log position just past the commit record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Ts(pub u64);
 
 /// Open snapshots and the newest fully applied commit.
 #[derive(Debug)]

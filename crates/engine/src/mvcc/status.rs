@@ -15,29 +15,9 @@
 //! kept until the horizon passes them, ids never reused) are defined in
 //! `docs/transactions.md`, "The model"; the code here keeps them.
 
-use super::snapshots::Ts;
+use crate::vocab::Ts;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, VecDeque};
-
-/// The high bit of a provisional stamp; the low 63 bits are the transaction id.
-pub const PROVISIONAL: u64 = 1 << 63;
-
-impl Ts {
-    /// The stamp of transaction `txn`'s provisional writes.
-    pub fn provisional(txn: u64) -> Ts {
-        assert!(txn < PROVISIONAL, "transaction id {txn} out of range");
-        Ts(PROVISIONAL | txn)
-    }
-
-    pub fn is_provisional(self) -> bool {
-        self.0 & PROVISIONAL != 0
-    }
-
-    /// The writing transaction's id, for a provisional stamp.
-    pub fn txn(self) -> Option<u64> {
-        self.is_provisional().then_some(self.0 & !PROVISIONAL)
-    }
-}
 
 /// Whether a message stamped `later` may follow one stamped `earlier` for the same key:
 /// commit timestamps do not decrease, and a provisional stamp may be followed by anything

@@ -39,7 +39,8 @@ use super::msg::{Msn, OpRef, MSG_OVERHEAD_BYTES};
 use super::node::alloc_bytes;
 use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
-use crate::mvcc::{stamps_in_order, Ts};
+use crate::mvcc::stamps_in_order;
+use crate::vocab::Ts;
 use std::borrow::Cow;
 #[cfg(test)]
 use std::collections::BTreeMap;

@@ -9,7 +9,8 @@
 //! resolved — given its commit timestamp, or dropped by its transaction's abort message —
 //! when another message for the key is applied and before the leaf is written (E2).
 
-use crate::mvcc::{Resolved, Ts, TxnStatus, OLD_TS};
+use crate::mvcc::{Resolved, TxnStatus, OLD_TS};
+use crate::vocab::Ts;
 
 /// Bytes a version costs against node sizes besides its value (timestamp, flag, length).
 pub const VERSION_OVERHEAD_BYTES: usize = 8 + 1 + 4;

@@ -6,7 +6,7 @@ use super::format;
 use super::node::{alloc_bytes, Basement, NodeBody};
 use super::{Tree, TreeState};
 use crate::block::NodeId;
-use crate::cache::InFlight;
+use crate::cache::{Evictable, InFlight};
 use crate::counters::EngineStats;
 use crate::{Category, Result};
 use std::sync::atomic::Ordering;
@@ -112,22 +112,10 @@ impl Tree {
         self.make_room(0)
     }
 
-    /// Makes room for `incoming` more bytes before they are charged: when they would take
-    /// the cache over its budget, evicts (every tree, clock order) until they fit under the
-    /// eviction target. Loads call it between decoding and installing, so that a node read
-    /// does not push the charge over the budget first and evict after. Only nodes pinned
-    /// by operations in flight can keep the charge above the budget.
+    /// Makes room in the cache for `incoming` more bytes (`Cache::make_room`: every tree of
+    /// the budget, clock order).
     pub(crate) fn make_room(&self, incoming: usize) -> Result<()> {
-        if self.cache.used_bytes() + incoming <= self.cache.limit_bytes() {
-            return Ok(());
-        }
-        for tree in self.cache.victims() {
-            if self.cache.used_bytes() + incoming <= self.cache.eviction_target() {
-                break;
-            }
-            tree.evict_some(incoming)?;
-        }
-        Ok(())
+        self.cache.make_room(incoming)
     }
 
     /// Makes room for `bytes` an operation is about to hold outside the node table and
@@ -144,7 +132,7 @@ impl Tree {
     /// reads one partition and no header. Skeletons are small; they are removed only in the
     /// second sweep and only while the cache is still over its budget (partial eviction alone
     /// bringing it under the budget, if not yet to the target, spares them).
-    fn evict_some(&self, incoming: usize) -> Result<()> {
+    fn clock_pass(&self, incoming: usize) -> Result<()> {
         let mut st = self.write_state();
         let pins = self.pins.lock();
         let ring = st.clock.len();
@@ -255,5 +243,12 @@ fn raw_bytes(body: &NodeBody) -> usize {
     match body {
         NodeBody::Leaf(l) => l.loaded_bytes(),
         NodeBody::Internal(n) => n.buffers.iter().flatten().map(|b| b.bytes()).sum(),
+    }
+}
+
+/// The cache evicts from a tree through this (`Cache::make_room`).
+impl Evictable for Tree {
+    fn evict_some(&self, incoming: usize) -> Result<()> {
+        self.clock_pass(incoming)
     }
 }

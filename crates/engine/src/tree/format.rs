@@ -450,10 +450,10 @@ fn check_magic(r: &mut Reader<'_>) -> Result<u8, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mvcc::Ts;
     use crate::tree::buffer::MsgRef;
     use crate::tree::entry::Entry;
     use crate::tree::msg::{Msg, Msn, Op, OpRef};
+    use crate::vocab::Ts;
 
     fn sample_leaf() -> NodeBody {
         let entries = (0..200u32)

@@ -4,9 +4,9 @@
 //! one child's pending messages, ordered by key then MSN.
 
 pub use super::buffer::MsgBuffer;
+pub use crate::vocab::Op;
 #[cfg(test)]
-use crate::mvcc::Ts;
-pub use crate::op::Op;
+use crate::vocab::Ts;
 
 /// Message sequence number: later messages for the same key have larger MSNs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -571,7 +571,7 @@ fn check_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mvcc::Ts;
+    use crate::vocab::Ts;
 
     #[test]
     fn a_basement_grown_by_messages_is_recut_to_the_read_unit() {

@@ -247,7 +247,7 @@ fn a_put_buffered_above_answers_a_lookup_without_reading_below() {
     let root = buffer_second_at_root(tree, &mut st, (0..2000).step_by(10));
     let now = tree.snapshots.visible();
     // The puts of `second` are stamped `now`; a snapshot one commit older does not see them.
-    let before = crate::mvcc::Ts(now.0 - 1);
+    let before = crate::vocab::Ts(now.0 - 1);
     let in_root = buffered_keys(&st, root);
     // Shed everything below the root: any read that goes past it must stall on a load. The
     // flusher may have changed nodes since the checkpoint (a flake: "key 1596 answered with

@@ -23,7 +23,7 @@ use super::segment::{self, BufferDesc};
 use super::{decode_meta, format};
 use crate::block::salvage::{self as block_salvage, DurableImage};
 use crate::block::{Extent, NodeId};
-use crate::mvcc::Ts;
+use crate::vocab::Ts;
 use crate::TreeOptions;
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;

@@ -265,8 +265,8 @@ pub fn check_piece(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mvcc::Ts;
     use crate::tree::msg::{Msg, Msn, Op};
+    use crate::vocab::Ts;
 
     fn buffer(keys: usize, per_key: usize) -> MsgBuffer {
         let mut b = MsgBuffer::new();

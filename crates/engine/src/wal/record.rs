@@ -4,11 +4,8 @@
 
 use super::frame::Lsn;
 use crate::bytes::{put_bytes, Reader};
-use crate::op::Op;
-
-/// A transaction id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TxnId(pub u64);
+use crate::vocab::Op;
+pub use crate::vocab::TxnId;
 
 /// One logical change, as redone by recovery.
 #[derive(Debug, Clone, PartialEq, Eq)]

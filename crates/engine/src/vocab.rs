@@ -1,4 +1,6 @@
-//! The engine's one vocabulary for a write: what an operation does to the value of its key.
+//! The engine's base vocabulary, shared by the tree, the log, MVCC and transactions without
+//! any of them importing another for it: a write's operation (`Op`), a transaction's id
+//! (`TxnId`) and a commit timestamp or provisional stamp (`Ts`).
 //!
 //! The same `Op` value travels the whole write path without being converted or copied: a
 //! transaction's write set records it (`txn.rs`), a commit moves it into the log's group
@@ -11,6 +13,35 @@
 //! transactions.
 
 use crate::{Error, Result, MAX_KEY_OR_VALUE_BYTES};
+
+/// A transaction id (also the id of a plain batch's commit in the log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TxnId(pub u64);
+
+/// A commit timestamp (the log position just past the commit record), or a provisional
+/// stamp: `PROVISIONAL | txn id` on versions a live transaction wrote (`mvcc::status`, T1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Ts(pub u64);
+
+/// The bit that marks a provisional stamp.
+pub const PROVISIONAL: u64 = 1 << 63;
+
+impl Ts {
+    /// The stamp of transaction `txn`'s provisional writes.
+    pub fn provisional(txn: u64) -> Ts {
+        assert!(txn < PROVISIONAL, "transaction id {txn} out of range");
+        Ts(PROVISIONAL | txn)
+    }
+
+    pub fn is_provisional(self) -> bool {
+        self.0 & PROVISIONAL != 0
+    }
+
+    /// The writing transaction's id, for a provisional stamp.
+    pub fn txn(self) -> Option<u64> {
+        self.is_provisional().then_some(self.0 & !PROVISIONAL)
+    }
+}
 
 /// What a write does to the entry of its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
