@@ -7,7 +7,7 @@
 //! any (a bug) poisons the environment, so writers waiting on the flusher's progress get
 //! an error instead of waiting forever.
 
-use crate::env::EnvInner;
+use crate::inner::EnvInner;
 use crate::tree::Tree;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

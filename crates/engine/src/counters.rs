@@ -37,15 +37,16 @@ impl EngineStats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Records what applying versions to leaf entries kept and collected.
-    pub(crate) fn count_versions(&self, a: crate::tree::entry::Applied) {
-        if a.retained > 0 {
+    /// Records what applying versions to leaf entries kept (`retained` older versions) and
+    /// collected (dropped, no snapshot can see them).
+    pub(crate) fn count_versions(&self, retained: u64, collected: u64) {
+        if retained > 0 {
             self.versions_retained
-                .fetch_add(a.retained, Ordering::Relaxed);
+                .fetch_add(retained, Ordering::Relaxed);
         }
-        if a.collected > 0 {
+        if collected > 0 {
             self.versions_collected
-                .fetch_add(a.collected, Ordering::Relaxed);
+                .fetch_add(collected, Ordering::Relaxed);
         }
     }
 }

@@ -15,7 +15,9 @@ mod codec_helper;
 mod counters;
 mod env;
 mod error;
+mod handle;
 mod heap;
+mod inner;
 mod lock;
 pub mod mvcc;
 mod options;
@@ -30,9 +32,11 @@ pub mod vocab;
 pub mod wal;
 
 pub use counters::EngineCounters;
-pub use env::{add_i64_merge, Env, EnvHooks, TreeHandle, WriteBatch};
+pub use env::Env;
 pub use error::{Error, Location, Result};
+pub use handle::{TreeHandle, WriteBatch};
 pub use heap::{HeapProbe, HeapSample};
+pub use inner::{add_i64_merge, EnvHooks};
 pub use options::{
     Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM, DEFAULT_ZSTD_LEVEL,
     MAX_KEY_OR_VALUE_BYTES, MAX_ZSTD_LEVEL, MIN_TXN_MAX_BYTES, MIN_ZSTD_LEVEL,

@@ -4,7 +4,7 @@
 //! set and is not counted as a transaction; like a transaction's snapshot it keeps the
 //! versions it needs for as long as it lives (M2), and `open_snapshots` shows it.
 
-use crate::env::EnvInner;
+use crate::inner::EnvInner;
 use crate::mvcc::SnapshotGuard;
 use crate::{Cursor, Result, TreeHandle};
 use std::sync::Arc;

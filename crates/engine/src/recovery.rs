@@ -18,7 +18,7 @@ use crate::block::BlockFile;
 use crate::cache::Cache;
 use crate::catalog::{tree_path, Catalog};
 use crate::counters::EngineStats;
-use crate::env::{wal_dir, wal_options, EnvHooks, EnvInner};
+use crate::inner::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
 use crate::mvcc::{LockTable, Snapshots, Ts};
 use crate::tree::{OpRef, Tree};

@@ -18,9 +18,10 @@
 //! that would take it past the limit fails with `Error::TransactionTooLarge`, MongoDB's
 //! `TransactionTooLargeForCache`.
 
-use crate::env::EnvInner;
-use crate::mvcc::{LockId, LockMode, Refusal, SnapshotGuard, Ts, TxnId};
-use crate::tree::{msg, Tree};
+use crate::inner::EnvInner;
+use crate::mvcc::{Held, LockMode, SnapshotGuard, Ts, TxnId};
+use crate::tree::Tree;
+use crate::txn_cursor::fold_own;
 use crate::vocab::Op;
 use crate::{Error, Result, TreeHandle, TxnCursor};
 use std::collections::BTreeMap;
@@ -31,16 +32,13 @@ use std::sync::Arc;
 /// delete drops what came before it).
 pub(crate) struct TreeWrites {
     pub tree: Arc<Tree>,
-    pub keys: BTreeMap<Vec<u8>, Vec<msg::Op>>,
+    pub keys: BTreeMap<Vec<u8>, Vec<Op>>,
 }
 
 /// What a write-set key costs in memory beyond its bytes: its map slot and vectors.
 const KEY_OVERHEAD: usize = 64;
 /// What one operation on a key costs beyond its payload.
 const OP_OVERHEAD: usize = 32;
-
-/// A lock a transaction took, and whether it took it to write the key.
-pub(crate) type Held = (LockId, LockMode);
 
 /// A live transaction. Dropping it without `commit` aborts it.
 pub struct Txn {
@@ -99,7 +97,7 @@ impl Txn {
             .get(&tree.tree.id())
             .and_then(|w| w.keys.get(key));
         let base = match ops.map(|o| o.first()) {
-            Some(Some(msg::Op::Put(_) | msg::Op::Delete)) => None,
+            Some(Some(Op::Put(_) | Op::Delete)) => None,
             _ => tree.tree.get_at(key, &self.snapshot)?,
         };
         Ok(fold_own(
@@ -208,7 +206,7 @@ impl Txn {
             Some(ops) => ops,
             None => writes.keys.entry(key.to_vec()).or_default(),
         };
-        if !matches!(m, msg::Op::Update(_)) {
+        if !matches!(m, Op::Update(_)) {
             ops.clear();
         }
         ops.push(m);
@@ -218,7 +216,7 @@ impl Txn {
     /// Puts `m` into the tree as a provisional version of this transaction: the status
     /// table knows the transaction and the key is registered before the message goes in
     /// (T1, R8).
-    fn write_provisional(&mut self, tree: &TreeHandle, key: &[u8], m: &msg::Op) -> Result<()> {
+    fn write_provisional(&mut self, tree: &TreeHandle, key: &[u8], m: &Op) -> Result<()> {
         if !self.provisional {
             self.env.snapshots.status().begin(self.id.0);
             self.provisional = true;
@@ -239,7 +237,7 @@ impl Txn {
 
     /// The write set's memory once `m` on `key` is recorded: a put or delete drops the key's
     /// earlier operations, an update adds to them.
-    fn bytes_after(&self, tree: &TreeHandle, key: &[u8], m: &msg::Op) -> usize {
+    fn bytes_after(&self, tree: &TreeHandle, key: &[u8], m: &Op) -> usize {
         let ops = self
             .writes
             .get(&tree.tree.id())
@@ -247,7 +245,7 @@ impl Txn {
         let (added_key, dropped) = match ops {
             // The key is held twice: in the write set and in the live-key registry (R8).
             None => (KEY_OVERHEAD + 2 * key.len(), 0),
-            Some(ops) if !matches!(m, msg::Op::Update(_)) => {
+            Some(ops) if !matches!(m, Op::Update(_)) => {
                 (0, ops.iter().map(op_bytes).sum::<usize>())
             }
             Some(_) => (0, 0),
@@ -371,60 +369,6 @@ impl Drop for Txn {
 }
 
 /// What one recorded operation costs in the write set.
-fn op_bytes(m: &msg::Op) -> usize {
+fn op_bytes(m: &Op) -> usize {
     OP_OVERHEAD + m.payload().len()
-}
-
-/// Applies a transaction's own operations on `key` to the value its snapshot sees.
-pub(crate) fn fold_own(
-    merge: &msg::MergeFn,
-    key: &[u8],
-    base: Option<Vec<u8>>,
-    ops: &[msg::Op],
-) -> Option<Vec<u8>> {
-    ops.iter()
-        .fold(base, |cur, op| msg::apply(merge, key, cur, op.as_op_ref()))
-}
-
-impl EnvInner {
-    /// The error for a refused lock (counted).
-    pub(crate) fn conflict(&self, tree: &str, refusal: Refusal) -> Error {
-        crate::counters::EngineStats::bump(&self.stats.write_conflicts);
-        let reason = match refusal {
-            Refusal::Held(other) => format!("held by live transaction {}", other.0),
-            Refusal::NewerCommit(ts) => {
-                format!("written by a commit (ts {}) after this snapshot", ts.0)
-            }
-        };
-        Error::WriteConflict {
-            tree: tree.to_owned(),
-            reason,
-        }
-    }
-
-    /// Releases `held` keys of `txn`; `committed` marks the keys it locked to write as
-    /// written at that timestamp (L2). A key can be held more than once — every write takes
-    /// its lock again, and a `get_shared` read followed by a write holds it both ways — and
-    /// `release` frees all of a key's holds at once: each key is released once, as written
-    /// if any of its holds is exclusive. (Releasing the shared hold first used to
-    /// prune the entry, so the commit's timestamp was never recorded and an older snapshot
-    /// could then overwrite the key.)
-    pub(crate) fn release_locks(&self, txn: TxnId, held: &[Held], committed: Option<Ts>) {
-        if held.is_empty() {
-            return;
-        }
-        let mut keys: Vec<(LockId, bool)> = held
-            .iter()
-            .map(|(id, mode)| (*id, *mode == LockMode::Exclusive))
-            .collect();
-        // Exclusive first within a key, so that dedup keeps it.
-        keys.sort_unstable_by_key(|&(id, exclusive)| (id, !exclusive));
-        keys.dedup_by_key(|(id, _)| *id);
-        let horizon = self.snapshots.horizon();
-        for (id, exclusive) in keys {
-            let wrote = committed.filter(|_| exclusive);
-            self.locks.release(txn, id, wrote, horizon);
-        }
-        self.locks.maybe_prune(horizon);
-    }
 }

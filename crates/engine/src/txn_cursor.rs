@@ -2,7 +2,8 @@
 //! transaction's own writes (as they were when the cursor was made). Keys its writes deleted
 //! are skipped; keys it updated show the merge callback's result over the snapshot's value.
 
-use crate::tree::msg::{MergeFn, Op};
+use crate::tree::msg::MergeFn;
+use crate::vocab::Op;
 use crate::{Cursor, Result};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -150,7 +151,7 @@ impl TxnCursor {
     fn resolve(&self, key: &[u8], on_base: bool) -> Option<Vec<u8>> {
         let base = on_base.then(|| self.base.value().to_vec());
         match self.own.get(key) {
-            Some(ops) => crate::txn::fold_own(&*self.merge, key, base, ops),
+            Some(ops) => fold_own(&*self.merge, key, base, ops),
             None => base,
         }
     }
@@ -164,4 +165,16 @@ fn nearer(a: Option<&Vec<u8>>, b: Option<&Vec<u8>>, dir: Dir) -> Option<Vec<u8>>
         (Some(x), None) | (None, Some(x)) => Some(x.clone()),
         (None, None) => None,
     }
+}
+
+/// Applies a transaction's own operations on `key` to the value its snapshot sees.
+pub(crate) fn fold_own(
+    merge: &MergeFn,
+    key: &[u8],
+    base: Option<Vec<u8>>,
+    ops: &[Op],
+) -> Option<Vec<u8>> {
+    ops.iter().fold(base, |cur, op| {
+        crate::tree::msg::apply(merge, key, cur, op.as_op_ref())
+    })
 }

@@ -34,6 +34,9 @@ pub enum LockMode {
     Exclusive,
 }
 
+/// A lock a transaction took, and whether it took it to write the key.
+pub type Held = (LockId, LockMode);
+
 /// A lock request was refused: someone else holds the key, or wrote it after the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {

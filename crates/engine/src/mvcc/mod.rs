@@ -8,6 +8,6 @@ mod snapshots;
 mod status;
 
 pub use crate::vocab::{Ts, TxnId};
-pub use locks::{LockId, LockMode, LockTable, Refusal};
+pub use locks::{Held, LockId, LockMode, LockTable, Refusal};
 pub use snapshots::{SnapshotGuard, Snapshots};
 pub use status::{stamps_in_order, Resolved, TxnStatus, OLD_TS};

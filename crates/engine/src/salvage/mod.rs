@@ -32,7 +32,7 @@ use crate::block::BlockFile;
 use crate::cache::Cache;
 use crate::catalog::{tree_path, Catalog, TreeEntry, CATALOG_FILE};
 use crate::counters::EngineStats;
-use crate::env::wal_dir;
+use crate::inner::wal_dir;
 use crate::lock::DirLock;
 use crate::mvcc::{Snapshots, Ts};
 use crate::tree::salvage::{extract, Extracted};

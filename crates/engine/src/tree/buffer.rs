@@ -33,13 +33,13 @@
 
 #[cfg(test)]
 use super::msg::Msg;
-#[cfg(test)]
-use super::msg::Op;
 use super::msg::{Msn, OpRef, MSG_OVERHEAD_BYTES};
 use super::node::alloc_bytes;
 use super::packed::{u32_at, u64_at};
 use crate::bytes::{put_bytes, Reader};
 use crate::mvcc::stamps_in_order;
+#[cfg(test)]
+use crate::vocab::Op;
 use crate::vocab::Ts;
 use std::borrow::Cow;
 #[cfg(test)]

@@ -101,10 +101,7 @@ impl Tree {
                 .sum(),
             NodeBody::Internal(_) => 0,
         });
-        self.stats.count_versions(super::entry::Applied {
-            retained: 0,
-            collected,
-        });
+        self.stats.count_versions(0, collected);
     }
 
     /// Evicts from every tree of the environment until the cache is under its target.

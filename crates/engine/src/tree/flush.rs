@@ -112,7 +112,8 @@ impl Tree {
             }
         });
         if let Some(applied) = applied {
-            self.stats.count_versions(applied);
+            self.stats
+                .count_versions(applied.retained, applied.collected);
             self.fix_root(st)?;
         }
         Ok(())
@@ -309,7 +310,8 @@ impl Tree {
                     self.snapshots.status(),
                 )
             });
-            self.stats.count_versions(applied);
+            self.stats
+                .count_versions(applied.retained, applied.collected);
         }
         st.modify(child, &cache, |n| {
             if let NodeBody::Leaf(l) = &mut n.body {

@@ -452,7 +452,8 @@ mod tests {
     use super::*;
     use crate::tree::buffer::MsgRef;
     use crate::tree::entry::Entry;
-    use crate::tree::msg::{Msg, Msn, Op, OpRef};
+    use crate::tree::msg::{Msg, Msn, OpRef};
+    use crate::vocab::Op;
     use crate::vocab::Ts;
 
     fn sample_leaf() -> NodeBody {

@@ -4,7 +4,7 @@
 //! one child's pending messages, ordered by key then MSN.
 
 pub use super::buffer::MsgBuffer;
-pub use crate::vocab::Op;
+use crate::vocab::Op;
 #[cfg(test)]
 use crate::vocab::Ts;
 

@@ -125,7 +125,7 @@ fn buffer_second_at_root(
 ) -> crate::block::NodeId {
     let root = st.root;
     let ts = tree.snapshots.visible();
-    let put = super::msg::Op::Put(b"second".to_vec());
+    let put = crate::vocab::Op::Put(b"second".to_vec());
     for i in keys {
         assert!(
             tree.inject(st, &key(i), ts, put.as_op_ref()).is_ok(),
@@ -514,7 +514,7 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
     let value = |k: &[u8]| -> Vec<u8> { (0..100u8).map(|i| i ^ k[k.len() - 1]).collect() };
     let ts = tree.snapshots.visible();
     for k in &keys {
-        let put = super::msg::Op::Put(value(k));
+        let put = crate::vocab::Op::Put(value(k));
         assert!(
             tree.inject(&mut st, k, ts, put.as_op_ref()).is_ok(),
             "root is cached"

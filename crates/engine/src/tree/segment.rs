@@ -265,7 +265,8 @@ pub fn check_piece(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::msg::{Msg, Msn, Op};
+    use crate::tree::msg::{Msg, Msn};
+    use crate::vocab::Op;
     use crate::vocab::Ts;
 
     fn buffer(keys: usize, per_key: usize) -> MsgBuffer {
