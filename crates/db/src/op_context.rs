@@ -6,6 +6,9 @@
 //! aggregation's leading query, a getMore's batch and an update's or delete's scan all stop
 //! there with mongod's `Interrupted` (11601).
 //!
+//! The same check enforces the operation's `maxTimeMS` (`set_deadline`): past its deadline
+//! it fails with `MaxTimeMSExpired` (50). Only an operation with a deadline reads the clock.
+//!
 //! The flag belongs to the caller (one per connection, reused by its commands); this module
 //! never allocates per operation and never blocks. A thread with no scope is never
 //! interrupted and counts nothing.
@@ -15,6 +18,7 @@ use shale_doc::{ErrorCode, MongoError};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The interrupt flag an operation's owner raises (`killOp`) and its thread checks.
 #[derive(Debug, Default)]
@@ -49,6 +53,7 @@ pub struct OpWork {
 thread_local! {
     static CURRENT: RefCell<Option<Arc<Interrupt>>> = const { RefCell::new(None) };
     static WORK: Cell<OpWork> = const { Cell::new(OpWork { keys_examined: 0, docs_examined: 0 }) };
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// While alive, the operation on this thread may be interrupted through `interrupt` and
@@ -56,19 +61,28 @@ thread_local! {
 pub struct OpScope {
     previous: Option<Arc<Interrupt>>,
     previous_work: OpWork,
+    previous_deadline: Option<Instant>,
 }
 
 /// Runs the rest of this thread's operation under `interrupt` (see [`OpScope`]).
 pub fn op_scope(interrupt: Arc<Interrupt>) -> OpScope {
     let previous = CURRENT.with(|c| c.replace(Some(interrupt)));
     let previous_work = WORK.with(|w| w.replace(OpWork::default()));
+    let previous_deadline = DEADLINE.with(|d| d.replace(None));
     OpScope {
         previous,
         previous_work,
+        previous_deadline,
     }
 }
 
 impl OpScope {
+    /// The operation fails with `MaxTimeMSExpired` at its first check after `deadline`
+    /// (its `maxTimeMS`), until the scope ends.
+    pub fn set_deadline(&self, deadline: Instant) {
+        DEADLINE.with(|d| d.set(Some(deadline)));
+    }
+
     /// The work counted since the scope began.
     pub fn work(&self) -> OpWork {
         WORK.with(Cell::get)
@@ -79,6 +93,7 @@ impl Drop for OpScope {
     fn drop(&mut self) {
         CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
         WORK.with(|w| w.set(self.previous_work));
+        DEADLINE.with(|d| d.set(self.previous_deadline));
     }
 }
 
@@ -88,7 +103,13 @@ pub fn check_interrupt() -> DbResult<()> {
     if killed {
         return Err(interrupted());
     }
-    Ok(())
+    match DEADLINE.with(Cell::get) {
+        Some(deadline) if Instant::now() >= deadline => Err(MongoError::new(
+            ErrorCode::MaxTimeMSExpired,
+            "operation exceeded time limit",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// mongod's error for an operation stopped by `killOp`.
@@ -109,6 +130,19 @@ pub(crate) fn add_work(keys_examined: u64, docs_examined: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_passed_deadline_expires_the_operation_until_its_scope_ends() {
+        let scope = op_scope(Arc::new(Interrupt::default()));
+        assert!(check_interrupt().is_ok());
+        scope.set_deadline(Instant::now() + std::time::Duration::from_secs(3600));
+        assert!(check_interrupt().is_ok());
+        scope.set_deadline(Instant::now());
+        let e = check_interrupt().expect_err("expired");
+        assert_eq!(e.code, ErrorCode::MaxTimeMSExpired);
+        drop(scope);
+        assert!(check_interrupt().is_ok());
+    }
 
     #[test]
     fn a_thread_without_a_scope_is_never_interrupted() {

@@ -204,6 +204,14 @@ impl OpGuard {
         self.scope.as_ref().map(OpScope::work).unwrap_or_default()
     }
 
+    /// Fails the operation's database work with `MaxTimeMSExpired` once `limit` has passed
+    /// since it began (its `maxTimeMS`).
+    pub fn set_max_time(&self, limit: std::time::Duration) {
+        if let Some(scope) = &self.scope {
+            scope.set_deadline(self.started + limit);
+        }
+    }
+
     /// How long the operation has run.
     pub fn elapsed(&self) -> std::time::Duration {
         self.started.elapsed()

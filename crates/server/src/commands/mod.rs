@@ -198,7 +198,15 @@ pub fn dispatch_command(
         Some(bson::RawBsonRef::Boolean(true))
     );
     let _bypass = shale_db::bypass_document_validation(bypass);
-    let reply = dispatch_checked(ctx, db, cmd, raw_documents);
+    let reply = match max_time(cmd) {
+        Ok(limit) => {
+            if let Some(limit) = limit {
+                op.set_max_time(limit);
+            }
+            dispatch_checked(ctx, db, cmd, raw_documents)
+        }
+        Err(e) => Reply::Doc(error_reply(&e)),
+    };
     let elapsed = started.elapsed();
     let work = op.work();
     drop(op);
@@ -209,6 +217,41 @@ pub fn dispatch_command(
     profile::record(ctx, db, cmd, &reply, elapsed, work);
     crate::op_counters::record(cmd, raw_count, &reply);
     reply
+}
+
+/// A command's `maxTimeMS` as a limit on its run (checked where `killOp` is: once per document
+/// its scans reach); none when absent or 0. A `getMore` takes it as how long an awaitData
+/// cursor waits instead (`commands/query.rs`). mongod's checks: a number, integral,
+/// non-negative, at most `i32::MAX`, else `BadValue`.
+fn max_time(cmd: &Command<'_>) -> Result<Option<std::time::Duration>, MongoError> {
+    if cmd.name() == "getMore" {
+        return Ok(None);
+    }
+    let ms = match cmd.get("maxTimeMS") {
+        None => return Ok(None),
+        Some(bson::RawBsonRef::Int32(n)) => f64::from(n),
+        Some(bson::RawBsonRef::Int64(n)) => n as f64,
+        Some(bson::RawBsonRef::Double(n)) => n,
+        Some(_) => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                "maxTimeMS must be a number",
+            ))
+        }
+    };
+    if ms.fract() != 0.0 || !ms.is_finite() {
+        return Err(MongoError::new(
+            ErrorCode::BadValue,
+            "maxTimeMS has a fractional component",
+        ));
+    }
+    if !(0.0..=f64::from(i32::MAX)).contains(&ms) {
+        return Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("{ms} value for maxTimeMS is out of range [0, 2147483647]"),
+        ));
+    }
+    Ok((ms > 0.0).then(|| std::time::Duration::from_millis(ms as u64)))
 }
 
 /// The collection a command works on, for `top`: its first field's string value (the
