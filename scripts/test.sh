@@ -62,6 +62,9 @@ bash tests/spec/run_crud_unified.sh
 step "driver spec tests: the same CRUD unified tests against $SHALE_BIN --replSet (tests/spec)"
 bash tests/spec/run_crud_unified_rs.sh
 
+step "driver spec tests: pymongo 4.20.0's retryable writes unified tests against $SHALE_BIN --replSet, zero failures (tests/spec)"
+bash tests/spec/run_pymongo_suite.sh retryable_writes_rs
+
 step "pymongo 4.20.0's test/test_auth.py against $SHALE_BIN --auth (tests/spec)"
 bash tests/spec/run_auth.sh
 

@@ -43,6 +43,9 @@ class Suite:
     pytest_args: tuple[str, ...] = ()
     # Whether the server runs with --replSet and is initiated before pytest starts.
     repl_set: bool = False
+    # Whether any failure or error fails the run, whatever the floor (issue 24 item 9 wants
+    # the session suites at zero failures; auth must be whole).
+    zero_failures: bool = False
 
 
 SUITES = {
@@ -81,6 +84,7 @@ SUITES = {
         server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
         auth=False,
         repl_set=True,
+        zero_failures=True,
     ),
     "sessions_rs": Suite(
         title="sessions unified tests against --replSet",
@@ -96,6 +100,7 @@ SUITES = {
         floor_file=SPEC_DIR / "auth_floor.txt",
         server_args=("--setParameter", "enableTestCommands=1", "--auth"),
         auth=True,
+        zero_failures=True,
         # Its tests are marked `auth`, which pyproject's `-m default` deselects.
         # test_scram_threaded authenticates from four threads whose query is a `$where`
         # with a JavaScript sleep; ShaleDB runs no JavaScript, so it is deselected (listed
@@ -396,8 +401,8 @@ def main() -> int:
         problems.append(
             f"{counts['passed']} passed is below the floor of {floor} ({suite.floor_file.name})"
         )
-    if suite.auth and counts["failed"] + counts["errored"] > 0:
-        problems.append("the auth suite must have no failures or errors (docs/compat.md)")
+    if suite.zero_failures and counts["failed"] + counts["errored"] > 0:
+        problems.append(f"the {args.suite} suite must have no failures or errors (docs/compat.md)")
 
     print(
         f"{suite.title} (pymongo 4.20.0): passed {counts['passed']}, "

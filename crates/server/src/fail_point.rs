@@ -1,17 +1,21 @@
-//! The server's fail points (mongod's `FailPoint`, reduced to the one drivers' tests use):
-//! `failCommand`, its mode (`off`, `alwaysOn`, `{times: n}`, `{skip: n}`), its data, how
-//! many times it fired, and the decision, for one command, whether it fires now. Deciding
-//! and counting happen under one lock, so `{times: 1}` fires for exactly one command however
-//! many connections race. Reaching it over the wire (`configureFailPoint`) and acting on a
-//! hit (block, close, fail) are `commands/fail_command.rs`'s work; nothing here sleeps or
-//! builds replies.
+//! The server's fail points (mongod's `FailPoint`, reduced to the two drivers' tests use):
+//! `failCommand` and `onPrimaryTransactionalWrite`, each with its mode (`off`, `alwaysOn`,
+//! `{times: n}`, `{skip: n}`), its data, how many times it fired, and the decision whether
+//! it fires now. Deciding and counting happen under one lock, so `{times: 1}` fires once
+//! however many connections race. Reaching them over the wire (`configureFailPoint`) and
+//! acting on a hit (block, close, fail) are `commands/fail_command.rs`'s and
+//! `commands/retryable_writes.rs`'s work; nothing here sleeps or builds replies.
 
 use bson::{Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::Mutex;
 
-/// The only fail point this server has.
+/// Fails or closes commands by name (`commands/fail_command.rs`).
 pub const FAIL_COMMAND: &str = "failCommand";
+/// Fires when a retryable write's statement has run, before it commits (mongod's, in its
+/// transaction participant): closes the connection unless `closeConnection: false`, and
+/// with `failBeforeCommitExceptionCode` fails the statement so it never commits.
+pub const ON_PRIMARY_TRANSACTIONAL_WRITE: &str = "onPrimaryTransactionalWrite";
 
 /// When a fail point fires (mongod's `FailPoint::Mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +28,7 @@ pub enum Mode {
     Skip(i64),
 }
 
-/// `failCommand` as configured.
+/// A fail point as configured.
 #[derive(Debug)]
 struct State {
     mode: Mode,
@@ -33,22 +37,46 @@ struct State {
     times_entered: i64,
 }
 
-/// The `failCommand` fail point, shared by every connection.
-#[derive(Debug)]
-pub struct FailPoints {
-    fail_command: Mutex<State>,
-}
-
-impl Default for FailPoints {
+impl Default for State {
     fn default() -> Self {
-        FailPoints {
-            fail_command: Mutex::new(State {
-                mode: Mode::Off,
-                data: Document::new(),
-                times_entered: 0,
-            }),
+        State {
+            mode: Mode::Off,
+            data: Document::new(),
+            times_entered: 0,
         }
     }
+}
+
+impl State {
+    /// Counts a hit of a fail point whose condition holds; its data if it fires now (a
+    /// `{skip}` still skipping, or `off`, does not).
+    fn hit(&mut self) -> Option<Document> {
+        match self.mode {
+            Mode::Off => return None,
+            Mode::AlwaysOn => {}
+            Mode::Times(n) => {
+                self.mode = if n <= 1 {
+                    Mode::Off
+                } else {
+                    Mode::Times(n - 1)
+                };
+            }
+            Mode::Skip(n) if n > 0 => {
+                self.mode = Mode::Skip(n - 1);
+                return None;
+            }
+            Mode::Skip(_) => {}
+        }
+        self.times_entered += 1;
+        Some(self.data.clone())
+    }
+}
+
+/// The fail points, shared by every connection.
+#[derive(Debug, Default)]
+pub struct FailPoints {
+    fail_command: Mutex<State>,
+    on_primary_transactional_write: Mutex<State>,
 }
 
 /// Which of `failCommand`'s two checks is asking: the one before a command runs (it closes,
@@ -70,18 +98,22 @@ pub struct Target<'a> {
 
 impl FailPoints {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.fail_command.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.fail_command)
     }
 
     /// Sets `name`'s mode and data from a `configureFailPoint` command; returns how many times
     /// it fired before (mongod's reply `count`).
     pub fn configure(&self, name: &str, body: &Document) -> Result<i64, MongoError> {
-        if name != FAIL_COMMAND {
-            return Err(MongoError::new(
-                ErrorCode::FailPointSetFailed,
-                format!("{name} not found"),
-            ));
-        }
+        let point = match name {
+            FAIL_COMMAND => &self.fail_command,
+            ON_PRIMARY_TRANSACTIONAL_WRITE => &self.on_primary_transactional_write,
+            _ => {
+                return Err(MongoError::new(
+                    ErrorCode::FailPointSetFailed,
+                    format!("{name} not found"),
+                ))
+            }
+        };
         let mode = parse_mode(body.get("mode"))?;
         let data = match body.get("data") {
             None => Document::new(),
@@ -93,11 +125,17 @@ impl FailPoints {
                 ))
             }
         };
-        let mut st = self.lock();
+        let mut st = lock(point);
         let before = st.times_entered;
         st.mode = mode;
         st.data = data;
         Ok(before)
+    }
+
+    /// Whether `onPrimaryTransactionalWrite` fires for the retryable write statement that
+    /// just ran; if it does, counts the hit and returns its data.
+    pub fn fire_on_primary_write(&self) -> Option<Document> {
+        lock(&self.on_primary_transactional_write).hit()
     }
 
     /// Whether `failCommand` fires for `target` at `check`; if it does, counts the hit (and
@@ -107,25 +145,12 @@ impl FailPoints {
         if st.mode == Mode::Off || !applies(&st.data, check, target) {
             return None;
         }
-        match st.mode {
-            Mode::Off => return None,
-            Mode::AlwaysOn => {}
-            Mode::Times(n) => {
-                st.mode = if n <= 1 {
-                    Mode::Off
-                } else {
-                    Mode::Times(n - 1)
-                };
-            }
-            Mode::Skip(n) if n > 0 => {
-                st.mode = Mode::Skip(n - 1);
-                return None;
-            }
-            Mode::Skip(_) => {}
-        }
-        st.times_entered += 1;
-        Some(st.data.clone())
+        st.hit()
     }
+}
+
+fn lock(point: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    point.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// mongod's `shouldActivateFailCommandFailPoint` plus the per-check condition: never
@@ -295,6 +320,24 @@ mod tests {
         );
         assert!(fp.fire(Check::Before, target("insert")).is_none());
         assert!(fp.fire(Check::After, target("insert")).is_some());
+    }
+
+    #[test]
+    fn on_primary_transactional_write_fires_by_mode_alone() {
+        let fp = FailPoints::default();
+        assert!(fp.fire_on_primary_write().is_none());
+        let body = doc! {"mode": {"times": 2}, "data": {"failBeforeCommitExceptionCode": 1}};
+        assert_eq!(fp.configure(ON_PRIMARY_TRANSACTIONAL_WRITE, &body), Ok(0));
+        assert!(
+            fp.fire(Check::Before, target("insert")).is_none(),
+            "not failCommand"
+        );
+        let data = fp.fire_on_primary_write().expect("fires");
+        assert_eq!(integer(&data, "failBeforeCommitExceptionCode"), Some(1));
+        assert!(fp.fire_on_primary_write().is_some());
+        assert!(fp.fire_on_primary_write().is_none(), "times used up");
+        let off = doc! {"mode": "off"};
+        assert_eq!(fp.configure(ON_PRIMARY_TRANSACTIONAL_WRITE, &off), Ok(2));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{FindAndModifyResult, RetryId, Statement, UserTxn, WriteResult};
 use shale_doc::{ErrorCode, MongoError};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// The commands that may be retryable writes.
@@ -173,9 +174,12 @@ pub(crate) fn each<S>(
         let stmt_id = r.fields.stmt_id(index(j));
         let outcome = match refuse(s) {
             Some(e) => Err(e),
-            None => ctx
-                .db
-                .retryable_statement(&r.id, stmt_id, |t| run(t, s), summary),
+            None => ctx.db.retryable_statement(
+                &r.id,
+                stmt_id,
+                |t| run(t, s).and_then(|w| before_commit(ctx).map(|()| w)),
+                summary,
+            ),
         };
         let failed = match outcome {
             Ok(Statement::Ran(w)) => add(&mut total, w, j),
@@ -242,6 +246,7 @@ pub(crate) fn find_and_modify(
     run: impl Fn(&UserTxn) -> Result<FindAndModifyResult, MongoError>,
 ) -> Result<FindAndModifyResult, MongoError> {
     let stmt_id = r.fields.stmt_id(0);
+    let run = |t: &UserTxn| run(t).and_then(|f| before_commit(ctx).map(|()| f));
     match ctx
         .db
         .retryable_statement(&r.id, stmt_id, run, |f| Some(image(f)))?
@@ -251,6 +256,34 @@ pub(crate) fn find_and_modify(
             r.retried(stmt_id);
             from_image(&d)
         }
+    }
+}
+
+/// The test fail point `onPrimaryTransactionalWrite` (with test commands on), where mongod
+/// checks it: a statement has run and not yet committed. It closes the connection (the
+/// reply is never sent) unless its data says `closeConnection: false`, and with
+/// `failBeforeCommitExceptionCode` fails the statement with that code, so its transaction
+/// rolls back and nothing of it is kept or recorded.
+fn before_commit(ctx: &ConnectionCtx) -> Result<(), MongoError> {
+    if !ctx.server.enable_test_commands {
+        return Ok(());
+    }
+    let Some(data) = ctx.server.fail_points.fire_on_primary_write() else {
+        return Ok(());
+    };
+    if data.get_bool("closeConnection").unwrap_or(true) {
+        ctx.close_requested.store(true, Ordering::Relaxed);
+    }
+    // A code this server has no name for fails as InternalError (1).
+    match crate::fail_point::integer(&data, "failBeforeCommitExceptionCode") {
+        Some(code) => Err(MongoError::new(
+            i32::try_from(code)
+                .ok()
+                .and_then(ErrorCode::from_code)
+                .unwrap_or(ErrorCode::InternalError),
+            "Failing write for test due to failpoint",
+        )),
+        None => Ok(()),
     }
 }
 
