@@ -212,6 +212,13 @@ impl CursorTable {
         self.lock().get(&id).map(|e| e.owner)
     }
 
+    /// Whether open cursor `id` is a change stream's (its source has a resume token).
+    pub fn is_change_stream(&self, id: i64) -> bool {
+        self.lock()
+            .get(&id)
+            .is_some_and(|e| e.source.resume_token().is_some())
+    }
+
     /// The namespace of open cursor `id` (legacy OP_KILL_CURSORS names ids only).
     pub fn namespace_of(&self, id: i64) -> Option<String> {
         self.lock().get(&id).map(|e| e.ns.clone())

@@ -57,6 +57,11 @@ error_codes! {
     CursorNotFound = 43,
     /// A tailable cursor's position in a capped collection (the oplog) was deleted.
     CappedPositionLost = 136,
+    StaleShardVersion = 63,
+    FailedToSatisfyReadPreference = 133,
+    StaleEpoch = 150,
+    RetryChangeStream = 234,
+    StaleConfig = 13388,
     /// A change stream that asked for a pre- or post-image it cannot have (`required`).
     NoMatchingDocument = 47,
     /// A resume token a change stream cannot resume from.

@@ -1,5 +1,6 @@
-//! The server's fail points (mongod's `FailPoint`, reduced to the one drivers' tests use):
-//! `failCommand`, its mode (`off`, `alwaysOn`, `{times: n}`, `{skip: n}`), its data, how
+//! The server's fail points (mongod's `FailPoint`, reduced to the two drivers' tests use):
+//! `failCommand` and `failGetMoreAfterCursorCheckout` (a getMore fails once its cursor is
+//! found: the change-stream resume tests), their mode (`off`, `alwaysOn`, `{times: n}`, `{skip: n}`), its data, how
 //! many times it fired, and the decision, for one command, whether it fires now. Deciding
 //! and counting happen under one lock, so `{times: 1}` fires for exactly one command however
 //! many connections race. Reaching it over the wire (`configureFailPoint`) and acting on a
@@ -10,8 +11,10 @@ use bson::{Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
 use std::sync::Mutex;
 
-/// The only fail point this server has.
+/// The fail point drivers' tests use most.
 pub const FAIL_COMMAND: &str = "failCommand";
+/// Fails a getMore after its cursor is checked out (`data: {errorCode}`).
+pub const FAIL_GET_MORE: &str = "failGetMoreAfterCursorCheckout";
 
 /// When a fail point fires (mongod's `FailPoint::Mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,20 +36,51 @@ struct State {
     times_entered: i64,
 }
 
-/// The `failCommand` fail point, shared by every connection.
+impl State {
+    fn off() -> Mutex<State> {
+        Mutex::new(State {
+            mode: Mode::Off,
+            data: Document::new(),
+            times_entered: 0,
+        })
+    }
+
+    /// Whether the fail point fires now (its mode allows); counts the hit and uses up one of
+    /// `{times}` when it does.
+    fn enter(&mut self) -> bool {
+        match self.mode {
+            Mode::Off => return false,
+            Mode::AlwaysOn => {}
+            Mode::Times(n) => {
+                self.mode = if n <= 1 {
+                    Mode::Off
+                } else {
+                    Mode::Times(n - 1)
+                };
+            }
+            Mode::Skip(n) if n > 0 => {
+                self.mode = Mode::Skip(n - 1);
+                return false;
+            }
+            Mode::Skip(_) => {}
+        }
+        self.times_entered += 1;
+        true
+    }
+}
+
+/// The fail points, shared by every connection.
 #[derive(Debug)]
 pub struct FailPoints {
     fail_command: Mutex<State>,
+    get_more: Mutex<State>,
 }
 
 impl Default for FailPoints {
     fn default() -> Self {
         FailPoints {
-            fail_command: Mutex::new(State {
-                mode: Mode::Off,
-                data: Document::new(),
-                times_entered: 0,
-            }),
+            fail_command: State::off(),
+            get_more: State::off(),
         }
     }
 }
@@ -73,10 +107,20 @@ impl FailPoints {
         self.fail_command.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn lock_get_more(&self) -> std::sync::MutexGuard<'_, State> {
+        self.get_more.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `failGetMoreAfterCursorCheckout`'s data if it fires for this getMore.
+    pub fn fire_get_more(&self) -> Option<Document> {
+        let mut st = self.lock_get_more();
+        st.enter().then(|| st.data.clone())
+    }
+
     /// Sets `name`'s mode and data from a `configureFailPoint` command; returns how many times
     /// it fired before (mongod's reply `count`).
     pub fn configure(&self, name: &str, body: &Document) -> Result<i64, MongoError> {
-        if name != FAIL_COMMAND {
+        if name != FAIL_COMMAND && name != FAIL_GET_MORE {
             return Err(MongoError::new(
                 ErrorCode::FailPointSetFailed,
                 format!("{name} not found"),
@@ -93,7 +137,11 @@ impl FailPoints {
                 ))
             }
         };
-        let mut st = self.lock();
+        let mut st = if name == FAIL_COMMAND {
+            self.lock()
+        } else {
+            self.lock_get_more()
+        };
         let before = st.times_entered;
         st.mode = mode;
         st.data = data;
@@ -107,23 +155,9 @@ impl FailPoints {
         if st.mode == Mode::Off || !applies(&st.data, check, target) {
             return None;
         }
-        match st.mode {
-            Mode::Off => return None,
-            Mode::AlwaysOn => {}
-            Mode::Times(n) => {
-                st.mode = if n <= 1 {
-                    Mode::Off
-                } else {
-                    Mode::Times(n - 1)
-                };
-            }
-            Mode::Skip(n) if n > 0 => {
-                st.mode = Mode::Skip(n - 1);
-                return None;
-            }
-            Mode::Skip(_) => {}
+        if !st.enter() {
+            return None;
         }
-        st.times_entered += 1;
         Some(st.data.clone())
     }
 }

@@ -29,6 +29,54 @@ pub fn leads(stages: &[Document]) -> Result<bool, MongoError> {
         .is_some_and(|s| s.contains_key("$changeStream")))
 }
 
+/// Codes after which a driver resumes a change stream (mongod labels a getMore's error
+/// with `ResumableChangeStreamError` for them): network, not-primary, shutdown, stale
+/// routing and `RetryChangeStream` errors.
+const RESUMABLE: [ErrorCode; 17] = [
+    ErrorCode::HostUnreachable,
+    ErrorCode::HostNotFound,
+    ErrorCode::NetworkTimeout,
+    ErrorCode::ShutdownInProgress,
+    ErrorCode::PrimarySteppedDown,
+    ErrorCode::ExceededTimeLimit,
+    ErrorCode::SocketException,
+    ErrorCode::NotWritablePrimary,
+    ErrorCode::InterruptedAtShutdown,
+    ErrorCode::InterruptedDueToReplStateChange,
+    ErrorCode::NotPrimaryNoSecondaryOk,
+    ErrorCode::NotPrimaryOrSecondary,
+    ErrorCode::StaleShardVersion,
+    ErrorCode::StaleEpoch,
+    ErrorCode::StaleConfig,
+    ErrorCode::RetryChangeStream,
+    ErrorCode::FailedToSatisfyReadPreference,
+];
+
+/// Adds mongod's change-stream error label to `e`: `NonResumableChangeStreamError` for a
+/// stream that cannot go on (280, 286), and, on a getMore (`get_more`),
+/// `ResumableChangeStreamError` for the codes a driver resumes after.
+pub fn label(e: MongoError, get_more: bool) -> MongoError {
+    let label = match e.code {
+        ErrorCode::ChangeStreamFatalError | ErrorCode::ChangeStreamHistoryLost => {
+            "NonResumableChangeStreamError"
+        }
+        c if get_more && RESUMABLE.contains(&c) => "ResumableChangeStreamError",
+        _ => return e,
+    };
+    let mut info = e.info.as_deref().cloned().unwrap_or_default();
+    info.insert("errorLabels", vec![Bson::from(label)]);
+    e.with_info(info)
+}
+
+/// The error `failGetMoreAfterCursorCheckout` injects into a getMore (`data.errorCode`).
+pub fn injected_get_more_error(data: &Document) -> MongoError {
+    let code = crate::fail_point::integer(data, "errorCode")
+        .and_then(|c| i32::try_from(c).ok())
+        .and_then(ErrorCode::from_code)
+        .unwrap_or(ErrorCode::InternalError);
+    MongoError::new(code, "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
+}
+
 /// Opens the stream and answers its first batch.
 pub fn run(
     ctx: &ConnectionCtx,
@@ -50,6 +98,7 @@ pub fn run(
             "explain of a $changeStream is not supported by ShaleDB",
         ));
     }
+    check_read_concern(body)?;
     let stage = stages
         .first()
         .and_then(|s| s.get("$changeStream"))
@@ -72,18 +121,35 @@ pub fn run(
     let vars = command_vars(body, "aggregate")?;
     let source = ctx
         .db
-        .open_change_stream(scope, spec, &stages[1..], &vars)?;
+        .open_change_stream(scope, spec, &stages[1..], &vars)
+        .map_err(|e| label(e, false))?;
     let cursor = opt_doc(body, "aggregate", "cursor")?;
     let batch_size = match cursor {
         Some(c) => opt_count(c, "aggregate.cursor", "batchSize")?.map(|n| n as usize),
         None => None,
     };
-    let batch = ctx.db.cursors().first_batch(
-        &ns,
-        Box::new(source),
-        batch_size,
-        false,
-        ctx.cursor_owner(),
-    )?;
+    let batch = ctx
+        .db
+        .cursors()
+        .first_batch(&ns, Box::new(source), batch_size, false, ctx.cursor_owner())
+        .map_err(|e| label(e, false))?;
     cursor_reply(&ns, batch, "firstBatch")
+}
+
+/// A change stream reads at `majority` (mongod upgrades an unspecified level to it); an
+/// explicit other level is refused, as mongod refuses it.
+fn check_read_concern(body: &Document) -> Result<(), MongoError> {
+    let level = match body.get("readConcern") {
+        Some(Bson::Document(rc)) => rc.get_str("level").ok(),
+        _ => None,
+    };
+    match level {
+        None | Some("majority") => Ok(()),
+        Some(other) => Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "Aggregation stage $changeStream cannot run with a readConcern other than                  'majority'. Current readConcern: {other}"
+            ),
+        )),
+    }
 }

@@ -146,12 +146,27 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     // An awaitData cursor with nothing new waits up to `maxTimeMS` (mongod's default 1 s);
     // every other source ignores the wait.
     let wait = raw_args::opt_count(cmd, "getMore", "maxTimeMS")?.unwrap_or(1000);
-    let batch = ctx.db.cursors().get_more_waiting(
-        id,
-        &ns,
-        batch_size,
-        Some(std::time::Duration::from_millis(wait)),
-    )?;
+    let change_stream = ctx.db.cursors().is_change_stream(id);
+    if ctx.server.enable_test_commands && ctx.db.cursors().owner(id).is_some() {
+        if let Some(data) = ctx.server.fail_points.fire_get_more() {
+            ctx.db.cursors().kill(&ns, &[id]);
+            let e = super::change_stream::injected_get_more_error(&data);
+            return Err(super::change_stream::label(e, change_stream));
+        }
+    }
+    let batch = ctx
+        .db
+        .cursors()
+        .get_more_waiting(
+            id,
+            &ns,
+            batch_size,
+            Some(std::time::Duration::from_millis(wait)),
+        )
+        .map_err(|e| match change_stream {
+            true => super::change_stream::label(e, true),
+            false => e,
+        })?;
     Ok(cursor_reply_raw(&ns, batch, "nextBatch"))
 }
 
