@@ -340,3 +340,81 @@ def test_standalone_refuses(server):
         with pytest.raises(OperationFailure) as err:
             c.app.x.watch()
         assert err.value.code == 40573
+
+
+def test_expanded_events_report_ddl(primary):
+    with primary.client() as c:
+        db = c.app
+        db.exp.insert_one({"_id": 1, "a": {"1": 1}})
+        with db.watch(show_expanded_events=True, max_await_time_ms=200) as s:
+            db.exp.create_index("x", name="x_1")
+            db.exp.drop_index("x_1")
+            db.command("collMod", "exp")
+            db.exp.update_one({"_id": 1}, {"$set": {"a.1": 2}})
+            db.create_collection("v", viewOn="exp", pipeline=[])
+            db.drop_collection("v")
+            got = take(s, 6)
+        assert [e["operationType"] for e in got] == [
+            "createIndexes",
+            "dropIndexes",
+            "modify",
+            "update",
+            "create",
+            "drop",
+        ]
+        assert got[0]["operationDescription"]["indexes"][0]["name"] == "x_1"
+        assert got[0]["ns"] == {"db": "app", "coll": "exp"}
+        assert "collectionUUID" in got[0]
+        assert got[3]["updateDescription"]["disambiguatedPaths"] == {"a.1": ["a", "1"]}
+        assert got[4]["ns"] == {"db": "app", "coll": "v"}
+        assert got[4]["operationDescription"] == {"viewOn": "exp", "pipeline": []}
+        # Without the option none of that DDL is reported.
+        with db.watch(max_await_time_ms=200) as s:
+            db.exp.create_index("y")
+            db.exp.insert_one({"_id": 2})
+            (e,) = take(s, 1)
+            assert e["operationType"] == "insert" and "collectionUUID" not in e
+
+
+def test_get_more_errors_carry_change_stream_labels(tmp_path):
+    srv = Server(
+        tmp_path / "data",
+        args=["--replSet", SET, "--setParameter", "enableTestCommands=1"],
+    )
+    try:
+        with srv.client() as c:
+            c.admin.command("replSetInitiate")
+            deadline = time.monotonic() + 10
+            while not c.admin.command("hello").get("isWritablePrimary"):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            db = c.app
+            first = db.command("aggregate", "l", pipeline=[{"$changeStream": {}}], cursor={})
+            c.admin.command(
+                "configureFailPoint",
+                "failGetMoreAfterCursorCheckout",
+                mode={"times": 1},
+                data={"errorCode": 262},
+            )
+            with pytest.raises(OperationFailure) as err:
+                db.command("getMore", first["cursor"]["id"], collection="l")
+            assert err.value.code == 262
+            assert "ResumableChangeStreamError" in err.value.details["errorLabels"]
+            # pymongo resumes after it on its own.
+            with db.l.watch(max_await_time_ms=200) as s:
+                c.admin.command(
+                    "configureFailPoint",
+                    "failGetMoreAfterCursorCheckout",
+                    mode={"times": 1},
+                    data={"errorCode": 262},
+                )
+                db.l.insert_one({"_id": 1})
+                (e,) = take(s, 1)
+                assert e["documentKey"] == {"_id": 1}
+            with db.l.watch([{"$project": {"_id": 0}}], max_await_time_ms=200) as s:
+                db.l.insert_one({"_id": 2})
+                with pytest.raises(OperationFailure) as err:
+                    take(s, 1)
+            assert "NonResumableChangeStreamError" in err.value.details["errorLabels"]
+    finally:
+        srv.stop()

@@ -4,7 +4,10 @@
 //! stream at its collection's drop or rename, and a database stream at its database's drop).
 //! A transaction's `applyOps` entry is unwound into its operations in order, each an event
 //! at the entry's `ts` with its index in the token and the session's `txnNumber`/`lsid`.
-//! Field order follows mongod 7.0's event transformation. Pure: reads nothing but the entry.
+//! With `showExpandedEvents` the events also carry `collectionUUID` and, for DDL,
+//! `operationDescription`, and DDL beyond drops and renames is reported (`create`,
+//! `createIndexes`, `dropIndexes`, `modify`). Field order follows mongod 7.0's event
+//! transformation. Pure: reads nothing but the entry.
 
 use super::token::ResumeToken;
 use super::update_desc::update_description;
@@ -72,6 +75,10 @@ pub struct Change {
     pub update_kind: UpdateKind,
     /// `(txnNumber, lsid)` of a transaction's event.
     pub txn: Option<(i64, RawDocumentBuf)>,
+    /// The collection's UUID (`showExpandedEvents` only).
+    pub collection_uuid: Option<RawBson>,
+    /// A DDL event's details (`showExpandedEvents` only).
+    pub operation_description: Option<RawDocumentBuf>,
     /// The stream ends after this event (an `invalidate` follows it).
     pub invalidates: bool,
 }
@@ -90,6 +97,8 @@ impl Change {
             update_description: None,
             update_kind: UpdateKind::None,
             txn: None,
+            collection_uuid: None,
+            operation_description: None,
             invalidates: false,
         }
     }
@@ -117,6 +126,9 @@ impl Change {
         d.append("_id", self.token.document());
         d.append("operationType", self.operation);
         d.append("clusterTime", self.token.cluster_time());
+        if let Some(u) = &self.collection_uuid {
+            d.append("collectionUUID", u.clone());
+        }
         d.append("wallTime", self.wall.clone());
         if let Some(f) = &self.full_document {
             d.append("fullDocument", f.clone());
@@ -126,6 +138,9 @@ impl Change {
         }
         if let Some(k) = &self.document_key {
             d.append("documentKey", k.clone());
+        }
+        if let Some(o) = &self.operation_description {
+            d.append("operationDescription", o.clone());
         }
         if let Some(u) = &self.update_description {
             d.append("updateDescription", u.clone());
@@ -153,10 +168,16 @@ struct Outer<'a> {
     wall: RawBson,
     txn: Option<(i64, RawDocumentBuf)>,
     scope: &'a Scope,
+    expanded: bool,
 }
 
-/// The events `entry` makes for a stream over `scope`, in order.
-pub fn changes(entry: &RawDocument, scope: &Scope) -> Result<Vec<Change>, MongoError> {
+/// The events `entry` makes for a stream over `scope`, in order; `expanded`:
+/// `showExpandedEvents`.
+pub fn changes(
+    entry: &RawDocument,
+    scope: &Scope,
+    expanded: bool,
+) -> Result<Vec<Change>, MongoError> {
     let ts = match entry.get("ts") {
         Ok(Some(RawBsonRef::Timestamp(t))) => t,
         _ => return Err(malformed("has no ts")),
@@ -177,6 +198,7 @@ pub fn changes(entry: &RawDocument, scope: &Scope) -> Result<Vec<Change>, MongoE
             wall,
             txn,
             scope,
+            expanded,
         };
         let ops = entry
             .get_document("o")
@@ -194,6 +216,7 @@ pub fn changes(entry: &RawDocument, scope: &Scope) -> Result<Vec<Change>, MongoE
             wall,
             txn: None,
             scope,
+            expanded,
         };
         one(entry, &outer, 0, &mut out)?;
     }
@@ -217,6 +240,10 @@ fn one(
     let code = op.get_str("op").map_err(|_| malformed("has no op"))?;
     let ns = op.get_str("ns").unwrap_or("");
     let token = ResumeToken::event(outer.ts, index);
+    let uuid = match outer.expanded {
+        true => op.get("ui").ok().flatten().map(|u| u.to_raw_bson()),
+        false => None,
+    };
     let blank = |operation: &'static str| Change {
         token,
         operation,
@@ -228,6 +255,8 @@ fn one(
         update_description: None,
         update_kind: UpdateKind::None,
         txn: outer.txn.clone(),
+        collection_uuid: uuid.clone(),
+        operation_description: None,
         invalidates: false,
     };
     match code {
@@ -235,6 +264,12 @@ fn one(
             let Some((db, coll)) = ns.split_once('.') else {
                 return Err(malformed("has a malformed ns"));
             };
+            if coll == "system.views" {
+                if outer.expanded && !matches!(outer.scope, Scope::Collection(_)) {
+                    view_event(op, code, db, outer.scope, &blank, out)?;
+                }
+                return Ok(());
+            }
             if !outer.scope.sees(db, coll) {
                 return Ok(());
             }
@@ -251,7 +286,7 @@ fn one(
                     c.document_key = Some(o.to_owned());
                     c
                 }
-                _ => update(op, o, &blank)?,
+                _ => update(op, o, &blank, outer.expanded)?,
             };
             c.ns = Some((db.to_owned(), coll.to_owned()));
             out.push(c);
@@ -266,6 +301,7 @@ fn update(
     op: &RawDocument,
     o: &RawDocument,
     blank: &dyn Fn(&'static str) -> Change,
+    expanded: bool,
 ) -> Result<Change, MongoError> {
     let key = op
         .get_document("o2")
@@ -278,7 +314,7 @@ fn update(
             .get_document("diff")
             .map_err(|_| malformed("is a $v: 2 update without a diff"))?;
         c = blank("update");
-        c.update_description = Some(update_description(diff)?);
+        c.update_description = Some(update_description(diff, expanded)?);
         c.update_kind = UpdateKind::Diff;
     } else if o
         .iter()
@@ -354,6 +390,17 @@ fn command(
         if scope.sees(&from.0, &from.1) || scope.sees(&to.0, &to.1) {
             let mut c = blank("rename");
             c.invalidates = matches!(scope, Scope::Collection(_));
+            if outer.expanded {
+                let mut desc = RawDocumentBuf::new();
+                for (k, v) in o.iter().flatten() {
+                    match k {
+                        "renameCollection" | "stayTemp" => {}
+                        "to" => desc.append("to", ns_document(&to.0, &to.1)),
+                        _ => desc.append(k, v.to_raw_bson()),
+                    }
+                }
+                c.operation_description = Some(desc);
+            }
             c.ns = Some(from);
             c.to = Some(to);
             out.push(c);
@@ -368,8 +415,111 @@ fn command(
     } else if o.get("applyOps").ok().flatten().is_some() {
         // A nested applyOps (not written here) would need its own index space.
         return Err(malformed("nests applyOps"));
+    } else if outer.expanded {
+        if let Some(c) = expanded_ddl(o, db, scope, blank)? {
+            out.push(c);
+        }
     }
     Ok(())
+}
+
+/// `create`, `createIndexes`, `dropIndexes` and `collMod` (`modify`): reported with
+/// `showExpandedEvents` only, with what they did as `operationDescription`.
+fn expanded_ddl(
+    o: &RawDocument,
+    db: &str,
+    scope: &Scope,
+    blank: &dyn Fn(&'static str) -> Change,
+) -> Result<Option<Change>, MongoError> {
+    let Some((first, _)) = o.iter().next().and_then(|e| e.ok()) else {
+        return Ok(None);
+    };
+    let operation = match first {
+        "create" => "create",
+        "createIndexes" => "createIndexes",
+        "dropIndexes" => "dropIndexes",
+        "collMod" => "modify",
+        _ => return Ok(None),
+    };
+    let coll = o
+        .get_str(first)
+        .map_err(|_| malformed("names no collection"))?;
+    if !scope.sees(db, coll) {
+        return Ok(None);
+    }
+    let rest = |skip: &[&str], from: &RawDocument| {
+        let mut d = RawDocumentBuf::new();
+        for (k, v) in from.iter().flatten() {
+            if !skip.contains(&k) {
+                d.append(k, v.to_raw_bson());
+            }
+        }
+        d
+    };
+    let desc = match operation {
+        "createIndexes" => indexes(rest(&["createIndexes"], o)),
+        "dropIndexes" => match o.get_document("o2") {
+            Ok(spec) => indexes(rest(&["dropIndexes"], spec)),
+            Err(_) => indexes(rest(&["dropIndexes"], o)),
+        },
+        _ => rest(&[first], o),
+    };
+    let mut c = blank(operation);
+    c.ns = Some((db.to_owned(), coll.to_owned()));
+    c.operation_description = Some(desc);
+    Ok(Some(c))
+}
+
+/// A view's definition written to `<db>.system.views` (`showExpandedEvents`, database and
+/// deployment streams): an insert is its `create`, a delete its `drop`, an update `modify`,
+/// as mongod reports them; `o._id` names the view.
+fn view_event(
+    op: &RawDocument,
+    code: &str,
+    db: &str,
+    scope: &Scope,
+    blank: &dyn Fn(&'static str) -> Change,
+    out: &mut Vec<Change>,
+) -> Result<(), MongoError> {
+    let o = op.get_document("o").map_err(|_| malformed("has no o"))?;
+    let id = match code {
+        "u" => op.get_document("o2").and_then(|k| k.get_str("_id")),
+        _ => o.get_str("_id"),
+    }
+    .map_err(|_| malformed("names no view"))?;
+    let Some((view_db, view)) = id.split_once('.') else {
+        return Err(malformed("names a malformed view"));
+    };
+    if view_db != db || !scope.sees(db, view) {
+        return Ok(());
+    }
+    let mut c = blank(match code {
+        "i" => "create",
+        "d" => "drop",
+        _ => "modify",
+    });
+    c.collection_uuid = None;
+    c.ns = Some((db.to_owned(), view.to_owned()));
+    if code != "d" {
+        let mut desc = RawDocumentBuf::new();
+        for (k, v) in o.iter().flatten() {
+            if k != "_id" {
+                desc.append(k, v.to_raw_bson());
+            }
+        }
+        c.operation_description = Some(desc);
+    }
+    out.push(c);
+    Ok(())
+}
+
+/// `{indexes: [spec]}`.
+fn indexes(spec: RawDocumentBuf) -> RawDocumentBuf {
+    let mut a = bson::RawArrayBuf::new();
+    a.push(spec);
+    let mut d = RawDocumentBuf::new();
+    d.append("indexes", a);
+    d
 }
 
 /// An insert's document key: the entry's `o2`, else `{_id}` of the document.
@@ -414,8 +564,12 @@ mod tests {
         })
     }
 
+    fn changes_of(entry: &RawDocument, scope: &Scope) -> Result<Vec<Change>, MongoError> {
+        changes(entry, scope, false)
+    }
+
     fn kinds(entry: Document, scope: &Scope) -> Vec<(&'static str, bool)> {
-        changes(&raw(entry), scope)
+        changes_of(&raw(entry), scope)
             .expect("events")
             .iter()
             .map(|c| (c.operation, c.invalidates))
@@ -426,7 +580,7 @@ mod tests {
     fn crud_entries_in_and_out_of_scope() {
         let ins = doc! {"op": "i", "ns": "app.c", "o": {"_id": 1, "a": 1}, "o2": {"_id": 1},
         "ts": ts(1), "wall": bson::DateTime::from_millis(5)};
-        let c = changes(&raw(ins.clone()), &coll("app", "c")).expect("events");
+        let c = changes_of(&raw(ins.clone()), &coll("app", "c")).expect("events");
         let d = c[0].document(&[]).to_document().expect("doc");
         assert_eq!(d.get_str("operationType"), Ok("insert"));
         assert_eq!(d.get_document("fullDocument"), Ok(&doc! {"_id": 1, "a": 1}));
@@ -445,16 +599,16 @@ mod tests {
     fn updates_are_diffs_or_replacements() {
         let upd = doc! {"op": "u", "ns": "app.c", "o": {"$v": 2, "diff": {"u": {"a": 2}}},
         "o2": {"_id": 1}, "ts": ts(1)};
-        let c = &changes(&raw(upd), &coll("app", "c")).expect("events")[0];
+        let c = &changes_of(&raw(upd), &coll("app", "c")).expect("events")[0];
         assert_eq!(c.operation, "update");
         let rep = doc! {"op": "u", "ns": "app.c", "o": {"_id": 1, "b": 1}, "o2": {"_id": 1},
         "ts": ts(2)};
-        let c = &changes(&raw(rep), &coll("app", "c")).expect("events")[0];
+        let c = &changes_of(&raw(rep), &coll("app", "c")).expect("events")[0];
         assert_eq!(c.operation, "replace");
         assert_eq!(c.full_document, Some(raw(doc! {"_id": 1, "b": 1})));
         let blind = doc! {"op": "u", "ns": "app.c", "o": {"$inc": {"n": 1}, "$set": {"s": 1}},
         "o2": {"_id": 1}, "ts": ts(3)};
-        let c = &changes(&raw(blind), &coll("app", "c")).expect("events")[0];
+        let c = &changes_of(&raw(blind), &coll("app", "c")).expect("events")[0];
         assert_eq!(c.update_kind, UpdateKind::Blind(vec!["n".into()]));
     }
 
@@ -471,7 +625,7 @@ mod tests {
         "o": {"renameCollection": "app.a", "to": "app.b", "stayTemp": false}, "ts": ts(2)};
         assert_eq!(kinds(rename.clone(), &coll("app", "a")), [("rename", true)]);
         assert_eq!(kinds(rename.clone(), &coll("app", "b")), [("rename", true)]);
-        let c = &changes(&raw(rename), &Scope::Cluster).expect("events")[0];
+        let c = &changes_of(&raw(rename), &Scope::Cluster).expect("events")[0];
         let d = c.document(&[]).to_document().expect("doc");
         assert_eq!(d.get_document("to"), Ok(&doc! {"db": "app", "coll": "b"}));
         let dropdb = doc! {"op": "c", "ns": "app.$cmd", "o": {"dropDatabase": 1}, "ts": ts(3)};
@@ -486,7 +640,7 @@ mod tests {
         assert!(kinds(dropdb, &coll("app", "c")).is_empty());
         let create = doc! {"op": "c", "ns": "app.$cmd", "o": {"create": "c"}, "ts": ts(4)};
         assert!(kinds(create, &Scope::Cluster).is_empty());
-        let inv = changes(
+        let inv = changes_of(
             &raw(doc! {"op": "c", "ns": "app.$cmd", "o": {"drop": "c"}, "ts": ts(5)}),
             &coll("app", "c"),
         )
@@ -501,6 +655,45 @@ mod tests {
     }
 
     #[test]
+    fn expanded_events_report_ddl_with_its_description() {
+        let ui = bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: vec![7; 16],
+        };
+        let index = doc! {"op": "c", "ns": "app.$cmd", "ui": ui.clone(),
+        "o": {"createIndexes": "c", "v": 2, "key": {"x": 1}, "name": "x_1"}, "ts": ts(1)};
+        assert!(kinds(index.clone(), &coll("app", "c")).is_empty());
+        let c = &changes(&raw(index), &coll("app", "c"), true).expect("events")[0];
+        let d = c.document(&[]).to_document().expect("doc");
+        assert_eq!(d.get_str("operationType"), Ok("createIndexes"));
+        assert_eq!(
+            d.get_document("operationDescription"),
+            Ok(&doc! {"indexes": [{"v": 2, "key": {"x": 1}, "name": "x_1"}]})
+        );
+        assert!(d.contains_key("collectionUUID"));
+        let keys: Vec<&str> = d.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "_id",
+                "operationType",
+                "clusterTime",
+                "collectionUUID",
+                "wallTime",
+                "ns",
+                "operationDescription"
+            ]
+        );
+        let modify = doc! {"op": "c", "ns": "app.$cmd", "o": {"collMod": "c"}, "ts": ts(2)};
+        let c = &changes(&raw(modify), &Scope::Database("app".into()), true).expect("events");
+        assert_eq!(c[0].operation, "modify");
+        let create = doc! {"op": "c", "ns": "app.$cmd", "o": {"create": "n"}, "ts": ts(3)};
+        assert!(changes(&raw(create), &coll("app", "c"), true)
+            .expect("events")
+            .is_empty());
+    }
+
+    #[test]
     fn a_transaction_is_unwound_in_order_with_its_session() {
         let entry = doc! {
             "lsid": {"id": 1}, "txnNumber": 4i64, "op": "c", "ns": "admin.$cmd",
@@ -511,7 +704,7 @@ mod tests {
             ]},
             "ts": ts(7),
         };
-        let c = changes(&raw(entry), &coll("app", "c")).expect("events");
+        let c = changes_of(&raw(entry), &coll("app", "c")).expect("events");
         assert_eq!(c.len(), 2);
         assert!(c[0].token < c[1].token);
         assert_eq!(c[0].token.cluster_time(), c[1].token.cluster_time());

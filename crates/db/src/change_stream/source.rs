@@ -56,7 +56,7 @@ impl ChangeStreamSource {
                 }
                 return Ok(false);
             };
-            for change in changes(&entry, &self.scope)? {
+            for change in changes(&entry, &self.scope, self.spec.show_expanded_events)? {
                 if self.skip_through.is_some_and(|t| change.token <= t) {
                     // An invalidating event already returned: its invalidate may not be.
                     if change.invalidates {

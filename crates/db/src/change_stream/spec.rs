@@ -1,9 +1,9 @@
 //! The `$changeStream` stage's document, checked as mongod's IDL parser and
 //! `assertIsLegalSpecification` check it: the start point (`resumeAfter`, `startAfter`,
 //! `startAtOperationTime`, at most one), `fullDocument`, `fullDocumentBeforeChange`,
-//! `allChangesForCluster`. Options that would change the events and are not built here
-//! (`showExpandedEvents`, `showSystemEvents`, `showRawUpdateDescription`, ...) are refused
-//! when true. Pure.
+//! `allChangesForCluster`, `showExpandedEvents`. Options that would change the events and
+//! are not built here (`showSystemEvents`, `showRawUpdateDescription`, ...) are refused when
+//! true. Pure.
 
 use super::token::ResumeToken;
 use bson::{Bson, Document, RawDocumentBuf, Timestamp};
@@ -49,10 +49,12 @@ pub struct ChangeStreamSpec {
     pub full_document: FullDocument,
     pub before_change: BeforeChange,
     pub all_changes_for_cluster: bool,
+    /// DDL events beyond drop/rename, `collectionUUID`, `operationDescription`,
+    /// `disambiguatedPaths`.
+    pub show_expanded_events: bool,
 }
 
-const NOT_BUILT: [&str; 6] = [
-    "showExpandedEvents",
+const NOT_BUILT: [&str; 5] = [
     "showSystemEvents",
     "showRawUpdateDescription",
     "showMigrationEvents",
@@ -74,6 +76,7 @@ impl ChangeStreamSpec {
             full_document: FullDocument::Default,
             before_change: BeforeChange::Off,
             all_changes_for_cluster: false,
+            show_expanded_events: false,
         };
         let (mut resume_after, mut start_after, mut at) = (None, None, None);
         for (k, v) in d {
@@ -102,6 +105,7 @@ impl ChangeStreamSpec {
                     }
                 }
                 "allChangesForCluster" => spec.all_changes_for_cluster = boolean(k, v)?,
+                "showExpandedEvents" => spec.show_expanded_events = boolean(k, v)?,
                 k if NOT_BUILT.contains(&k) => {
                     if boolean(k, v)? {
                         return Err(MongoError::new(
@@ -252,10 +256,15 @@ mod tests {
         );
         assert_eq!(code(doc! {"fullDocument": 1}), ErrorCode::TypeMismatch);
         assert_eq!(
-            code(doc! {"showExpandedEvents": true}),
+            code(doc! {"showSystemEvents": true}),
             ErrorCode::NotImplemented
         );
-        assert!(parse(doc! {"showExpandedEvents": false}).is_ok());
+        assert!(parse(doc! {"showSystemEvents": false}).is_ok());
+        assert!(
+            parse(doc! {"showExpandedEvents": true})
+                .expect("expanded")
+                .show_expanded_events
+        );
         assert_eq!(
             ChangeStreamSpec::parse(&Bson::Int32(1)).unwrap_err().code,
             ErrorCode::Location50808

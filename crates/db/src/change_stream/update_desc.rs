@@ -2,7 +2,10 @@
 //! change-stream diff parser reads it: `u` and `i` fields are `updatedFields`, `d` fields
 //! `removedFields`, a sub-document diff `s<field>` adds its changes under the dotted path
 //! `field.`, and an array diff (`a: true`) names changed elements by index (`u<i>`, `s<i>`)
-//! and a shortened array in `truncatedArrays` (`l`: the new length). Pure.
+//! and a shortened array in `truncatedArrays` (`l`: the new length). With
+//! `showExpandedEvents`, `disambiguatedPaths` spells out each path that a dotted string
+//! cannot say unambiguously (a field name that is a number or holds a dot) as its parts,
+//! array indices as integers. Pure.
 
 use bson::{RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
@@ -16,23 +19,104 @@ struct Description {
     updated: RawDocumentBuf,
     removed: RawArrayBuf,
     truncated: RawArrayBuf,
+    disambiguated: RawDocumentBuf,
+}
+
+/// One step of a path: a field of a document or an index of an array.
+#[derive(Debug, Clone)]
+enum Part {
+    Field(String),
+    Index(u32),
+}
+
+/// A path from the document's root.
+#[derive(Debug, Clone, Default)]
+struct Path(Vec<Part>);
+
+impl Path {
+    fn field(&self, name: &str) -> Path {
+        let mut p = self.0.clone();
+        p.push(Part::Field(name.to_owned()));
+        Path(p)
+    }
+
+    fn index(&self, i: u32) -> Path {
+        let mut p = self.0.clone();
+        p.push(Part::Index(i));
+        Path(p)
+    }
+
+    fn dotted(&self) -> String {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|p| match p {
+                Part::Field(f) => f.clone(),
+                Part::Index(i) => i.to_string(),
+            })
+            .collect();
+        parts.join(".")
+    }
+
+    /// Whether the dotted form could name another path: a field that is all digits (an
+    /// array index?) or holds a dot.
+    fn ambiguous(&self) -> bool {
+        self.0.iter().any(|p| match p {
+            Part::Field(f) => {
+                f.contains('.') || (!f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+            }
+            Part::Index(_) => false,
+        })
+    }
+
+    fn parts(&self) -> RawArrayBuf {
+        let mut a = RawArrayBuf::new();
+        for p in &self.0 {
+            match p {
+                Part::Field(f) => a.push(f.as_str()),
+                Part::Index(i) => a.push(*i as i32),
+            }
+        }
+        a
+    }
+}
+
+impl Description {
+    fn note(&mut self, path: &Path) {
+        if path.ambiguous()
+            && self
+                .disambiguated
+                .get(path.dotted())
+                .ok()
+                .flatten()
+                .is_none()
+        {
+            self.disambiguated.append(path.dotted(), path.parts());
+        }
+    }
 }
 
 /// `{updatedFields, removedFields, truncatedArrays}` of the diff `diff` (the entry's
-/// `o.diff`).
-pub fn update_description(diff: &RawDocument) -> Result<RawDocumentBuf, MongoError> {
+/// `o.diff`), and `disambiguatedPaths` when `expanded` (`showExpandedEvents`).
+pub fn update_description(
+    diff: &RawDocument,
+    expanded: bool,
+) -> Result<RawDocumentBuf, MongoError> {
     let mut d = Description::default();
-    walk_document(diff, "", &mut d, 0)?;
+    walk_document(diff, &Path::default(), &mut d, 0)?;
     let mut out = RawDocumentBuf::new();
     out.append("updatedFields", d.updated);
     out.append("removedFields", d.removed);
     out.append("truncatedArrays", d.truncated);
+    if expanded {
+        out.append("disambiguatedPaths", d.disambiguated);
+    }
     Ok(out)
 }
 
 fn walk_document(
     diff: &RawDocument,
-    prefix: &str,
+    prefix: &Path,
     out: &mut Description,
     depth: usize,
 ) -> Result<(), MongoError> {
@@ -45,22 +129,25 @@ fn walk_document(
             ("d", RawBsonRef::Document(fields)) => {
                 for f in fields {
                     let (name, _) = f.map_err(|_| malformed("not BSON"))?;
-                    out.removed.push(format!("{prefix}{name}").as_str());
+                    let path = prefix.field(name);
+                    out.removed.push(path.dotted().as_str());
+                    out.note(&path);
                 }
             }
             ("u" | "i", RawBsonRef::Document(fields)) => {
                 for f in fields {
                     let (name, v) = f.map_err(|_| malformed("not BSON"))?;
-                    out.updated
-                        .append(format!("{prefix}{name}"), v.to_raw_bson());
+                    let path = prefix.field(name);
+                    out.updated.append(path.dotted(), v.to_raw_bson());
+                    out.note(&path);
                 }
             }
             (k, RawBsonRef::Document(sub)) if k.starts_with('s') && k.len() > 1 => {
-                let path = format!("{prefix}{}", &k[1..]);
+                let path = prefix.field(&k[1..]);
                 if is_array_diff(sub) {
                     walk_array(sub, &path, out, depth + 1)?;
                 } else {
-                    walk_document(sub, &format!("{path}."), out, depth + 1)?;
+                    walk_document(sub, &path, out, depth + 1)?;
                 }
             }
             _ => return Err(malformed(&format!("unexpected field '{key}'"))),
@@ -75,7 +162,7 @@ fn is_array_diff(d: &RawDocument) -> bool {
 
 fn walk_array(
     diff: &RawDocument,
-    path: &str,
+    path: &Path,
     out: &mut Description,
     depth: usize,
 ) -> Result<(), MongoError> {
@@ -90,25 +177,25 @@ fn walk_array(
                     _ => return Err(malformed("array length is not a number")),
                 };
                 let mut t = RawDocumentBuf::new();
-                t.append("field", path);
+                t.append("field", path.dotted());
                 t.append("newSize", len as i32);
                 out.truncated.push(t);
+                out.note(path);
             }
             k if k.starts_with('u') => {
-                let index = array_index(&k[1..])?;
-                out.updated
-                    .append(format!("{path}.{index}"), value.to_raw_bson());
+                let elem = path.index(array_index(&k[1..])?);
+                out.updated.append(elem.dotted(), value.to_raw_bson());
+                out.note(&elem);
             }
             k if k.starts_with('s') => {
-                let index = array_index(&k[1..])?;
+                let elem = path.index(array_index(&k[1..])?);
                 let RawBsonRef::Document(sub) = value else {
                     return Err(malformed("an element diff is not a document"));
                 };
-                let elem = format!("{path}.{index}");
                 if is_array_diff(sub) {
                     walk_array(sub, &elem, out, depth + 1)?;
                 } else {
-                    walk_document(sub, &format!("{elem}."), out, depth + 1)?;
+                    walk_document(sub, &elem, out, depth + 1)?;
                 }
             }
             _ => return Err(malformed(&format!("unexpected array field '{key}'"))),
@@ -137,7 +224,7 @@ mod tests {
 
     fn describe(diff: bson::Document) -> bson::Document {
         let raw = RawDocumentBuf::from_document(&diff).expect("raw");
-        update_description(&raw)
+        update_description(&raw, false)
             .expect("parses")
             .to_document()
             .expect("doc")
@@ -171,6 +258,24 @@ mod tests {
     #[test]
     fn a_malformed_diff_is_refused() {
         let raw = RawDocumentBuf::from_document(&doc! {"q": 1}).expect("raw");
-        assert!(update_description(&raw).is_err());
+        assert!(update_description(&raw, false).is_err());
+    }
+
+    #[test]
+    fn ambiguous_paths_are_spelled_out_when_expanded() {
+        let diff = doc! {"u": {"plain": 1}, "sa": {"a": true, "s0": {"u": {"1": 2}}}};
+        let raw = RawDocumentBuf::from_document(&diff).expect("raw");
+        let d = update_description(&raw, true)
+            .expect("parses")
+            .to_document()
+            .expect("doc");
+        assert_eq!(
+            d.get_document("disambiguatedPaths"),
+            Ok(&doc! {"a.0.1": ["a", 0, "1"]})
+        );
+        assert_eq!(
+            d.get_document("updatedFields"),
+            Ok(&doc! {"plain": 1, "a.0.1": 2})
+        );
     }
 }
