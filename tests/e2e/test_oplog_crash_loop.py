@@ -60,12 +60,35 @@ def txn_writer(client, name, acked, stop):
 
 
 def apply_diff(doc, diff):
+    """Applies a `$v: 2` diff in place: `d`, `u`, `i`, and sub-diffs `s<field>` (arrays:
+    `a: true`, `l` the new length, `u<i>`/`s<i>` per element)."""
     for k in diff.get("d", {}):
         doc.pop(k, None)
     for k, v in diff.get("u", {}).items():
         doc[k] = v
     for k, v in diff.get("i", {}).items():
         doc[k] = v
+    for k, sub in diff.items():
+        if len(k) > 1 and k[0] == "s":
+            apply_sub(doc, k[1:], sub)
+
+
+def apply_sub(parent, key, sub):
+    if not sub.get("a"):
+        apply_diff(parent[key], sub)
+        return
+    arr = parent[key]
+    if "l" in sub:
+        del arr[sub["l"]:]
+    for k, v in sub.items():
+        if k in ("a", "l"):
+            continue
+        i = int(k[1:])
+        if k[0] == "u":
+            arr.extend([None] * (i + 1 - len(arr)))
+            arr[i] = v
+        else:
+            apply_sub(arr, i, v)
 
 
 def apply(state, op):

@@ -94,6 +94,16 @@ SUITES = {
         auth=False,
         repl_set=True,
     ),
+    # pymongo's change-stream tests (issue 24 item 7): the prose and API tests and the
+    # unified `change_streams` scenarios, in one file.
+    "change_streams_rs": Suite(
+        title="change stream tests against --replSet",
+        test_file="test/test_change_stream.py",
+        floor_file=SPEC_DIR / "change_streams_rs_floor.txt",
+        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
+        auth=False,
+        repl_set=True,
+    ),
     "auth": Suite(
         title="test_auth.py",
         test_file="test/test_auth.py",

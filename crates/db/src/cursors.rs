@@ -33,6 +33,18 @@ pub trait DocSource: Send {
 
     /// For `awaitData`: blocks until more may be readable or `deadline` passes.
     fn wait(&mut self, _deadline: Instant) {}
+
+    /// A change stream's position after the documents it has handed out (its
+    /// `postBatchResumeToken`); `None` for every other source.
+    fn resume_token(&self) -> Option<RawDocumentBuf> {
+        None
+    }
+
+    /// True for a source that outlives a drop or rename of its namespace (a change stream,
+    /// which reports it): `kill_namespace` leaves its cursor open.
+    fn outlives_namespace(&self) -> bool {
+        false
+    }
 }
 
 impl DocSource for ViewQuery {
@@ -63,10 +75,12 @@ struct Entry {
 }
 
 /// One batch of a cursor: documents, and the cursor id to ask for more (0 when exhausted).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Batch {
     pub docs: Vec<RawDocumentBuf>,
     pub cursor_id: i64,
+    /// A change stream's `postBatchResumeToken`.
+    pub resume_token: Option<RawDocumentBuf>,
 }
 
 /// Every open cursor of the server.
@@ -118,8 +132,13 @@ impl CursorTable {
         };
         let limit = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
         let (docs, done) = fill(&mut entry, limit)?;
+        let resume_token = batch_resume_token(&entry, &docs);
         if done || single_batch {
-            return Ok(Batch { docs, cursor_id: 0 });
+            return Ok(Batch {
+                docs,
+                cursor_id: 0,
+                resume_token,
+            });
         }
         self.reap();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -127,6 +146,7 @@ impl CursorTable {
         Ok(Batch {
             docs,
             cursor_id: id,
+            resume_token,
         })
     }
 
@@ -169,14 +189,20 @@ impl CursorTable {
             entry.source.wait(Instant::now() + wait);
             (docs, done) = fill(&mut entry, limit)?;
         }
+        let resume_token = batch_resume_token(&entry, &docs);
         if done {
-            return Ok(Batch { docs, cursor_id: 0 });
+            return Ok(Batch {
+                docs,
+                cursor_id: 0,
+                resume_token,
+            });
         }
         entry.last_used = Instant::now();
         self.lock().insert(id, entry);
         Ok(Batch {
             docs,
             cursor_id: id,
+            resume_token,
         })
     }
 
@@ -184,6 +210,13 @@ impl CursorTable {
     /// a cursor opened without one.
     pub fn owner(&self, id: i64) -> Option<Option<CursorOwner>> {
         self.lock().get(&id).map(|e| e.owner)
+    }
+
+    /// Whether open cursor `id` is a change stream's (its source has a resume token).
+    pub fn is_change_stream(&self, id: i64) -> bool {
+        self.lock()
+            .get(&id)
+            .is_some_and(|e| e.source.resume_token().is_some())
     }
 
     /// The namespace of open cursor `id` (legacy OP_KILL_CURSORS names ids only).
@@ -218,7 +251,9 @@ impl CursorTable {
     /// collection of a database when `ns` is `db.` with an empty collection part.
     pub fn kill_namespace(&self, ns: &str) {
         self.lock().retain(|_, e| {
-            if ns.ends_with('.') {
+            if e.source.outlives_namespace() {
+                true
+            } else if ns.ends_with('.') {
                 !e.ns.starts_with(ns)
             } else {
                 e.ns != ns
@@ -250,6 +285,20 @@ impl CursorTable {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A change stream's `postBatchResumeToken` after a batch: the source's position, unless a
+/// document it handed out is held for the next batch; then the last sent event's `_id` (its
+/// resume token, which the source checked the pipeline left unchanged).
+fn batch_resume_token(entry: &Entry, docs: &[RawDocumentBuf]) -> Option<RawDocumentBuf> {
+    let token = entry.source.resume_token()?;
+    if entry.held.is_none() {
+        return Some(token);
+    }
+    match docs.last().map(|d| d.get_document("_id")) {
+        Some(Ok(id)) => Some(id.to_owned()),
+        _ => Some(token),
     }
 }
 

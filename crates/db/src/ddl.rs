@@ -116,14 +116,20 @@ impl Database {
         changed.options = options;
         changed.validator = validator;
         self.catalog.commit(self.engine(), changed)?;
-        Ok(())
+        let mut command = doc! {"collMod": &ns.coll};
+        command.extend(changes.clone());
+        self.log_ddl(&ns.db, Some(coll.uuid), command)
     }
 
     /// `drop`: removes the collection and its indexes; returns how many indexes it had
     /// (counting `_id_`), or `None` if it did not exist. A view is dropped as `Some(0)`.
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
+        let view = self.catalog.view(ns);
         if self.catalog.remove_view(self.engine(), ns)? {
+            if let Some(v) = view {
+                self.log_view(&v, false)?;
+            }
             return Ok(Some(0));
         }
         if self.catalog.get(ns).is_some() {

@@ -68,13 +68,15 @@ pub fn insert(
 }
 
 /// Replaces `old` with `new` (same `_id`): only the index entries that differ change, except
-/// that a clustering index's entries are all rewritten with the new document.
+/// that a clustering index's entries are all rewritten with the new document. `whole`: the
+/// statement was a replacement (its oplog entry is the new document, not a diff).
 pub fn replace(
     txn: &mut Txn,
     log: &mut Pending,
     coll: &Collection,
     old: &RawDocument,
     new: &RawDocument,
+    whole: bool,
 ) -> DbResult<()> {
     refuse_oplog(coll)?;
     check_size(new)?;
@@ -109,7 +111,7 @@ pub fn replace(
         }
     }
     mark_multikey(coll, &new_keys);
-    log.update(coll, old, new);
+    log.update(coll, old, new, whole);
     let delta = new.as_bytes().len() as i64 - old.as_bytes().len() as i64;
     txn.add_count(&coll.size, delta);
     Ok(())

@@ -13,6 +13,7 @@ mod aggregate_ops;
 mod aggregate_write;
 mod bounds;
 mod catalog;
+pub mod change_stream;
 mod collation_scope;
 mod cursors;
 mod ddl;

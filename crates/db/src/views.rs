@@ -175,14 +175,13 @@ impl Database {
             ));
         }
         self.check_view_graph(ns, &on)?;
-        self.catalog.put_view(
-            self.engine(),
-            View {
-                ns: ns.clone(),
-                view_on: view_on.to_owned(),
-                pipeline,
-            },
-        )
+        let view = View {
+            ns: ns.clone(),
+            view_on: view_on.to_owned(),
+            pipeline,
+        };
+        self.catalog.put_view(self.engine(), view.clone())?;
+        self.log_view(&view, true)
     }
 
     /// Refuses a chain from `on` that comes back to `ns` or passes `MAX_VIEW_DEPTH` views.

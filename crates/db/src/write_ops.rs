@@ -513,7 +513,7 @@ fn apply_update(
     let Some(new) = updated_document(update, doc, pos, now)? else {
         return Ok(None);
     };
-    doc_write::replace(txn, log, coll, doc, &new)?;
+    doc_write::replace(txn, log, coll, doc, &new, update.is_replacement())?;
     Ok(Some(new))
 }
 

@@ -57,6 +57,28 @@ error_codes! {
     CursorNotFound = 43,
     /// A tailable cursor's position in a capped collection (the oplog) was deleted.
     CappedPositionLost = 136,
+    StaleShardVersion = 63,
+    FailedToSatisfyReadPreference = 133,
+    StaleEpoch = 150,
+    RetryChangeStream = 234,
+    StaleConfig = 13388,
+    /// A change stream that asked for a pre- or post-image it cannot have (`required`).
+    NoMatchingDocument = 47,
+    /// A resume token a change stream cannot resume from.
+    InvalidResumeToken = 260,
+    /// A change stream cannot go on (its resume token was not found, or a later stage
+    /// changed an event's `_id`).
+    ChangeStreamFatalError = 280,
+    /// A change stream's resume point is older than the oplog's oldest entry.
+    ChangeStreamHistoryLost = 286,
+    /// `$changeStream` on a server that is not a replica-set member.
+    Location40573 = 40573,
+    /// `$changeStream` given something other than a document.
+    Location50808 = 50808,
+    /// `$changeStream` given both `resumeAfter` and `startAfter`.
+    Location50865 = 50865,
+    /// `$changeStream` given a resume token and `startAtOperationTime`.
+    Location40674 = 40674,
     CommandNotFound = 59,
     InvalidNamespace = 73,
     NamespaceExists = 48,

@@ -1,5 +1,6 @@
-//! The server's fail points (mongod's `FailPoint`, reduced to the two drivers' tests use):
-//! `failCommand` and `onPrimaryTransactionalWrite`, each with its mode (`off`, `alwaysOn`,
+//! The server's fail points (mongod's `FailPoint`, reduced to those drivers' tests use):
+//! `failCommand`, `onPrimaryTransactionalWrite` and `failGetMoreAfterCursorCheckout` (a
+//! getMore fails once its cursor is found: the change-stream resume tests), each with its mode (`off`, `alwaysOn`,
 //! `{times: n}`, `{skip: n}`), its data, how many times it fired, and the decision whether
 //! it fires now. Deciding and counting happen under one lock, so `{times: 1}` fires once
 //! however many connections race. Reaching them over the wire (`configureFailPoint`) and
@@ -16,6 +17,9 @@ pub const FAIL_COMMAND: &str = "failCommand";
 /// transaction participant): closes the connection unless `closeConnection: false`, and
 /// with `failBeforeCommitExceptionCode` fails the statement so it never commits.
 pub const ON_PRIMARY_TRANSACTIONAL_WRITE: &str = "onPrimaryTransactionalWrite";
+/// Fails a getMore after its cursor is checked out (`data: {errorCode}`;
+/// `commands/query.rs`).
+pub const FAIL_GET_MORE: &str = "failGetMoreAfterCursorCheckout";
 
 /// When a fail point fires (mongod's `FailPoint::Mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +81,7 @@ impl State {
 pub struct FailPoints {
     fail_command: Mutex<State>,
     on_primary_transactional_write: Mutex<State>,
+    get_more: Mutex<State>,
 }
 
 /// Which of `failCommand`'s two checks is asking: the one before a command runs (it closes,
@@ -107,6 +112,7 @@ impl FailPoints {
         let point = match name {
             FAIL_COMMAND => &self.fail_command,
             ON_PRIMARY_TRANSACTIONAL_WRITE => &self.on_primary_transactional_write,
+            FAIL_GET_MORE => &self.get_more,
             _ => {
                 return Err(MongoError::new(
                     ErrorCode::FailPointSetFailed,
@@ -130,6 +136,11 @@ impl FailPoints {
         st.mode = mode;
         st.data = data;
         Ok(before)
+    }
+
+    /// `failGetMoreAfterCursorCheckout`'s data if it fires for this getMore.
+    pub fn fire_get_more(&self) -> Option<Document> {
+        lock(&self.get_more).hit()
     }
 
     /// Whether `onPrimaryTransactionalWrite` fires for the retryable write statement that

@@ -211,6 +211,38 @@ impl Database {
         oplog.commit(self.engine().begin(), &[op], Shape::Each(None), None)
     }
 
+    /// Writes a view's definition change as mongod logs it: an insert into (or a delete
+    /// from) `<db>.system.views` of `{_id: "<db>.<view>", viewOn, pipeline}`. The view
+    /// catalog is not a collection here, so the entry is written after its change, as DDL
+    /// entries are (docs/design-oplog.md, Gaps). Nothing on a standalone.
+    pub(crate) fn log_view(&self, view: &crate::views::View, created: bool) -> DbResult<()> {
+        let Some(oplog) = self.oplog.get() else {
+            return Ok(());
+        };
+        let to_raw = |d: bson::Document| {
+            bson::RawDocumentBuf::from_document(&d)
+                .map_err(|e| MongoError::new(ErrorCode::InternalError, e.to_string()))
+        };
+        let key = to_raw(doc! {"_id": view.ns.to_string()})?;
+        let op = match created {
+            true => entry::Op::Insert {
+                doc: to_raw(doc! {
+                    "_id": view.ns.to_string(),
+                    "viewOn": &view.view_on,
+                    "pipeline": view.pipeline.clone(),
+                })?,
+                key,
+            },
+            false => entry::Op::Delete { key },
+        };
+        let op = entry::Operation {
+            op,
+            ns: format!("{}.system.views", view.ns.db),
+            ui: None,
+        };
+        oplog.commit(self.engine().begin(), &[op], Shape::Each(None), None)
+    }
+
     /// Writes a no-op entry (`op: "n"`, `o: {msg}`): "new primary" after an election,
     /// "initiating set" at `replSetInitiate`. Does nothing on a standalone.
     pub fn log_noop(&self, msg: &str) -> DbResult<()> {

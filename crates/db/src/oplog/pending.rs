@@ -2,9 +2,10 @@
 //! entries at its commit (`log.rs`). A write path records each document change it makes
 //! (`doc_write.rs` does for inserts, replacements and removals); a standalone's buffer is
 //! off and records nothing (no cost but a branch). Collections of the `local` database are
-//! never logged, as on mongod. An update is recorded as mongod's `$v: 2` diff of the top-level
-//! fields when the new document keeps the old one's field order (changed fields `u`, new ones
-//! `i` at the end, removed ones `d`), else as the replacement document.
+//! never logged, as on mongod. An update is recorded as mongod's `$v: 2` diff when the new
+//! document keeps the old one's top-level field order (changed fields `u`, new ones `i` at the
+//! end, removed ones `d`, sub-documents and arrays changed in place as sub-diffs `s<field>`),
+//! else, and for a replacement statement, as the new document.
 
 use super::entry::{Op, Operation};
 use crate::catalog::Collection;
@@ -58,10 +59,20 @@ impl Pending {
         }
     }
 
-    /// `old` was replaced by `new`.
-    pub(crate) fn update(&mut self, coll: &Collection, old: &RawDocument, new: &RawDocument) {
+    /// `old` was replaced by `new`; `whole` for a replacement statement, which mongod logs as
+    /// the new document (a change stream's `replace` event) however little it changed.
+    pub(crate) fn update(
+        &mut self,
+        coll: &Collection,
+        old: &RawDocument,
+        new: &RawDocument,
+        whole: bool,
+    ) {
         if self.logs(coll) {
-            let update = diff(old, new).unwrap_or_else(|| new.to_owned());
+            let update = match whole {
+                true => new.to_owned(),
+                false => diff(old, new).unwrap_or_else(|| new.to_owned()),
+            };
             let key = id_key_document(new);
             self.push(coll, Op::Update { update, key });
         }
@@ -101,14 +112,29 @@ fn id_key_document(doc: &RawDocument) -> RawDocumentBuf {
     key
 }
 
-/// mongod's `{$v: 2, diff: {d, u, i}}` for a change of top-level fields, or `None` when the
-/// new document reorders the old one's remaining fields (a replacement then says it).
+/// mongod's `{$v: 2, diff: {d, u, i, s<field>}}` for a change, or `None` when the new
+/// document reorders the old one's remaining top-level fields (a replacement then says it).
 pub(crate) fn diff(old: &RawDocument, new: &RawDocument) -> Option<RawDocumentBuf> {
+    let d = diff_document(old, new, 0)?;
+    let mut out = RawDocumentBuf::new();
+    out.append("$v", 2i32);
+    out.append("diff", d);
+    Some(out)
+}
+
+/// Depth past which a changed sub-document is logged whole instead of diffed.
+const MAX_DIFF_DEPTH: usize = 100;
+
+/// The diff of two documents: removed fields `d`, changed ones `u`, new ones `i` (at the
+/// end), then a sub-diff `s<field>` for each sub-document or array changed in place; `None`
+/// when the kept fields changed order.
+fn diff_document(old: &RawDocument, new: &RawDocument, depth: usize) -> Option<RawDocumentBuf> {
     let old_fields: Vec<(&str, RawBsonRef<'_>)> = old.iter().collect::<Result<_, _>>().ok()?;
     let new_fields: Vec<(&str, RawBsonRef<'_>)> = new.iter().collect::<Result<_, _>>().ok()?;
     let mut deleted = RawDocumentBuf::new();
     let mut updated = RawDocumentBuf::new();
     let mut inserted = RawDocumentBuf::new();
+    let mut nested: Vec<(String, RawDocumentBuf)> = Vec::new();
     // The old fields the new document keeps must come first in the new one, in order.
     let kept: Vec<&(&str, RawBsonRef<'_>)> = old_fields
         .iter()
@@ -119,8 +145,12 @@ pub(crate) fn diff(old: &RawDocument, new: &RawDocument) -> Option<RawDocumentBu
         if nk != k {
             return None;
         }
-        if !same(v, nv) {
-            updated.append(*k, nv.to_raw_bson());
+        if same(v, nv) {
+            continue;
+        }
+        match sub_diff(v, nv, depth + 1) {
+            Some(sub) => nested.push((format!("s{k}"), sub)),
+            None => updated.append(*k, nv.to_raw_bson()),
         }
     }
     for (k, _) in &old_fields {
@@ -133,14 +163,46 @@ pub(crate) fn diff(old: &RawDocument, new: &RawDocument) -> Option<RawDocumentBu
     }
     let mut d = RawDocumentBuf::new();
     for (name, part) in [("d", deleted), ("u", updated), ("i", inserted)] {
-        if !part.as_bytes().is_empty() && part.iter().next().is_some() {
+        if part.iter().next().is_some() {
             d.append(name, part);
         }
     }
-    let mut out = RawDocumentBuf::new();
-    out.append("$v", 2i32);
-    out.append("diff", d);
-    Some(out)
+    for (name, sub) in nested {
+        d.append(name, sub);
+    }
+    Some(d)
+}
+
+/// A sub-diff for a value changed in place: two documents (fields diffed) or two arrays
+/// (`{a: true, l: <new length if shorter>, u<i>, s<i>}`); `None` to log the new value whole.
+fn sub_diff(old: &RawBsonRef<'_>, new: &RawBsonRef<'_>, depth: usize) -> Option<RawDocumentBuf> {
+    if depth > MAX_DIFF_DEPTH {
+        return None;
+    }
+    match (old, new) {
+        (RawBsonRef::Document(o), RawBsonRef::Document(n)) => diff_document(o, n, depth),
+        (RawBsonRef::Array(o), RawBsonRef::Array(n)) => {
+            let o: Vec<RawBsonRef<'_>> = o.into_iter().collect::<Result<_, _>>().ok()?;
+            let n: Vec<RawBsonRef<'_>> = n.into_iter().collect::<Result<_, _>>().ok()?;
+            let mut d = RawDocumentBuf::new();
+            d.append("a", true);
+            if n.len() < o.len() {
+                d.append("l", n.len() as i32);
+            }
+            for (i, nv) in n.iter().enumerate() {
+                match o.get(i) {
+                    Some(ov) if same(ov, nv) => {}
+                    Some(ov) => match sub_diff(ov, nv, depth + 1) {
+                        Some(sub) => d.append(format!("s{i}"), sub),
+                        None => d.append(format!("u{i}"), nv.to_raw_bson()),
+                    },
+                    None => d.append(format!("u{i}"), nv.to_raw_bson()),
+                }
+            }
+            Some(d)
+        }
+        _ => None,
+    }
 }
 
 /// Byte equality of two values of the same type (what a diff needs: any change shows).
@@ -165,6 +227,20 @@ mod tests {
         assert_eq!(
             d,
             doc! {"$v": 2, "diff": {"d": {"b": false}, "u": {"a": 5}, "i": {"z": true}}}
+        );
+    }
+
+    #[test]
+    fn sub_documents_and_arrays_are_diffed_in_place() {
+        let old = raw(doc! {"_id": 1, "a": {"b": 1, "c": 2}, "arr": [1, {"k": 1}, 3]});
+        let new = raw(doc! {"_id": 1, "a": {"b": 5, "c": 2, "n": 0}, "arr": [1, {"k": 2}]});
+        let d = diff(&old, &new).expect("diff").to_document().expect("doc");
+        assert_eq!(
+            d,
+            doc! {"$v": 2, "diff": {
+                "sa": {"u": {"b": 5}, "i": {"n": 0}},
+                "sarr": {"a": true, "l": 2, "s1": {"u": {"k": 2}}},
+            }}
         );
     }
 

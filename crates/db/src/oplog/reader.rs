@@ -7,8 +7,8 @@
 //! Its position deleted by truncation (O6) is `CappedPositionLost` (136), as on mongod.
 //! `awaitData`: `wait` blocks until the visibility point passes the position.
 //!
-//! Change streams (item 7) are meant to sit on this: a tailable forward source from a
-//! resume `ts` (`start_after`), whose entries they turn into events.
+//! Change streams (`change_stream/`) sit on this: a tailable forward source from a resume
+//! `ts`, whose entries they turn into events; `scanned_to` is their high-water mark.
 
 use super::entry::{entry_key, key_ts};
 use super::log::Oplog;
@@ -65,6 +65,9 @@ pub struct OplogSource {
     returned: u64,
     /// Nothing more will ever come (a non-tailable read ran dry, or the limit was met).
     finished: bool,
+    /// The visibility point of the last refill that read every visible entry: everything
+    /// up to it has been read (a change stream's high-water mark).
+    dry_at: Timestamp,
 }
 
 impl OplogSource {
@@ -78,6 +81,7 @@ impl OplogSource {
             skipped: 0,
             returned: 0,
             finished: false,
+            dry_at: ZERO,
         }
     }
 
@@ -87,7 +91,8 @@ impl OplogSource {
 
     /// Reads the next run of visible entries into the buffer.
     fn refill(&mut self) -> DbResult<()> {
-        let visible = entry_key(self.oplog.visible());
+        let visible_ts = self.oplog.visible();
+        let visible = entry_key(visible_ts);
         let mut cursor = self.oplog.coll.docs.cursor();
         let forward = self.read.forward;
         match self.pos {
@@ -108,8 +113,13 @@ impl OplogSource {
             }
         }
         let mut read = 0;
+        let mut dry = true;
         while let Some((k, v)) = cursor.entry() {
-            if (forward && k > &visible[..]) || read >= REFILL_ENTRIES {
+            if forward && k > &visible[..] {
+                break;
+            }
+            if read >= REFILL_ENTRIES {
+                dry = false;
                 break;
             }
             read += 1;
@@ -132,12 +142,27 @@ impl OplogSource {
                 self.buf.push_back(out);
                 self.returned += 1;
                 if self.limit_met() {
+                    dry = false;
                     break;
                 }
             }
             self.step(&mut cursor, forward)?;
         }
+        if dry && forward && pack(visible_ts) > pack(self.dry_at) {
+            self.dry_at = visible_ts;
+        }
         Ok(())
+    }
+
+    /// The newest `ts` up to which every visible entry has been read: the later of the
+    /// last entry read and the visibility point of the last refill that ran dry.
+    pub(crate) fn scanned_to(&self) -> Timestamp {
+        let read = self.read_up_to();
+        if pack(self.dry_at) > pack(read) {
+            self.dry_at
+        } else {
+            read
+        }
     }
 
     fn step(&self, cursor: &mut shale_engine::Cursor, forward: bool) -> DbResult<()> {
@@ -152,9 +177,15 @@ impl OplogSource {
     fn read_up_to(&self) -> Timestamp {
         match self.pos {
             Position::After(k) => key_ts(&k).unwrap_or(ZERO),
-            Position::Start(Some(ts)) => Timestamp {
-                time: ts.time,
-                increment: ts.increment.saturating_sub(1),
+            Position::Start(Some(ts)) => match ts.increment {
+                0 => Timestamp {
+                    time: ts.time.saturating_sub(1),
+                    increment: if ts.time == 0 { 0 } else { u32::MAX },
+                },
+                i => Timestamp {
+                    time: ts.time,
+                    increment: i - 1,
+                },
             },
             Position::Start(None) => ZERO,
         }

@@ -2,8 +2,9 @@
 //! collection it reads (none for `aggregate: 1`), `find` on every collection `$lookup`,
 //! `$graphLookup` and `$unionWith` read (inside `$facet` and sub-pipelines too),
 //! `insert` and `remove` on `$out`'s target, `insert` and `update` on `$merge`'s,
-//! `collStats` / `indexStats` for those stages and `inprog` on the cluster for `$currentOp`
-//! with `allUsers: true` (without it a user sees only their own operations).
+//! `collStats` / `indexStats` for those stages, `inprog` on the cluster for `$currentOp`
+//! with `allUsers: true` (without it a user sees only their own operations), and
+//! `changeStream` + `find` on what a `$changeStream` watches.
 //! It reads the pipeline only; it never checks that the pipeline is valid (the command does).
 
 use super::command_actions::{collection, truthy, Needs};
@@ -18,6 +19,12 @@ pub fn needs(db: &str, body: &Document) -> Needs {
     let source = collection(db, body, "aggregate");
     let stages = stages(body.get("pipeline"));
     let mut needs = Vec::new();
+    if let Some(watched) = change_stream_resource(db, &source, &stages) {
+        needs.push((watched.clone(), "changeStream"));
+        needs.push((watched, "find"));
+        walk(db, &stages, &mut needs);
+        return needs;
+    }
     let replaced = stages
         .first()
         .and_then(|s| stage_name(s))
@@ -37,6 +44,21 @@ pub fn needs(db: &str, body: &Document) -> Needs {
         needs.extend(targets.into_iter().map(|r| (r, "bypassDocumentValidation")));
     }
     needs
+}
+
+/// What a pipeline led by `$changeStream` watches, as mongod checks it: the collection,
+/// the database (`aggregate: 1`), or every normal collection (`allChangesForCluster`, the
+/// `{db: "", collection: ""}` pattern).
+fn change_stream_resource(db: &str, source: &Resource, stages: &[&Document]) -> Option<Resource> {
+    let first = stages.first()?;
+    let Some(Bson::Document(spec)) = first.get("$changeStream") else {
+        return None;
+    };
+    Some(match source {
+        Resource::Collection(..) => source.clone(),
+        _ if truthy(spec.get("allChangesForCluster")) => Resource::Database(String::new()),
+        _ => Resource::Database(db.to_owned()),
+    })
 }
 
 fn stages(v: Option<&Bson>) -> Vec<&Document> {

@@ -4,13 +4,14 @@
 //! by `$listLocalSessions` (`list_local_sessions.rs`), `$currentOp` (`current_op.rs`, on
 //! `admin`) or `$documents`; a collection's pipeline
 //! led by `$collStats` starts from that stage's document (`coll_stats_stage.rs`). A pipeline ending in
-//! `$out`/`$merge` writes its results and answers with an empty cursor.
+//! `$out`/`$merge` writes its results and answers with an empty cursor. A pipeline led by
+//! `$changeStream` opens a change stream (`change_stream.rs`).
 
 use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
     raw_to_bson, wrong_type,
 };
-use super::{coll_stats_stage, current_op, list_local_sessions, CommandResult};
+use super::{change_stream, coll_stats_stage, current_op, list_local_sessions, CommandResult};
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::VecSource;
@@ -24,6 +25,9 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResul
     );
     list_local_sessions::check_placement(&stages, !collectionless)?;
     current_op::check_placement(&stages, db, collectionless)?;
+    if change_stream::leads(&stages)? {
+        return change_stream::run(ctx, db, body, &stages, collectionless);
+    }
     if collectionless {
         return aggregate_database(ctx, db, body, &stages);
     }

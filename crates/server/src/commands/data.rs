@@ -198,6 +198,9 @@ pub fn cursor_reply(ns: &str, batch: Batch, batch_field: &str) -> Result<Documen
         .collect::<Result<Vec<Bson>, MongoError>>()?;
     let mut cursor = Document::new();
     cursor.insert(batch_field, docs);
+    if let Some(t) = &batch.resume_token {
+        cursor.insert("postBatchResumeToken", raw_to_bson(t)?);
+    }
     cursor.insert("id", batch.cursor_id);
     cursor.insert("ns", ns);
     Ok(doc! { "cursor": cursor })
@@ -212,6 +215,9 @@ pub fn cursor_reply_raw(ns: &str, batch: Batch, batch_field: &str) -> RawDocumen
     }
     let mut cursor = RawDocumentBuf::new();
     cursor.append(batch_field, RawBson::Array(docs));
+    if let Some(t) = batch.resume_token {
+        cursor.append("postBatchResumeToken", RawBson::Document(t));
+    }
     cursor.append("id", batch.cursor_id);
     cursor.append("ns", ns);
     let mut reply = RawDocumentBuf::new();
@@ -293,6 +299,7 @@ mod tests {
         let batch = || Batch {
             docs: docs.clone(),
             cursor_id: 42,
+            resume_token: None,
         };
         let raw = cursor_reply_raw("db.c", batch(), "firstBatch");
         let owned = cursor_reply("db.c", batch(), "firstBatch").expect("owned");

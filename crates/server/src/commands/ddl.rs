@@ -277,7 +277,10 @@ fn cursor_of(
         None => None,
     };
     let batch = match batch_size {
-        None => Batch { docs, cursor_id: 0 },
+        None => Batch {
+            docs,
+            ..Batch::default()
+        },
         Some(n) => ctx.db.cursors().first_batch(
             ns,
             Box::new(VecSource(docs.into_iter())),

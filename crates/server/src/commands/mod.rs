@@ -4,6 +4,7 @@
 //! One file per command family; handlers never see the wire format.
 
 mod aggregate;
+mod change_stream;
 mod coll_mod;
 mod coll_stats_stage;
 mod compact;

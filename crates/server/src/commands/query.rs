@@ -138,7 +138,7 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
             ))
         }
     };
-    let ns = Namespace::new(db, raw_args::req_str(cmd, "getMore", "collection")?)?;
+    let ns = cursor_namespace(db, raw_args::req_str(cmd, "getMore", "collection")?)?;
     let batch_size = raw_args::opt_count(cmd, "getMore", "batchSize")?.map(|b| b as usize);
     if let Some(owner) = ctx.db.cursors().owner(id) {
         check_session(id, owner, ctx.lsid)?;
@@ -146,14 +146,38 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     // An awaitData cursor with nothing new waits up to `maxTimeMS` (mongod's default 1 s);
     // every other source ignores the wait.
     let wait = raw_args::opt_count(cmd, "getMore", "maxTimeMS")?.unwrap_or(1000);
-    let ns = ns.to_string();
-    let batch = ctx.db.cursors().get_more_waiting(
-        id,
-        &ns,
-        batch_size,
-        Some(std::time::Duration::from_millis(wait)),
-    )?;
+    let change_stream = ctx.db.cursors().is_change_stream(id);
+    if ctx.server.enable_test_commands && ctx.db.cursors().owner(id).is_some() {
+        if let Some(data) = ctx.server.fail_points.fire_get_more() {
+            ctx.db.cursors().kill(&ns, &[id]);
+            let e = super::change_stream::injected_get_more_error(&data);
+            return Err(super::change_stream::label(e, change_stream));
+        }
+    }
+    let batch = ctx
+        .db
+        .cursors()
+        .get_more_waiting(
+            id,
+            &ns,
+            batch_size,
+            Some(std::time::Duration::from_millis(wait)),
+        )
+        .map_err(|e| match change_stream {
+            true => super::change_stream::label(e, true),
+            false => e,
+        })?;
     Ok(cursor_reply_raw(&ns, batch, "nextBatch"))
+}
+
+/// The namespace a cursor is named by: a collection's, or `<db>.$cmd.aggregate` for a
+/// database-level aggregate's (a database or deployment change stream).
+fn cursor_namespace(db: &str, coll: &str) -> Result<String, MongoError> {
+    if coll == "$cmd.aggregate" {
+        shale_db::validate_db_name(db)?;
+        return Ok(format!("{db}.{coll}"));
+    }
+    Ok(Namespace::new(db, coll)?.to_string())
 }
 
 /// A getMore must run in the session its cursor was opened in, or in none if it was opened
@@ -196,7 +220,10 @@ fn check_session(
 }
 
 pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "killCursors")?;
+    let ns = match body.get("killCursors") {
+        Some(Bson::String(c)) if c == "$cmd.aggregate" => cursor_namespace(db, c)?,
+        _ => namespace(db, body, "killCursors")?.to_string(),
+    };
     let ids: Vec<i64> = match body.get("cursors") {
         Some(Bson::Array(a)) => a
             .iter()
@@ -210,7 +237,7 @@ pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
             .collect::<Result<_, _>>()?,
         _ => return Err(missing("killCursors.cursors")),
     };
-    let (killed, not_found) = ctx.db.cursors().kill(&ns.to_string(), &ids);
+    let (killed, not_found) = ctx.db.cursors().kill(&ns, &ids);
     Ok(doc! {
         "cursorsKilled": killed,
         "cursorsNotFound": not_found,
