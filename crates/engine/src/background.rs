@@ -9,7 +9,6 @@
 
 use crate::inner::EnvInner;
 use crate::tree::Tree;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -67,7 +66,7 @@ fn guarded(env: &EnvInner, role: &str, body: impl FnOnce(&EnvInner)) {
 }
 
 fn flusher(env: &EnvInner) {
-    while !env.shutdown.load(Ordering::SeqCst) {
+    while !env.life.is_shut_down() {
         let trees: Vec<Arc<Tree>> = env.trees.read().values().cloned().collect();
         let mut worked = false;
         for t in trees.iter().filter(|t| t.needs_flush()) {
@@ -83,11 +82,7 @@ fn flusher(env: &EnvInner) {
             }
             let _ = env.poison_on(t.evict_if_needed());
         }
-        let mut g = env.work.0.lock();
-        env.work.1.notify_all();
-        if !worked {
-            env.work.1.wait_for(&mut g, FLUSHER_IDLE);
-        }
+        env.life.wake_and_wait((!worked).then_some(FLUSHER_IDLE));
     }
 }
 
@@ -95,7 +90,7 @@ fn flusher(env: &EnvInner) {
 /// when it lowers the cache's working limit.
 fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
     let mut governor = crate::heap::Governor::default();
-    while !env.shutdown.load(Ordering::SeqCst) {
+    while !env.life.is_shut_down() {
         std::thread::sleep(GOVERNOR_TICK);
         if !governor.tick(&env.cache, env.options.heap_headroom_bytes, probe) {
             continue;
@@ -117,7 +112,7 @@ fn checkpointer(env: &EnvInner) {
     let log_bytes = env.options.checkpoint_log_bytes;
     let tick = interval.map_or(CHECKPOINTER_TICK, |i| i.min(CHECKPOINTER_TICK));
     let mut last = Instant::now();
-    while !env.shutdown.load(Ordering::SeqCst) {
+    while !env.life.is_shut_down() {
         std::thread::sleep(tick);
         let due = interval.is_some_and(|i| last.elapsed() >= i);
         let log_full = log_bytes.is_some_and(|b| env.log_since_checkpoint() >= b);

@@ -13,7 +13,6 @@ use crate::tree::Tree;
 use crate::txn::Txn;
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -198,7 +197,7 @@ impl Env {
     /// Every engine counter.
     pub fn counters(&self) -> EngineCounters {
         let mvcc = crate::counters::MvccGauges {
-            active_txns: self.inner.active_txns.load(Ordering::Relaxed),
+            active_txns: self.inner.txns.active(),
             open_snapshots: self.inner.snapshots.open_count(),
             oldest_snapshot_age_ms: self.inner.snapshots.oldest_age_ms(),
             lock_entries: self.inner.locks.len() as u64,
@@ -226,7 +225,7 @@ impl Env {
     /// Tree handles keep the directory locked until they are dropped; after `close` they
     /// return `Error::Closed`.
     pub fn close(mut self) -> Result<()> {
-        let result = if self.inner.poisoned.lock().is_none() {
+        let result = if !self.inner.life.is_poisoned() {
             self.inner.checkpoint()
         } else {
             Ok(())
@@ -236,8 +235,7 @@ impl Env {
     }
 
     fn stop_threads(&mut self) {
-        self.inner.shutdown.store(true, Ordering::SeqCst);
-        self.inner.work.1.notify_all();
+        self.inner.life.shut_down();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

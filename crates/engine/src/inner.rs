@@ -19,15 +19,16 @@ use crate::catalog::Catalog;
 use crate::counters::EngineStats;
 use crate::lock::DirLock;
 use crate::mvcc::{Held, LockId, LockMode, LockTable, Refusal, Snapshots, Ts};
+use crate::roles::{Lifecycle, TxnRegistry};
 use crate::tree::{MergeFn, OpRef, Tree, TreeContext};
 use crate::vocab::Op;
-use crate::wal::{Change, LiveTxn, LogRecord, TxnId, Wal, WalOptions};
+use crate::wal::{Change, LogRecord, TxnId, Wal, WalOptions};
 use crate::{EnvOptions, Error, Result};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use shale_io::{FaultInjector, IoStats};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,9 +59,6 @@ pub fn add_i64_merge(_key: &[u8], current: Option<&[u8]>, payload: &[u8]) -> Opt
     Some(sum.to_le_bytes().to_vec())
 }
 
-/// The `(tree, key)`s a live transaction has written (or is about to write).
-pub(crate) type LiveKeys = Vec<(u64, Vec<u8>)>;
-
 pub(crate) struct EnvInner {
     pub dir: PathBuf,
     pub options: EnvOptions,
@@ -78,17 +76,12 @@ pub(crate) struct EnvInner {
     /// The redo point of the last checkpoint (where recovery would start replaying): the
     /// log since it is what `checkpoint_log_bytes` bounds.
     pub last_redo_lsn: AtomicU64,
-    pub next_txn: AtomicU64,
-    /// Each live transaction's `(tree, key)`s that its provisional writes may have reached,
-    /// registered before each write (T1); a checkpoint logs them at its redo point (R8).
-    pub live: Mutex<HashMap<u64, LiveKeys>>,
+    /// Transaction ids, the live transactions and their keys (`roles.rs`).
+    pub txns: TxnRegistry,
     pub snapshots: Arc<Snapshots>,
     pub locks: LockTable,
-    pub active_txns: AtomicU64,
-    pub poisoned: Mutex<Option<String>>,
-    pub shutdown: AtomicBool,
-    /// Wakes the flusher; tells backpressured writers that the flusher made progress.
-    pub work: (Mutex<()>, Condvar),
+    /// Open, shut down or poisoned; the flusher's wake-up (`roles.rs`).
+    pub life: Lifecycle,
     pub _lock: DirLock,
 }
 
@@ -105,7 +98,7 @@ impl EnvInner {
     /// Reads need only an open environment: after a failure they go on, as of the durable
     /// log (`Snapshots::freeze`).
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.shutdown.load(Ordering::SeqCst) {
+        if self.life.is_shut_down() {
             return Err(Error::Closed);
         }
         Ok(())
@@ -113,8 +106,8 @@ impl EnvInner {
 
     pub(crate) fn check_usable(&self) -> Result<()> {
         self.check_open()?;
-        match &*self.poisoned.lock() {
-            Some(reason) => Err(Error::Poisoned(reason.clone())),
+        match self.life.poisoned() {
+            Some(reason) => Err(Error::Poisoned(reason)),
             None => Ok(()),
         }
     }
@@ -122,16 +115,16 @@ impl EnvInner {
     /// Poisons the environment for `reason` (a background thread died): writes fail with
     /// `Error::Poisoned` instead of waiting for work that will never be done.
     pub(crate) fn poison(&self, reason: String) {
-        self.poisoned.lock().get_or_insert(reason);
+        self.life.poison(|| reason);
         self.snapshots.freeze();
-        self.work.1.notify_all();
+        self.life.wake();
     }
 
     /// Records an I/O failure: the environment refuses writes until reopened.
     pub(crate) fn poison_on<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
             if matches!(e, Error::Io(_) | Error::Poisoned(_)) {
-                self.poisoned.lock().get_or_insert_with(|| e.to_string());
+                self.life.poison(|| e.to_string());
                 self.snapshots.freeze();
             }
         }
@@ -147,7 +140,7 @@ impl EnvInner {
         for (_, key, op) in &ops {
             op.check_sizes(key)?;
         }
-        let txn = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        let txn = self.txns.next_id();
         let held = self.lock_batch(txn, &ops)?;
         let committed = self.commit_group(txn, ops, &counts, false, |ts| {
             self.release_locks(txn, &held, Some(ts));
@@ -217,7 +210,7 @@ impl EnvInner {
             let ts = Ts(end.0);
             if provisional {
                 self.snapshots.status().commit(txn.0, ts);
-                self.live.lock().remove(&txn.0);
+                self.txns.forget(txn.0);
             } else {
                 let LogRecord::Group { changes, .. } = &records[0] else {
                     unreachable!("built as a group above")
@@ -247,14 +240,12 @@ impl EnvInner {
         let mut waited = false;
         for tree in trees {
             if tree.needs_flush() {
-                self.work.1.notify_all();
+                self.life.wake();
             }
-            while tree.needs_backpressure() && !self.shutdown.load(Ordering::Relaxed) {
+            while tree.needs_backpressure() && !self.life.is_shut_down() {
                 self.check_usable()?;
                 waited = true;
-                let mut g = self.work.0.lock();
-                self.work.1.notify_all();
-                self.work.1.wait_for(&mut g, Duration::from_millis(50));
+                self.life.wake_and_wait(Some(Duration::from_millis(50)));
             }
             self.poison_on(tree.evict_if_needed())?;
         }
@@ -320,20 +311,8 @@ impl EnvInner {
     /// The `Live` record a checkpoint logs at its redo point (R8, T3): called under the
     /// apply lock, so no transaction commits or finishes its abort meanwhile.
     fn live_record(&self) -> LogRecord {
-        let mut txns: Vec<LiveTxn> = self
-            .live
-            .lock()
-            .iter()
-            .map(|(txn, keys)| LiveTxn {
-                txn: TxnId(*txn),
-                keys: keys.clone(),
-            })
-            .collect();
-        txns.sort_by_key(|t| t.txn);
-        LogRecord::Live {
-            next_txn: self.next_txn.load(Ordering::SeqCst),
-            txns,
-        }
+        let (next_txn, txns) = self.txns.snapshot();
+        LogRecord::Live { next_txn, txns }
     }
 }
 

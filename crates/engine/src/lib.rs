@@ -23,6 +23,7 @@ pub mod mvcc;
 mod options;
 mod read_view;
 mod recovery;
+mod roles;
 pub mod salvage;
 mod tree;
 mod tree_space;

@@ -21,15 +21,16 @@ use crate::counters::EngineStats;
 use crate::inner::{wal_dir, wal_options, EnvHooks, EnvInner};
 use crate::lock::DirLock;
 use crate::mvcc::{LockTable, Snapshots, Ts};
+use crate::roles::{Lifecycle, TxnRegistry};
 use crate::tree::{OpRef, Tree};
 use crate::vocab::Op;
 use crate::wal::{self, Change, LogRecord, Lsn, TxnId, Wal};
 use crate::{EnvOptions, Error, Result};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 use shale_io::IoStats;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Opens `dir`, recovering trees from their checkpoints and the log.
@@ -105,14 +106,10 @@ pub(crate) fn open_and_recover(
         apply_lock: Mutex::new(()),
         checkpoint_lock: Mutex::new(()),
         last_redo_lsn: AtomicU64::new(start),
-        next_txn: AtomicU64::new(max_txn + 1),
-        live: Mutex::new(HashMap::new()),
+        txns: TxnRegistry::new(max_txn + 1),
         snapshots,
         locks: LockTable::default(),
-        active_txns: AtomicU64::new(0),
-        poisoned: Mutex::new(None),
-        shutdown: AtomicBool::new(false),
-        work: (Mutex::new(()), Condvar::new()),
+        life: Lifecycle::default(),
         _lock: lock,
     })
 }

@@ -25,7 +25,6 @@ use crate::txn_cursor::fold_own;
 use crate::vocab::Op;
 use crate::{Error, Result, TreeHandle, TxnCursor};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One tree's pending changes: per key, the operations in the order they were made (a put or
@@ -68,9 +67,8 @@ impl std::fmt::Debug for Txn {
 
 impl Txn {
     pub(crate) fn begin(env: Arc<EnvInner>) -> Txn {
-        let id = TxnId(env.next_txn.fetch_add(1, Ordering::Relaxed));
+        let id = env.txns.begin();
         let snapshot = Arc::new(env.snapshots.register());
-        env.active_txns.fetch_add(1, Ordering::Relaxed);
         Txn {
             env,
             id,
@@ -226,9 +224,7 @@ impl Txn {
             .get(&tree.tree.id())
             .is_some_and(|w| w.keys.contains_key(key));
         if !known {
-            let mut live = self.env.live.lock();
-            let keys = live.entry(self.id.0).or_default();
-            keys.push((tree.tree.id(), key.to_vec()));
+            self.env.txns.register_key(self.id.0, tree.tree.id(), key);
         }
         tree.tree
             .apply(key, Ts::provisional(self.id.0), m.as_op_ref())?;
@@ -339,7 +335,7 @@ impl Txn {
             }
         }
         let _apply = self.env.apply_lock.lock();
-        self.env.live.lock().remove(&self.id.0);
+        self.env.txns.forget(self.id.0);
         self.env.snapshots.status().forget(self.id.0);
     }
 
@@ -354,7 +350,7 @@ impl Txn {
         self.writes.clear();
         self.counts.clear();
         self.env.cache.recharge(std::mem::take(&mut self.bytes), 0);
-        self.env.active_txns.fetch_sub(1, Ordering::Relaxed);
+        self.env.txns.finished();
     }
 }
 
