@@ -84,12 +84,12 @@ pub struct Change {
 }
 
 impl Change {
-    /// The `invalidate` event that follows `self`.
-    pub fn invalidate(&self) -> Change {
+    /// An event of `operation` with nothing but its token and time; callers fill in the rest.
+    fn bare(token: ResumeToken, operation: &'static str, wall: RawBson) -> Change {
         Change {
-            token: self.token.invalidating(),
-            operation: "invalidate",
-            wall: self.wall.clone(),
+            token,
+            operation,
+            wall,
             ns: None,
             to: None,
             full_document: None,
@@ -101,6 +101,11 @@ impl Change {
             operation_description: None,
             invalidates: false,
         }
+    }
+
+    /// The `invalidate` event that follows `self`.
+    pub fn invalidate(&self) -> Change {
+        Change::bare(self.token.invalidating(), "invalidate", self.wall.clone())
     }
 
     /// The namespace the event is about, for a look-up (`updateLookup`).
@@ -245,19 +250,9 @@ fn one(
         false => None,
     };
     let blank = |operation: &'static str| Change {
-        token,
-        operation,
-        wall: outer.wall.clone(),
-        ns: None,
-        to: None,
-        full_document: None,
-        document_key: None,
-        update_description: None,
-        update_kind: UpdateKind::None,
         txn: outer.txn.clone(),
         collection_uuid: uuid.clone(),
-        operation_description: None,
-        invalidates: false,
+        ..Change::bare(token, operation, outer.wall.clone())
     };
     match code {
         "i" | "u" | "d" => {
