@@ -131,6 +131,9 @@ impl OpSlot {
         cmd: &Command<'_>,
     ) -> OpGuard {
         let opid = registry.next_opid();
+        // One clock read per command: the slot's start (for `currentOp`), the guard's (for
+        // `maxTimeMS` and the command's elapsed time) and the caller's are the same instant.
+        let started = Instant::now();
         {
             let mut r = lock(&self.running);
             r.active = true;
@@ -139,14 +142,14 @@ impl OpSlot {
             r.db.push_str(db);
             r.command.clear();
             r.command.extend_from_slice(cmd.raw().as_bytes());
-            r.started = Some(Instant::now());
+            r.started = Some(started);
             // Under the slot's lock: a kill aimed at the previous opid cannot land now.
             self.interrupt.reset();
         }
         OpGuard {
             slot: self.clone(),
             scope: Some(shale_db::op_scope(self.interrupt.clone())),
-            started: Instant::now(),
+            started,
         }
     }
 

@@ -191,7 +191,6 @@ pub fn dispatch_command(
     let active = on_collection.map(|_| crate::top::Active::start(cmd.name()));
     // In the registry of operations in flight, killable, until the reply is built.
     let op = ctx.op.begin(&ctx.server.ops, db, cmd);
-    let started = std::time::Instant::now();
     // mongod keeps `bypassDocumentValidation` on the operation; here it lives on the thread
     // that runs the command, for as long as the command runs.
     let bypass = matches!(
@@ -208,7 +207,7 @@ pub fn dispatch_command(
         }
         Err(e) => Reply::Doc(error_reply(&e)),
     };
-    let elapsed = started.elapsed();
+    let elapsed = op.elapsed();
     let work = op.work();
     drop(op);
     if let Some(coll) = on_collection {
