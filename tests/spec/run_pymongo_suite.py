@@ -48,6 +48,20 @@ class Suite:
     zero_failures: bool = False
 
 
+def rs_suite(title: str, test_file: str, name: str, zero_failures: bool = False) -> Suite:
+    """A suite against `shale serve --replSet rs0` with test commands on, initiated before
+    pytest starts; its floor is `<name>_floor.txt`."""
+    return Suite(
+        title=f"{title} against --replSet",
+        test_file=test_file,
+        floor_file=SPEC_DIR / f"{name}_floor.txt",
+        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
+        auth=False,
+        repl_set=True,
+        zero_failures=zero_failures,
+    )
+
+
 SUITES = {
     "crud_unified": Suite(
         title="crud unified spec tests",
@@ -61,48 +75,25 @@ SUITES = {
     # The same tests against a one-member replica set (issue 24 items 4 and 9): the harness
     # sees a replica set, so tests that require one run too, and pymongo sends retryable
     # writes, $clusterTime and causal-consistency read concerns as it does to mongod's.
-    "crud_unified_rs": Suite(
-        title="crud unified spec tests against --replSet",
-        test_file="test/test_crud_unified.py",
-        floor_file=SPEC_DIR / "crud_unified_rs_floor.txt",
-        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
-        auth=False,
-        repl_set=True,
+    "crud_unified_rs": rs_suite(
+        "crud unified spec tests", "test/test_crud_unified.py", "crud_unified_rs"
     ),
-    "transactions_rs": Suite(
-        title="transactions unified tests against --replSet",
-        test_file="test/test_transactions_unified.py",
-        floor_file=SPEC_DIR / "transactions_rs_floor.txt",
-        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
-        auth=False,
-        repl_set=True,
+    "transactions_rs": rs_suite(
+        "transactions unified tests", "test/test_transactions_unified.py", "transactions_rs"
     ),
-    "retryable_writes_rs": Suite(
-        title="retryable writes unified tests against --replSet",
-        test_file="test/test_retryable_writes_unified.py",
-        floor_file=SPEC_DIR / "retryable_writes_rs_floor.txt",
-        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
-        auth=False,
-        repl_set=True,
+    "retryable_writes_rs": rs_suite(
+        "retryable writes unified tests",
+        "test/test_retryable_writes_unified.py",
+        "retryable_writes_rs",
         zero_failures=True,
     ),
-    "sessions_rs": Suite(
-        title="sessions unified tests against --replSet",
-        test_file="test/test_sessions_unified.py",
-        floor_file=SPEC_DIR / "sessions_rs_floor.txt",
-        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
-        auth=False,
-        repl_set=True,
+    "sessions_rs": rs_suite(
+        "sessions unified tests", "test/test_sessions_unified.py", "sessions_rs"
     ),
     # pymongo's change-stream tests (issue 24 item 7): the prose and API tests and the
     # unified `change_streams` scenarios, in one file.
-    "change_streams_rs": Suite(
-        title="change stream tests against --replSet",
-        test_file="test/test_change_stream.py",
-        floor_file=SPEC_DIR / "change_streams_rs_floor.txt",
-        server_args=("--setParameter", "enableTestCommands=1", "--replSet", "rs0"),
-        auth=False,
-        repl_set=True,
+    "change_streams_rs": rs_suite(
+        "change stream tests", "test/test_change_stream.py", "change_streams_rs"
     ),
     "auth": Suite(
         title="test_auth.py",
