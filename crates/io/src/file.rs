@@ -1,10 +1,17 @@
-//! `DataFile`: one open file, read and written only in whole 4 KiB pages at page-aligned
-//! offsets, with every call counted. O_DIRECT is used where the filesystem accepts it; where it
-//! does not (tmpfs, some overlay filesystems) the file is opened buffered and readahead is
-//! turned off with `posix_fadvise(RANDOM)`, so a read still costs what it asks for.
+//! `DataFile`: one open file, written only in whole 4 KiB pages at page-aligned offsets and
+//! read in the smallest units the file allows, with every call counted. O_DIRECT is used
+//! where the filesystem accepts it; where it does not (tmpfs, some overlay filesystems) the
+//! file is opened buffered and readahead is turned off with `posix_fadvise(RANDOM)`, so a
+//! read still costs what it asks for.
+//!
+//! Reads of a direct file are aligned to the file's direct-I/O offset alignment as the
+//! kernel reports it (`statx` `STATX_DIOALIGN`: 512 bytes on most devices, the logical
+//! sector), not to the page: a 2.5 KB partition costs a 3 KB read instead of one or two
+//! 4 KiB pages, as RocksDB's direct reads do. Buffered files read whole pages (the page
+//! cache fills pages, and `/proc` counts them).
 
 use crate::fault::WriteVerdict;
-use crate::{round_down_to_page, round_up_to_page, AlignedBuf, Category, Error, FaultInjector};
+use crate::{AlignedBuf, Category, Error, FaultInjector};
 use crate::{IoStats, Result, PAGE_SIZE};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -27,6 +34,8 @@ pub struct DataFile {
     file: File,
     path: PathBuf,
     direct: bool,
+    /// Every read's offset and length are multiples of this (a power of two, 512..=4096).
+    read_align: usize,
     stats: Arc<IoStats>,
     faults: Option<Arc<FaultInjector>>,
 }
@@ -40,8 +49,8 @@ pub struct ReadBuf {
 }
 
 impl ReadBuf {
-    /// Bytes the read transferred from the device: the page-aligned extent around the
-    /// requested range (what the read counters count).
+    /// Bytes the read transferred from the device: the aligned extent around the requested
+    /// range (what the read counters count).
     pub fn device_bytes(&self) -> usize {
         self.buf.len()
     }
@@ -89,10 +98,16 @@ impl DataFile {
             // SAFETY: fd is valid for the life of `file`; advice failure is harmless.
             unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
         }
+        let read_align = if direct {
+            direct_read_align(&file)
+        } else {
+            PAGE_SIZE
+        };
         Ok(DataFile {
             file,
             path: path.to_owned(),
             direct,
+            read_align,
             stats,
             faults,
         })
@@ -105,6 +120,11 @@ impl DataFile {
     /// True when the file bypasses the page cache.
     pub fn is_direct(&self) -> bool {
         self.direct
+    }
+
+    /// The alignment of every read's offset and length (module doc).
+    pub fn read_align(&self) -> usize {
+        self.read_align
     }
 
     /// Current file length in bytes.
@@ -120,12 +140,13 @@ impl DataFile {
         Ok(self.len()? == 0)
     }
 
-    /// Reads `len` bytes at `offset` with a single pread of the enclosing page-aligned
-    /// extent. Counts the whole extent, padding included.
+    /// Reads `len` bytes at `offset` with a single pread of the enclosing extent aligned to
+    /// `read_align`. Counts the whole extent, padding included.
     pub fn read_exact_at(&self, offset: u64, len: usize, cat: Category) -> Result<ReadBuf> {
-        let start = round_down_to_page(offset);
+        let align = self.read_align as u64;
+        let start = offset / align * align;
         let lead = (offset - start) as usize;
-        let extent = round_up_to_page(lead + len);
+        let extent = (lead + len).max(1).div_ceil(self.read_align) * self.read_align;
         let (buf, got) = self.pread_new(extent, start)?;
         self.stats.add_read(cat, extent);
         if got < lead + len {
@@ -211,20 +232,22 @@ impl DataFile {
             .map_err(|e| self.os_err("ftruncate", len, e))
     }
 
-    /// A new buffer of `extent` bytes read from `start`, and how many bytes the file had
-    /// there (the rest of the buffer is zeroes).
+    /// A new buffer of `extent` bytes read from `start` (exactly `extent`: the buffer's
+    /// capacity may be larger), and how many bytes the file had there (the rest of the
+    /// buffer is zeroes).
     fn pread_new(&self, extent: usize, start: u64) -> Result<(AlignedBuf, usize)> {
         let fd = self.file.as_raw_fd();
         AlignedBuf::filled_by(extent, |ptr, cap| {
+            let want = extent.min(cap);
             let mut done = 0;
-            while done < cap {
+            while done < want {
                 let at = start + done as u64;
                 let off = libc::off_t::try_from(at).map_err(|_| {
                     self.os_err("pread", at, std::io::ErrorKind::InvalidInput.into())
                 })?;
                 // SAFETY: `ptr + done .. ptr + cap` lies inside the buffer's allocation,
                 // which nothing else references while it is filled.
-                let n = unsafe { libc::pread(fd, ptr.add(done).cast(), cap - done, off) };
+                let n = unsafe { libc::pread(fd, ptr.add(done).cast(), want - done, off) };
                 match n {
                     0 => break,
                     n if n > 0 => done += n as usize,
@@ -264,6 +287,33 @@ impl DataFile {
             op,
             offset,
         }
+    }
+}
+
+/// The offset alignment the kernel requires of direct reads of `file` (`statx` with
+/// `STATX_DIOALIGN`, Linux 6.1+), when it is a power of two in 512..=4096 and buffers
+/// aligned to a page satisfy its memory alignment; a page otherwise.
+fn direct_read_align(file: &File) -> usize {
+    // SAFETY: an all-zero statx is a valid value for the kernel to overwrite.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor, an empty NUL-terminated path with AT_EMPTY_PATH (the
+    // descriptor itself), and a pointer to a statx the call may write.
+    let rc = unsafe {
+        libc::statx(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    let off = stx.stx_dio_offset_align as usize;
+    let mem = stx.stx_dio_mem_align as usize;
+    let known = rc == 0 && stx.stx_mask & libc::STATX_DIOALIGN != 0;
+    if known && off.is_power_of_two() && (512..=PAGE_SIZE).contains(&off) && mem <= PAGE_SIZE {
+        off
+    } else {
+        PAGE_SIZE
     }
 }
 
@@ -317,7 +367,36 @@ mod tests {
         let c = stats.snapshot();
         assert_eq!(c.checkpoint.write_bytes, 3 * PAGE_SIZE as u64);
         assert_eq!(c.user_read.read_calls, 1);
-        assert_eq!(c.user_read.read_bytes, PAGE_SIZE as u64);
+        // The aligned unit around 5000..5100: a sector on a direct file, a page otherwise.
+        assert_eq!(c.user_read.read_bytes, f.read_align() as u64);
+    }
+
+    #[test]
+    fn a_direct_file_reads_in_its_direct_io_unit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (f, stats) = open(dir.path(), None);
+        let align = f.read_align();
+        assert!(align.is_power_of_two() && (512..=PAGE_SIZE).contains(&align));
+        if !f.is_direct() {
+            assert_eq!(align, PAGE_SIZE, "a buffered file reads whole pages");
+        }
+        let mut data = AlignedBuf::zeroed(4 * PAGE_SIZE);
+        for (i, b) in data.iter_mut().enumerate() {
+            *b = (i % 253) as u8;
+        }
+        f.write_at(0, &data, Category::Checkpoint).expect("write");
+        // Every start and length around unit boundaries reads the right bytes and counts
+        // exactly the aligned extent around them.
+        for (off, len) in [(0, 1), (511, 2), (512, 512), (1000, 3000), (4095, 4097)] {
+            let before = stats.snapshot().user_read.read_bytes;
+            let got = f.read_exact_at(off, len, Category::UserRead).expect("read");
+            assert_eq!(&got[..], &data[off as usize..off as usize + len]);
+            let start = off as usize / align * align;
+            let end = (off as usize + len).div_ceil(align) * align;
+            assert_eq!(got.device_bytes(), end - start);
+            let counted = stats.snapshot().user_read.read_bytes - before;
+            assert_eq!(counted, (end - start) as u64, "{off}+{len}");
+        }
     }
 
     #[test]
@@ -328,7 +407,9 @@ mod tests {
             .expect("write");
         f.read_exact_at(4000, 200, Category::UserRead)
             .expect("read");
-        assert_eq!(stats.snapshot().user_read.read_bytes, 2 * PAGE_SIZE as u64);
+        let a = f.read_align() as u64;
+        let want = (4200u64.div_ceil(a) - 4000 / a) * a;
+        assert_eq!(stats.snapshot().user_read.read_bytes, want);
     }
 
     #[test]
