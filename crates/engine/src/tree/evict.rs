@@ -148,8 +148,9 @@ impl Tree {
                 continue;
             }
             let clean = !node.dirty;
-            let evictable =
-                clean && node.may_have_evictable && node.body.has_evictable_partitions();
+            let evictable = clean
+                && node.may_have_evictable.load(Ordering::Relaxed)
+                && node.body.has_evictable_partitions();
             if evictable {
                 let cache = self.cache.clone();
                 st.modify(id, &cache, |n| n.body.evict_partitions());
@@ -158,7 +159,7 @@ impl Tree {
                 // Nothing left to drop (just dropped, or none found) until a load or a
                 // change sets the hint again.
                 let node = st.nodes.get_mut(&id).expect("in the clock");
-                node.may_have_evictable = false;
+                node.may_have_evictable.store(false, Ordering::Relaxed);
             }
             let node = &st.nodes[&id];
             if evictable {

@@ -11,6 +11,7 @@
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
 use super::segment::{self, BufferDesc, SegTable};
+use super::slot::Slot;
 use crate::block::NodeId;
 use crate::bytes::{put_bytes, Reader};
 use crate::codec::{checksum, decompress};
@@ -361,7 +362,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
     if h.leaf {
         let mut basements = Vec::with_capacity(h.parts.len());
         for d in &h.parts {
-            basements.push(Some(Basement::decode(decode_partition_raw(
+            basements.push(Slot::loaded(Basement::decode(decode_partition_raw(
                 d,
                 stored(d)?,
             )?)?));
@@ -401,7 +402,7 @@ pub fn skeleton(h: Header) -> NodeBody {
             basements: h
                 .parts
                 .iter()
-                .map(|d| empty(d).then(Basement::new))
+                .map(|d| Slot::from(empty(d).then(Basement::new)))
                 .collect(),
             pivots: h.pivots,
             parts: h.parts,

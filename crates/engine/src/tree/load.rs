@@ -10,6 +10,7 @@ use super::format;
 use super::msg::MsgBuffer;
 use super::node::{Leaf, Node, NodeBody, PartDesc};
 use super::segment::{self, BufferDesc, Seg};
+use super::slot::Slot;
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
@@ -311,7 +312,7 @@ impl Tree {
         let before = p[s].mem_bytes();
         p[s] = Seg::Loaded(piece);
         cache.recharge(before, p[s].mem_bytes());
-        node.may_have_evictable = true;
+        node.may_have_evictable.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -349,26 +350,28 @@ impl Tree {
         bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
         drop((flight, stored));
         self.make_room(basements.iter().map(|(_, _, b)| b.mem_bytes()).sum())?;
-        let mut st = self.write_state();
+        // Installed under the shared lock (`slot.rs`, L1): the image and the descriptors
+        // change only under the exclusive lock, so what is checked here holds until the
+        // lock is released.
+        let st = self.read_state();
         if self.file.image(id) != Some(img) {
             return Ok(());
         }
-        let cache = self.cache.clone();
-        let Some(node) = st.nodes.get_mut(&id) else {
+        let Some(node) = st.nodes.get(&id) else {
             return Ok(());
         };
-        let NodeBody::Leaf(l) = &mut node.body else {
+        let NodeBody::Leaf(l) = &node.body else {
             return Ok(());
         };
         // A basement adds exactly its own bytes to the leaf's charge: recomputing the
         // leaf's whole charge (`modify`) walked every basement of it, per point read.
         for (j, d, b) in basements {
-            if l.parts.get(j) == Some(&d) && l.basements[j].is_none() {
-                cache.recharge(0, b.mem_bytes());
-                l.basements[j] = Some(b);
+            let bytes = b.mem_bytes();
+            if l.parts.get(j) == Some(&d) && l.basements[j].fill(b) {
+                self.cache.recharge(0, bytes);
             }
         }
-        node.may_have_evictable = true;
+        node.may_have_evictable.store(true, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -391,7 +394,7 @@ fn basement_run(l: &Leaf, i: usize, max_bytes: u32) -> Option<Vec<(usize, PartDe
         let fits = descs.first().is_none_or(|(_, f)| {
             next_end - f.offset as u64 <= max_bytes as u64 && d.offset as u64 == end
         });
-        if l.basements.get(j).is_none_or(Option::is_some) || !fits {
+        if l.basements.get(j).is_none_or(Slot::is_some) || !fits {
             break;
         }
         descs.push((j, *d));

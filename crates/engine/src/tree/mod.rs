@@ -28,6 +28,7 @@ mod packed;
 mod read;
 pub(crate) mod salvage;
 pub(crate) mod segment;
+mod slot;
 mod verify;
 
 #[cfg(test)]
@@ -458,7 +459,7 @@ impl TreeState {
     pub fn modify<T>(&mut self, id: NodeId, cache: &Cache, f: impl FnOnce(&mut Node) -> T) -> T {
         let node = self.nodes.get_mut(&id).expect("modify of an uncached node");
         let before = node.mem_bytes();
-        node.may_have_evictable = true;
+        node.may_have_evictable.store(true, Ordering::Relaxed);
         let out = f(node);
         cache.recharge(before, node.mem_bytes());
         out

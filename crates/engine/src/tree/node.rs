@@ -24,6 +24,7 @@ use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::segment::{BufferDesc, Seg};
+use super::slot::Slot;
 use crate::block::NodeId;
 use crate::Compression;
 use std::collections::BTreeMap;
@@ -59,8 +60,8 @@ struct CutAt {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
     pub pivots: Vec<Vec<u8>>,
-    /// `None` = evicted; read it back through `parts[i]`.
-    pub basements: Vec<Option<Basement>>,
+    /// Empty = evicted; read it back through `parts[i]` (`slot.rs`, L1).
+    pub basements: Vec<Slot>,
     /// Descriptors of the on-disk image; empty for a leaf never written.
     pub parts: Vec<PartDesc>,
 }
@@ -78,7 +79,7 @@ impl Leaf {
     pub fn empty() -> Self {
         Leaf {
             pivots: Vec::new(),
-            basements: vec![Some(Basement::new())],
+            basements: vec![Slot::loaded(Basement::new())],
             parts: Vec::new(),
         }
     }
@@ -121,14 +122,16 @@ impl Leaf {
             };
             if !current.is_empty() && cut_before(at) {
                 pivots.push(k.clone());
-                basements.push(Some(Basement::from_entries(std::mem::take(&mut current))));
+                basements.push(Slot::loaded(Basement::from_entries(std::mem::take(
+                    &mut current,
+                ))));
                 basement_bytes = 0;
             }
             basement_bytes += sz;
             bytes_before += sz;
             current.insert(k, v);
         }
-        basements.push(Some(Basement::from_entries(current)));
+        basements.push(Slot::loaded(Basement::from_entries(current)));
         Leaf {
             pivots,
             basements,
@@ -163,7 +166,7 @@ impl Leaf {
     }
 
     pub fn all_loaded(&self) -> bool {
-        self.basements.iter().all(Option::is_some)
+        self.basements.iter().all(Slot::is_some)
     }
 
     /// Bytes of entries in loaded basements.
@@ -174,8 +177,9 @@ impl Leaf {
     /// All entries of a fully loaded leaf, consuming it.
     pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
         let mut all = BTreeMap::new();
-        for b in self.basements {
-            all.append(&mut b.expect("leaf must be fully loaded").into_entries());
+        for mut b in self.basements {
+            let b = b.take().expect("leaf must be fully loaded");
+            all.append(&mut b.into_entries());
         }
         all
     }
@@ -336,7 +340,7 @@ impl NodeBody {
                 .basements
                 .iter_mut()
                 .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
-                .for_each(|b| *b = None),
+                .for_each(|b| *b = Slot::empty()),
             NodeBody::Internal(n) => {
                 n.segments.iter_mut().flatten().for_each(Seg::evict);
                 n.filters.resize(n.buffers.len(), None);
@@ -372,7 +376,8 @@ pub struct Node {
     /// basements a skeleton leaf has ~1,000 slots, and that scan was 7% of a point read's
     /// CPU). Set by `Node::new` and again by every path that loads or changes a partition
     /// (`TreeState::modify`, `load.rs`'s basement reads); a hint that errs towards scanning.
-    pub may_have_evictable: bool,
+    /// Atomic because a read installs basements under the shared lock (`slot.rs`, L1).
+    pub may_have_evictable: AtomicBool,
 }
 
 impl Node {
@@ -382,7 +387,7 @@ impl Node {
             dirty,
             checkpoint_pending: false,
             referenced: AtomicBool::new(true),
-            may_have_evictable: true,
+            may_have_evictable: AtomicBool::new(true),
             appends: 0,
         }
     }
@@ -463,7 +468,7 @@ impl Node {
                     return Err("evicted basement without a descriptor".into());
                 }
                 for (i, b) in l.basements.iter().enumerate() {
-                    if let Some(b) = b {
+                    if let Some(b) = b.as_ref() {
                         check_range(&l.pivots, i, b.first_key(), b.last_key())?;
                     }
                 }
