@@ -32,6 +32,7 @@ mod plan;
 mod query_ops;
 pub mod repair;
 mod retryable;
+pub mod snapshot_read;
 mod sort;
 mod stats;
 mod tree_layout;
@@ -93,6 +94,8 @@ pub struct Database {
     fast: fast_update::FastUpdates,
     /// The oplog, once `enable_oplog` ran (a `--replSet` member; `oplog/`).
     oplog: std::sync::OnceLock<Arc<oplog::log::Oplog>>,
+    /// Snapshots kept for snapshot reads at their cluster time (`snapshot_read.rs`).
+    snapshots: snapshot_read::History,
 }
 
 impl Database {
@@ -116,6 +119,7 @@ impl Database {
             retry_tree,
             fast,
             oplog: std::sync::OnceLock::new(),
+            snapshots: snapshot_read::History::default(),
         };
         db.drop_temporary_out_collections()?;
         db.resume_builds()?;
@@ -137,6 +141,7 @@ impl Database {
         // An engine transaction must not outlive the environment it writes to.
         self.abort_all_user_txns("the database is closing");
         self.cursors.kill_namespace("");
+        self.drop_snapshot_history();
         drop(self.catalog);
         self.env.close().map_err(engine_error)
     }

@@ -36,7 +36,11 @@ impl Database {
         }
         let _guard = self.data_lock();
         let query = self.query_for(ns, spec)?;
-        let view = self.engine().read_view();
+        // A snapshot read reads its pinned snapshot (`snapshot_read.rs`).
+        let view = match crate::snapshot_read::active() {
+            Some(read) => read.view(),
+            None => self.engine().read_view(),
+        };
         Ok(match query {
             Some(q) => ViewQuery::new(view, q),
             None => ViewQuery::empty(view),
@@ -46,7 +50,10 @@ impl Database {
     /// Plans a query with no snapshot and no lock (the caller holds the data lock): `None`
     /// when the collection does not exist. The spec is checked either way.
     pub(crate) fn query_for(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<Option<Query>> {
-        let coll = self.catalog.get(ns);
+        let coll = match crate::snapshot_read::active() {
+            Some(read) => read.collection(ns, self.catalog.get(ns))?,
+            None => self.catalog.get(ns),
+        };
         let vars = match &coll {
             Some(c) => statement_vars(c, &spec.vars),
             None => spec.vars.clone(),

@@ -119,6 +119,7 @@ error_codes! {
     AlreadyInitialized = 23,
     NodeNotFound = 74,
     NoReplicationEnabled = 76,
+    NotAReplicaSet = 123,
     UnknownReplWriteConcern = 79,
     InvalidReplicaSetConfig = 93,
     NotYetInitialized = 94,

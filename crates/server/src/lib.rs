@@ -348,6 +348,7 @@ async fn reap_transactions(
         let (db, sessions) = (db.clone(), sessions.clone());
         let reaped = tokio::task::spawn_blocking(move || {
             let reaped = db.reap_user_txns(limit);
+            db.expire_snapshot_history();
             let expired = sessions.expire(&db, session_timeout);
             if expired > 0 {
                 tracing::info!(sessions = expired, "ended idle logical sessions");

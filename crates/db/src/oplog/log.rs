@@ -185,6 +185,31 @@ impl Oplog {
         }
     }
 
+    /// Runs `f` with the newest reserved `ts` at a moment when no slot is open, holding the
+    /// slots' lock so none opens meanwhile: every entry up to that `ts` has committed (or
+    /// aborted) in the engine, and nothing after it has, so an engine snapshot taken in `f`
+    /// is exactly the state at that cluster time (snapshot reads, `snapshot_read.rs`).
+    /// `None` if slots stayed open until `deadline`.
+    pub(crate) fn at_quiet_point<R>(
+        &self,
+        deadline: Instant,
+        f: impl FnOnce(Timestamp) -> R,
+    ) -> Option<R> {
+        let mut s = self.lock();
+        while s.tracker.open_slots() > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            s = self
+                .moved
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        Some(f(s.tracker.visible()))
+    }
+
     fn reserve(&self, n: u32, wall: bson::DateTime) -> SlotGuard<'_> {
         assert!(n > 0, "a slot holds at least one entry");
         let mut s = self.lock();

@@ -336,3 +336,11 @@ fn newest_entry(coll: &Collection) -> DbResult<Option<LastEntry>> {
 pub(crate) fn pack(ts: Timestamp) -> u64 {
     (u64::from(ts.time) << 32) | u64::from(ts.increment)
 }
+
+/// The `ts` of a packed integer (`pack`'s inverse).
+pub(crate) fn unpack(v: u64) -> Timestamp {
+    Timestamp {
+        time: (v >> 32) as u32,
+        increment: v as u32,
+    }
+}

@@ -35,6 +35,7 @@ mod roles_info;
 mod sasl;
 pub mod server_status;
 mod sessions;
+mod snapshot_read;
 mod transactions;
 mod txn_fields;
 mod users;
@@ -331,8 +332,14 @@ fn dispatch_checked(
         }
         Ok(())
     });
+    // A snapshot read outside a transaction runs in its snapshot (`snapshot_read.rs`).
+    let checked = checked.and_then(|()| snapshot_read::requested(name, cmd.raw()));
     let reply = match checked {
-        Ok(()) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
+        Ok(None) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
+        Ok(Some(at)) => snapshot_read::run(ctx, name, at, || {
+            run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents)
+        })
+        .unwrap_or_else(|e| Reply::Doc(error_reply(&e))),
         Err(e) => {
             let mut reply = error_reply(&e);
             let labels = error_labels(&kind, name, e.code.code());

@@ -2,7 +2,8 @@
 //! Parameters are a fixed table in name order (mongod's output order), each read from the
 //! running configuration or the engine where we have one, else mongod 7.0's default for a
 //! behaviour we share. `setParameter` changes what this server can change at run time
-//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts, `fastUpdates`, `ttlMonitorEnabled`); a parameter mongod changes at run time but this
+//! (`transactionLifetimeLimitSeconds`, the SCRAM iteration counts, `fastUpdates`, `ttlMonitorEnabled`,
+//! `minSnapshotHistoryWindowInSeconds`); a parameter mongod changes at run time but this
 //! server cannot yet is refused with NotImplemented (238), never pretended.
 
 use super::{require_admin, CommandResult, GENERIC_ARGUMENTS};
@@ -100,6 +101,17 @@ const PARAMETERS: &[Parameter] = &[
         settable_at_startup: true,
         value: |ctx| Bson::Int32(ctx.server.log_verbosity),
         set: None,
+    },
+    Parameter {
+        // How long a snapshot read's cluster time stays readable (`shale-db`'s
+        // `snapshot_read.rs`); mongod's default, 300.
+        name: "minSnapshotHistoryWindowInSeconds",
+        settable_at_runtime: true,
+        settable_at_startup: true,
+        value: |ctx| {
+            Bson::Int32(i32::try_from(ctx.db.snapshot_history_window()).unwrap_or(i32::MAX))
+        },
+        set: Some(set_history_window),
     },
     Parameter {
         name: "notablescan",
@@ -359,6 +371,32 @@ fn settable(name: &str) -> Result<&'static Parameter, MongoError> {
 /// `fastUpdates`: a boolean (or a number, non-zero for true), as mongod takes booleans.
 fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
     ctx.db.set_fast_updates(boolean("fastUpdates", value)?);
+    Ok(())
+}
+
+/// `minSnapshotHistoryWindowInSeconds`: a whole number of seconds, at least 0.
+fn set_history_window(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
+    let secs = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(x) if x.fract() == 0.0 => *x as i64,
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::BadValue,
+                format!("Invalid value for minSnapshotHistoryWindowInSeconds: {other}"),
+            ))
+        }
+    };
+    let secs = u64::try_from(secs).map_err(|_| {
+        MongoError::new(
+            ErrorCode::BadValue,
+            format!(
+                "Invalid value for minSnapshotHistoryWindowInSeconds: {secs} is not greater \
+                 than or equal to 0"
+            ),
+        )
+    })?;
+    ctx.db.set_snapshot_history_window(secs);
     Ok(())
 }
 

@@ -5,7 +5,8 @@
 //! (100), a tag mode the config does not define `UnknownReplWriteConcern` (79); `w: 0`, `w: 1`
 //! and `w: "majority"` are met by the write's own commit (one member is the majority, and a
 //! commit is durable per the fsync policy before it is acknowledged). Read concerns this
-//! member cannot honour are refused (`read_concern_error`). Pure.
+//! member cannot honour are refused (`read_concern_error`; snapshot reads outside a
+//! transaction are `commands/snapshot_read.rs`'s). Pure.
 
 use super::config::number;
 use bson::{doc, Bson, Document, RawBsonRef, RawDocument};
@@ -68,30 +69,15 @@ fn write_stage<'a>(name: &str, body: &'a RawDocument) -> Option<&'a str> {
 }
 
 /// A read concern this member refuses before the command runs (transaction statements,
-/// which carry `autocommit`, are checked by the transaction runner instead):
-/// - `snapshot` or `atClusterTime` outside a transaction: `InvalidOptions` (72). mongod
-///   reads `find`/`aggregate`/`distinct` at a cluster time then; this server cannot read at
-///   an earlier cluster time yet (it would need the oplog's timestamps), and answering from
-///   the newest commit instead would change results, so it refuses. mongod refuses it on
-///   every other command too.
-/// - `linearizable` on a command that writes: `InvalidOptions`, as mongod (`$out`/`$merge`
-///   with its own message).
+/// which carry `autocommit`, are checked by the transaction runner instead; snapshot reads
+/// outside a transaction by `snapshot_read`): `linearizable` on a command that writes:
+/// `InvalidOptions`, as mongod (`$out`/`$merge` with its own message).
 pub fn read_concern_error(name: &str, body: &RawDocument) -> Option<MongoError> {
     if body.get("autocommit").ok().flatten().is_some() {
         return None;
     }
     let rc = body.get_document("readConcern").ok()?;
     let level = rc.get_str("level").ok();
-    if level == Some("snapshot") || rc.get("atClusterTime").ok().flatten().is_some() {
-        return Some(MongoError::new(
-            ErrorCode::InvalidOptions,
-            format!(
-                "Command {name} does not support readConcern level 'snapshot' or \
-                 atClusterTime outside a multi-document transaction on this server (reads at \
-                 an earlier cluster time are not supported yet)"
-            ),
-        ));
-    }
     if level != Some("linearizable") || !is_write(name, body) {
         return None;
     }
@@ -194,17 +180,9 @@ mod tests {
     }
 
     #[test]
-    fn snapshot_reads_outside_a_transaction_are_refused() {
+    fn snapshot_reads_are_left_to_the_snapshot_read_path() {
         let find = doc! {"find": "c", "readConcern": {"level": "snapshot"}};
-        let e = read_concern_error("find", &raw(find)).expect("refused");
-        assert_eq!(e.code, ErrorCode::InvalidOptions);
-        let at = doc! {"find": "c", "readConcern": {"atClusterTime": bson::Timestamp {time: 1, increment: 1}}};
-        assert!(read_concern_error("find", &raw(at)).is_some());
-        let in_txn = doc! {"find": "c", "autocommit": false, "readConcern": {"level": "snapshot"}};
-        assert!(
-            read_concern_error("find", &raw(in_txn)).is_none(),
-            "the transaction runner decides"
-        );
+        assert!(read_concern_error("find", &raw(find)).is_none());
         let majority = doc! {"find": "c", "readConcern": {"level": "majority", "afterClusterTime": bson::Timestamp {time: 1, increment: 1}}};
         assert!(read_concern_error("find", &raw(majority)).is_none());
     }
