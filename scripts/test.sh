@@ -65,6 +65,9 @@ bash tests/spec/run_crud_unified_rs.sh
 step "driver spec tests: pymongo 4.20.0's retryable writes unified tests against $SHALE_BIN --replSet, zero failures (tests/spec)"
 bash tests/spec/run_pymongo_suite.sh retryable_writes_rs
 
+step "driver spec tests: pymongo 4.20.0's transactions unified tests against $SHALE_BIN --replSet, zero failures (tests/spec)"
+bash tests/spec/run_pymongo_suite.sh transactions_rs
+
 step "driver spec tests: pymongo 4.20.0's sessions unified tests (snapshot sessions) against $SHALE_BIN --replSet, zero failures (tests/spec)"
 bash tests/spec/run_pymongo_suite.sh sessions_rs
 

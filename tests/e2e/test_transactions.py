@@ -210,7 +210,7 @@ def test_the_session_state_machine_answers_with_mongods_codes(server):
         # transaction is refused, and that aborts nothing either.
         s2 = lsid()
         assert conn.command(txn_cmd({"insert": "d", "documents": [{"_id": 1}]}, s2, 1, start=True)).doc["ok"] == 1.0
-        for doc in [{"create": "x"}, {"createIndexes": "d", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
+        for doc in [{"collMod": "d"}, {"dropIndexes": "d", "index": "*"},
                     {"drop": "d"}, {"listCollections": 1}, {"count": "d"}]:
             r = conn.command(txn_cmd(doc, s2, 1))
             assert r.doc["code"] == NOT_IN_TRANSACTION, (doc, r.doc)

@@ -107,7 +107,7 @@ impl Database {
     /// `vars` with the collation an aggregate on `ns` runs under (its own, else the
     /// collection's default).
     pub(crate) fn aggregate_vars(&self, ns: &Namespace, vars: &Variables) -> Variables {
-        match self.catalog.get(ns) {
+        match self.visible_collection(ns) {
             Some(c) => crate::collation_scope::statement_vars(&c, vars),
             None => vars.clone(),
         }

@@ -237,6 +237,19 @@ impl Catalog {
         ns: &Namespace,
         options: Document,
     ) -> DbResult<Arc<Collection>> {
+        let coll = self.prepare(env, ns, options)?;
+        self.commit(env, coll).map(|(c, _)| c)
+    }
+
+    /// A new empty collection with its trees made, neither recorded nor published: a
+    /// session transaction's `create` (`txn_ddl.rs`), which records it in its own commit.
+    /// Trees of one never recorded are dropped at the next open (`drop_unnamed_trees`).
+    pub(crate) fn prepare(
+        &self,
+        env: &Env,
+        ns: &Namespace,
+        options: Document,
+    ) -> DbResult<Collection> {
         let tree_options = tree_options(env.options().tree_defaults, &options)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let docs = env
@@ -256,7 +269,18 @@ impl Catalog {
             indexes: Vec::new(),
             validator,
         };
-        self.commit(env, coll).map(|(c, _)| c)
+        Ok(coll)
+    }
+
+    /// Publishes `coll`, whose record a committed transaction wrote, unless the name is
+    /// taken (false then).
+    pub(crate) fn publish(&self, coll: Arc<Collection>) -> bool {
+        let mut colls = self.write();
+        if colls.contains_key(&coll.ns) {
+            return false;
+        }
+        colls.insert(coll.ns.clone(), coll);
+        true
     }
 
     /// Makes a new index tree for `coll` (not yet in the catalog). Its layout is the spec's

@@ -567,7 +567,7 @@ pub(crate) fn index_specs(coll: &Collection) -> Vec<Document> {
 /// True if an index with the same name and spec exists; an error if one conflicts.
 /// Whether `stored` is already an index of `coll`, ready or being built; a different
 /// index under its name or its key is mongod's conflict error.
-fn existing(coll: &Collection, stored: &Document) -> DbResult<Existing> {
+pub(crate) fn existing(coll: &Collection, stored: &Document) -> DbResult<Existing> {
     let name = stored.get_str("name").unwrap_or_default();
     let key = stored.get_document("key").ok();
     for i in &coll.indexes {
@@ -603,7 +603,7 @@ fn existing(coll: &Collection, stored: &Document) -> DbResult<Existing> {
 }
 
 /// What `existing` found.
-enum Existing {
+pub(crate) enum Existing {
     No,
     Ready,
     Building,

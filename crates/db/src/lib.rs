@@ -37,6 +37,7 @@ mod sort;
 mod stats;
 mod tree_layout;
 mod ttl;
+mod txn_ddl;
 mod txn_ops;
 mod user_txn;
 mod validation;

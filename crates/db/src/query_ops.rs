@@ -52,7 +52,7 @@ impl Database {
     pub(crate) fn query_for(&self, ns: &Namespace, spec: &FindSpec) -> DbResult<Option<Query>> {
         let coll = match crate::snapshot_read::active() {
             Some(read) => read.collection(ns, self.catalog.get(ns))?,
-            None => self.catalog.get(ns),
+            None => self.visible_collection(ns),
         };
         let vars = match &coll {
             Some(c) => statement_vars(c, &spec.vars),
@@ -126,7 +126,7 @@ impl Database {
 
     /// The collation a statement with `vars` runs under on `ns` (`None`: simple).
     pub(crate) fn collation_of(&self, ns: &Namespace, vars: &Variables) -> Option<Arc<Collation>> {
-        match self.catalog.get(ns) {
+        match self.visible_collection(ns) {
             Some(c) => statement_vars(&c, vars).collation().cloned(),
             None => vars.collation().cloned(),
         }

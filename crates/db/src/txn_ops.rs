@@ -18,25 +18,28 @@ use crate::catalog::Collection;
 use crate::exec::{Query, Snap};
 use crate::namespace::Namespace;
 use crate::query_ops::{distinct_spec, distinct_values, FindSpec};
-use crate::user_txn::{no_such_transaction, Mode, UserTxn};
+use crate::user_txn::{Mode, TxnState, UserTxn};
 use crate::write_ops::{DeleteOp, FindAndModifyOp, FindAndModifyResult, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
 use bson::{Bson, Document, RawDocumentBuf};
 use shale_doc::Variables;
 use shale_engine::Txn;
-use std::sync::{Arc, RwLockReadGuard};
+use std::sync::Arc;
 
 impl Database {
-    /// `insert` in `t` (the collection is created, outside the transaction, if missing).
+    /// `insert` in `t` (a missing collection is created in the transaction: `txn_ddl.rs`).
     pub fn insert_in(
         &self,
         t: &UserTxn,
         ns: &Namespace,
         docs: &[RawDocumentBuf],
     ) -> DbResult<WriteResult> {
-        refuse_ended(t)?;
-        let (coll, _guard) = self.collection_or_create(ns)?;
-        t.with_open(|st| self.insert_into(&coll, docs, true, &mut Mode::User(st)))
+        self.refuse_view(ns)?;
+        let _guard = self.data_lock();
+        t.with_open(|st| {
+            let coll = self.txn_collection_or_create(st, ns)?;
+            self.insert_into(&coll, docs, true, &mut Mode::User(st))
+        })
     }
 
     /// `update` in `t`.
@@ -46,8 +49,13 @@ impl Database {
         ns: &Namespace,
         ops: &[UpdateOp],
     ) -> DbResult<WriteResult> {
-        let (coll, _guard) = self.write_target(t, ns, ops.iter().any(|o| o.upsert))?;
-        t.with_open(|st| self.update_into(coll.as_ref(), ops, true, &mut Mode::User(st)))
+        self.refuse_view(ns)?;
+        let _guard = self.data_lock();
+        let upsert = ops.iter().any(|o| o.upsert);
+        t.with_open(|st| {
+            let coll = self.write_target(st, ns, upsert)?;
+            self.update_into(coll.as_ref(), ops, true, &mut Mode::User(st))
+        })
     }
 
     /// `delete` in `t`.
@@ -68,12 +76,15 @@ impl Database {
         ns: &Namespace,
         op: &FindAndModifyOp,
     ) -> DbResult<FindAndModifyResult> {
-        let (coll, _guard) = self.write_target(t, ns, op.upsert && !op.remove)?;
-        let Some(coll) = coll else {
-            crate::write_ops::matcher(&op.filter, &op.vars)?;
-            return t.with_open(|_| Ok(FindAndModifyResult::default()));
-        };
-        t.with_open(|st| self.find_and_modify_on(&coll, op, &mut Mode::User(st)))
+        self.refuse_view(ns)?;
+        let _guard = self.data_lock();
+        t.with_open(|st| {
+            let Some(coll) = self.write_target(st, ns, op.upsert && !op.remove)? else {
+                crate::write_ops::matcher(&op.filter, &op.vars)?;
+                return Ok(FindAndModifyResult::default());
+            };
+            self.find_and_modify_on(&coll, op, &mut Mode::User(st))
+        })
     }
 
     /// `find` in `t`, read whole: a client cursor cannot reach the transaction in its later
@@ -153,31 +164,18 @@ impl Database {
         })
     }
 
-    /// The collection a write in `t` targets and the data lock: created if `create` and
-    /// missing (outside the transaction: docs/compat.md), else `None` if missing. An ended
-    /// transaction is refused first, so it creates nothing.
+    /// The collection a write in the transaction targets (the caller holds the data lock):
+    /// created in the transaction if `create` and missing (`txn_ddl.rs`), else `None` if
+    /// missing.
     fn write_target(
         &self,
-        t: &UserTxn,
+        st: &mut TxnState,
         ns: &Namespace,
         create: bool,
-    ) -> DbResult<(Option<Arc<Collection>>, RwLockReadGuard<'_, ()>)> {
-        self.refuse_view(ns)?;
+    ) -> DbResult<Option<Arc<Collection>>> {
         if create {
-            refuse_ended(t)?;
-            let (c, g) = self.collection_or_create(ns)?;
-            return Ok((Some(c), g));
+            return self.txn_collection_or_create(st, ns).map(Some);
         }
-        let g = self.data_lock();
-        Ok((self.catalog.get(ns), g))
-    }
-}
-
-/// NoSuchTransaction if `t` has ended (checked before a write creates its collection, so an
-/// ended transaction creates nothing).
-fn refuse_ended(t: &UserTxn) -> DbResult<()> {
-    match t.ended() {
-        Some(end) => Err(no_such_transaction(end)),
-        None => Ok(()),
+        Ok(self.txn_collection(st, ns))
     }
 }

@@ -65,6 +65,8 @@ pub(crate) struct TxnState {
     /// What its entries become: one `applyOps` (a transaction) or one entry per change
     /// (a retryable write's statement), and the session fields they carry.
     kind: Kind,
+    /// Collections it created, published at commit, dropped at abort (`txn_ddl.rs`).
+    created: Vec<Arc<Collection>>,
 }
 
 /// How a session transaction's changes are logged (`oplog/log.rs`, O3).
@@ -94,6 +96,35 @@ impl TxnState {
 
     pub(crate) fn txn(&self) -> &Txn {
         &self.txn
+    }
+
+    pub(crate) fn log_mut(&mut self) -> &mut Pending {
+        &mut self.log
+    }
+
+    /// Its pending collection `ns` (`txn_ddl.rs`).
+    pub(crate) fn created(&self, ns: &crate::namespace::Namespace) -> Option<Arc<Collection>> {
+        self.created.iter().find(|c| &c.ns == ns).cloned()
+    }
+
+    /// Adds a pending collection.
+    pub(crate) fn add_created(&mut self, coll: Collection) -> Arc<Collection> {
+        let coll = Arc::new(coll);
+        self.created.push(coll.clone());
+        coll
+    }
+
+    /// Replaces the pending collection of `coll`'s name (new indexes).
+    pub(crate) fn replace_created(&mut self, coll: Collection) -> Arc<Collection> {
+        let coll = Arc::new(coll);
+        self.created.retain(|c| c.ns != coll.ns);
+        self.created.push(coll.clone());
+        coll
+    }
+
+    /// Forgets a pending collection that was never recorded.
+    pub(crate) fn forget_created(&mut self, coll: &Collection) {
+        self.created.retain(|c| c.id != coll.id);
     }
 
     /// Remembers that the transaction writes to `coll`.
@@ -188,7 +219,11 @@ impl UserTxn {
     /// transaction is NoSuchTransaction.
     pub(crate) fn with_open<T>(&self, f: impl FnOnce(&mut TxnState) -> DbResult<T>) -> DbResult<T> {
         match &mut *self.slot() {
-            Slot::Open(st) => f(st),
+            Slot::Open(st) => {
+                // Its reads see the collections it created (`txn_ddl.rs`).
+                let _scope = crate::txn_ddl::PendingScope::enter(&st.created);
+                f(st)
+            }
             Slot::Ended(end) => Err(no_such_transaction(*end)),
         }
     }
@@ -197,14 +232,16 @@ impl UserTxn {
 /// Why the reaper aborts a transaction.
 const LIFETIME_EXCEEDED: &str = "transactionLifetimeLimitSeconds exceeded";
 
-/// Aborts the engine transaction in `slot` if it is open and records `end`; an ended slot is
-/// left as it is. True if it was open.
-fn end_slot(slot: &mut Slot, end: TxnEnd) -> bool {
+/// Aborts the engine transaction in `slot` if it is open and records `end`, then drops the
+/// collections it created; an ended slot is left as it is. True if it was open.
+fn end_slot(db: &Database, slot: &mut Slot, end: TxnEnd) -> bool {
     if !matches!(slot, Slot::Open(_)) {
         return false;
     }
     if let Slot::Open(st) = std::mem::replace(slot, Slot::Ended(end)) {
-        st.txn.abort();
+        let TxnState { txn, created, .. } = *st;
+        txn.abort();
+        db.drop_created(created);
     }
     true
 }
@@ -247,6 +284,7 @@ impl Database {
                 written: Vec::new(),
                 log: self.pending(),
                 kind,
+                created: Vec::new(),
             }))),
         }));
         self.user_txns.lock().insert(id, t.clone());
@@ -284,25 +322,47 @@ impl Database {
             written,
             log,
             kind,
+            created,
         } = st;
         let mut marked = Vec::new();
+        let mut persisted = Ok(());
         for c in &written {
             match doc_write::persist_multikey(&mut txn, &self.catalog, c) {
                 Ok(m) => marked.extend(m),
                 Err(e) => {
-                    txn.abort();
-                    return Err(e);
+                    persisted = Err(e);
+                    break;
                 }
             }
         }
-        match &kind {
-            Kind::Transaction(s) => self.commit_logged(txn, &log, Shape::ApplyOps(s.as_ref()))?,
+        // A created collection's record as it ends (indexes, multikey flags), after any
+        // older copy `persist_multikey` wrote.
+        for c in &created {
+            if persisted.is_ok() {
+                persisted = c.record_bytes().and_then(|bytes| {
+                    txn.put(self.catalog.tree(), c.ns.to_string().as_bytes(), &bytes)
+                        .map_err(crate::engine_error)
+                });
+            }
+        }
+        if let Err(e) = persisted {
+            txn.abort();
+            self.drop_created(created);
+            return Err(e);
+        }
+        let committed = match &kind {
+            Kind::Transaction(s) => self.commit_logged(txn, &log, Shape::ApplyOps(s.as_ref())),
             Kind::Statement(lsid, s) => {
                 let record =
                     |txn: &mut Txn, last| self.record_last_op(txn, lsid, s.txn_number, last);
-                self.commit_logged_with(txn, &log, Shape::Each(Some(s)), Some(&record))?
+                self.commit_logged_with(txn, &log, Shape::Each(Some(s)), Some(&record))
             }
+        };
+        if let Err(e) = committed {
+            self.drop_created(created);
+            return Err(e);
         }
+        self.publish_created(created);
         doc_write::multikey_committed(&marked);
         Ok(())
     }
@@ -315,7 +375,7 @@ impl Database {
 
     /// Aborts `t` if open, under a lock the caller holds, and forgets it. True if it was open.
     fn end_open(&self, t: &UserTxn, end: TxnEnd) -> bool {
-        let was_open = end_slot(&mut t.slot(), end);
+        let was_open = end_slot(self, &mut t.slot(), end);
         self.user_txns.lock().remove(&t.0.id);
         was_open
     }
@@ -358,7 +418,7 @@ impl Database {
             let Ok(mut slot) = t.0.slot.try_lock() else {
                 continue;
             };
-            if end_slot(&mut slot, TxnEnd::Killed(LIFETIME_EXCEEDED)) {
+            if end_slot(self, &mut slot, TxnEnd::Killed(LIFETIME_EXCEEDED)) {
                 reaped += 1;
             }
             drop(slot);

@@ -359,7 +359,7 @@ impl Database {
     ) -> DbResult<WriteResult> {
         self.refuse_view(ns)?;
         let mut result = WriteResult::default();
-        let Some(coll) = self.catalog.get(ns) else {
+        let Some(coll) = self.visible_collection(ns) else {
             // Still validate the filters, as mongod does.
             for (i, op) in ops.iter().enumerate() {
                 if let Err(e) = matcher(&op.filter, &op.vars) {

@@ -45,6 +45,17 @@ impl Pending {
         });
     }
 
+    /// A command (`create`, `createIndexes`) on database `db` ran in the transaction.
+    pub(crate) fn command(&mut self, db: &str, ui: bson::Uuid, command: RawDocumentBuf) {
+        if self.on && db != "local" {
+            self.ops.push(Operation {
+                op: Op::Command { command },
+                ns: format!("{db}.$cmd"),
+                ui: Some(ui),
+            });
+        }
+    }
+
     /// `doc` was inserted.
     pub(crate) fn insert(&mut self, coll: &Collection, doc: &RawDocument) {
         if self.logs(coll) {

@@ -42,6 +42,12 @@ const IGNORED_FIELDS: &[&str] = &[
 
 pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "create")?;
+    if ctx.txn.is_some() && body.contains_key("viewOn") {
+        return Err(MongoError::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            "Cannot create a view in a multi-document transaction.",
+        ));
+    }
     if body.contains_key("viewOn") {
         return create_view(ctx, &ns, body);
     }
@@ -55,6 +61,8 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     for (k, v) in body.iter().skip(1) {
         match k.as_str() {
             k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
+            // A transaction statement's fields, checked by the transaction runner.
+            "autocommit" | "startTransaction" | "readConcern" if ctx.txn.is_some() => {}
             "capped" if v == &Bson::Boolean(false) => {}
             // Every collection here has its `_id` index: a spec for it is checked, and
             // `autoIndexId: true` asks for what is always there. `flags` were MMAPv1's
@@ -95,7 +103,11 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             }
         }
     }
-    ctx.db.create_collection(&ns, options)?;
+    match &ctx.txn {
+        // A session transaction's collection, published at its commit.
+        Some(t) => ctx.db.create_collection_in(t, &ns, options)?,
+        None => ctx.db.create_collection(&ns, options)?,
+    }
     Ok(Document::new())
 }
 
@@ -384,7 +396,10 @@ pub fn create_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> Command
             s
         })
         .collect();
-    let r = ctx.db.create_indexes(&ns, &specs)?;
+    let r = match &ctx.txn {
+        Some(t) => ctx.db.create_indexes_in(t, &ns, &specs)?,
+        None => ctx.db.create_indexes(&ns, &specs)?,
+    };
     let mut reply = doc! {
         "numIndexesBefore": r.before as i32,
         "numIndexesAfter": r.after as i32,
