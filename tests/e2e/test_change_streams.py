@@ -180,7 +180,7 @@ def test_update_lookup_and_images(primary):
         with coll.watch(full_document="whenAvailable", max_await_time_ms=200) as s:
             coll.update_one({"_id": 1}, {"$inc": {"n": 1}})
             (e,) = take(s, 1)
-        # No collection keeps post-images here (changeStreamPreAndPostImages is refused).
+        # The collection keeps no pre- and post-images (changeStreamPreAndPostImages off).
         assert e["fullDocument"] is None
         with coll.watch(full_document="required", max_await_time_ms=200) as s:
             coll.update_one({"_id": 1}, {"$inc": {"n": 1}})

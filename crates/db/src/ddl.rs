@@ -82,6 +82,9 @@ impl Database {
             ));
         }
         let c = self.catalog.create(self.engine(), ns, options.clone())?;
+        if c.keeps_pre_images() {
+            self.ensure_pre_images()?;
+        }
         let mut command = doc! {"create": &ns.coll};
         command.extend(options);
         self.log_ddl(&ns.db, Some(c.uuid), command)
@@ -99,15 +102,29 @@ impl Database {
         })
     }
 
-    /// `collMod`'s validation settings: `changes` holds any of `validator`,
-    /// `validationLevel`, `validationAction`; they replace the stored ones, checked as
-    /// `create` checks them, in one catalog write. Live session transactions are aborted,
-    /// as by any DDL here (their writes would be checked against the old settings).
-    pub fn set_validation(&self, ns: &Namespace, changes: &Document) -> DbResult<()> {
+    /// `collMod`'s option changes: `changes` holds any of `validator`, `validationLevel`,
+    /// `validationAction` and `changeStreamPreAndPostImages`; they replace the stored ones,
+    /// checked as `create` checks them, in one catalog write (pre-images turned off leave
+    /// the options). Live session transactions are aborted, as by any DDL here (their
+    /// writes would be checked against the old settings).
+    pub fn set_collection_options(&self, ns: &Namespace, changes: &Document) -> DbResult<()> {
         let _ddl = self.ddl_lock();
         let coll = self.existing(ns)?;
         let mut options = coll.options.clone();
         for (k, v) in changes {
+            if k == crate::pre_images::OPTION {
+                match crate::pre_images::parse_option("collMod", v)? {
+                    true => {
+                        crate::pre_images::check_namespace(ns)?;
+                        self.ensure_pre_images()?;
+                        options.insert(k.clone(), doc! {"enabled": true});
+                    }
+                    false => {
+                        options.remove(k);
+                    }
+                }
+                continue;
+            }
             options.insert(k.clone(), v.clone());
         }
         let validator = crate::validation::Validator::from_options(&options)?.map(Arc::new);
@@ -125,6 +142,7 @@ impl Database {
     /// (counting `_id_`), or `None` if it did not exist. A view is dropped as `Some(0)`.
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
+        self.refuse_pre_images_drop(ns)?;
         let view = self.catalog.view(ns);
         if self.catalog.remove_view(self.engine(), ns)? {
             if let Some(v) = view {
@@ -147,6 +165,9 @@ impl Database {
     pub fn drop_database(&self, db: &str) -> DbResult<()> {
         validate_db_name(db)?;
         let _ddl = self.ddl_lock();
+        for c in self.catalog.list(Some(db)) {
+            self.refuse_pre_images_drop(&c.ns)?;
+        }
         if !self.catalog.list(Some(db)).is_empty() {
             self.kill_user_txns(KILLED_BY_DDL);
         }

@@ -81,7 +81,12 @@ impl Database {
         op: &UpdateOp,
         mode: &Mode<'_>,
     ) -> Option<DbResult<(i64, i64)>> {
-        if !self.fast_updates() || mode.in_session() || crate::oplog::is_oplog(&coll.ns) {
+        // A collection keeping pre-images needs the old document (`pre_images.rs`).
+        if !self.fast_updates()
+            || mode.in_session()
+            || crate::oplog::is_oplog(&coll.ns)
+            || coll.keeps_pre_images()
+        {
             return None;
         }
         let (id, update) = fast_target(coll, op)?;

@@ -29,6 +29,7 @@ mod namespace;
 mod op_context;
 pub mod oplog;
 mod plan;
+pub mod pre_images;
 mod query_ops;
 pub mod repair;
 mod retryable;

@@ -105,6 +105,13 @@ impl Database {
         options: Document,
     ) -> DbResult<()> {
         self.refuse_view(ns)?;
+        if options.contains_key(crate::pre_images::OPTION) {
+            // Its store is made under the DDL lock, which a transaction cannot take.
+            return Err(not_in_txn(format!(
+                "Cannot create collection {ns} with {} in a multi-document transaction.",
+                crate::pre_images::OPTION
+            )));
+        }
         let _guard = self.data_lock();
         t.with_open(|st| {
             if self.txn_collection(st, ns).is_some() {

@@ -81,6 +81,11 @@ pub struct Change {
     pub operation_description: Option<RawDocumentBuf>,
     /// The stream ends after this event (an `invalidate` follows it).
     pub invalidates: bool,
+    /// Where an update's, replacement's or delete's pre-image is kept, if its collection
+    /// keeps them: the collection's UUID, the entry's `ts` and the `applyOps` index.
+    pub image_key: Option<(bson::Uuid, Timestamp, u32)>,
+    /// An update's `$v: 2` diff (`o.diff`), from which its post-image is made.
+    pub diff: Option<RawDocumentBuf>,
 }
 
 impl Change {
@@ -100,6 +105,8 @@ impl Change {
             collection_uuid: None,
             operation_description: None,
             invalidates: false,
+            image_key: None,
+            diff: None,
         }
     }
 
@@ -283,6 +290,13 @@ fn one(
                 }
                 _ => update(op, o, &blank, outer.expanded)?,
             };
+            if code != "i" {
+                if let Ok(Some(RawBsonRef::Binary(b))) = op.get("ui") {
+                    if let Ok(bytes) = <[u8; 16]>::try_from(b.bytes) {
+                        c.image_key = Some((bson::Uuid::from_bytes(bytes), outer.ts, index));
+                    }
+                }
+            }
             c.ns = Some((db.to_owned(), coll.to_owned()));
             out.push(c);
         }
@@ -311,6 +325,7 @@ fn update(
         c = blank("update");
         c.update_description = Some(update_description(diff, expanded)?);
         c.update_kind = UpdateKind::Diff;
+        c.diff = Some(diff.to_owned());
     } else if o
         .iter()
         .next()

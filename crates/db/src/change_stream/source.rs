@@ -1,7 +1,8 @@
 //! A change stream as a cursor's document source: a tailable forward read of the oplog
 //! (`oplog/reader.rs`, visibility-gated, O5/O7) from the stream's start, each entry turned
 //! into events for its scope (`event.rs`), events at or before the resume token skipped,
-//! `updateLookup` read from the collection's newest commit, the stages after `$changeStream`
+//! `updateLookup` read from the collection's newest commit, pre- and post-images from
+//! `config.system.preimages` (`pre_images.rs`), the stages after `$changeStream`
 //! run on each event, whose `_id` they must leave alone (else `ChangeStreamFatalError`).
 //! Its position (`resume_token`, the batch's `postBatchResumeToken`) is the last event handed
 //! out, or, once every visible entry has been read, the high-water mark after them, so it
@@ -12,6 +13,7 @@ use super::event::{changes, Change, Scope, UpdateKind};
 use super::spec::{BeforeChange, ChangeStreamSpec, FullDocument};
 use super::token::ResumeToken;
 use crate::cursors::DocSource;
+use crate::oplog::apply_diff::apply_diff;
 use crate::oplog::log::Oplog;
 use crate::oplog::reader::OplogSource;
 use crate::query_ops::FindSpec;
@@ -121,13 +123,26 @@ impl ChangeStreamSource {
                 fill_blind(change, &paths, current.as_deref())?;
             }
         }
+        let wants_pre = !matches!(self.spec.before_change, BeforeChange::Off)
+            || (is_update
+                && matches!(
+                    self.spec.full_document,
+                    FullDocument::WhenAvailable | FullDocument::Required
+                ));
+        let pre = match (wants_pre, change.image_key) {
+            (true, Some((ui, ts, index))) => self.db.pre_image(ui, ts, index)?,
+            _ => None,
+        };
         if matches!(change.operation, "update" | "replace" | "delete") {
-            match self.spec.before_change {
-                BeforeChange::Off => {}
-                BeforeChange::WhenAvailable => {
+            match (self.spec.before_change, &pre) {
+                (BeforeChange::Off, _) => {}
+                (_, Some(img)) => {
+                    extra.push(("fullDocumentBeforeChange", RawBson::Document(img.clone())))
+                }
+                (BeforeChange::WhenAvailable, None) => {
                     extra.push(("fullDocumentBeforeChange", RawBson::Null))
                 }
-                BeforeChange::Required => return Err(image_missing("pre", change)),
+                (BeforeChange::Required, None) => return Err(image_missing("pre", change)),
             }
         }
         if is_update {
@@ -140,8 +155,20 @@ impl ChangeStreamSource {
                         found.map_or(RawBson::Null, RawBson::Document),
                     ));
                 }
-                FullDocument::WhenAvailable => extra.push(("fullDocument", RawBson::Null)),
-                FullDocument::Required => return Err(image_missing("post", change)),
+                FullDocument::WhenAvailable | FullDocument::Required => {
+                    // The post-image: the pre-image with the update's diff applied.
+                    let post = match (&pre, &change.diff) {
+                        (Some(img), Some(diff)) => apply_diff(img, diff),
+                        _ => None,
+                    };
+                    match (post, self.spec.full_document) {
+                        (Some(doc), _) => extra.push(("fullDocument", RawBson::Document(doc))),
+                        (None, FullDocument::Required) => {
+                            return Err(image_missing("post", change))
+                        }
+                        (None, _) => extra.push(("fullDocument", RawBson::Null)),
+                    }
+                }
             }
         }
         Ok(extra)

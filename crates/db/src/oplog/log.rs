@@ -10,6 +10,7 @@ use super::entry::{entry_document, entry_key, transaction_entry, OpTime, Operati
 use super::pack;
 use super::visibility::SlotTracker;
 use crate::catalog::Collection;
+use crate::pre_images::PreImage;
 use crate::{engine_error, DbResult};
 use bson::Timestamp;
 use shale_engine::Txn;
@@ -70,6 +71,8 @@ pub struct Oplog {
     /// `--oplogSize` in bytes (O6).
     pub(crate) max_bytes: u64,
     pub(crate) truncating: AtomicBool,
+    /// `config.system.preimages`, once a collection keeps pre-images (`pre_images.rs`).
+    pub(crate) pre_images: std::sync::OnceLock<crate::pre_images::PreImageStore>,
 }
 
 impl std::fmt::Debug for Oplog {
@@ -149,6 +152,7 @@ impl Oplog {
             moved: Condvar::new(),
             max_bytes,
             truncating: AtomicBool::new(false),
+            pre_images: std::sync::OnceLock::new(),
         }
     }
 
@@ -227,14 +231,16 @@ impl Oplog {
         }
     }
 
-    /// Writes the entries for `ops` into `txn` and commits it (O2: the entries and the
-    /// changes are one engine commit). Returns the newest entry's optime.
+    /// Writes the entries for `ops` and the `pre_images` of some of them into `txn` and
+    /// commits it (O2: the entries and the changes are one engine commit). Returns the
+    /// newest entry's optime.
     /// `before_commit` runs in `txn` once the entries are in, with the newest one's optime
     /// (a retryable write records it as the session's last entry).
     pub(crate) fn commit(
         &self,
         mut txn: Txn,
         ops: &[Operation],
+        pre_images: &[PreImage],
         shape: Shape<'_>,
         before_commit: Option<BeforeCommit<'_>>,
     ) -> DbResult<()> {
@@ -277,6 +283,8 @@ impl Oplog {
                 put(&mut txn, at(0).ts, e.as_bytes())
             }
         };
+        let written =
+            written.and_then(|_| self.put_pre_images(&mut txn, pre_images, shape, &at, wall));
         let written = written.and_then(|_| match before_commit {
             Some(f) => f(&mut txn, slot.last.at),
             None => Ok(()),
@@ -292,6 +300,29 @@ impl Oplog {
         let last = slot.last.at;
         drop(slot);
         LAST_OP.with(|c| c.set(Some(last)));
+        Ok(())
+    }
+
+    /// Puts each pre-image under its operation's `ts` and `applyOpsIndex`.
+    fn put_pre_images(
+        &self,
+        txn: &mut Txn,
+        pre_images: &[PreImage],
+        shape: Shape<'_>,
+        at: &dyn Fn(u32) -> OpTime,
+        wall: bson::DateTime,
+    ) -> DbResult<()> {
+        let Some(store) = self.pre_images.get() else {
+            return Ok(());
+        };
+        for image in pre_images {
+            let i = image.op_index as u32;
+            let (ts, index) = match shape {
+                Shape::Each(_) => (at(i).ts, 0),
+                Shape::ApplyOps(_) => (at(0).ts, i),
+            };
+            store.put(txn, image, ts, index, wall)?;
+        }
         Ok(())
     }
 

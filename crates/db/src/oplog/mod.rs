@@ -7,6 +7,7 @@
 //! A database keeps an oplog only once `enable_oplog` was called (a `--replSet` member);
 //! on a standalone every write path's `Pending` is off and commits as before.
 
+pub mod apply_diff;
 pub mod entry;
 pub mod log;
 pub(crate) mod pending;
@@ -79,6 +80,14 @@ impl Database {
         self.oplog.set(log).map_err(|_| {
             MongoError::new(ErrorCode::InternalError, "the oplog is already enabled")
         })?;
+        if self
+            .catalog
+            .get(&crate::pre_images::pre_images_namespace())
+            .is_some()
+        {
+            let _ddl = self.ddl_lock();
+            self.ensure_pre_images()?;
+        }
         Ok(newest)
     }
 
@@ -174,7 +183,7 @@ impl Database {
     ) -> DbResult<()> {
         match self.oplog.get() {
             Some(oplog) if !log.is_empty() => {
-                oplog.commit(txn, &log.ops, shape, before_commit)?;
+                oplog.commit(txn, &log.ops, &log.pre_images, shape, before_commit)?;
                 if oplog.over_bound() {
                     self.truncate_oplog(oplog);
                 }
@@ -208,7 +217,7 @@ impl Database {
             ns: format!("{db}.$cmd"),
             ui,
         };
-        oplog.commit(self.engine().begin(), &[op], Shape::Each(None), None)
+        oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
     }
 
     /// Writes a view's definition change as mongod logs it: an insert into (or a delete
@@ -240,7 +249,7 @@ impl Database {
             ns: format!("{}.system.views", view.ns.db),
             ui: None,
         };
-        oplog.commit(self.engine().begin(), &[op], Shape::Each(None), None)
+        oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
     }
 
     /// Writes a no-op entry (`op: "n"`, `o: {msg}`): "new primary" after an election,
@@ -256,7 +265,7 @@ impl Database {
             ns: String::new(),
             ui: None,
         };
-        oplog.commit(self.engine().begin(), &[op], Shape::Each(None), None)
+        oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
     }
 }
 

@@ -9,6 +9,7 @@
 
 use super::entry::{Op, Operation};
 use crate::catalog::Collection;
+use crate::pre_images::PreImage;
 use bson::{RawBsonRef, RawDocument, RawDocumentBuf};
 
 /// What one engine transaction changed, in order.
@@ -16,6 +17,8 @@ use bson::{RawBsonRef, RawDocument, RawDocumentBuf};
 pub(crate) struct Pending {
     on: bool,
     pub(crate) ops: Vec<Operation>,
+    /// The documents before the updates and deletes of collections that keep pre-images.
+    pub(crate) pre_images: Vec<PreImage>,
 }
 
 impl Pending {
@@ -24,6 +27,7 @@ impl Pending {
         Pending {
             on,
             ops: Vec::new(),
+            pre_images: Vec::new(),
         }
     }
 
@@ -35,6 +39,17 @@ impl Pending {
     /// profiler output (`system.profile`), which mongod keeps per member too.
     fn logs(&self, coll: &Collection) -> bool {
         self.on && coll.ns.db != "local" && coll.ns.coll != "system.profile"
+    }
+
+    /// Keeps `old` as the pre-image of the operation about to be pushed, if `coll` asks.
+    fn keep_pre_image(&mut self, coll: &Collection, old: &RawDocument) {
+        if coll.keeps_pre_images() {
+            self.pre_images.push(PreImage {
+                op_index: self.ops.len(),
+                ui: coll.uuid,
+                doc: old.to_owned(),
+            });
+        }
     }
 
     fn push(&mut self, coll: &Collection, op: Op) {
@@ -85,6 +100,7 @@ impl Pending {
                 false => diff(old, new).unwrap_or_else(|| new.to_owned()),
             };
             let key = id_key_document(new);
+            self.keep_pre_image(coll, old);
             self.push(coll, Op::Update { update, key });
         }
     }
@@ -109,6 +125,7 @@ impl Pending {
     pub(crate) fn delete(&mut self, coll: &Collection, doc: &RawDocument) {
         if self.logs(coll) {
             let key = id_key_document(doc);
+            self.keep_pre_image(coll, doc);
             self.push(coll, Op::Delete { key });
         }
     }

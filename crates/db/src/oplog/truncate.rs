@@ -24,6 +24,12 @@ impl Database {
         while oplog.over_bound() {
             match self.truncate_batch(oplog) {
                 Ok(0) => break,
+                Ok(_) if !oplog.over_bound() => {
+                    // The pre-images of the entries gone go too (`pre_images.rs`).
+                    if let Some(oldest) = self.oldest_oplog_ts(oplog) {
+                        self.purge_pre_images(oldest);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "oplog truncation failed; retried at the next write");
@@ -32,6 +38,13 @@ impl Database {
             }
         }
         oplog.truncating.store(false, Ordering::Release);
+    }
+
+    /// The `ts` of the oplog's oldest entry.
+    fn oldest_oplog_ts(&self, oplog: &Oplog) -> Option<bson::Timestamp> {
+        let mut cursor = oplog.coll.docs.cursor();
+        cursor.seek(&[]).ok()?;
+        cursor.entry().and_then(|(k, _)| key_ts(k))
     }
 
     /// One transaction of deletes from the front; returns how many entries it deleted.

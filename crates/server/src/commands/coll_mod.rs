@@ -1,8 +1,9 @@
 //! `collMod`: changes a collection's validation settings (`validator`, `validationLevel`,
-//! `validationAction`; `shale_db::Database::set_validation`). mongod's other `collMod`
-//! options (index changes, views, TTL of time series, pre- and post-images, capped sizes)
-//! are not built and are refused with `CommandNotSupported` (115), never accepted and
-//! ignored; unknown fields are 40415.
+//! `validationAction`) and its change streams' pre- and post-images
+//! (`changeStreamPreAndPostImages`; `shale_db::Database::set_collection_options`). mongod's
+//! other `collMod` options (index changes, views, TTL of time series, capped sizes) are not
+//! built and are refused with `CommandNotSupported` (115), never accepted and ignored;
+//! unknown fields are 40415.
 
 use super::data::namespace;
 use super::{CommandResult, GENERIC_ARGUMENTS};
@@ -11,7 +12,12 @@ use bson::Document;
 use shale_doc::{ErrorCode, MongoError};
 
 /// The `collMod` options this server changes.
-const VALIDATION: &[&str] = &["validator", "validationLevel", "validationAction"];
+const CHANGED: &[&str] = &[
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "changeStreamPreAndPostImages",
+];
 
 /// mongod's other `collMod` options.
 const NOT_BUILT: &[&str] = &[
@@ -19,7 +25,6 @@ const NOT_BUILT: &[&str] = &[
     "viewOn",
     "pipeline",
     "expireAfterSeconds",
-    "changeStreamPreAndPostImages",
     "clusteredIndex",
     "timeseries",
     "cappedSize",
@@ -35,7 +40,7 @@ pub fn coll_mod(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
     for (k, v) in body.iter().skip(1) {
         match k.as_str() {
             k if k.starts_with('$') || GENERIC_ARGUMENTS.contains(&k) => {}
-            k if VALIDATION.contains(&k) => {
+            k if CHANGED.contains(&k) => {
                 changes.insert(k, v.clone());
             }
             k if NOT_BUILT.contains(&k) => {
@@ -52,6 +57,6 @@ pub fn coll_mod(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
             }
         }
     }
-    ctx.db.set_validation(&ns, &changes)?;
+    ctx.db.set_collection_options(&ns, &changes)?;
     Ok(Document::new())
 }

@@ -73,7 +73,6 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             "capped"
             | "timeseries"
             | "clusteredIndex"
-            | "changeStreamPreAndPostImages"
             | "expireAfterSeconds"
             | "encryptedFields"
             | "autoIndexId"
@@ -85,6 +84,13 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
                     ErrorCode::CommandNotSupported,
                     format!("create option '{k}' is not supported by shale"),
                 ));
+            }
+            // Pre- and post-images for change streams (`shale_db::pre_images`).
+            "changeStreamPreAndPostImages" => {
+                if shale_db::pre_images::parse_option("create", v)? {
+                    shale_db::pre_images::check_namespace(&ns)?;
+                    options.insert(k, doc! {"enabled": true});
+                }
             }
             // Stored as mongod lists it: every field filled in, nothing for `simple`.
             "collation" => {
