@@ -71,6 +71,9 @@ bash tests/spec/run_pymongo_suite.sh transactions_rs
 step "driver spec tests: pymongo 4.20.0's sessions unified tests (snapshot sessions) against $SHALE_BIN --replSet, zero failures (tests/spec)"
 bash tests/spec/run_pymongo_suite.sh sessions_rs
 
+step "driver spec tests: pymongo 4.20.0's change stream tests against $SHALE_BIN --replSet, zero failures (tests/spec)"
+bash tests/spec/run_pymongo_suite.sh change_streams_rs
+
 step "pymongo 4.20.0's test/test_auth.py against $SHALE_BIN --auth (tests/spec)"
 bash tests/spec/run_auth.sh
 

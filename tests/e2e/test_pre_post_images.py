@@ -129,3 +129,40 @@ def test_bad_options_and_the_store_are_refused(primary):
             with pytest.raises(OperationFailure) as e:
                 db.create_collection("intxn", changeStreamPreAndPostImages={"enabled": True}, session=s)
             assert e.value.code == 263
+
+
+def test_large_events_split_into_fragments_and_resume_inside_them(primary):
+    with primary.client() as c:
+        coll = c.app.create_collection("big", changeStreamPreAndPostImages={"enabled": True})
+        coll.insert_one({"_id": 1, "v": "q" * (9 << 20)})
+        split = [{"$changeStreamSplitLargeEvent": {}}]
+        with coll.watch(full_document_before_change="required", max_await_time_ms=500) as cs:
+            start = cs.resume_token
+            coll.update_one({"_id": 1}, {"$set": {"v": "z" * (9 << 20)}})
+            coll.insert_one({"_id": 2})
+            # Without the stage, the 18 MiB event is too large.
+            with pytest.raises(OperationFailure) as e:
+                cs.next()
+            assert e.value.code == 10334
+        with coll.watch(split, full_document_before_change="required", resume_after=start) as cs:
+            first, second, after = cs.next(), cs.next(), cs.next()
+        assert first["splitEvent"] == {"fragment": 1, "of": 2}
+        assert second["splitEvent"] == {"fragment": 2, "of": 2}
+        assert first["operationType"] == "update"
+        merged = {**first, **second}
+        assert merged["fullDocumentBeforeChange"]["v"][0] == "q"
+        assert merged["updateDescription"]["updatedFields"]["v"][0] == "z"
+        assert first["_id"] != second["_id"]
+        assert after["operationType"] == "insert"
+        # Resuming after the first fragment returns the second, then what follows.
+        with coll.watch(split, full_document_before_change="required", resume_after=first["_id"]) as cs:
+            again, nxt = cs.next(), cs.next()
+        assert again["_id"] == second["_id"] and again["splitEvent"]["fragment"] == 2
+        assert nxt["documentKey"] == {"_id": 2}
+        for bad, code in [
+            ([{"$changeStreamSplitLargeEvent": {}}, {"$match": {}}], 7182802),
+            ([{"$changeStreamSplitLargeEvent": {"x": 1}}], 7182800),
+        ]:
+            with pytest.raises(OperationFailure) as e:
+                coll.watch(bad)
+            assert e.value.code == code

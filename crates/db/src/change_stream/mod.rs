@@ -10,6 +10,7 @@
 pub mod event;
 mod source;
 pub mod spec;
+pub mod split;
 pub mod token;
 mod update_desc;
 
@@ -48,6 +49,7 @@ impl Database {
             ));
         };
         check_scope(&scope, &spec)?;
+        let (later, split) = split::take_split_stage(later)?;
         let pipeline = later_stages(later, vars)?;
         let (from, skip_through, position) = match spec.start {
             Start::Now => {
@@ -77,6 +79,7 @@ impl Database {
             scope,
             spec,
             pipeline,
+            split,
             skip_through,
             ready: VecDeque::new(),
             position,

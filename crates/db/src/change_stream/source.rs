@@ -11,6 +11,7 @@
 
 use super::event::{changes, Change, Scope, UpdateKind};
 use super::spec::{BeforeChange, ChangeStreamSpec, FullDocument};
+use super::split::{split, too_large, MAX_EVENT_BYTES};
 use super::token::ResumeToken;
 use crate::cursors::DocSource;
 use crate::oplog::apply_diff::apply_diff;
@@ -34,6 +35,8 @@ pub struct ChangeStreamSource {
     pub(super) spec: ChangeStreamSpec,
     /// The stages after `$changeStream` (none: `None`).
     pub(super) pipeline: Option<Pipeline>,
+    /// `$changeStreamSplitLargeEvent` ends the pipeline (`split.rs`).
+    pub(super) split: bool,
     /// Events at or before this token are not returned (a resumed stream).
     pub(super) skip_through: Option<ResumeToken>,
     /// Events made, through the pipeline, not yet handed out.
@@ -59,7 +62,12 @@ impl ChangeStreamSource {
                 return Ok(false);
             };
             for change in changes(&entry, &self.scope, self.spec.show_expanded_events)? {
-                if self.skip_through.is_some_and(|t| change.token <= t) {
+                // Resumed from a fragment: the event is split again and the fragments up
+                // to the token are dropped in `emit`.
+                let resumes_inside = self
+                    .skip_through
+                    .is_some_and(|t| t.fragment_number().is_some() && t.whole() == change.token);
+                if !resumes_inside && self.skip_through.is_some_and(|t| change.token <= t) {
                     // An invalidating event already returned: its invalidate may not be.
                     if change.invalidates {
                         let inv = change.invalidate();
@@ -107,7 +115,16 @@ impl ChangeStreamSource {
                 Ok(Some(RawBsonRef::Document(id))) if id == &*token_doc => {}
                 _ => return Err(id_modified(&token_doc, &out)),
             }
-            self.ready.push_back((change.token, out));
+            let pieces = match out.as_bytes().len() > MAX_EVENT_BYTES {
+                false => vec![(change.token, out)],
+                true if self.split => split(&out, change.token, MAX_EVENT_BYTES)?,
+                true => return Err(too_large(&out)),
+            };
+            for (token, piece) in pieces {
+                if self.skip_through.is_none_or(|t| token > t) {
+                    self.ready.push_back((token, piece));
+                }
+            }
         }
         Ok(())
     }

@@ -9,7 +9,12 @@
 //! [9]      kind: 0 a high-water mark (a point between entries), 1 an event
 //! [10..14] the event's index in its entry (a transaction's `applyOps` position), big-endian
 //! [14]     1 for the `invalidate` that follows an event, else 0
+//! [15..19] only in a fragment's token (`$changeStreamSplitLargeEvent`): the fragment's
+//!          number from 0, big-endian
 //! ```
+//!
+//! A fragment's token sorts after its whole event's and before the next fragment's (a
+//! shorter `_data` that is a prefix of a longer one sorts first).
 //!
 //! A high-water mark at `T` sorts before every event at `T`: resuming from it returns the
 //! events of `T` and later. Pure: parses and prints, reads nothing.
@@ -19,6 +24,8 @@ use shale_doc::{ErrorCode, MongoError};
 
 const VERSION: u8 = 1;
 const LEN: usize = 15;
+/// A fragment's token: the four bytes of its number added.
+const FRAGMENT_LEN: usize = 19;
 
 /// A position in a change stream (see the header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,6 +34,8 @@ pub struct ResumeToken {
     event: bool,
     index: u32,
     from_invalidate: bool,
+    /// A fragment of a split event: its number from 0.
+    fragment: Option<u32>,
 }
 
 impl ResumeToken {
@@ -37,6 +46,7 @@ impl ResumeToken {
             event: false,
             index: 0,
             from_invalidate: false,
+            fragment: None,
         }
     }
 
@@ -47,6 +57,7 @@ impl ResumeToken {
             event: true,
             index,
             from_invalidate: false,
+            fragment: None,
         }
     }
 
@@ -54,6 +65,27 @@ impl ResumeToken {
     pub fn invalidating(self) -> ResumeToken {
         ResumeToken {
             from_invalidate: true,
+            ..self
+        }
+    }
+
+    /// The token of fragment `n` (from 0) of this event.
+    pub fn fragment(self, n: u32) -> ResumeToken {
+        ResumeToken {
+            fragment: Some(n),
+            ..self
+        }
+    }
+
+    /// The fragment number of a split event's fragment.
+    pub fn fragment_number(&self) -> Option<u32> {
+        self.fragment
+    }
+
+    /// This token without its fragment number: the whole event's.
+    pub fn whole(self) -> ResumeToken {
+        ResumeToken {
+            fragment: None,
             ..self
         }
     }
@@ -73,13 +105,16 @@ impl ResumeToken {
         self.from_invalidate
     }
 
-    fn bytes(&self) -> [u8; LEN] {
-        let mut b = [0u8; LEN];
+    fn bytes(&self) -> Vec<u8> {
+        let mut b = vec![0u8; LEN];
         b[0..8].copy_from_slice(&self.ts.to_be_bytes());
         b[8] = VERSION;
         b[9] = u8::from(self.event);
         b[10..14].copy_from_slice(&self.index.to_be_bytes());
         b[14] = u8::from(self.from_invalidate);
+        if let Some(n) = self.fragment {
+            b.extend_from_slice(&n.to_be_bytes());
+        }
         b
     }
 
@@ -98,9 +133,14 @@ impl ResumeToken {
             _ => return Err(bad("_data of missing or of wrong type")),
         };
         let b = unhex(data).ok_or_else(|| bad("_data is not a ShaleDB resume token"))?;
-        if b.len() != LEN || b[8] != VERSION || b[9] > 1 || b[14] > 1 {
+        if !matches!(b.len(), LEN | FRAGMENT_LEN) || b[8] != VERSION || b[9] > 1 || b[14] > 1 {
             return Err(bad("_data is not a ShaleDB resume token"));
         }
+        let fragment = (b.len() == FRAGMENT_LEN).then(|| {
+            let mut n = [0u8; 4];
+            n.copy_from_slice(&b[LEN..FRAGMENT_LEN]);
+            u32::from_be_bytes(n)
+        });
         let mut ts = [0u8; 8];
         ts.copy_from_slice(&b[0..8]);
         let mut index = [0u8; 4];
@@ -110,6 +150,7 @@ impl ResumeToken {
             event: b[9] == 1,
             index: u32::from_be_bytes(index),
             from_invalidate: b[14] == 1,
+            fragment,
         })
     }
 }
@@ -164,6 +205,8 @@ mod tests {
             ResumeToken::high_water_mark(ts(5, 1)),
             ResumeToken::event(ts(u32::MAX, 7), 3),
             ResumeToken::event(ts(9, 0), 0).invalidating(),
+            ResumeToken::event(ts(9, 0), 2).fragment(0),
+            ResumeToken::event(ts(9, 0), 2).fragment(7),
         ] {
             assert_eq!(ResumeToken::parse(&t.document()).expect("parses"), t);
         }
@@ -175,6 +218,8 @@ mod tests {
             ResumeToken::event(ts(4, 9), 0),
             ResumeToken::high_water_mark(ts(5, 1)),
             ResumeToken::event(ts(5, 1), 0),
+            ResumeToken::event(ts(5, 1), 0).fragment(0),
+            ResumeToken::event(ts(5, 1), 0).fragment(1),
             ResumeToken::event(ts(5, 1), 0).invalidating(),
             ResumeToken::event(ts(5, 1), 1),
             ResumeToken::event(ts(5, 1), 256),
