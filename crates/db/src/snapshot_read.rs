@@ -265,8 +265,10 @@ impl Database {
     /// A snapshot at the newest cluster time, pinned.
     fn pin_now(&self, oplog: &Oplog) -> DbResult<Arc<SnapshotRead>> {
         let deadline = Instant::now() + QUIET_WAIT;
+        // The data lock (no DDL while the catalog is copied) is taken before the oplog's
+        // slot lock, the order every logged write takes them in.
+        let _guard = self.data_lock();
         let taken = oplog.at_quiet_point(deadline, |at| {
-            let _guard = self.data_lock();
             let catalog = self
                 .catalog
                 .list(None)

@@ -193,7 +193,8 @@ impl Oplog {
     /// slots' lock so none opens meanwhile: every entry up to that `ts` has committed (or
     /// aborted) in the engine, and nothing after it has, so an engine snapshot taken in `f`
     /// is exactly the state at that cluster time (snapshot reads, `snapshot_read.rs`).
-    /// `None` if slots stayed open until `deadline`.
+    /// `None` if slots stayed open until `deadline`. A caller that needs the database's
+    /// data lock takes it first (logged writes hold it when they reserve a slot).
     pub(crate) fn at_quiet_point<R>(
         &self,
         deadline: Instant,
