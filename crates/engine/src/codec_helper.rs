@@ -2,10 +2,16 @@
 //!
 //! Compression is most of a node write's CPU (zstd took ~40% of the flusher's time in a
 //! random fill, where the flusher is the bottleneck and the second core sat half idle), and a
-//! node's partitions are compressed independently, so `compress_in_order` hands every other
-//! partition to one process-wide helper thread and compresses the rest itself, one ahead of
-//! the helper, appending each result in order as soon as it is its turn. What it holds is
-//! what the plain loop held plus about one partition's raw and stored bytes on the helper.
+//! node's partitions are compressed independently, so `compress_in_order` cuts them into
+//! runs of about `JOB_BYTES` raw bytes, hands every other run to one process-wide helper
+//! thread and compresses the rest itself, one run ahead of the helper, appending each result
+//! in order as soon as it is its turn. What it holds is what the plain loop held plus about
+//! one run's raw and stored bytes on the helper.
+//!
+//! Runs, not single partitions: every hand-over costs a channel, a wake-up of the helper and
+//! usually a wait for its reply, and with one partition per hand-over a 4 MiB leaf of 4 KiB
+//! basements made ~500 of them per write (the fill's context switches rose from 7% to 13%
+//! of its CPU between 16 and 4 KiB basements; docs/benchmarks.md, "Compression runs").
 //!
 //! The helper is one thread for the process ("shale-compress"), started on first use; if it
 //! cannot be started or has gone, every partition is compressed on the calling thread.
@@ -16,14 +22,17 @@ use std::borrow::Cow;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::OnceLock;
 
+/// Raw bytes a hand-over to the helper carries, about (a run of partitions).
+pub(crate) const JOB_BYTES: usize = 64 << 10;
+
 /// A compressed partition and its raw length.
 type Compressed = (Vec<u8>, usize);
 
-/// A partition to compress and where to send the result.
+/// A run of partitions to compress and where to send the results.
 struct Job {
     codec: Compression,
-    raw: Vec<u8>,
-    reply: Sender<Compressed>,
+    raws: Vec<Vec<u8>>,
+    reply: Sender<Vec<Compressed>>,
 }
 
 /// The helper's queue; `None` if the thread could not be started.
@@ -43,26 +52,33 @@ fn helper() -> Option<&'static Sender<Job>> {
 
 fn serve(rx: Receiver<Job>) {
     for job in rx {
-        let stored = compress(job.codec, &job.raw);
+        let out = job
+            .raws
+            .iter()
+            .map(|raw| (compress(job.codec, raw), raw.len()))
+            .collect();
         // The encoder may have given up waiting (it never does today); nothing to do then.
-        let _ = job.reply.send((stored, job.raw.len()));
+        let _ = job.reply.send(out);
     }
 }
 
 /// Compresses partitions `0..n` (`raw(i)` gives partition i's raw bytes, copied when it
-/// goes to the helper) and hands each to
-/// `emit(stored, raw_len)` in order, compressing odd partitions on the helper thread.
+/// goes to the helper; each is asked for once) and hands each to `emit(stored, raw_len)` in
+/// order. Runs of `per_job` partitions alternate between this thread and the helper; the
+/// caller picks `per_job` so that a run holds about `JOB_BYTES` (`units_per_job`).
 pub(crate) fn compress_in_order<'a>(
     codec: Compression,
     n: usize,
+    per_job: usize,
     raw: impl Fn(usize) -> Cow<'a, [u8]>,
     mut emit: impl FnMut(Vec<u8>, usize),
 ) {
+    let per_job = per_job.max(1);
     let local = |i: usize| {
         let r = raw(i);
         (compress(codec, &r), r.len())
     };
-    let helper = if n >= 2 && codec != Compression::None {
+    let helper = if n > per_job && codec != Compression::None {
         helper()
     } else {
         None
@@ -76,37 +92,45 @@ pub(crate) fn compress_in_order<'a>(
     };
     // One reply channel per job: if the helper dies on a job, its sender is dropped with the
     // job and the wait below ends with an error instead of blocking for ever.
-    let send = |i: usize| -> Option<Receiver<Compressed>> {
+    let send = |run: std::ops::Range<usize>| -> Option<Receiver<Vec<Compressed>>> {
         let (reply, result) = channel();
-        let job = Job {
-            codec,
-            raw: raw(i).into_owned(),
-            reply,
-        };
+        let raws = run.map(|i| raw(i).into_owned()).collect();
+        let job = Job { codec, raws, reply };
         helper.send(job).ok().map(|()| result)
     };
-    // Pairs: the helper compresses partition i + 1 while this thread compresses partition i.
-    let mut alive = true;
-    let mut pending: Option<(usize, Receiver<Compressed>)> = None;
-    for i in 0..n {
-        match pending.take() {
-            Some((p, result)) if p == i => match result.recv() {
-                Ok((stored, len)) => {
+    // Runs in pairs: the helper compresses run r + 1 while this thread compresses run r.
+    let runs = n.div_ceil(per_job);
+    let run_of = |r: usize| r * per_job..((r + 1) * per_job).min(n);
+    let mut r = 0;
+    while r < runs {
+        let ahead = (r + 1 < runs).then(|| send(run_of(r + 1))).flatten();
+        for i in run_of(r) {
+            let (stored, len) = local(i);
+            emit(stored, len);
+        }
+        r += 1;
+        if r == runs {
+            break;
+        }
+        match ahead.map(|result| result.recv()) {
+            Some(Ok(done)) if done.len() == run_of(r).len() => {
+                done.into_iter().for_each(|(stored, len)| emit(stored, len));
+            }
+            // The helper is gone (or was never reached): this run is done here.
+            _ => {
+                for i in run_of(r) {
+                    let (stored, len) = local(i);
                     emit(stored, len);
-                    continue;
                 }
-                // The helper is gone: this partition and the rest are done here.
-                Err(_) => alive = false,
-            },
-            other => pending = other,
+            }
         }
-        if alive && pending.is_none() && i + 1 < n && i % 2 == 0 {
-            pending = send(i + 1).map(|r| (i + 1, r));
-            alive = pending.is_some();
-        }
-        let (stored, len) = local(i);
-        emit(stored, len);
+        r += 1;
     }
+}
+
+/// Partitions per hand-over for units of about `unit_bytes` raw bytes.
+pub(crate) fn units_per_job(unit_bytes: usize) -> usize {
+    (JOB_BYTES / unit_bytes.max(1)).max(1)
 }
 
 #[cfg(test)]
@@ -123,11 +147,21 @@ mod tests {
     #[test]
     fn partitions_come_back_in_order_and_decompress_to_their_input() {
         for codec in [Compression::Zstd, Compression::Lz4, Compression::None] {
-            for n in [0, 1, 2, 3, 4, 7, 16] {
+            for (n, per_job) in [
+                (0, 1),
+                (1, 1),
+                (2, 1),
+                (3, 1),
+                (4, 2),
+                (7, 2),
+                (16, 3),
+                (9, 9),
+            ] {
                 let mut got = Vec::new();
                 compress_in_order(
                     codec,
                     n,
+                    per_job,
                     |i| Cow::Owned(part(i)),
                     |stored, len| got.push((stored, len)),
                 );
@@ -151,6 +185,7 @@ mod tests {
                         compress_in_order(
                             Compression::Zstd,
                             9,
+                            1 + t % 3,
                             |i| Cow::Owned(part(i + t)),
                             |st, l| got.push((st, l)),
                         );

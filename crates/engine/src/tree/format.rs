@@ -65,8 +65,8 @@ struct Unit {
 ///
 /// The header's length depends only on the partition count, pivots, children and segment
 /// tables, so it is reserved first and each unit (basement or segment) is encoded and
-/// compressed straight after it, in order, every other one on the compression helper thread
-/// (`codec_helper.rs`): encoding a node holds the block and about two units' raw and
+/// compressed straight after it, in order, every other run of them on the compression helper
+/// thread (`codec_helper.rs`): encoding a node holds the block and about two units' raw and
 /// compressed bytes, not every partition twice over.
 pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec<u8>, Descs) {
     let (leaf, height, pivots, children) = match body {
@@ -102,16 +102,23 @@ pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec
         + 4;
     let mut out = vec![0u8; header_len];
     let mut unit_descs = Vec::with_capacity(units.len());
-    crate::codec_helper::compress_in_order(codec, units.len(), raw_unit, |stored, raw_len| {
-        unit_descs.push(PartDesc {
-            offset: out.len() as u32,
-            stored_len: stored.len() as u32,
-            raw_len: raw_len as u32,
-            crc: checksum(&stored),
-            codec,
-        });
-        out.extend_from_slice(&stored);
-    });
+    let per_job = crate::codec_helper::units_per_job(segment_bytes);
+    crate::codec_helper::compress_in_order(
+        codec,
+        units.len(),
+        per_job,
+        raw_unit,
+        |stored, raw_len| {
+            unit_descs.push(PartDesc {
+                offset: out.len() as u32,
+                stored_len: stored.len() as u32,
+                raw_len: raw_len as u32,
+                crc: checksum(&stored),
+                codec,
+            });
+            out.extend_from_slice(&stored);
+        },
+    );
     let descs = group_units(&units, unit_descs, &mut tables, &out);
     let mut h = Vec::with_capacity(header_len);
     h.extend_from_slice(NODE_MAGIC);
