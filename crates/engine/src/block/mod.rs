@@ -343,7 +343,7 @@ impl BlockFile {
     /// image may have been replaced (and its extent reused) meanwhile: then the bytes fail the
     /// crc, or are the image's own if the extent was not yet rewritten; the caller checks
     /// `image` again.
-    pub fn read_image(&self, id: NodeId, img: &Image, cat: Category) -> Result<Vec<u8>> {
+    pub fn read_image(&self, id: NodeId, img: &Image, cat: Category) -> Result<ReadBuf> {
         self.read_checked(id, img.extent, cat)
     }
 
@@ -368,7 +368,7 @@ impl BlockFile {
     }
 
     /// Reads the block at `e` and checks it against `e.crc`.
-    fn read_checked(&self, id: NodeId, e: Extent, cat: Category) -> Result<Vec<u8>> {
+    fn read_checked(&self, id: NodeId, e: Extent, cat: Category) -> Result<ReadBuf> {
         let buf = self.file.read_exact_at(e.offset, e.len as usize, cat)?;
         let found = crc32c::crc32c(&buf);
         if found != e.crc {
@@ -385,7 +385,8 @@ impl BlockFile {
                 ),
             ));
         }
-        Ok(buf.to_vec())
+        // The read buffer itself, not a copy: a whole node image is megabytes.
+        Ok(buf)
     }
 
     /// Copy-on-write write of a new image of `id` to a fresh extent (B1). Updates L, and C
@@ -618,7 +619,7 @@ impl BlockFile {
     /// Reads the whole live block of `id` and verifies its crc (tests: the tree reads images).
     #[cfg(test)]
     pub(crate) fn read_block(&self, id: NodeId, cat: Category) -> Result<Vec<u8>> {
-        self.read_image(id, &self.live_image(id)?, cat)
+        Ok(self.read_image(id, &self.live_image(id)?, cat)?.to_vec())
     }
 
     /// Reads a range of the live block of `id` (tests: the tree reads images).
