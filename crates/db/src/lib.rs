@@ -32,6 +32,7 @@ mod plan;
 mod query_ops;
 pub mod repair;
 mod retryable;
+mod revive;
 mod sort;
 mod stats;
 mod tree_layout;
@@ -93,6 +94,8 @@ pub struct Database {
     fast: fast_update::FastUpdates,
     /// The oplog, once `enable_oplog` ran (a `--replSet` member; `oplog/`).
     oplog: std::sync::OnceLock<Arc<oplog::log::Oplog>>,
+    /// Reopening the engine after a full device (`revive.rs`).
+    revival: revive::Revival,
 }
 
 impl Database {
@@ -116,6 +119,7 @@ impl Database {
             retry_tree,
             fast,
             oplog: std::sync::OnceLock::new(),
+            revival: revive::Revival::default(),
         };
         db.drop_temporary_out_collections()?;
         db.resume_builds()?;
@@ -142,10 +146,12 @@ impl Database {
     }
 
     pub(crate) fn data_lock(&self) -> RwLockReadGuard<'_, ()> {
+        self.revive_if_failed();
         self.ddl.read().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn ddl_lock(&self) -> RwLockWriteGuard<'_, ()> {
+        self.revive_if_failed();
         self.ddl.write().unwrap_or_else(|p| p.into_inner())
     }
 }
