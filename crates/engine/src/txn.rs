@@ -146,11 +146,11 @@ impl Txn {
 
     /// Changes `tree`'s entry count by `delta` when this transaction commits.
     pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
-        let self_tree = self.tree_of(tree).into_owned();
+        let own = self.tree_of(tree);
         let slot = self
             .counts
             .entry(tree.tree.id())
-            .or_insert_with(|| (self_tree, 0));
+            .or_insert_with(|| (own.into_owned(), 0));
         slot.1 += delta;
     }
 
@@ -203,12 +203,11 @@ impl Txn {
         self.lock(tree, key, LockMode::Exclusive)?;
         self.write_provisional(tree, key, &m)?;
         let live = tree.tree_in(&self.env)?;
-        let charged = live.clone().into_owned();
         let writes = self
             .writes
             .entry(tree.tree.id())
             .or_insert_with(|| TreeWrites {
-                tree: live.into_owned(),
+                tree: Arc::clone(&live),
                 keys: BTreeMap::new(),
             });
         let ops = match writes.keys.get_mut(key) {
@@ -219,7 +218,7 @@ impl Txn {
             ops.clear();
         }
         ops.push(m);
-        self.charge(&charged, bytes)
+        self.charge(&live, bytes)
     }
 
     /// Puts `m` into the tree as a provisional version of this transaction: the status
