@@ -7,11 +7,10 @@ change), every acknowledged write must be there, and the oplog's timestamps must
 and increasing across restarts. Then the writers go on, and the next kill comes."""
 
 import random
-import signal
-import threading
 import time
 
 from conftest import Server
+from kill_loop import kill_loop
 from pymongo.errors import PyMongoError
 
 ROUNDS = 4
@@ -148,35 +147,29 @@ def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
     with server.client() as c:
         c.admin.command("replSetInitiate")
     acked = set()
-    last = None
-    try:
-        for round_no in range(ROUNDS):
-            retrying = server.client()
-            plain = server.client(retryWrites=False)
-            stop = threading.Event()
-            threads = [
-                threading.Thread(target=plain_writer, args=(retrying, f"r{round_no}", acked, stop)),
-                threading.Thread(target=plain_writer, args=(plain, f"p{round_no}", acked, stop)),
-                threading.Thread(target=txn_writer, args=(retrying, f"t{round_no}", acked, stop)),
-            ]
-            for t in threads:
-                t.start()
-            time.sleep(rng.uniform(0.7, 1.5))
-            port = server.port
-            server.stop(signal.SIGKILL)
-            stop.set()
-            for t in threads:
-                t.join()
-            retrying.close()
-            plain.close()
-            # The same port: the stored config names this member by its address.
-            server = Server(data, port=port, args=["--replSet", SET])
-            with server.client() as c:
-                deadline = time.monotonic() + 10
-                while not c.admin.command("hello").get("isWritablePrimary"):
-                    assert time.monotonic() < deadline, c.admin.command("hello")
-                    time.sleep(0.1)
-                last = check_round(c, acked, last)
-    finally:
-        server.stop()
-    assert last is not None and len(acked) > 0
+    last = [None]
+
+    def writers(srv, round_no, stop):
+        retrying = srv.client()
+        plain = srv.client(retryWrites=False)
+        bodies = [
+            lambda: plain_writer(retrying, f"r{round_no}", acked, stop),
+            lambda: plain_writer(plain, f"p{round_no}", acked, stop),
+            lambda: txn_writer(retrying, f"t{round_no}", acked, stop),
+        ]
+        return [retrying, plain], bodies
+
+    def restart(port):
+        # The same port: the stored config names this member by its address.
+        return Server(data, port=port, args=["--replSet", SET])
+
+    def check(srv, _round):
+        with srv.client() as c:
+            deadline = time.monotonic() + 10
+            while not c.admin.command("hello").get("isWritablePrimary"):
+                assert time.monotonic() < deadline, c.admin.command("hello")
+                time.sleep(0.1)
+            last[0] = check_round(c, acked, last[0])
+
+    kill_loop(server, restart, writers, check, ROUNDS, rng, run_s=(0.7, 1.5))
+    assert last[0] is not None and len(acked) > 0

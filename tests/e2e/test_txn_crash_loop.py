@@ -10,11 +10,10 @@ counter; the server is killed at a random moment, restarted, and checked:
 Then the writers go on against the restarted server, and the next kill comes."""
 
 import random
-import signal
-import threading
 import time
 
 from conftest import Server
+from kill_loop import kill_loop
 from pymongo.errors import PyMongoError
 
 ROUNDS = 4
@@ -47,31 +46,22 @@ def test_acknowledged_transactions_survive_kill_9_whole(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     acked = set()
-    server = Server(data)
-    committed = 0
-    try:
-        for round_no in range(ROUNDS):
-            client = server.client()
-            stop = threading.Event()
-            # Writers are named by round, so transaction ids never repeat across rounds.
-            threads = [
-                threading.Thread(target=writer, args=(client, f"{w}r{round_no}", acked, stop))
-                for w in range(WRITERS)
-            ]
-            for t in threads:
-                t.start()
-            time.sleep(rng.uniform(0.5, 1.5))
-            server.stop(signal.SIGKILL)
-            stop.set()
-            for t in threads:
-                t.join()
-            client.close()
-            server = Server(data)
-            with server.client() as c:
-                committed = check_round(c, acked)
-    finally:
-        server.stop()
-    assert committed > 0 and len(acked) > 0
+    committed = []
+
+    def writers(server, round_no, stop):
+        client = server.client()
+        # Writers are named by round, so transaction ids never repeat across rounds.
+        bodies = [
+            (lambda w=w: writer(client, f"{w}r{round_no}", acked, stop)) for w in range(WRITERS)
+        ]
+        return [client], bodies
+
+    def check(server, _round):
+        with server.client() as c:
+            committed.append(check_round(c, acked))
+
+    kill_loop(Server(data), lambda _port: Server(data), writers, check, ROUNDS, rng)
+    assert committed[-1] > 0 and len(acked) > 0
 
 
 def check_round(client, acked):

@@ -261,6 +261,15 @@ impl CursorTable {
         });
     }
 
+    /// Kills every cursor (the storage engine is being reopened: `revive.rs`); returns how
+    /// many there were.
+    pub(crate) fn kill_all(&self) -> usize {
+        let mut cursors = self.lock();
+        let n = cursors.len();
+        cursors.clear();
+        n
+    }
+
     pub fn len(&self) -> usize {
         self.lock().len()
     }

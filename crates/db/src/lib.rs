@@ -34,6 +34,7 @@ mod query_ops;
 pub mod repair;
 mod retryable;
 pub mod snapshot_read;
+mod revive;
 mod sort;
 mod stats;
 mod tree_layout;
@@ -98,6 +99,8 @@ pub struct Database {
     oplog: std::sync::OnceLock<Arc<oplog::log::Oplog>>,
     /// Snapshots kept for snapshot reads at their cluster time (`snapshot_read.rs`).
     snapshots: snapshot_read::History,
+    /// Reopening the engine after a full device (`revive.rs`).
+    revival: revive::Revival,
 }
 
 impl Database {
@@ -122,6 +125,7 @@ impl Database {
             fast,
             oplog: std::sync::OnceLock::new(),
             snapshots: snapshot_read::History::default(),
+            revival: revive::Revival::default(),
         };
         db.drop_temporary_out_collections()?;
         db.resume_builds()?;
@@ -149,10 +153,12 @@ impl Database {
     }
 
     pub(crate) fn data_lock(&self) -> RwLockReadGuard<'_, ()> {
+        self.revive_if_failed();
         self.ddl.read().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn ddl_lock(&self) -> RwLockWriteGuard<'_, ()> {
+        self.revive_if_failed();
         self.ddl.write().unwrap_or_else(|p| p.into_inner())
     }
 }

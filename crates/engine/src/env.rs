@@ -12,14 +12,21 @@ use crate::inner::{EnvHooks, EnvInner};
 use crate::tree::Tree;
 use crate::txn::Txn;
 use crate::{block::BlockFile, EnvOptions, Error, Result, TreeOptions};
+use parking_lot::Mutex;
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// An open environment.
 pub struct Env {
+    /// The environment opened first; after `reopen`, the newest of its successors serves
+    /// (`live`). Its directory and options are every successor's too.
     inner: Arc<EnvInner>,
-    threads: Vec<JoinHandle<()>>,
+    /// The background threads of the live environment.
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Kept for `reopen`, which recovers with the same merge callback and test hooks.
+    hooks: EnvHooks,
 }
 
 #[cfg(test)]
@@ -52,10 +59,22 @@ impl Env {
         let inner = Arc::new(crate::recovery::open_and_recover(
             dir.as_ref(),
             options,
-            hooks,
+            hooks.clone(),
         )?);
-        let threads = crate::background::start(&inner);
-        Ok(Env { inner, threads })
+        let threads = Mutex::new(crate::background::start(&inner));
+        Ok(Env {
+            inner,
+            threads,
+            hooks,
+        })
+    }
+
+    /// The environment serving now: the one opened, or the last one `reopen` recovered.
+    fn live(&self) -> Cow<'_, Arc<EnvInner>> {
+        match self.inner.successor.get() {
+            None => Cow::Borrowed(&self.inner),
+            Some(_) => Cow::Owned(self.inner.newest()),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -73,7 +92,7 @@ impl Env {
 
     /// Creates a tree; `None` options take the environment's defaults.
     pub fn create_tree(&self, name: &str, options: Option<TreeOptions>) -> Result<TreeHandle> {
-        let env = &self.inner;
+        let env = self.live();
         env.check_usable()?;
         let options = options.unwrap_or(env.options.tree_defaults);
         validate_tree_options(&options)?;
@@ -112,29 +131,26 @@ impl Env {
         env.cache.register(&tree);
         env.trees.write().insert(name.to_owned(), tree.clone());
         Ok(TreeHandle {
-            env: env.clone(),
+            env: Arc::clone(&env),
             tree,
         })
     }
 
     /// Opens an existing tree.
     pub fn open_tree(&self, name: &str) -> Result<TreeHandle> {
-        let tree = self
-            .inner
+        let env = self.live().into_owned();
+        let tree = env
             .trees
             .read()
             .get(name)
             .cloned()
             .ok_or_else(|| Error::NoSuchTree(name.to_owned()))?;
-        Ok(TreeHandle {
-            env: self.inner.clone(),
-            tree,
-        })
+        Ok(TreeHandle { env, tree })
     }
 
     /// Drops a tree: it leaves the catalog durably and its file is unlinked at once.
     pub fn drop_tree(&self, name: &str) -> Result<()> {
-        let env = &self.inner;
+        let env = self.live();
         env.check_usable()?;
         let _apply = env.apply_lock.lock();
         let _cp = env.checkpoint_lock.lock();
@@ -159,56 +175,53 @@ impl Env {
 
     /// Names of all trees.
     pub fn list_trees(&self) -> Vec<String> {
-        self.inner.catalog.lock().trees.keys().cloned().collect()
+        self.live().catalog.lock().trees.keys().cloned().collect()
     }
 
     /// Commits a batch atomically and durably (per the fsync policy). It is a one-statement
     /// transaction: `WriteConflict` if a live transaction holds one of its keys.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.inner.write(batch.ops, batch.counts)
+        self.live().write(batch.ops, batch.counts)
     }
 
     /// Begins a transaction reading as of the newest commit (snapshot isolation).
     pub fn begin(&self) -> Txn {
-        Txn::begin(self.inner.clone())
+        Txn::begin(self.live().into_owned())
     }
 
     /// A read-only view of every tree as of the newest commit (no locks, not a transaction).
     pub fn read_view(&self) -> crate::ReadView {
-        crate::ReadView::new(self.inner.clone())
+        crate::ReadView::new(self.live().into_owned())
     }
 
     /// Makes every change so far part of a durable checkpoint and trims the log.
     pub fn checkpoint(&self) -> Result<()> {
-        self.inner.checkpoint()
+        self.live().checkpoint()
     }
 
     /// Pushes every buffered message of every tree down to the leaves, merging and splitting
     /// as it goes (TokuMX's hot optimize). Writers may continue meanwhile.
     pub fn flush_all(&self) -> Result<()> {
-        self.inner.check_usable()?;
-        let trees: Vec<Arc<Tree>> = self.inner.trees.read().values().cloned().collect();
+        let env = self.live();
+        env.check_usable()?;
+        let trees: Vec<Arc<Tree>> = env.trees.read().values().cloned().collect();
         for t in trees {
-            self.inner.poison_on(t.drain())?;
+            env.poison_on(t.drain())?;
         }
         Ok(())
     }
 
     /// Every engine counter.
     pub fn counters(&self) -> EngineCounters {
+        let env = self.live();
         let mvcc = crate::counters::MvccGauges {
-            active_txns: self.inner.txns.active(),
-            open_snapshots: self.inner.snapshots.open_count(),
-            oldest_snapshot_age_ms: self.inner.snapshots.oldest_age_ms(),
-            lock_entries: self.inner.locks.len() as u64,
-            txn_status_entries: self.inner.snapshots.status().len() as u64,
+            active_txns: env.txns.active(),
+            open_snapshots: env.snapshots.open_count(),
+            oldest_snapshot_age_ms: env.snapshots.oldest_age_ms(),
+            lock_entries: env.locks.len() as u64,
+            txn_status_entries: env.snapshots.status().len() as u64,
         };
-        EngineCounters::collect(
-            self.inner.io_stats.snapshot(),
-            &self.inner.cache,
-            &self.inner.stats,
-            mvcc,
-        )
+        EngineCounters::collect(env.io_stats.snapshot(), &env.cache, &env.stats, mvcc)
     }
 
     /// A snapshot of the I/O counters of every file in the environment.
@@ -221,12 +234,74 @@ impl Env {
         shale_io::dir_disk_bytes(&self.inner.dir)
     }
 
+    /// Why the environment refuses writes (an I/O error, a background thread's panic), or
+    /// `None` while it accepts them.
+    pub fn failure(&self) -> Option<String> {
+        self.live().life.poisoned()
+    }
+
+    /// Whether the environment refuses writes (`failure`), in two atomic loads.
+    pub fn has_failed(&self) -> bool {
+        self.live().life.is_poisoned()
+    }
+
+    /// Recovers a failed environment in place, as a restart would: the live environment's
+    /// files are recovered into a new one (docs/recovery.md, procedure steps 1-4, R1-R8,
+    /// M1) that serves from then on, under the same directory lock. A commit the failed
+    /// environment applied but never made durable is not recovered: the log was cut back to
+    /// its durable end when its write failed (W11) and tree blocks written after the last
+    /// checkpoint are free space (B9). So after a full device is given space again, writes
+    /// go on without a restart, and no failed write is ever read.
+    ///
+    /// Handles made before keep working: a `TreeHandle` finds its tree in the newest
+    /// environment by name. Transactions, read views and cursors made before fail or read
+    /// the old environment, which is shut down and whose files refuse writes (B8), so the
+    /// caller must have none in flight (the database layer holds its DDL lock, kills its
+    /// cursors and aborts its transactions first). Does nothing when the environment has
+    /// not failed; on an error (recovery failed: the device may still be full) the failed
+    /// environment goes on serving reads, and `reopen` may be called again.
+    pub fn reopen(&self) -> Result<()> {
+        let mut threads = self.threads.lock();
+        let failed = self.live().into_owned();
+        let Some(reason) = failed.life.poisoned() else {
+            return Ok(());
+        };
+        if !failed.wal.ends_at_durable() {
+            return Err(Error::Poisoned(format!(
+                "{reason}; the log could not be cut back to its durable end, so only a \
+                 restart recovers it"
+            )));
+        }
+        // From here no write of the failed environment reaches a tree file (B8): recovery
+        // reads the files' durable checkpoints, which no write ever touches (B5).
+        let old_trees: Vec<Arc<Tree>> = failed.trees.read().values().cloned().collect();
+        for t in &old_trees {
+            t.file().retire();
+        }
+        let fresh = Arc::new(crate::recovery::reopen(&failed, self.hooks.clone())?);
+        let old_threads: Vec<JoinHandle<()>> = threads.drain(..).collect();
+        *threads = crate::background::start(&fresh);
+        // Under `threads`' lock, so only this call sets it.
+        let _ = failed.successor.set(fresh);
+        failed.life.shut_down();
+        for t in old_threads {
+            let _ = t.join();
+        }
+        failed.trees.write().clear();
+        for t in &old_trees {
+            t.release_cache();
+        }
+        tracing::info!(failure = %reason, "environment reopened after a failure");
+        Ok(())
+    }
+
     /// Checkpoints, stops the background threads and releases the directory.
     /// Tree handles keep the directory locked until they are dropped; after `close` they
     /// return `Error::Closed`.
     pub fn close(mut self) -> Result<()> {
-        let result = if !self.inner.life.is_poisoned() {
-            self.inner.checkpoint()
+        let env = self.live().into_owned();
+        let result = if !env.life.is_poisoned() {
+            env.checkpoint()
         } else {
             Ok(())
         };
@@ -235,8 +310,8 @@ impl Env {
     }
 
     fn stop_threads(&mut self) {
-        self.inner.life.shut_down();
-        for t in self.threads.drain(..) {
+        self.live().life.shut_down();
+        for t in self.threads.get_mut().drain(..) {
             let _ = t.join();
         }
     }

@@ -82,10 +82,23 @@ pub(crate) struct EnvInner {
     pub locks: LockTable,
     /// Open, shut down or poisoned; the flusher's wake-up (`roles.rs`).
     pub life: Lifecycle,
-    pub _lock: DirLock,
+    /// The directory lock, handed on to the environment that `Env::reopen` recovers.
+    pub dir_lock: Arc<DirLock>,
+    /// Set by `Env::reopen`: the environment recovered from this one's files after it
+    /// failed. Handles made before the reopen find their tree there (`TreeHandle`).
+    pub successor: std::sync::OnceLock<Arc<EnvInner>>,
 }
 
 impl EnvInner {
+    /// The environment now serving this directory: this one, or the last of its successors.
+    pub(crate) fn newest(self: &Arc<Self>) -> Arc<EnvInner> {
+        let mut env = self.clone();
+        while let Some(next) = env.successor.get() {
+            env = next.clone();
+        }
+        env
+    }
+
     pub(crate) fn tree_context(&self) -> TreeContext {
         TreeContext {
             cache: self.cache.clone(),
@@ -137,8 +150,12 @@ impl EnvInner {
         if ops.is_empty() && counts.is_empty() {
             return Ok(());
         }
-        for (_, key, op) in &ops {
+        for (tree, key, op) in &ops {
             op.check_sizes(key)?;
+            check_current(tree)?;
+        }
+        for (tree, _) in &counts {
+            check_current(tree)?;
         }
         let txn = self.txns.next_id();
         let held = self.lock_batch(txn, &ops)?;
@@ -314,6 +331,18 @@ impl EnvInner {
         let (next_txn, txns) = self.txns.snapshot();
         LogRecord::Live { next_txn, txns }
     }
+}
+
+/// A batch built before an `Env::reopen` names the failed environment's trees, whose files
+/// are retired: it must be built again, or it would change trees nobody reads.
+fn check_current(tree: &Tree) -> Result<()> {
+    if tree.file().is_retired() {
+        return Err(Error::Poisoned(format!(
+            "tree {} belongs to an environment reopened since the batch was built",
+            tree.name()
+        )));
+    }
+    Ok(())
 }
 
 /// One tree's share of a commit: keys and the messages they get, borrowed from the batch.

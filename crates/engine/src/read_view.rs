@@ -38,12 +38,16 @@ impl ReadView {
     /// The value of `key` in `tree` as of the view.
     pub fn get(&self, tree: &TreeHandle, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.env.check_open()?;
-        tree.tree.get_at(key, &self.snapshot)
+        tree.tree_in(&self.env)?.get_at(key, &self.snapshot)
     }
 
     /// An ordered cursor over `tree` as of the view; it shares the view's snapshot.
     pub fn cursor(&self, tree: &TreeHandle) -> Cursor {
-        tree.tree.cursor(self.snapshot.clone())
+        // A handle made in another environment (`Env::reopen`) reads this view's tree.
+        let own = tree.tree_in(&self.env);
+        own.as_deref()
+            .unwrap_or(&tree.tree)
+            .cursor(self.snapshot.clone())
     }
 }
 

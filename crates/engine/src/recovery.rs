@@ -40,12 +40,41 @@ pub(crate) fn open_and_recover(
     hooks: EnvHooks,
 ) -> Result<EnvInner> {
     std::fs::create_dir_all(dir).map_err(|source| Error::os(dir.to_owned(), "mkdir", source))?;
-    let lock = DirLock::acquire(dir)?;
+    let lock = Arc::new(DirLock::acquire(dir)?);
+    let counters = (
+        Arc::new(IoStats::default()),
+        Arc::new(EngineStats::default()),
+    );
+    recover(dir, options, hooks, lock, counters)
+}
+
+/// Recovers the directory of `failed`, an environment that failed (`Env::reopen`), into a
+/// new one as a restart would, in this process: the same procedure (steps 1-4 above, R1-R8
+/// and M1 in docs/recovery.md) on the same files, under the lock `failed` holds. The
+/// counters carry on. What `failed` applied but never made durable is not in its files (the
+/// log was cut back to its durable end, W11; tree writes after the last checkpoint are free
+/// space, B9), so it is not recovered.
+pub(crate) fn reopen(failed: &EnvInner, hooks: EnvHooks) -> Result<EnvInner> {
+    let counters = (failed.io_stats.clone(), failed.stats.clone());
+    recover(
+        &failed.dir,
+        failed.options.clone(),
+        hooks,
+        failed.dir_lock.clone(),
+        counters,
+    )
+}
+
+fn recover(
+    dir: &Path,
+    options: EnvOptions,
+    hooks: EnvHooks,
+    lock: Arc<DirLock>,
+    (io_stats, stats): (Arc<IoStats>, Arc<EngineStats>),
+) -> Result<EnvInner> {
     let catalog = Catalog::load(dir)?;
     remove_orphans(dir, &catalog)?;
-    let io_stats = Arc::new(IoStats::default());
     let cache = Arc::new(Cache::new(options.cache_bytes));
-    let stats = Arc::new(EngineStats::default());
     // Redo publishes each replayed commit; nothing reads until recovery ends (M1).
     let snapshots = Snapshots::new(Ts(0));
     let ctx = crate::tree::TreeContext {
@@ -110,7 +139,8 @@ pub(crate) fn open_and_recover(
         snapshots,
         locks: LockTable::default(),
         life: Lifecycle::default(),
-        _lock: lock,
+        dir_lock: lock,
+        successor: std::sync::OnceLock::new(),
     })
 }
 

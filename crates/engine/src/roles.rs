@@ -17,6 +17,8 @@ use std::time::Duration;
 #[derive(Default)]
 pub(crate) struct Lifecycle {
     poisoned: Mutex<Option<String>>,
+    /// `poisoned.is_some()`, readable without the lock (`Env::has_failed`, once per operation).
+    failed: AtomicBool,
     shutdown: AtomicBool,
     /// Wakes the flusher; tells backpressured writers that the flusher made progress.
     work: (Mutex<()>, Condvar),
@@ -39,12 +41,13 @@ impl Lifecycle {
     }
 
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned.lock().is_some()
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Records the first failure; later ones keep the first reason.
     pub fn poison(&self, reason: impl FnOnce() -> String) {
         self.poisoned.lock().get_or_insert_with(reason);
+        self.failed.store(true, Ordering::Release);
     }
 
     /// Wakes the flusher and every writer waiting for it.

@@ -24,6 +24,7 @@ use crate::tree::Tree;
 use crate::txn_cursor::fold_own;
 use crate::vocab::Op;
 use crate::{Error, Result, TreeHandle, TxnCursor};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -82,6 +83,13 @@ impl Txn {
         }
     }
 
+    /// `tree`'s tree in this transaction's environment (`TreeHandle::tree_in`; a handle
+    /// made before an `Env::reopen` used by a transaction begun after it, or the reverse),
+    /// else the handle's own, which the checks of this transaction's environment refuse.
+    fn tree_of<'a>(&self, tree: &'a TreeHandle) -> Cow<'a, Arc<Tree>> {
+        tree.tree_in(&self.env).unwrap_or(Cow::Borrowed(&tree.tree))
+    }
+
     /// The commit timestamp this transaction reads as of.
     pub fn snapshot_ts(&self) -> u64 {
         self.snapshot.ts().0
@@ -96,7 +104,7 @@ impl Txn {
             .and_then(|w| w.keys.get(key));
         let base = match ops.map(|o| o.first()) {
             Some(Some(Op::Put(_) | Op::Delete)) => None,
-            _ => tree.tree.get_at(key, &self.snapshot)?,
+            _ => self.tree_of(tree).get_at(key, &self.snapshot)?,
         };
         Ok(fold_own(
             &*self.env.merge,
@@ -138,17 +146,18 @@ impl Txn {
 
     /// Changes `tree`'s entry count by `delta` when this transaction commits.
     pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
+        let own = self.tree_of(tree);
         let slot = self
             .counts
             .entry(tree.tree.id())
-            .or_insert_with(|| (tree.tree.clone(), 0));
+            .or_insert_with(|| (own.into_owned(), 0));
         slot.1 += delta;
     }
 
     /// `tree`'s entry count as of the newest commit plus this transaction's own changes.
     pub fn count(&self, tree: &TreeHandle) -> i64 {
         let own = self.counts.get(&tree.tree.id()).map_or(0, |c| c.1);
-        tree.tree.count() + own
+        self.tree_of(tree).count() + own
     }
 
     /// An ordered cursor over `tree` as this transaction sees it (its writes so far included).
@@ -159,7 +168,7 @@ impl Txn {
             .map(|w| w.keys.clone())
             .unwrap_or_default();
         TxnCursor::new(
-            tree.tree.cursor(self.snapshot.clone()),
+            self.tree_of(tree).cursor(self.snapshot.clone()),
             own,
             self.env.merge.clone(),
         )
@@ -193,11 +202,12 @@ impl Txn {
         }
         self.lock(tree, key, LockMode::Exclusive)?;
         self.write_provisional(tree, key, &m)?;
+        let live = tree.tree_in(&self.env)?;
         let writes = self
             .writes
             .entry(tree.tree.id())
             .or_insert_with(|| TreeWrites {
-                tree: tree.tree.clone(),
+                tree: Arc::clone(&live),
                 keys: BTreeMap::new(),
             });
         let ops = match writes.keys.get_mut(key) {
@@ -208,7 +218,7 @@ impl Txn {
             ops.clear();
         }
         ops.push(m);
-        self.charge(&tree.tree, bytes)
+        self.charge(&live, bytes)
     }
 
     /// Puts `m` into the tree as a provisional version of this transaction: the status
@@ -226,9 +236,9 @@ impl Txn {
         if !known {
             self.env.txns.register_key(self.id.0, tree.tree.id(), key);
         }
-        tree.tree
-            .apply(key, Ts::provisional(self.id.0), m.as_op_ref())?;
-        self.env.after_write([&tree.tree])
+        let live = self.tree_of(tree);
+        live.apply(key, Ts::provisional(self.id.0), m.as_op_ref())?;
+        self.env.after_write([&*live])
     }
 
     /// The write set's memory once `m` on `key` is recorded: a put or delete drops the key's

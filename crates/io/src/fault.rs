@@ -14,6 +14,10 @@ pub enum Fault {
     FailSync { after: u64 },
     /// The `after`-th write stores only its first `keep_bytes` bytes, then fails.
     TornWrite { after: u64, keep_bytes: usize },
+    /// The `after`-th write stores only its first `keep_bytes` bytes, then fails with
+    /// ENOSPC (os error 28), as on a device that filled up mid-write. Unlike the others it
+    /// does not stick: later calls proceed, as after the space is freed again.
+    NoSpace { after: u64, keep_bytes: usize },
 }
 
 /// What the file layer should do with one write call.
@@ -22,6 +26,8 @@ pub(crate) enum WriteVerdict {
     Proceed,
     Fail,
     Tear(usize),
+    /// Store this prefix, then fail with ENOSPC; later calls are not failed.
+    NoSpace(usize),
 }
 
 /// A shared fault plan. Once a fault fires, every later write and fsync fails too, as a
@@ -48,6 +54,13 @@ impl FaultInjector {
         *self.plan.lock().expect("fault plan lock") = Some(Fault::FailWrite { after });
     }
 
+    /// Plans the next write (of any file) to store `keep_bytes` and fail with ENOSPC,
+    /// counting from now (`Fault::NoSpace`).
+    pub fn no_space_on_next_write(&self, keep_bytes: usize) {
+        let after = self.writes.load(Ordering::SeqCst) + 1;
+        *self.plan.lock().expect("fault plan lock") = Some(Fault::NoSpace { after, keep_bytes });
+    }
+
     /// True once the planned fault has fired.
     pub fn tripped(&self) -> bool {
         self.tripped.load(Ordering::SeqCst)
@@ -63,6 +76,9 @@ impl FaultInjector {
             Some(Fault::FailWrite { after }) if after == n => WriteVerdict::Fail,
             Some(Fault::TornWrite { after, keep_bytes }) if after == n => {
                 WriteVerdict::Tear(keep_bytes)
+            }
+            Some(Fault::NoSpace { after, keep_bytes }) if after == n => {
+                return WriteVerdict::NoSpace(keep_bytes);
             }
             _ => WriteVerdict::Proceed,
         };

@@ -179,6 +179,11 @@ impl DataFile {
                 self.tear(offset, &bytes[..keep.min(bytes.len())]);
                 return Err(self.injected("pwrite", offset));
             }
+            Some(WriteVerdict::NoSpace(keep)) => {
+                self.tear(offset, &bytes[..keep.min(bytes.len())]);
+                let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+                return Err(self.os_err("pwrite", offset, full));
+            }
         };
         self.file
             .write_all_at(bytes, offset)

@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 use shale_io::{AlignedBuf, Category, DataFile, FaultInjector, IoStats, OpenMode, ReadBuf};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Sorts `ranges` and merges those that touch, so each run of freed pages is one call.
@@ -97,6 +97,8 @@ pub struct BlockFile {
     state: Mutex<State>,
     /// Bytes given back to the filesystem as holes since open (B11).
     punched_bytes: AtomicU64,
+    /// Set by `retire`: readable without the state's lock (`is_retired`).
+    retired: AtomicBool,
 }
 
 /// Everything that changes, under one lock.
@@ -199,6 +201,7 @@ impl BlockFile {
             path: path.to_owned(),
             next_id: AtomicU64::new(1),
             punched_bytes: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
             state: Mutex::new(State {
                 durable: Btt::new(),
                 durable_btt: (DATA_START, btt_size),
@@ -289,6 +292,7 @@ impl BlockFile {
             path: path.to_owned(),
             next_id: AtomicU64::new(h.next_node_id),
             punched_bytes: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
             state: Mutex::new(State {
                 live: durable.clone(),
                 durable,
@@ -447,6 +451,23 @@ impl BlockFile {
             st.release(id, old_ckpt);
         }
         Ok(ext)
+    }
+
+    /// The environment this file belonged to was reopened (`Env::reopen`): a newer
+    /// `BlockFile` owns the file from now on, and its allocator knows nothing of this one's,
+    /// so this one refuses every write (block, checkpoint, sync) as if poisoned (B8).
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        let mut st = self.state.lock();
+        if st.poisoned.is_none() {
+            st.poisoned =
+                Some("the environment was reopened; this handle of the file is retired".into());
+        }
+    }
+
+    /// Whether `retire` was called: the environment this file belonged to was reopened.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
     }
 
     /// Removes `id` from L and frees its extent unless D or C references it (B3). Freeing a

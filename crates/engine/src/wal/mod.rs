@@ -119,6 +119,7 @@ impl Wal {
             direct_io: opts.direct_io,
             stats,
             faults,
+            cut_failed: false,
         };
         let shared = Arc::new(Shared::new(writer, files));
         let syncer = match opts.fsync {
@@ -228,6 +229,14 @@ impl Wal {
             shale_io::sync_dir(&self.dir)?;
         }
         Ok(removed)
+    }
+
+    /// Whether what this log wrote ends at its durable position, so that recovery may run
+    /// on its files again while this process lives (`Env::reopen`): true unless a failed
+    /// write could not be cut back (W11). Takes the writer's lock, so a leader's write in
+    /// progress finishes first.
+    pub fn ends_at_durable(&self) -> bool {
+        !self.shared.writer.lock().cut_failed
     }
 
     /// Writes and fsyncs everything appended and stops the background syncer.

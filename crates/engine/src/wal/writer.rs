@@ -214,6 +214,8 @@ pub(crate) struct LogWriter {
     pub direct_io: bool,
     pub stats: Arc<IoStats>,
     pub faults: Option<Arc<FaultInjector>>,
+    /// A failed write could not be cut back (W11): the file may hold frames past `written`.
+    pub cut_failed: bool,
 }
 
 impl LogWriter {
@@ -247,12 +249,34 @@ impl LogWriter {
         let mut buf = AlignedBuf::zeroed(self.tail.len() + batch.len());
         buf[..self.tail.len()].copy_from_slice(&self.tail);
         buf[self.tail.len()..].copy_from_slice(batch);
-        self.file.write_at(page_off, &buf, Category::Log)?;
-        self.file.sync(Category::Log)?;
+        let written = self
+            .file
+            .write_at(page_off, &buf, Category::Log)
+            .and_then(|()| self.file.sync(Category::Log));
+        if let Err(e) = written {
+            self.cut_back();
+            return Err(e.into());
+        }
         self.written = self.written.advance(batch.len() as u64);
         let keep = buf.len() % PAGE_SIZE;
         self.tail = buf[buf.len() - keep..].to_vec();
         Ok(self.written)
+    }
+
+    /// W11: after a failed write or sync, cuts the file back to the durable end, so that no
+    /// frame of a batch that was never acknowledged (a short write may have left whole
+    /// frames of it, ENOSPC after a few pages) is replayed by a later recovery, nor read as
+    /// damage in the middle of the log (W9). Cutting frees space rather than taking it. If
+    /// the cut fails too, `cut_failed` is set: only a restart may then recover (its
+    /// replay stops at the first torn frame), never an in-process reopen.
+    fn cut_back(&mut self) {
+        match super::cut_after(&self.file, self.pos()) {
+            Ok(tail) => self.tail = tail,
+            Err(e) => {
+                tracing::error!(error = %e, "could not cut the log back to its durable end");
+                self.cut_failed = true;
+            }
+        }
     }
 
     /// Switches to a new file starting at `written` (every byte of the current file is

@@ -1,0 +1,216 @@
+"""Faults of the disk under a running server (issue 29 item 4; docs/operations.md, Disk full).
+
+Disk full: the data directory lives on a small file system of its own (a 64 MiB ext4 image
+mounted through a loop device, else a 64 MiB tmpfs; the test is skipped where neither can
+be mounted, i.e. not as root). Journaled inserts go on until the device is full, then:
+- the failing insert gets `OutOfDiskSpace` (14031) naming the file and offset, and so do the
+  writes after it;
+- no document of the failed batch is visible to any reader, though the trees had applied it
+  before its log write failed (the snapshot cap, M2 in docs/recovery.md);
+- the server stays up and answers reads;
+- once the space is freed, the next operation reopens the engine in place (its log cut back
+  to the durable end, its trees at their checkpoints, the log redone: docs/recovery.md,
+  Reopening in place), cursors from before are killed, and writes succeed without a
+  restart; every acknowledged insert is there, nothing of the failed batch is, and
+  `validate` passes, then and after a restart.
+
+A flipped byte in a tree file after a clean shutdown: the server starts, the queries that
+read the damaged block fail with `DataCorruptionDetected` (301) naming the file and the
+block, and no query returns wrong data."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import InsertOne
+from pymongo.errors import BulkWriteError, OperationFailure
+from pymongo.write_concern import WriteConcern
+
+from conftest import Server
+
+SIZE_MB = 64
+BALLAST_MB = 12
+
+
+def mount_small_fs(where: Path) -> str:
+    """Mounts a SIZE_MB file system at `where`; returns its kind, or skips the test."""
+    where.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    image = where.parent / "fs.img"
+    with open(image, "wb") as f:
+        f.truncate(SIZE_MB << 20)
+    steps = [
+        (["mkfs.ext4", "-q", "-F", str(image)], ["mount", "-o", "loop", str(image), str(where)]),
+        (None, ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MB}m", "tmpfs", str(where)]),
+    ]
+    for mkfs, mount in steps:
+        if mkfs and subprocess.run(mkfs, capture_output=True).returncode != 0:
+            continue
+        if subprocess.run(mount, capture_output=True).returncode == 0:
+            image.unlink()
+            return "ext4 on a loop device" if mkfs else "tmpfs"
+    image.unlink()
+    pytest.skip("neither a loop device nor tmpfs could be mounted")
+
+
+def assert_out_of_space(e: Exception) -> str:
+    """The error is mongod's OutOfDiskSpace and says which file; returns its message."""
+    if isinstance(e, BulkWriteError):
+        [err] = e.details["writeErrors"]
+        code, name, msg = err["code"], err.get("codeName"), err["errmsg"]
+    else:
+        assert isinstance(e, OperationFailure), e
+        # A write error (an entry of `writeErrors`) carries no codeName, as on mongod.
+        code, name, msg = e.code, e.details.get("codeName", "OutOfDiskSpace"), str(e)
+    assert (code, name) == (14031, "OutOfDiskSpace"), (code, name, msg)
+    assert "os error 28" in msg, msg
+    return msg
+
+
+def test_disk_full_fails_writes_cleanly_and_loses_nothing_acknowledged(tmp_path):
+    mnt = tmp_path / "mnt"
+    mount_small_fs(mnt)
+    server = None
+    try:
+        dbpath = mnt / "data"
+        dbpath.mkdir()
+        ballast = mnt / "ballast"
+        ballast.write_bytes(b"\0" * (BALLAST_MB << 20))
+        os.sync()
+        server = Server(dbpath, args=["--wiredTigerCacheSizeGB", "0.25"])
+        client = server.client()
+        coll = client.t.get_collection("c", write_concern=WriteConcern(j=True))
+        coll.create_index("a")
+        acked, failed, i = [], None, 0
+        pad = os.urandom(2000).hex()  # incompressible
+        while failed is None and i < 200_000:
+            batch = [{"_id": i + k, "a": (i + k) % 97, "pad": pad} for k in range(10)]
+            try:
+                coll.bulk_write([InsertOne(d) for d in batch])
+                acked.extend(d["_id"] for d in batch)
+            except BulkWriteError as e:
+                done = e.details["nInserted"]
+                acked.extend(d["_id"] for d in batch[:done])
+                failed = (e, [d["_id"] for d in batch[done:]])
+            except OperationFailure as e:
+                # A command error does not say how many went in: ordered inserts commit
+                # in order, so what is stored of the batch must be a prefix (settled below).
+                failed = (e, [d["_id"] for d in batch])
+            i += 10
+        assert failed is not None, "the device never filled"
+        first_msg = assert_out_of_space(failed[0])
+        assert str(mnt) in first_msg and "offset" in first_msg, first_msg
+
+        # Reads go on, and see exactly what was acknowledged: nothing of the failed batch.
+        assert client.admin.command("ping")["ok"] == 1
+        ids = sorted(d["_id"] for d in coll.find({}, {"_id": 1}))
+        stored_of_batch = [x for x in ids if x in failed[1]]
+        assert stored_of_batch == failed[1][: len(stored_of_batch)], stored_of_batch
+        acked.extend(stored_of_batch)
+        failed_ids = failed[1][len(stored_of_batch) :]
+        assert failed_ids, "the failing insert stored its whole batch"
+        assert ids == acked, (len(ids), len(acked), sorted(set(ids) ^ set(acked))[:10])
+        assert coll.count_documents({"_id": {"$in": failed_ids}}) == 0
+        assert coll.count_documents({"a": 5}, hint="a_1") == sum(1 for x in acked if x % 97 == 5)
+
+        # Later writes are refused with the same code while the environment is failed.
+        with pytest.raises(OperationFailure) as later:
+            coll.insert_one({"_id": "later"})
+        assert_out_of_space(later.value)
+        assert coll.find_one({"_id": "later"}) is None
+
+        # A cursor opened before the space comes back is killed by the reopen.
+        cursor = coll.find({}, batch_size=2)
+        next(cursor)
+
+        # Free the space: the server reopens its log and trees in place (recovery's
+        # procedure, docs/recovery.md) and takes writes again, without a restart.
+        ballast.unlink()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                coll.insert_one({"_id": "after", "a": 1})
+                break
+            except OperationFailure as e:
+                assert_out_of_space(e)
+                assert time.monotonic() < deadline, "writes did not resume"
+                time.sleep(0.2)
+        assert server.proc.poll() is None
+        assert "reopened in place" in server.read_log()
+        acked.append("after")
+        with pytest.raises(OperationFailure) as killed:
+            list(cursor)
+        assert killed.value.code == 43, killed.value  # CursorNotFound
+        ids = sorted((d["_id"] for d in coll.find({}, {"_id": 1})), key=str)
+        assert ids == sorted(acked, key=str), (len(ids), len(acked))
+        assert coll.count_documents({"_id": {"$in": failed_ids}}) == 0
+        assert client.t.command("validate", "c")["valid"] is True
+        coll.bulk_write([InsertOne({"_id": f"more-{k}", "a": k}) for k in range(100)])
+        acked.extend(f"more-{k}" for k in range(100))
+        client.close()
+
+        # And a restart agrees: everything acknowledged, nothing of the failed batch.
+        server.stop()
+        server = Server(dbpath, args=["--wiredTigerCacheSizeGB", "0.25"])
+        with server.client() as c:
+            coll = c.t.c
+            ids = sorted((d["_id"] for d in coll.find({}, {"_id": 1})), key=str)
+            assert ids == sorted(acked, key=str), (len(ids), len(acked))
+            assert c.t.command("validate", "c")["valid"] is True
+            by_index = coll.count_documents({"a": {"$gte": 0}}, hint="a_1")
+            assert by_index == len(acked)
+    finally:
+        if server is not None:
+            server.stop(9)
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def first_block(path: Path) -> int:
+    """The offset of the first node block (page-aligned, magic SHND) in a tree file."""
+    data = path.read_bytes()
+    for at in range(8192, len(data), 4096):
+        if data[at : at + 4] == b"SHND":
+            return at
+    raise AssertionError("no node block")
+
+
+def test_a_flipped_byte_in_a_tree_fails_only_the_queries_that_read_it(tmp_path):
+    dbpath = tmp_path / "data"
+    server = Server(dbpath)
+    n = 3000
+    with server.client() as c:
+        c.t.c.insert_many([{"_id": i, "v": i * 7, "pad": "x" * 200} for i in range(n)])
+    server.stop()
+    tree = max(dbpath.glob("tree-*.shl"), key=lambda p: p.stat().st_size)
+    at = first_block(tree) + 12000
+    with open(tree, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+    server = Server(dbpath)
+    try:
+        with server.client() as c:
+            with pytest.raises(OperationFailure) as scan:
+                list(c.t.c.find({}))
+            e = scan.value
+            assert (e.code, e.details.get("codeName")) == (301, "DataCorruptionDetected"), e
+            assert tree.name in str(e) and "block" in str(e), str(e)
+            damaged = 0
+            for i in range(n):
+                try:
+                    d = c.t.c.find_one({"_id": i})
+                except OperationFailure as e:
+                    assert e.code == 301 and tree.name in str(e), str(e)
+                    damaged += 1
+                    continue
+                assert d == {"_id": i, "v": i * 7, "pad": "x" * 200}, d
+            # One basement is damaged: some documents fail, the rest read right.
+            assert 0 < damaged < n
+            assert c.admin.command("ping")["ok"] == 1
+    finally:
+        server.stop()
