@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # mongosh against `shale serve --replSet rs0` (issue 24 item 4): rs.initiate(), rs.status(),
-# rs.conf(), then a write through a replicaSet= connection string. Installs mongosh as
+# rs.conf(), then a write through a replicaSet= connection string, then change streams
+# (issue 24 item 7) through mongosh's watch() and through the Node driver mongosh brings
+# (`node_watch`: the `mongodb` package itself, no shell in between). Installs mongosh as
 # smoke.sh does (tests/mongosh/.prefix, or SHALE_MONGOSH_PREFIX), starts the server on a free
 # loopback port with a temporary data directory, prints PASS or FAIL per step and exits
 # non-zero when any fails. SHALE_BIN picks the binary (default target/debug/shale).
@@ -38,10 +40,37 @@ step_js() {
         const d = db.items.findOne({_id: 1});
         if (d.via !== "replicaSet") throw new Error(EJSON.stringify(d));
         print("wrote and read through replicaSet=rs0");' ;;
+    watch) echo 'const cs = db.watched.watch([], {fullDocument: "updateLookup"});
+        db.watched.insertOne({_id: 1, w: 1});
+        db.watched.updateOne({_id: 1}, {$set: {w: 2}});
+        const next = (c) => { for (let i = 0; i < 100; i++) { const e = c.tryNext(); if (e) return e; sleep(50); } return null; };
+        const a = next(cs), b = next(cs);
+        if (!a || a.operationType !== "insert" || a.fullDocument.w !== 1) throw new Error("first: " + EJSON.stringify(a));
+        if (!b || b.operationType !== "update" || b.fullDocument.w !== 2) throw new Error("second: " + EJSON.stringify(b));
+        const resumed = db.watched.watch([], {resumeAfter: a._id});
+        const c = next(resumed);
+        if (!c || c.operationType !== "update" || c.updateDescription.updatedFields.w !== 2) throw new Error("resumed: " + EJSON.stringify(c));
+        print("watch(): insert, update with updateLookup, resumeAfter");' ;;
+    node_watch) echo 'const { MongoClient } = require(process.env.NODE_DRIVER);
+        (async () => {
+            const client = new MongoClient(process.env.URI);
+            try {
+                const coll = client.db("smoke").collection("node_watched");
+                const cs = coll.watch();
+                await cs.tryNext();
+                await coll.insertOne({ _id: 7, via: "node" });
+                await coll.deleteOne({ _id: 7 });
+                const a = await cs.next(), b = await cs.next();
+                if (a.operationType !== "insert" || a.fullDocument.via !== "node") throw new Error(JSON.stringify(a));
+                if (b.operationType !== "delete" || b.documentKey._id !== 7) throw new Error(JSON.stringify(b));
+                await cs.close();
+                console.log("Node driver watch(): insert and delete events");
+            } finally { await client.close(); }
+        })().catch((e) => { console.error(String(e)); process.exit(1); });' ;;
     *) echo "unknown step: $1" >&2; return 1 ;;
     esac
 }
-STEPS=(not_yet initiate status conf set_write)
+STEPS=(not_yet initiate status conf set_write watch node_watch)
 
 [ -x "$SHALE_BIN" ] || { echo "shale binary not found at $SHALE_BIN; build it or set SHALE_BIN" >&2; exit 1; }
 if ! [ -x "$MONGOSH" ] || [ "$("$MONGOSH" --version 2>/dev/null)" != "$MONGOSH_VERSION" ]; then
@@ -70,8 +99,13 @@ set_uri="mongodb://127.0.0.1:$port/smoke?replicaSet=$SET&serverSelectionTimeoutM
 failed=0
 for s in "${STEPS[@]}"; do
     uri=$direct
-    [ "$s" = set_write ] && uri=$set_uri
-    if out=$(DO_NOT_TRACK=1 "$MONGOSH" --quiet --norc "$uri" --eval "$(step_js "$s")" 2>&1); then
+    [ "$s" = set_write ] || [ "$s" = node_watch ] && uri=$set_uri
+    if [ "$s" = node_watch ]; then
+        run() { URI=$uri NODE_DRIVER=$PREFIX/node_modules/mongodb timeout 60 node -e "$(step_js "$s")"; }
+    else
+        run() { DO_NOT_TRACK=1 "$MONGOSH" --quiet --norc "$uri" --eval "$(step_js "$s")"; }
+    fi
+    if out=$(run 2>&1); then
         echo "PASS $s: $(echo "$out" | grep -v '^\s*$' | tail -1)"
     else
         echo "FAIL $s: $(echo "$out" | grep -v '^\s*$' | tail -1)"
