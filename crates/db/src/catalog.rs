@@ -62,6 +62,26 @@ pub struct Index {
 }
 
 impl Index {
+    /// A new index over a new, empty tree: not multikey, and ready or (a hot build's,
+    /// `index_build.rs`) not yet.
+    pub(crate) fn new_empty(
+        id: u64,
+        spec: Document,
+        def: IndexDef,
+        tree: TreeHandle,
+        ready: bool,
+    ) -> Index {
+        Index {
+            id,
+            spec,
+            def,
+            tree,
+            multikey: AtomicBool::new(false),
+            multikey_durable: AtomicBool::new(false),
+            ready: AtomicBool::new(ready),
+        }
+    }
+
     /// Whether queries, listings and checks may use the index (its build finished).
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)

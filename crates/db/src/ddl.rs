@@ -12,7 +12,6 @@ use crate::namespace::{validate_db_name, Namespace};
 use crate::{engine_error, Database, DbResult};
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLockReadGuard};
 
 /// Why DDL aborts the live session transactions (docs/plan-wire-transactions.md §0.3).
@@ -379,15 +378,7 @@ impl Database {
             let (id, tree) =
                 self.catalog
                     .create_index_tree(self.engine(), &coll, &stored, def.clustering)?;
-            let index = Arc::new(Index {
-                id,
-                spec: stored,
-                def,
-                tree,
-                multikey: AtomicBool::new(false),
-                multikey_durable: AtomicBool::new(false),
-                ready: AtomicBool::new(false),
-            });
+            let index = Arc::new(Index::new_empty(id, stored, def, tree, false));
             let mut indexes = coll.indexes.clone();
             indexes.push(index.clone());
             coll = self
@@ -527,15 +518,7 @@ impl Database {
             let (id, tree) =
                 self.catalog
                     .create_index_tree(self.engine(), &coll, &stored, def.clustering)?;
-            indexes.push(Arc::new(Index {
-                id,
-                spec: stored,
-                def,
-                tree,
-                multikey: AtomicBool::new(false),
-                multikey_durable: AtomicBool::new(false),
-                ready: AtomicBool::new(true),
-            }));
+            indexes.push(Arc::new(Index::new_empty(id, stored, def, tree, true)));
         }
         if !indexes.is_empty() {
             self.catalog

@@ -24,7 +24,6 @@ use crate::{engine_error, CreateIndexesResult, Database, DbResult};
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{ErrorCode, MongoError};
 use std::cell::RefCell;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 thread_local! {
@@ -171,15 +170,7 @@ impl Database {
                 )?;
                 let mut command = doc! {"createIndexes": &ns.coll};
                 command.extend(stored.clone());
-                let index = Arc::new(Index {
-                    id,
-                    spec: stored,
-                    def,
-                    tree,
-                    multikey: AtomicBool::new(false),
-                    multikey_durable: AtomicBool::new(false),
-                    ready: AtomicBool::new(true),
-                });
+                let index = Arc::new(Index::new_empty(id, stored, def, tree, true));
                 let mut indexes = coll.indexes.clone();
                 indexes.push(index);
                 coll = st.replace_created(coll.with_indexes(indexes));

@@ -376,17 +376,7 @@ fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError>
 
 /// `minSnapshotHistoryWindowInSeconds`: a whole number of seconds, at least 0.
 fn set_history_window(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
-    let secs = match value {
-        Bson::Int32(n) => i64::from(*n),
-        Bson::Int64(n) => *n,
-        Bson::Double(x) if x.fract() == 0.0 => *x as i64,
-        other => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("Invalid value for minSnapshotHistoryWindowInSeconds: {other}"),
-            ))
-        }
-    };
+    let secs = whole_number("minSnapshotHistoryWindowInSeconds", value)?;
     let secs = u64::try_from(secs).map_err(|_| {
         MongoError::new(
             ErrorCode::BadValue,
@@ -421,19 +411,23 @@ fn boolean(name: &str, value: &Bson) -> Result<bool, MongoError> {
     }
 }
 
+/// A whole-number parameter's value as mongod takes it: an integer, or a double with no
+/// fraction; anything else `BadValue`.
+fn whole_number(name: &str, value: &Bson) -> Result<i64, MongoError> {
+    match value {
+        Bson::Int32(n) => Ok(i64::from(*n)),
+        Bson::Int64(n) => Ok(*n),
+        Bson::Double(x) if x.fract() == 0.0 => Ok(*x as i64),
+        other => Err(MongoError::new(
+            ErrorCode::BadValue,
+            format!("Invalid value for {name}: {other}"),
+        )),
+    }
+}
+
 /// `transactionLifetimeLimitSeconds`: a whole number of seconds, at least 1.
 fn set_lifetime_limit(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
-    let secs = match value {
-        Bson::Int32(n) => i64::from(*n),
-        Bson::Int64(n) => *n,
-        Bson::Double(x) if x.fract() == 0.0 => *x as i64,
-        other => {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                format!("Invalid value for transactionLifetimeLimitSeconds: {other}"),
-            ))
-        }
-    };
+    let secs = whole_number("transactionLifetimeLimitSeconds", value)?;
     let secs = u64::try_from(secs)
         .ok()
         .filter(|s| *s >= 1)
