@@ -46,10 +46,17 @@ def mount_small_fs(where: Path) -> str:
         (["mkfs.ext4", "-q", "-F", str(image)], ["mount", "-o", "loop", str(image), str(where)]),
         (None, ["mount", "-t", "tmpfs", "-o", f"size={SIZE_MB}m", "tmpfs", str(where)]),
     ]
+    def ok(cmd: list[str]) -> bool:
+        # A machine without mkfs.ext4 or mount falls through to the next way, or skips.
+        try:
+            return subprocess.run(cmd, capture_output=True).returncode == 0
+        except OSError:
+            return False
+
     for mkfs, mount in steps:
-        if mkfs and subprocess.run(mkfs, capture_output=True).returncode != 0:
+        if mkfs and not ok(mkfs):
             continue
-        if subprocess.run(mount, capture_output=True).returncode == 0:
+        if ok(mount):
             image.unlink()
             return "ext4 on a loop device" if mkfs else "tmpfs"
     image.unlink()
