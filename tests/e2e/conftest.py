@@ -99,6 +99,29 @@ def client(server):
     c.close()
 
 
+REPL_SET = "rs0"
+
+
+def start_member(path, extra=()):
+    """A one-member `--replSet rs0` server at `path`, initiated: a writable primary."""
+    srv = Server(path, args=["--replSet", REPL_SET, *extra])
+    with srv.client() as c:
+        c.admin.command("replSetInitiate")
+        deadline = time.monotonic() + 10
+        while not c.admin.command("hello").get("isWritablePrimary"):
+            assert time.monotonic() < deadline, "no primary"
+            time.sleep(0.05)
+    return srv
+
+
+@pytest.fixture
+def primary(tmp_path):
+    """An initiated one-member replica set (`start_member`), stopped after the test."""
+    srv = start_member(tmp_path / "data")
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory):
     """One server for a whole test module (the CRUD suites), so hundreds of small tests do

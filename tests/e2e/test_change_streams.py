@@ -12,27 +12,9 @@ import pytest
 from bson import Timestamp
 from pymongo.errors import OperationFailure
 
-from conftest import Server
+from conftest import Server, start_member
 
 SET = "rs0"
-
-
-def start_member(path, extra=()):
-    srv = Server(path, args=["--replSet", SET, *extra])
-    with srv.client() as c:
-        c.admin.command("replSetInitiate")
-        deadline = time.monotonic() + 10
-        while not c.admin.command("hello").get("isWritablePrimary"):
-            assert time.monotonic() < deadline, "no primary"
-            time.sleep(0.05)
-    return srv
-
-
-@pytest.fixture
-def primary(tmp_path):
-    srv = start_member(tmp_path / "data")
-    yield srv
-    srv.stop()
 
 
 def take(stream, n, timeout=10):

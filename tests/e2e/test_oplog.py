@@ -16,15 +16,6 @@ from conftest import Server
 SET = "rs0"
 
 
-@pytest.fixture
-def primary(tmp_path):
-    srv = Server(tmp_path / "data", args=["--replSet", SET])
-    with srv.client() as c:
-        c.admin.command("replSetInitiate")
-    yield srv
-    srv.stop()
-
-
 def entries_after(c, ts):
     return list(c.local["oplog.rs"].find({"ts": {"$gt": ts}}).sort("$natural", 1))
 

@@ -6,18 +6,8 @@
 import pytest
 from pymongo.errors import OperationFailure
 
-from conftest import Server
 
 NO_MATCHING_DOCUMENT = 47
-
-
-@pytest.fixture
-def primary(tmp_path):
-    srv = Server(tmp_path / "data", args=["--replSet", "rs0"])
-    with srv.client() as c:
-        c.admin.command("replSetInitiate")
-    yield srv
-    srv.stop()
 
 
 def test_updates_replacements_and_deletes_carry_their_images(primary):

@@ -10,16 +10,6 @@ import pytest
 from bson import Timestamp
 from pymongo.errors import OperationFailure
 
-from conftest import Server
-
-
-@pytest.fixture
-def primary(tmp_path):
-    srv = Server(tmp_path / "data", args=["--replSet", "rs0"])
-    with srv.client() as c:
-        c.admin.command("replSetInitiate")
-    yield srv
-    srv.stop()
 
 
 def snap(at=None):
