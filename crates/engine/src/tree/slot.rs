@@ -6,7 +6,7 @@
 //! lock (`Slot::fill`, in `load.rs`): with every reader taking the exclusive lock to install
 //! what it read, readers queued behind each other's installs, and the lock's spinning and
 //! futex waits were ~10% of an uncached point read's CPU at 4 readers (docs/benchmarks.md,
-//! "Installs under the shared lock").
+//! "Engine, mid-size A/Bs: sector-aligned reads, installs under the shared lock, ...").
 //!
 //! Invariant (L1): a slot is emptied or replaced only under the exclusive lock, so a
 //! reference to a loaded basement taken under the shared lock stays valid while that lock
