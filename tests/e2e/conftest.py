@@ -99,6 +99,20 @@ def client(server):
     c.close()
 
 
+def docs_tree(dbpath: Path) -> Path:
+    """A collection's document tree: the largest tree file."""
+    return max(dbpath.glob("tree-*.shl"), key=lambda p: p.stat().st_size)
+
+
+def first_block(path: Path) -> int:
+    """The offset of the first node block (page-aligned, magic SHND) in a tree file."""
+    data = path.read_bytes()
+    for at in range(8192, len(data), 4096):
+        if data[at : at + 4] == b"SHND":
+            return at
+    raise AssertionError("no node block")
+
+
 REPL_SET = "rs0"
 
 

@@ -28,7 +28,7 @@ from pymongo import InsertOne
 from pymongo.errors import BulkWriteError, OperationFailure
 from pymongo.write_concern import WriteConcern
 
-from conftest import Server
+from conftest import Server, docs_tree, first_block
 
 SIZE_MB = 64
 BALLAST_MB = 12
@@ -175,15 +175,6 @@ def test_disk_full_fails_writes_cleanly_and_loses_nothing_acknowledged(tmp_path)
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def first_block(path: Path) -> int:
-    """The offset of the first node block (page-aligned, magic SHND) in a tree file."""
-    data = path.read_bytes()
-    for at in range(8192, len(data), 4096):
-        if data[at : at + 4] == b"SHND":
-            return at
-    raise AssertionError("no node block")
-
-
 def test_a_flipped_byte_in_a_tree_fails_only_the_queries_that_read_it(tmp_path):
     dbpath = tmp_path / "data"
     server = Server(dbpath)
@@ -191,7 +182,7 @@ def test_a_flipped_byte_in_a_tree_fails_only_the_queries_that_read_it(tmp_path):
     with server.client() as c:
         c.t.c.insert_many([{"_id": i, "v": i * 7, "pad": "x" * 200} for i in range(n)])
     server.stop()
-    tree = max(dbpath.glob("tree-*.shl"), key=lambda p: p.stat().st_size)
+    tree = docs_tree(dbpath)
     at = first_block(tree) + 12000
     with open(tree, "r+b") as f:
         f.seek(at)

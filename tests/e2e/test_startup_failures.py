@@ -21,7 +21,7 @@ from pathlib import Path
 from pymongo import InsertOne
 from pymongo.write_concern import WriteConcern
 
-from conftest import Server, free_port, shale_binary
+from conftest import Server, docs_tree, first_block, free_port, shale_binary
 
 DOCS = 3000
 PAD = "x" * 200
@@ -111,20 +111,6 @@ def flip(path: Path, offset: int, mask: int = 0x10) -> None:
         b = f.read(1)
         f.seek(offset)
         f.write(bytes([b[0] ^ mask]))
-
-
-def docs_tree(dbpath: Path) -> Path:
-    """The collection's document tree: the largest tree file."""
-    return max(dbpath.glob("tree-*.shl"), key=lambda p: p.stat().st_size)
-
-
-def first_block(path: Path) -> int:
-    """The offset of the first node block (page-aligned, magic SHND) in a tree file."""
-    data = path.read_bytes()
-    for at in range(8192, len(data), 4096):
-        if data[at : at + 4] == b"SHND":
-            return at
-    raise AssertionError("no node block")
 
 
 def test_a_damaged_record_in_the_middle_of_the_log(tmp_path):
