@@ -20,6 +20,7 @@ mod ddl;
 mod doc_prepare;
 mod doc_write;
 mod exec;
+mod express;
 mod fast_merge;
 mod fast_update;
 mod index_build;

@@ -61,6 +61,11 @@ impl<'a> Command<'a> {
         self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
     }
 
+    /// The body's fields in order (names and values as they came).
+    pub fn fields(&self) -> &[(&'a str, RawBsonRef<'a>)] {
+        &self.fields
+    }
+
     /// Whether the body or a document sequence has field `key`.
     pub fn has(&self, key: &str) -> bool {
         self.get(key).is_some() || self.sequences.iter().any(|(id, _)| id == key)

@@ -16,6 +16,7 @@ mod data;
 mod data_size;
 mod ddl;
 mod diagnostics;
+mod express;
 mod fail_command;
 pub mod fsync;
 mod get_last_error;

@@ -71,6 +71,9 @@ fn owned_doc(d: &RawDocument) -> Result<Document, MongoError> {
 }
 
 pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
+    if let Some(reply) = super::express::find(ctx, db, cmd) {
+        return reply;
+    }
     let ns = raw_args::namespace(db, cmd, "find")?;
     let (spec, batch_size, single) = find_spec(cmd, "find")?;
     let (tailable, await_data) = check_tailable(ctx, cmd, &ns)?;
