@@ -4,7 +4,7 @@
 //! (`cursor: {firstBatch|nextBatch, id, ns}`).
 
 use super::{aggregate, crud, ddl, query, Handler, RawBodyHandler, RawHandler};
-use bson::{doc, Bson, Document, RawArrayBuf, RawBson, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Batch, Namespace};
 use shale_doc::{ErrorCode, MongoError, Variables};
 
@@ -206,24 +206,7 @@ pub fn cursor_reply(ns: &str, batch: Batch, batch_field: &str) -> Result<Documen
     Ok(doc! { "cursor": cursor })
 }
 
-/// `{cursor: {<batch_field>: [...], id, ns}}` as raw BSON: the batch's documents are copied
-/// in as they are, never decoded.
-pub fn cursor_reply_raw(ns: &str, batch: Batch, batch_field: &str) -> RawDocumentBuf {
-    let mut docs = RawArrayBuf::new();
-    for d in batch.docs {
-        docs.push(RawBson::Document(d));
-    }
-    let mut cursor = RawDocumentBuf::new();
-    cursor.append(batch_field, RawBson::Array(docs));
-    if let Some(t) = batch.resume_token {
-        cursor.append("postBatchResumeToken", RawBson::Document(t));
-    }
-    cursor.append("id", batch.cursor_id);
-    cursor.append("ns", ns);
-    let mut reply = RawDocumentBuf::new();
-    reply.append("cursor", RawBson::Document(cursor));
-    reply
-}
+pub use super::cursor_reply::cursor_reply_raw;
 
 /// A stored or computed raw document as a reply value.
 pub fn raw_to_bson(d: &RawDocumentBuf) -> Result<Bson, MongoError> {

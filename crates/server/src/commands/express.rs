@@ -33,7 +33,11 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> Option<super::R
         cursor_id: 0,
         resume_token: None,
     };
-    Some(Ok(cursor_reply_raw(&ns.to_string(), batch, "firstBatch")))
+    Some(Ok(cursor_reply_raw(
+        &[db, ".", coll].concat(),
+        batch,
+        "firstBatch",
+    )))
 }
 
 /// The collection and the `_id` value of a find the express path may answer: every field

@@ -12,6 +12,7 @@ mod connection_info;
 pub mod connection_txn;
 mod crud;
 mod current_op;
+mod cursor_reply;
 mod data;
 mod data_size;
 mod ddl;
@@ -368,10 +369,10 @@ fn run_kind(
 ) -> Reply {
     let name = cmd.name();
     match kind {
-        Kind::Transaction(f) if command_names().any(|n| n == name) => {
+        Kind::Transaction(f) if is_command(name) => {
             transactions::run(ctx, db, cmd, f, |c| route(c, db, cmd, raw_documents))
         }
-        Kind::RetryableWrite(f) if command_names().any(|n| n == name) => {
+        Kind::RetryableWrite(f) if is_command(name) => {
             retryable_writes::run(ctx, name, f, |c| route(c, db, cmd, raw_documents))
         }
         _ if !has_lsid => {
@@ -388,7 +389,7 @@ fn run_kind(
 
 /// Whether `name` is a command this server serves (test commands only when enabled).
 fn is_known(ctx: &ConnectionCtx, name: &str) -> bool {
-    command_names().any(|n| n == name) || test_command(ctx, name).is_some()
+    is_command(name) || test_command(ctx, name).is_some()
 }
 
 /// The handler of test command `name`, when test commands are enabled.
@@ -424,12 +425,28 @@ fn error_labels(kind: &Kind, name: &str, code: i32) -> Vec<&'static str> {
 
 /// Whether `name` reads or writes collections (the `data` tables).
 fn is_data_command(name: &str) -> bool {
-    data::COMMANDS
-        .iter()
-        .map(|(n, _)| *n)
-        .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
-        .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n))
-        .any(|n| n == name)
+    command_table().get(name) == Some(&true)
+}
+
+/// Whether `name` is one of the server's commands (test commands aside).
+fn is_command(name: &str) -> bool {
+    command_table().contains_key(name)
+}
+
+/// Every command name, and whether it is a data command: looked up by hash a few times per
+/// command, where a walk of the tables compared ~150 names each time.
+fn command_table() -> &'static std::collections::HashMap<&'static str, bool> {
+    static TABLE: std::sync::OnceLock<std::collections::HashMap<&'static str, bool>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let data = data::COMMANDS
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
+            .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n));
+        let other = COMMANDS.iter().map(|(n, _)| (*n, false));
+        other.chain(data.map(|n| (n, true))).collect()
+    })
 }
 
 /// Routes a command to its handler: raw insert documents, a raw handler (the hot paths,
