@@ -97,7 +97,7 @@ fn fire(ctx: &ConnectionCtx, command: &str, check: Check) -> Option<Document> {
 /// Checks `failCommand` after `command` ran: an ok reply gets the fail point's
 /// `writeConcernError` (and its `errorLabels`, if any).
 pub(crate) fn after(ctx: &ConnectionCtx, command: &str, reply: Reply) -> Reply {
-    if !reply_ok(&reply) {
+    if !ctx.server.enable_test_commands || !reply_ok(&reply) {
         return reply;
     }
     let Some(data) = fire(ctx, command, Check::After) else {

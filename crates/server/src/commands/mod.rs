@@ -293,7 +293,7 @@ fn dispatch_checked(
         }
         // A replica-set member answers what one member cannot satisfy with a
         // writeConcernError after the write instead (`repl/concern.rs`).
-        if !ctx.server.repl.is_replica_set() {
+        if !ctx.server.repl.is_replica_set() && cmd.get("writeConcern").is_some() {
             if let Err(e) = write_concern::check(cmd.raw()) {
                 return Reply::Doc(error_reply(&e));
             }
@@ -335,7 +335,10 @@ fn dispatch_checked(
         Ok(())
     });
     // A snapshot read outside a transaction runs in its snapshot (`snapshot_read.rs`).
-    let checked = checked.and_then(|()| snapshot_read::requested(name, cmd.raw()));
+    let checked = checked.and_then(|()| match cmd.get("readConcern") {
+        Some(_) => snapshot_read::requested(name, cmd.raw()),
+        None => Ok(None),
+    });
     let reply = match checked {
         Ok(None) => run_kind(ctx, db, cmd, &kind, lsid.is_some(), raw_documents),
         Ok(Some(at)) => snapshot_read::run(ctx, name, at, || {
