@@ -115,6 +115,11 @@ const FAMILIES: &[Family] = &[
         home: "crates/engine/src/tree/segment.rs",
         scope: ENGINE_SCOPE,
     },
+    Family {
+        prefix: 'V',
+        home: "crates/engine/src/tree/pivots.rs",
+        scope: ENGINE_SCOPE,
+    },
     // The database's own families: hot index builds reuse the letter B inside `shale-db`.
     Family {
         prefix: 'B',

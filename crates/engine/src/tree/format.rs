@@ -10,6 +10,7 @@
 
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
+use super::pivots::Pivots;
 use super::segment::{self, BufferDesc, SegTable};
 use super::slot::Slot;
 use crate::block::NodeId;
@@ -70,8 +71,8 @@ struct Unit {
 /// compressed bytes, not every partition twice over.
 pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec<u8>, Descs) {
     let (leaf, height, pivots, children) = match body {
-        NodeBody::Leaf(l) => (true, 0, &l.pivots, &[][..]),
-        NodeBody::Internal(n) => (false, n.height, &n.pivots, &n.children[..]),
+        NodeBody::Leaf(l) => (true, 0, &l.pivots[..], &[][..]),
+        NodeBody::Internal(n) => (false, n.height, &n.pivots[..], &n.children[..]),
     };
     let units = units(body, segment_bytes);
     let raw_unit = |i: usize| {
@@ -190,7 +191,7 @@ fn seg_tables(n: &Internal, units: &[Unit]) -> Vec<Option<Box<SegTable>>> {
         let t = tables[u.part].get_or_insert_with(|| {
             Box::new(SegTable {
                 descs: Vec::new(),
-                lows: Vec::new(),
+                lows: Pivots::new(),
             })
         });
         if u.range.start > 0 {
@@ -375,7 +376,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
             )?)?));
         }
         Ok(NodeBody::Leaf(Leaf {
-            pivots: h.pivots,
+            pivots: h.pivots.into(),
             basements,
             parts: h.parts,
         }))
@@ -387,7 +388,7 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
         }
         Ok(NodeBody::Internal(Internal {
             height: h.height,
-            pivots: h.pivots,
+            pivots: h.pivots.into(),
             children: h.children,
             buffers,
             parts,
@@ -411,7 +412,7 @@ pub fn skeleton(h: Header) -> NodeBody {
                 .iter()
                 .map(|d| Slot::from(empty(d).then(Basement::new)))
                 .collect(),
-            pivots: h.pivots,
+            pivots: h.pivots.into(),
             parts: h.parts,
         })
     } else {
@@ -422,7 +423,7 @@ pub fn skeleton(h: Header) -> NodeBody {
                 .iter()
                 .map(|d| empty(d).then(MsgBuffer::new))
                 .collect(),
-            pivots: h.pivots,
+            pivots: h.pivots.into(),
             children: h.children,
             parts: buffer_descs(h.parts, h.segs),
             segments: Vec::new(),

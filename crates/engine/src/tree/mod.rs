@@ -25,6 +25,7 @@ mod load;
 pub(crate) mod msg;
 pub(crate) mod node;
 mod packed;
+pub(crate) mod pivots;
 mod read;
 pub(crate) mod salvage;
 pub(crate) mod segment;

@@ -23,6 +23,7 @@ pub use super::basement::{entry_bytes, Basement};
 use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
+use super::pivots::Pivots;
 use super::segment::{BufferDesc, Seg};
 use super::slot::Slot;
 use crate::block::NodeId;
@@ -59,7 +60,7 @@ struct CutAt {
 /// A leaf node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
-    pub pivots: Vec<Vec<u8>>,
+    pub pivots: Pivots,
     /// Empty = evicted; read it back through `parts[i]` (`slot.rs`, L1).
     pub basements: Vec<Slot>,
     /// Descriptors of the on-disk image; empty for a leaf never written.
@@ -78,7 +79,7 @@ impl Leaf {
 
     pub fn empty() -> Self {
         Leaf {
-            pivots: Vec::new(),
+            pivots: Pivots::new(),
             basements: vec![Slot::loaded(Basement::new())],
             parts: Vec::new(),
         }
@@ -108,7 +109,7 @@ impl Leaf {
         entries: BTreeMap<Vec<u8>, Entry>,
         mut cut_before: impl FnMut(CutAt) -> bool,
     ) -> Self {
-        let mut pivots = Vec::new();
+        let mut pivots = Pivots::new();
         let mut basements = Vec::new();
         let mut current = BTreeMap::new();
         let (mut basement_bytes, mut bytes_before) = (0, 0);
@@ -156,13 +157,13 @@ impl Leaf {
             let pieces = total.div_ceil(basement_bytes.max(1));
             let cut = Leaf::from_entries_evenly(basement.into_entries(), total, pieces);
             self.basements.splice(b..=b, cut.basements);
-            self.pivots.splice(b..b, cut.pivots);
+            self.pivots.splice_at(b, cut.pivots);
             self.parts.clear();
         }
     }
 
     pub fn basement_index(&self, key: &[u8]) -> usize {
-        self.pivots.partition_point(|p| p.as_slice() <= key)
+        self.pivots.count_le(key)
     }
 
     pub fn all_loaded(&self) -> bool {
@@ -190,7 +191,7 @@ impl Leaf {
 pub struct Internal {
     /// Distance to the leaves (1 = children are leaves).
     pub height: u32,
-    pub pivots: Vec<Vec<u8>>,
+    pub pivots: Pivots,
     pub children: Vec<NodeId>,
     /// `None` = evicted; read it back through `parts[i]`.
     pub buffers: Vec<Option<MsgBuffer>>,
@@ -215,7 +216,7 @@ impl Internal {
     ) -> Self {
         Internal {
             height,
-            pivots,
+            pivots: pivots.into(),
             children,
             buffers: buffers.into_iter().map(Some).collect(),
             parts: Vec::new(),
@@ -225,7 +226,7 @@ impl Internal {
     }
 
     pub fn child_index(&self, key: &[u8]) -> usize {
-        self.pivots.partition_point(|p| p.as_slice() <= key)
+        self.pivots.count_le(key)
     }
 
     pub fn all_loaded(&self) -> bool {
@@ -419,6 +420,7 @@ impl Node {
             + match &self.body {
                 NodeBody::Leaf(l) => {
                     l.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
+                        + l.pivots.index_bytes()
                         + l.parts.len() * 24
                         + l.basements
                             .iter()
@@ -428,6 +430,7 @@ impl Node {
                 }
                 NodeBody::Internal(n) => {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
+                        + n.pivots.index_bytes()
                         + n.children.len() * 8
                         + n.parts.iter().map(BufferDesc::mem_bytes).sum::<usize>()
                         + n.segments

@@ -18,6 +18,7 @@ use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
 use super::node::{Leaf, NodeBody, Reach};
+use super::pivots::Pivots;
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
 use crate::mvcc::TxnStatus;
@@ -39,10 +40,10 @@ pub(crate) enum Target {
 
 impl Target {
     /// The slot (child or basement) between `pivots` that this target leads to.
-    fn pick(&self, pivots: &[Vec<u8>]) -> usize {
+    fn pick(&self, pivots: &Pivots) -> usize {
         match self {
-            Target::Containing(k) => pivots.partition_point(|p| p <= k),
-            Target::Before(k) => pivots.partition_point(|p| p < k),
+            Target::Containing(k) => pivots.count_le(k),
+            Target::Before(k) => pivots.count_lt(k),
             Target::First => 0,
             Target::Last => pivots.len(),
         }

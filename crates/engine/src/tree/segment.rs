@@ -30,6 +30,7 @@
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::node::{alloc_bytes, PartDesc};
+use super::pivots::Pivots;
 use crate::bytes::{put_bytes, Reader};
 use crate::codec::{checksum, decompress};
 use std::ops::Range;
@@ -85,13 +86,13 @@ pub struct SegTable {
     /// Each segment's extent in the block, raw length and CRC; the codec is the buffer's.
     pub descs: Vec<PartDesc>,
     /// The first key of segments `1..`.
-    pub lows: Vec<Vec<u8>>,
+    pub lows: Pivots,
 }
 
 impl SegTable {
     /// The segment that holds `key`'s messages, if any.
     pub fn index(&self, key: &[u8]) -> usize {
-        self.lows.partition_point(|l| l.as_slice() <= key)
+        self.lows.count_le(key)
     }
 
     /// The key range `[lo, hi)` of segment `s` within the buffer (`None` = the buffer's own
@@ -121,6 +122,7 @@ impl SegTable {
                 .iter()
                 .map(|l| alloc_bytes(l.len()) + 24)
                 .sum::<usize>()
+            + alloc_bytes(self.lows.index_bytes())
     }
 }
 
@@ -200,7 +202,10 @@ pub fn read_table(r: &mut Reader<'_>, whole: &PartDesc) -> Result<Option<Box<Seg
     if lows.windows(2).any(|w| w[0] >= w[1]) {
         return Err("segment keys not increasing (S1)".into());
     }
-    Ok(Some(Box::new(SegTable { descs, lows })))
+    Ok(Some(Box::new(SegTable {
+        descs,
+        lows: lows.into(),
+    })))
 }
 
 /// Cuts `buffer` for writing: the message ranges of its segments (one range for a buffer of
