@@ -153,7 +153,7 @@ impl Tree {
                 && node.body.has_evictable_partitions();
             if evictable {
                 let cache = self.cache.clone();
-                st.modify(id, &cache, |n| n.body.evict_partitions());
+                st.evict_partitions(id, &cache);
             }
             if clean {
                 // Nothing left to drop (just dropped, or none found) until a load or a

@@ -170,6 +170,19 @@ impl Leaf {
         self.basements.iter().all(Slot::is_some)
     }
 
+    /// Drops every loaded basement that holds entries; returns the memory they held (their
+    /// part of `Node::mem_bytes`, which an empty slot does not count).
+    pub fn evict_basements(&mut self) -> usize {
+        let mut freed = 0;
+        for slot in &mut self.basements {
+            if let Some(b) = slot.as_ref().filter(|b| b.len() > 0) {
+                freed += b.mem_bytes();
+                *slot = Slot::empty();
+            }
+        }
+        freed
+    }
+
     /// Bytes of entries in loaded basements.
     pub fn loaded_bytes(&self) -> usize {
         self.basements.iter().flatten().map(Basement::bytes).sum()
@@ -337,11 +350,9 @@ impl NodeBody {
     /// Drops every loaded, non-empty partition (empty ones cost nothing and need no read).
     pub fn evict_partitions(&mut self) {
         match self {
-            NodeBody::Leaf(l) => l
-                .basements
-                .iter_mut()
-                .filter(|b| b.as_ref().is_some_and(|b| b.len() > 0))
-                .for_each(|b| *b = Slot::empty()),
+            NodeBody::Leaf(l) => {
+                l.evict_basements();
+            }
             NodeBody::Internal(n) => {
                 n.segments.iter_mut().flatten().for_each(Seg::evict);
                 n.filters.resize(n.buffers.len(), None);
