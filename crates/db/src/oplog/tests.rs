@@ -1,6 +1,7 @@
 //! The oplog through the database: each write kind leaves its entry in the same commit, a
-//! rolled-back transaction leaves none, the size bound holds, tailing reads see new entries
-//! only once visible, and a reopened oplog goes on after its newest entry.
+//! rolled-back transaction leaves none, DDL entries commit with their catalog change (and a
+//! refused change writes none), the size bound holds, tailing reads see new entries only
+//! once visible, and a reopened oplog goes on after its newest entry.
 
 use super::log::OplogClock;
 use super::reader::OplogSource;
@@ -316,4 +317,78 @@ fn a_reopened_oplog_goes_on_after_its_newest_entry() {
         .collect();
     assert_eq!(stamps.len(), 3);
     assert!(super::pack(got[2].get_timestamp("ts").expect("ts")) > super::pack(newest.at.ts));
+}
+
+/// The `o` of each `c` entry on `app.$cmd`, in order.
+fn ddl_entries(db: &Database) -> Vec<Document> {
+    entries(db)
+        .into_iter()
+        .filter(|e| e.get_str("op") == Ok("c") && e.get_str("ns") == Ok("app.$cmd"))
+        .map(|e| e.get_document("o").expect("o").clone())
+        .collect()
+}
+
+#[test]
+fn ddl_entries_are_written_with_their_catalog_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    let (a, b) = (Namespace::new("app", "a").expect("ns"), ns());
+    let specs = [doc! {"key": {"x": 1}, "name": "x_1"}];
+    db.create_indexes(&a, &specs).expect("createIndexes");
+    db.create_collection(&b, doc! {}).expect("create");
+    let b_uuid = db.existing(&b).expect("b").uuid;
+    db.rename_collection(&a, &b, true).expect("rename");
+    db.drop_indexes(&b, &Bson::String("x_1".into()))
+        .expect("dropIndexes");
+    db.drop_collection(&b).expect("drop");
+    let got = ddl_entries(&db);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|o| o.keys().next().expect("a command").as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "create",
+            "createIndexes",
+            "create",
+            "renameCollection",
+            "dropIndexes",
+            "drop"
+        ]
+    );
+    assert_eq!(got[0], doc! {"create": "a"});
+    assert_eq!(got[1].get_str("name"), Ok("x_1"));
+    // One rename entry drops the target, naming it by UUID, as mongod writes it.
+    assert_eq!(
+        got[3],
+        doc! {"renameCollection": "app.a", "to": "app.c", "stayTemp": false, "dropTarget": b_uuid}
+    );
+    // A reopened database has the same catalog and the same entries.
+    db.close().expect("close");
+    let (db, _) = open(dir.path(), 1 << 30);
+    assert_eq!(ddl_entries(&db), got);
+    assert!(db.existing(&b).is_err() && db.existing(&a).is_err());
+}
+
+#[test]
+fn a_refused_catalog_change_writes_no_entry_and_publishes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    // A session transaction's pending create holds the record's key: the plain create of
+    // the same name conflicts, and its engine transaction (entry included) is abandoned.
+    let t = db.begin_user_txn();
+    db.create_collection_in(&t, &ns(), doc! {})
+        .expect("create in the transaction");
+    let before = entries(&db).len();
+    let refused = db
+        .create_collection(&ns(), doc! {})
+        .expect_err("a conflict");
+    assert_eq!(refused.code, shale_doc::ErrorCode::WriteConflict);
+    assert_eq!(entries(&db).len(), before);
+    assert!(db.existing(&ns()).is_err());
+    // The slot it reserved is finished: later entries are visible.
+    db.abort_user_txn(&t);
+    db.create_collection(&ns(), doc! {}).expect("create");
+    assert_eq!(ddl_entries(&db).last(), Some(&doc! {"create": "c"}));
 }
