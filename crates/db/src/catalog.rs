@@ -329,6 +329,18 @@ impl Catalog {
         change
     }
 
+    /// The change that removes the records of `nss` (a database's views, `views.rs`).
+    pub(crate) fn removal<'n>(
+        &self,
+        nss: impl Iterator<Item = &'n Namespace>,
+    ) -> CatalogChange<'_> {
+        let mut change = CatalogChange::new(&self.tree);
+        for ns in nss {
+            change.delete(ns);
+        }
+        change
+    }
+
     /// Creates an empty collection, committed by `commit`. The caller holds the DDL lock and
     /// has checked it is new.
     pub(crate) fn create(

@@ -187,17 +187,16 @@ impl Database {
         }
         self.cursors.kill_namespace(&format!("{db}."));
         let had = !self.catalog.list(Some(db)).is_empty();
-        // One commit per collection and view, each with its entry, then `dropDatabase`'s
-        // entry alone (it changes no record of its own), as mongod logs them.
+        // One commit per collection, each with its `drop` entry, then `dropDatabase`'s entry
+        // alone (it changes no record of its own), as mongod logs them.
         for c in self.catalog.list(Some(db)) {
             let ops = vec![ddl_op(db, Some(c.uuid), doc! {"drop": &c.ns.coll})?];
             self.catalog
                 .remove(self.engine(), &c.ns, &self.ddl_commit(ops))?;
         }
-        for v in self.catalog.list_views(Some(db)) {
-            let ops = vec![view_op(&v, false)?];
-            self.catalog.remove_view(&v.ns, &self.ddl_commit(ops))?;
-        }
+        // The views go as mongod's `system.views` goes: one `drop` of it (no view event).
+        let ops = vec![ddl_op(db, None, doc! {"drop": "system.views"})?];
+        self.catalog.remove_views(db, &self.ddl_commit(ops))?;
         if had {
             let ops = vec![ddl_op(db, None, doc! {"dropDatabase": 1})?];
             self.ddl_commit(ops)(crate::catalog::CatalogChange::none(&self.catalog))?;

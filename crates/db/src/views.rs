@@ -152,6 +152,25 @@ impl Catalog {
             .remove(ns);
         Ok(true)
     }
+
+    /// Removes every view of `db` in one change; false if there is none. The caller holds
+    /// the DDL lock.
+    pub(crate) fn remove_views(&self, db: &str, commit: CatalogCommit<'_>) -> DbResult<bool> {
+        let gone: Vec<Namespace> = self
+            .list_views(Some(db))
+            .iter()
+            .map(|v| v.ns.clone())
+            .collect();
+        if gone.is_empty() {
+            return Ok(false);
+        }
+        commit(self.removal(gone.iter()))?;
+        let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
+        for ns in &gone {
+            views.remove(ns);
+        }
+        Ok(true)
+    }
 }
 
 impl Database {

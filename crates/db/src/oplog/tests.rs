@@ -372,6 +372,33 @@ fn ddl_entries_are_written_with_their_catalog_change() {
 }
 
 #[test]
+fn a_dropped_database_logs_each_collection_then_its_views_then_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    db.create_collection(&ns(), doc! {}).expect("create");
+    let view = Namespace::new("app", "v").expect("ns");
+    db.create_view(&view, "c", Vec::new()).expect("view");
+    db.drop_database("app").expect("dropDatabase");
+    let got = entries(&db);
+    let tail = ops(&got[got.len() - 3..]);
+    assert_eq!(
+        tail,
+        [("c", "app.$cmd"), ("c", "app.$cmd"), ("c", "app.$cmd")]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    let last: Vec<Document> = ddl_entries(&db).split_off(1);
+    assert_eq!(
+        last,
+        [
+            doc! {"drop": "c"},
+            doc! {"drop": "system.views"},
+            doc! {"dropDatabase": 1}
+        ]
+    );
+    assert!(!db.is_view(&view));
+}
+
+#[test]
 fn a_refused_catalog_change_writes_no_entry_and_publishes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _) = open(dir.path(), 1 << 30);
