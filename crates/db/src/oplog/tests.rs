@@ -419,3 +419,49 @@ fn a_refused_catalog_change_writes_no_entry_and_publishes_nothing() {
     db.create_collection(&ns(), doc! {}).expect("create");
     assert_eq!(ddl_entries(&db).last(), Some(&doc! {"create": "c"}));
 }
+
+#[test]
+fn a_members_start_up_ddl_waits_for_its_oplog_and_is_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let member = DbOptions {
+        replica_set: true,
+        ..DbOptions::default()
+    };
+    let temp = Namespace::new("app", "tmp.agg_out.left").expect("ns");
+    {
+        let (db, _) = open(dir.path(), 1 << 30);
+        db.insert(&ns(), &[raw(doc! {"_id": 1, "a": 1})], true)
+            .expect("insert");
+        // As a crash mid-build and mid-$out leave them: an index published unready, a
+        // temporary collection never renamed.
+        let specs = [doc! {"key": {"a": 1}, "name": "a_1"}];
+        assert!(matches!(
+            db.publish_indexes(&ns(), &specs).expect("publish"),
+            crate::ddl::Publish::Done(_)
+        ));
+        db.create_with_indexes(&temp, doc! {}, &[]).expect("temp");
+        db.close().expect("close");
+    }
+    let db = Database::open(dir.path(), member).expect("reopen");
+    assert!(db.existing(&temp).is_ok(), "left for enable_oplog");
+    let clock = Arc::new(CountingClock::default());
+    db.enable_oplog(clock, 1 << 30).expect("enable");
+    assert!(db.existing(&temp).is_err());
+    let names: Vec<String> = db
+        .list_indexes(&ns())
+        .expect("indexes")
+        .iter()
+        .map(|s| s.get_str("name").expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["_id_", "a_1"]);
+    let got = ddl_entries(&db);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|o| o.keys().next().expect("kind").as_str())
+        .collect();
+    assert_eq!(kinds, ["create", "create", "drop", "createIndexes"]);
+    assert_eq!(got[1].get_str("create"), Ok("tmp.agg_out.left"));
+    assert_eq!(got[1].get_bool("temp"), Ok(true));
+    assert_eq!(got[2], doc! {"drop": "tmp.agg_out.left"});
+    assert_eq!(got[3].get_str("name"), Ok("a_1"));
+}
