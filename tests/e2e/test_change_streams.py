@@ -400,3 +400,59 @@ def test_get_more_errors_carry_change_stream_labels(tmp_path):
             assert "NonResumableChangeStreamError" in err.value.details["errorLabels"]
     finally:
         srv.stop()
+
+
+def test_out_and_implicit_creates_report_their_ddl(primary):
+    """`$out` logs its temporary collection's `create` (with `temp: true`) and indexes, its
+    inserts, and one `renameCollection` over the target naming the dropped target's UUID, as
+    mongod does; `createIndexes` on a missing collection logs its implicit `create` first.
+    The streams show what those entries make."""
+    with primary.client() as c:
+        db = c.outs
+        db.src.insert_many([{"_id": 0}, {"_id": 1}])
+        db.target.insert_one({"_id": "old"})
+        db.target.create_index("x", name="x_1")
+        old_uuid = db.command("listCollections", filter={"name": "target"})["cursor"][
+            "firstBatch"
+        ][0]["info"]["uuid"]
+        start = c.local["oplog.rs"].find().sort("$natural", -1).limit(1).next()["ts"]
+        with db.watch(show_expanded_events=True, max_await_time_ms=200) as s, db.target.watch(
+            max_await_time_ms=200
+        ) as t:
+            list(db.src.aggregate([{"$out": "target"}]))
+            db.fresh.create_index("y", name="y_1")
+            got = take(s, 7)
+            ren, inv = take(t, 2)
+        kinds = [(e["operationType"], e["ns"]["coll"]) for e in got]
+        tmp = kinds[0][1]
+        assert tmp.startswith("tmp.agg_out."), kinds
+        assert kinds == [
+            ("create", tmp),
+            ("createIndexes", tmp),
+            ("insert", tmp),
+            ("insert", tmp),
+            ("rename", tmp),
+            ("create", "fresh"),
+            ("createIndexes", "fresh"),
+        ]
+        assert got[1]["operationDescription"]["indexes"][0]["name"] == "x_1"
+        assert got[4]["to"] == {"db": "outs", "coll": "target"}
+        assert got[4]["operationDescription"]["dropTarget"] == old_uuid
+        assert got[6]["operationDescription"]["indexes"][0]["name"] == "y_1"
+        # The target's own stream: the rename over it, then its end.
+        assert ren["operationType"] == "rename" and ren["ns"]["coll"] == tmp
+        assert ren["to"] == {"db": "outs", "coll": "target"}
+        assert inv["operationType"] == "invalidate"
+        ddl = [
+            e["o"]
+            for e in c.local["oplog.rs"].find({"ts": {"$gt": start}, "op": "c"}).sort("$natural", 1)
+        ]
+        assert ddl[0]["create"] == tmp and ddl[0]["temp"] is True
+        assert ddl[2] == {
+            "renameCollection": f"outs.{tmp}",
+            "to": "outs.target",
+            "stayTemp": False,
+            "dropTarget": old_uuid,
+        }
+        assert [next(iter(o)) for o in ddl[3:]] == ["create", "createIndexes"]
+        assert sorted(db.list_collection_names()) == ["fresh", "src", "target"]

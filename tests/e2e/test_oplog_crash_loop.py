@@ -4,7 +4,11 @@ deletes, and multi-document transactions. The server is killed at a random momen
 restarted, and the oplog is replayed from empty over `crash.*`: the documents it gives must
 be exactly the documents stored (no change without its entry, no entry without its
 change), every acknowledged write must be there, and the oplog's timestamps must be unique
-and increasing across restarts. Then the writers go on, and the next kill comes."""
+and increasing across restarts. DDL runs in the loop too (create, implicit creates by an
+insert and by createIndexes, createIndexes, collMod, rename, drop on `ddlk.*`): the `c`
+entries replayed must give exactly the catalog (each collection with its UUID, its indexes
+and its validator), since each commits with its catalog change. Then the writers go on, and
+the next kill comes."""
 
 import random
 import time
@@ -56,6 +60,66 @@ def txn_writer(client, name, acked, stop):
                 return
             time.sleep(0.01)
         i += 1
+
+
+def ddl_writer(client, name, stop):
+    """Every kind of collection DDL, over and over, on the `ddlk` database."""
+    db = client.ddlk
+    i = 0
+    while not stop.is_set():
+        c = f"{name}-{i}"
+        try:
+            db.create_collection(c)
+            db[c].create_index("a", name="a_1")
+            db.command("collMod", c, validator={"a": {"$exists": True}})
+            db[c].rename(f"{c}-r")
+            if i % 2:
+                db.drop_collection(f"{c}-r")
+            db[f"{c}-imp"].insert_one({"_id": 1})
+            db[f"{c}-ci"].create_index("b", name="b_1")
+            if i % 3 == 0:
+                db[f"{c}-ci"].drop_index("b_1")
+        except PyMongoError:
+            if stop.is_set():
+                return
+            time.sleep(0.01)
+        i += 1
+
+
+def replay_catalog(entries):
+    """The `ddlk` collections the `c` entries say exist: {name: (uuid, indexes, validator)}."""
+    colls = {}
+    for e in entries:
+        if e["op"] != "c" or e["ns"] != "ddlk.$cmd":
+            continue
+        o, ui = e["o"], e.get("ui")
+        kind = next(iter(o))
+        if kind == "create":
+            assert o["create"] not in colls, f"created twice: {o}"
+            colls[o["create"]] = (ui, set(), False)
+        elif kind == "drop":
+            assert colls.pop(o["drop"], None) is not None, f"dropped unknown: {o}"
+        elif kind == "renameCollection":
+            src, dst = o["renameCollection"].split(".", 1)[1], o["to"].split(".", 1)[1]
+            colls[dst] = colls.pop(src)
+        elif kind == "createIndexes":
+            colls[o["createIndexes"]][1].add(o["name"])
+        elif kind == "dropIndexes":
+            colls[o["dropIndexes"]][1].discard(o["index"])
+        elif kind == "collMod":
+            u, idx, _ = colls[o["collMod"]]
+            colls[o["collMod"]] = (u, idx, "validator" in o)
+    return colls
+
+
+def stored_catalog(client):
+    """The same, from the catalog: listCollections and listIndexes."""
+    out = {}
+    for info in client.ddlk.list_collections():
+        name = info["name"]
+        indexes = {i["name"] for i in client.ddlk[name].list_indexes()} - {"_id_"}
+        out[name] = (info["info"]["uuid"], indexes, "validator" in info["options"])
+    return out
 
 
 def apply_diff(doc, diff):
@@ -136,7 +200,14 @@ def check_round(client, acked, last_seen):
     docs = {d["_id"] for d in client.crash.docs.find({}, {"_id": 1})}
     lost = set(acked) - docs
     assert not lost, f"acknowledged writes lost: {sorted(lost)[:5]}"
-    return stamps[-1]
+    replayed, stored = replay_catalog(entries), stored_catalog(client)
+    missing = sorted(set(stored) - set(replayed))
+    extra = sorted(set(replayed) - set(stored))
+    assert not missing, f"collections without their create entry: {missing[:5]}"
+    assert not extra, f"entries without their catalog change: {extra[:5]}"
+    differ = [n for n in stored if stored[n] != replayed[n]]
+    assert not differ, f"catalog differs from its entries: {[(stored[n], replayed[n]) for n in differ[:3]]}"
+    return stamps[-1], len(stored)
 
 
 def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
@@ -148,6 +219,7 @@ def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
         c.admin.command("replSetInitiate")
     acked = set()
     last = [None]
+    ddl_colls = [0]
 
     def writers(srv, round_no, stop):
         retrying = srv.client()
@@ -156,6 +228,7 @@ def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
             lambda: plain_writer(retrying, f"r{round_no}", acked, stop),
             lambda: plain_writer(plain, f"p{round_no}", acked, stop),
             lambda: txn_writer(retrying, f"t{round_no}", acked, stop),
+            lambda: ddl_writer(plain, f"d{round_no}", stop),
         ]
         return [retrying, plain], bodies
 
@@ -169,7 +242,8 @@ def test_the_oplog_agrees_with_the_data_after_kill_9(tmp_path):
             while not c.admin.command("hello").get("isWritablePrimary"):
                 assert time.monotonic() < deadline, c.admin.command("hello")
                 time.sleep(0.1)
-            last[0] = check_round(c, acked, last[0])
+            last[0], ddl_colls[0] = check_round(c, acked, last[0])
 
     kill_loop(server, restart, writers, check, ROUNDS, rng, run_s=(0.7, 1.5))
     assert last[0] is not None and len(acked) > 0
+    assert ddl_colls[0] > 0, "the DDL writer made no collection"

@@ -249,6 +249,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The heap governor keeps the process's heap under the cache + 64 MiB (engine `heap.rs`).
     options.engine.heap = Some(Arc::new(shale_heap::JemallocProbe));
     options.fast_updates = parameters.fast_updates.unwrap_or(false);
+    options.replica_set = settings.repl_set.is_some();
     if let Some(gb) = settings.cache_size_gb {
         options.engine.cache_bytes = (gb * (1u64 << 30) as f64) as usize;
     }

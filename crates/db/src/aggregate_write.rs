@@ -54,12 +54,18 @@ impl Database {
         }
     }
 
-    /// Drops the temporary collections of `$out`s a crash interrupted (at open).
+    /// Drops the temporary collections of `$out`s a crash interrupted (at open; on a member
+    /// once the oplog is enabled, each with its `drop` entry, as mongod drops them when it
+    /// becomes primary).
     pub(crate) fn drop_temporary_out_collections(&self) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
         for c in self.catalog.list(None) {
             if c.ns.coll.starts_with(TEMP_OUT_PREFIX) {
                 tracing::warn!(ns = %c.ns, "dropping a temporary $out collection left by a crash");
-                self.catalog.remove(self.engine(), &c.ns)?;
+                let drop = doc! {"drop": &c.ns.coll};
+                let ops = vec![crate::ddl_log::ddl_op(&c.ns.db, Some(c.uuid), drop)?];
+                self.catalog
+                    .remove(self.engine(), &c.ns, &self.ddl_commit(ops))?;
             }
         }
         Ok(())

@@ -19,6 +19,12 @@
 //! key space, so a view and a collection never share a name; binaries before views refuse
 //! its version rather than misread it. A collection record with an index still being built
 //! is version 4 (`index_build.rs`), so older binaries refuse it too.
+//!
+//! The catalog never commits its own writes: each change is handed as a `CatalogChange` to
+//! the caller's `CatalogCommit`, which on a `--replSet` member puts it in the engine
+//! transaction that also writes the change's oplog entries (`ddl_log.rs`), and on a
+//! standalone writes it alone; only once that commit succeeded is the change published in
+//! memory.
 
 use crate::index_keys::IndexDef;
 use crate::index_spec::parse_spec;
@@ -28,7 +34,7 @@ use crate::validation::Validator;
 use crate::{engine_error, DbResult};
 use bson::{doc, Bson, Document};
 use shale_doc::{ErrorCode, MongoError};
-use shale_engine::{Compression, Env, TreeHandle, TreeOptions, WriteBatch};
+use shale_engine::{Compression, Env, TreeHandle, TreeOptions, Txn, WriteBatch};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -176,6 +182,69 @@ pub fn index_tree_name(id: u64) -> String {
     format!("i{id}")
 }
 
+/// The writes one catalog change makes to the catalog tree: each key with its new record,
+/// or `None` for a removal. Committed by a `CatalogCommit`, never by the catalog itself.
+#[must_use = "a catalog change does nothing until it is committed"]
+pub(crate) struct CatalogChange<'a> {
+    tree: &'a TreeHandle,
+    writes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl<'a> CatalogChange<'a> {
+    fn new(tree: &'a TreeHandle) -> CatalogChange<'a> {
+        CatalogChange {
+            tree,
+            writes: Vec::new(),
+        }
+    }
+
+    /// A change that writes nothing (a DDL entry with no catalog record of its own:
+    /// `dropDatabase`).
+    pub(crate) fn none(catalog: &'a Catalog) -> CatalogChange<'a> {
+        CatalogChange::new(&catalog.tree)
+    }
+
+    fn put(&mut self, key: &Namespace, record: Vec<u8>) {
+        self.writes
+            .push((key.to_string().into_bytes(), Some(record)));
+    }
+
+    fn delete(&mut self, key: &Namespace) {
+        self.writes.push((key.to_string().into_bytes(), None));
+    }
+
+    /// Commits the change alone, in one engine write.
+    pub(crate) fn write(self, env: &Env) -> DbResult<()> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        for (key, record) in &self.writes {
+            match record {
+                Some(r) => batch.put(self.tree, key, r),
+                None => batch.delete(self.tree, key),
+            }
+        }
+        env.write(batch).map_err(engine_error)
+    }
+
+    /// Puts the change into `txn`, to commit with whatever else `txn` writes.
+    pub(crate) fn put_into(self, txn: &mut Txn) -> DbResult<()> {
+        for (key, record) in &self.writes {
+            match record {
+                Some(r) => txn.put(self.tree, key, r),
+                None => txn.delete(self.tree, key),
+            }
+            .map_err(engine_error)?;
+        }
+        Ok(())
+    }
+}
+
+/// What commits a catalog change durably: `Database::ddl_commit` (the change with the oplog
+/// entries that record it). An error leaves the catalog as it was, in memory too.
+pub(crate) type CatalogCommit<'a> = &'a dyn Fn(CatalogChange<'_>) -> DbResult<()>;
+
 /// The catalog of one database directory.
 pub struct Catalog {
     tree: TreeHandle,
@@ -250,15 +319,39 @@ impl Catalog {
         &self.tree
     }
 
-    /// Creates an empty collection. The caller holds the DDL lock and has checked it is new.
-    pub fn create(
+    /// The change that puts `record` under `ns`, or removes `ns`'s (a view's, `views.rs`).
+    pub(crate) fn view_change(&self, ns: &Namespace, record: Option<Vec<u8>>) -> CatalogChange<'_> {
+        let mut change = CatalogChange::new(&self.tree);
+        match record {
+            Some(r) => change.put(ns, r),
+            None => change.delete(ns),
+        }
+        change
+    }
+
+    /// The change that removes the records of `nss` (a database's views, `views.rs`).
+    pub(crate) fn removal<'n>(
+        &self,
+        nss: impl Iterator<Item = &'n Namespace>,
+    ) -> CatalogChange<'_> {
+        let mut change = CatalogChange::new(&self.tree);
+        for ns in nss {
+            change.delete(ns);
+        }
+        change
+    }
+
+    /// Creates an empty collection, committed by `commit`. The caller holds the DDL lock and
+    /// has checked it is new.
+    pub(crate) fn create(
         &self,
         env: &Env,
         ns: &Namespace,
         options: Document,
+        commit: CatalogCommit<'_>,
     ) -> DbResult<Arc<Collection>> {
         let coll = self.prepare(env, ns, options)?;
-        self.commit(env, coll).map(|(c, _)| c)
+        self.commit(coll, commit).map(|(c, _)| c)
     }
 
     /// A new empty collection with its trees made, neither recorded nor published: a
@@ -326,53 +419,51 @@ impl Catalog {
         Ok((id, tree))
     }
 
-    /// Writes `coll`'s record and publishes it; returns it and the version it replaced.
-    pub fn commit(
+    /// Writes `coll`'s record through `commit` and publishes it; returns it and the version
+    /// it replaced.
+    pub(crate) fn commit(
         &self,
-        env: &Env,
         coll: Collection,
+        commit: CatalogCommit<'_>,
     ) -> DbResult<(Arc<Collection>, Option<Arc<Collection>>)> {
-        let mut batch = WriteBatch::new();
-        batch.put(
-            &self.tree,
-            coll.ns.to_string().as_bytes(),
-            &coll.record_bytes()?,
-        );
-        env.write(batch).map_err(engine_error)?;
+        let mut change = CatalogChange::new(&self.tree);
+        change.put(&coll.ns, coll.record_bytes()?);
+        commit(change)?;
         let coll = Arc::new(coll);
         let old = self.write().insert(coll.ns.clone(), coll.clone());
         Ok((coll, old))
     }
 
-    /// Removes `ns` from the catalog (durably) and drops its trees.
-    pub fn remove(&self, env: &Env, ns: &Namespace) -> DbResult<Option<Arc<Collection>>> {
+    /// Removes `ns` from the catalog (durably, through `commit`) and drops its trees.
+    pub(crate) fn remove(
+        &self,
+        env: &Env,
+        ns: &Namespace,
+        commit: CatalogCommit<'_>,
+    ) -> DbResult<Option<Arc<Collection>>> {
         let Some(coll) = self.get(ns) else {
             return Ok(None);
         };
-        let mut batch = WriteBatch::new();
-        batch.delete(&self.tree, ns.to_string().as_bytes());
-        env.write(batch).map_err(engine_error)?;
+        let mut change = CatalogChange::new(&self.tree);
+        change.delete(ns);
+        commit(change)?;
         self.write().remove(ns);
         drop_trees(env, &coll)?;
         Ok(Some(coll))
     }
 
-    /// Moves `from` to `to` in one catalog write (no data moves).
-    pub fn rename(&self, env: &Env, from: &Namespace, to: &Namespace) -> DbResult<()> {
-        self.move_entry(env, from, to).map(|_| ())
-    }
-
-    /// Moves `from` to `to` over an existing `to` in one catalog write (delete `from`, put
-    /// `to` naming `from`'s trees), so a crash leaves either the old `to` or the new one,
-    /// then drops the replaced collection's trees; returns it. (`$out` renames its temporary
-    /// collection over its target so.)
-    pub fn replace(
+    /// Moves `from` to `to`, over `to` if it exists, in one catalog write (delete `from`,
+    /// put `to` naming `from`'s trees; no data moves), so a crash leaves either the old `to`
+    /// or the new one, then drops the replaced collection's trees; returns it.
+    /// (`renameCollection` with `dropTarget`, and `$out` over its target.)
+    pub(crate) fn replace(
         &self,
         env: &Env,
         from: &Namespace,
         to: &Namespace,
+        commit: CatalogCommit<'_>,
     ) -> DbResult<Option<Arc<Collection>>> {
-        let replaced = self.move_entry(env, from, to)?;
+        let replaced = self.move_entry(from, to, commit)?;
         if let Some(old) = &replaced {
             drop_trees(env, old)?;
         }
@@ -383,9 +474,9 @@ impl Catalog {
     /// entry that was at `to` (its trees untouched).
     fn move_entry(
         &self,
-        env: &Env,
         from: &Namespace,
         to: &Namespace,
+        commit: CatalogCommit<'_>,
     ) -> DbResult<Option<Arc<Collection>>> {
         let Some(source) = self.get(from) else {
             return Err(MongoError::new(
@@ -403,14 +494,10 @@ impl Catalog {
             indexes: source.indexes.clone(),
             validator: source.validator.clone(),
         };
-        let mut batch = WriteBatch::new();
-        batch.delete(&self.tree, from.to_string().as_bytes());
-        batch.put(
-            &self.tree,
-            to.to_string().as_bytes(),
-            &moved.record_bytes()?,
-        );
-        env.write(batch).map_err(engine_error)?;
+        let mut change = CatalogChange::new(&self.tree);
+        change.delete(from);
+        change.put(to, moved.record_bytes()?);
+        commit(change)?;
         let mut map = self.write();
         map.remove(from);
         Ok(map.insert(to.clone(), Arc::new(moved)))

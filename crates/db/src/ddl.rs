@@ -7,6 +7,7 @@
 //! aborts none: an insert in a transaction creates its collection.
 
 use crate::catalog::{Collection, Index};
+use crate::ddl_log::{ddl_op, view_op};
 use crate::index_spec::{id_index_spec, parse_spec};
 use crate::namespace::{validate_db_name, Namespace};
 use crate::{engine_error, Database, DbResult};
@@ -43,6 +44,21 @@ impl Collection {
 }
 
 impl Database {
+    /// Creates the empty collection `ns` with `options`, its record and its `create` entry
+    /// (`{create: <coll>, ...options}`) in one commit. The caller holds the DDL lock and has
+    /// checked the name is free.
+    pub(crate) fn create_logged(
+        &self,
+        ns: &Namespace,
+        options: Document,
+    ) -> DbResult<Arc<Collection>> {
+        let coll = self.catalog.prepare(self.engine(), ns, options)?;
+        let mut command = doc! {"create": &ns.coll};
+        command.extend(coll.options.clone());
+        let ops = vec![ddl_op(&ns.db, Some(coll.uuid), command)?];
+        Ok(self.catalog.commit(coll, &self.ddl_commit(ops))?.0)
+    }
+
     /// The collection, created (implicitly, as an insert does) if missing, with the data
     /// lock held for the caller's operation.
     pub(crate) fn collection_or_create(
@@ -59,8 +75,7 @@ impl Database {
             }
             let _ddl = self.ddl_lock();
             if self.catalog.get(ns).is_none() {
-                let c = self.catalog.create(self.engine(), ns, Document::new())?;
-                self.log_ddl(&ns.db, Some(c.uuid), doc! {"create": &ns.coll})?;
+                self.create_logged(ns, Document::new())?;
             }
         }
     }
@@ -80,13 +95,11 @@ impl Database {
                 format!("Collection {ns} already exists."),
             ));
         }
-        let c = self.catalog.create(self.engine(), ns, options.clone())?;
+        let c = self.create_logged(ns, options)?;
         if c.keeps_pre_images() {
             self.ensure_pre_images()?;
         }
-        let mut command = doc! {"create": &ns.coll};
-        command.extend(options);
-        self.log_ddl(&ns.db, Some(c.uuid), command)
+        Ok(())
     }
 
     /// Collection `ns`, which must exist and not be a view (mongod's `NamespaceNotFound`
@@ -131,10 +144,11 @@ impl Database {
         let mut changed = coll.with_indexes(coll.indexes.clone());
         changed.options = options;
         changed.validator = validator;
-        self.catalog.commit(self.engine(), changed)?;
         let mut command = doc! {"collMod": &ns.coll};
         command.extend(changes.clone());
-        self.log_ddl(&ns.db, Some(coll.uuid), command)
+        let ops = vec![ddl_op(&ns.db, Some(coll.uuid), command)?];
+        self.catalog.commit(changed, &self.ddl_commit(ops))?;
+        Ok(())
     }
 
     /// `drop`: removes the collection and its indexes; returns how many indexes it had
@@ -142,21 +156,22 @@ impl Database {
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
         self.refuse_pre_images_drop(ns)?;
-        let view = self.catalog.view(ns);
-        if self.catalog.remove_view(self.engine(), ns)? {
-            if let Some(v) = view {
-                self.log_view(&v, false)?;
-            }
+        if let Some(v) = self.catalog.view(ns) {
+            let ops = vec![view_op(&v, false)?];
+            self.catalog.remove_view(ns, &self.ddl_commit(ops))?;
             return Ok(Some(0));
         }
         if self.catalog.get(ns).is_some() {
             self.kill_user_txns(KILLED_BY_DDL);
         }
         self.cursors.kill_namespace(&ns.to_string());
-        let removed = self.catalog.remove(self.engine(), ns)?;
-        if let Some(c) = &removed {
-            self.log_ddl(&ns.db, Some(c.uuid), doc! {"drop": &ns.coll})?;
-        }
+        let ops = match self.catalog.get(ns) {
+            Some(c) => vec![ddl_op(&ns.db, Some(c.uuid), doc! {"drop": &ns.coll})?],
+            None => Vec::new(),
+        };
+        let removed = self
+            .catalog
+            .remove(self.engine(), ns, &self.ddl_commit(ops))?;
         Ok(removed.map(|c| c.indexes.len() + 1))
     }
 
@@ -172,15 +187,19 @@ impl Database {
         }
         self.cursors.kill_namespace(&format!("{db}."));
         let had = !self.catalog.list(Some(db)).is_empty();
+        // One commit per collection, each with its `drop` entry, then `dropDatabase`'s entry
+        // alone (it changes no record of its own), as mongod logs them.
         for c in self.catalog.list(Some(db)) {
-            self.catalog.remove(self.engine(), &c.ns)?;
-            self.log_ddl(db, Some(c.uuid), doc! {"drop": &c.ns.coll})?;
+            let ops = vec![ddl_op(db, Some(c.uuid), doc! {"drop": &c.ns.coll})?];
+            self.catalog
+                .remove(self.engine(), &c.ns, &self.ddl_commit(ops))?;
         }
-        for v in self.catalog.list_views(Some(db)) {
-            self.catalog.remove_view(self.engine(), &v.ns)?;
-        }
+        // The views go as mongod's `system.views` goes: one `drop` of it (no view event).
+        let ops = vec![ddl_op(db, None, doc! {"drop": "system.views"})?];
+        self.catalog.remove_views(db, &self.ddl_commit(ops))?;
         if had {
-            self.log_ddl(db, None, doc! {"dropDatabase": 1})?;
+            let ops = vec![ddl_op(db, None, doc! {"dropDatabase": 1})?];
+            self.ddl_commit(ops)(crate::catalog::CatalogChange::none(&self.catalog))?;
         }
         Ok(())
     }
@@ -258,24 +277,31 @@ impl Database {
             ));
         }
         self.kill_user_txns(KILLED_BY_DDL);
-        let replaced = self.catalog.get(to).is_some();
-        if replaced {
+        if self.catalog.get(to).is_some() {
             self.cursors.kill_namespace(&to.to_string());
-            self.catalog.remove(self.engine(), to)?;
         }
         self.cursors.kill_namespace(&from.to_string());
+        self.move_logged(from, to)
+    }
+
+    /// Moves `from` over `to` (dropping the collection there, if any) with its
+    /// `renameCollection` entry in one commit: one entry even when a target is dropped, as
+    /// mongod writes it (`dropTarget: <the dropped collection's UUID>`, absent when there
+    /// was none). The caller holds the DDL lock and has checked `from` exists.
+    fn move_logged(&self, from: &Namespace, to: &Namespace) -> DbResult<()> {
         let ui = self.catalog.get(from).map(|c| c.uuid);
-        self.catalog.rename(self.engine(), from, to)?;
-        self.log_ddl(
-            &from.db,
-            ui,
-            doc! {
-                "renameCollection": from.to_string(),
-                "to": to.to_string(),
-                "stayTemp": false,
-                "dropTarget": replaced,
-            },
-        )
+        let mut command = doc! {
+            "renameCollection": from.to_string(),
+            "to": to.to_string(),
+            "stayTemp": false,
+        };
+        if let Some(target) = self.catalog.get(to) {
+            command.insert("dropTarget", target.uuid);
+        }
+        let ops = vec![ddl_op(&from.db, ui, command)?];
+        self.catalog
+            .replace(self.engine(), from, to, &self.ddl_commit(ops))?;
+        Ok(())
     }
 
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
@@ -314,12 +340,8 @@ impl Database {
                 return Err(e);
             }
         }
+        // Each index's `createIndexes` entry committed with its record made ready (B4).
         let coll = self.catalog.get(ns);
-        for index in &published {
-            let mut command = doc! {"createIndexes": &ns.coll};
-            command.extend(index.spec.clone());
-            self.log_ddl(&ns.db, coll.as_ref().map(|c| c.uuid), command)?;
-        }
         let after = coll.map_or(before, |c| c.ready_indexes().count() + 1);
         Ok(CreateIndexesResult {
             before,
@@ -353,7 +375,8 @@ impl Database {
         self.refuse_view(ns)?;
         let created_collection = self.catalog.get(ns).is_none();
         if created_collection {
-            self.catalog.create(self.engine(), ns, Document::new())?;
+            // Its own `create` entry first, as mongod logs an implicit create.
+            self.create_logged(ns, Document::new())?;
         }
         let mut coll = self
             .catalog
@@ -381,9 +404,10 @@ impl Database {
             let index = Arc::new(Index::new_empty(id, stored, def, tree, false));
             let mut indexes = coll.indexes.clone();
             indexes.push(index.clone());
+            // Published unready: no entry until the build makes it ready (B4).
             coll = self
                 .catalog
-                .commit(self.engine(), coll.with_indexes(indexes))?
+                .commit(coll.with_indexes(indexes), &self.ddl_commit(Vec::new()))?
                 .0;
             published.push(index);
         }
@@ -474,15 +498,16 @@ impl Database {
             .cloned()
             .partition(|i| !names.contains(&i.def.name));
         self.cursors.kill_namespace(&ns.to_string());
+        let ops = gone
+            .iter()
+            .map(|i| {
+                let command =
+                    doc! {"dropIndexes": &ns.coll, "index": &i.def.name, "o2": i.spec.clone()};
+                ddl_op(&ns.db, Some(coll.uuid), command)
+            })
+            .collect::<DbResult<Vec<_>>>()?;
         self.catalog
-            .commit(self.engine(), coll.with_indexes(keep))?;
-        for i in &gone {
-            self.log_ddl(
-                &ns.db,
-                Some(coll.uuid),
-                doc! {"dropIndexes": &ns.coll, "index": &i.def.name, "o2": i.spec.clone()},
-            )?;
-        }
+            .commit(coll.with_indexes(keep), &self.ddl_commit(ops))?;
         for i in gone {
             self.engine()
                 .drop_tree(i.tree.name())
@@ -494,7 +519,9 @@ impl Database {
 
 impl Database {
     /// Creates `ns` with `options` and the indexes `specs` (a `$out`'s temporary collection,
-    /// shaped like its target). The collection is new, so no session transaction is aborted.
+    /// shaped like its target) in one commit, with the entries mongod writes for it: `create`
+    /// with `temp: true`, then one `createIndexes` per index. The collection is new, so no
+    /// session transaction is aborted.
     pub(crate) fn create_with_indexes(
         &self,
         ns: &Namespace,
@@ -509,8 +536,10 @@ impl Database {
                 format!("Collection {ns} already exists."),
             ));
         }
-        let coll = self.catalog.create(self.engine(), ns, options)?;
-        let mut indexes = Vec::new();
+        let mut coll = self.catalog.prepare(self.engine(), ns, options)?;
+        let mut create = doc! {"create": &ns.coll, "temp": true};
+        create.extend(coll.options.clone());
+        let mut ops = vec![ddl_op(&ns.db, Some(coll.uuid), create)?];
         for (stored, def) in parsed {
             if def.name == "_id_" {
                 continue;
@@ -518,12 +547,13 @@ impl Database {
             let (id, tree) =
                 self.catalog
                     .create_index_tree(self.engine(), &coll, &stored, def.clustering)?;
-            indexes.push(Arc::new(Index::new_empty(id, stored, def, tree, true)));
+            let mut command = doc! {"createIndexes": &ns.coll};
+            command.extend(stored.clone());
+            ops.push(ddl_op(&ns.db, Some(coll.uuid), command)?);
+            coll.indexes
+                .push(Arc::new(Index::new_empty(id, stored, def, tree, true)));
         }
-        if !indexes.is_empty() {
-            self.catalog
-                .commit(self.engine(), coll.with_indexes(indexes))?;
-        }
+        self.catalog.commit(coll, &self.ddl_commit(ops))?;
         Ok(())
     }
 
@@ -558,8 +588,7 @@ impl Database {
             self.cursors.kill_namespace(&to.to_string());
         }
         self.cursors.kill_namespace(&from.to_string());
-        self.catalog.replace(self.engine(), from, to)?;
-        Ok(())
+        self.move_logged(from, to)
     }
 }
 

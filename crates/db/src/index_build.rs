@@ -21,7 +21,7 @@
 //!   build with `IndexBuildAborted`. No cursor or snapshot is held between chunks, so the
 //!   build never reads a tree a DDL dropped.
 //! - B4. The index becomes ready under the DDL lock (catalog record rewritten without
-//!   `building`); a failed build (a duplicate key in a unique index, an abort) removes the
+//!   `building`), in one commit with its `createIndexes` oplog entry on a member; a failed build (a duplicate key in a unique index, an abort) removes the
 //!   index and its tree under the same lock.
 //! - B5. A build a shutdown or crash interrupted is still `building` in the catalog; opening
 //!   the database runs it again from the start before anything else (`resume_builds`).
@@ -68,11 +68,15 @@ impl Database {
             }
             return filled.and(current.map(|_| ()));
         };
+        // The record made ready and the index's `createIndexes` entry: one commit (B4).
+        let mut command = bson::doc! {"createIndexes": &ns.coll};
+        command.extend(index.spec.clone());
+        let ops = vec![crate::ddl_log::ddl_op(&ns.db, Some(coll.uuid), command)?];
         index.ready.store(true, Ordering::SeqCst);
-        if let Err(e) = self
-            .catalog
-            .commit(self.engine(), coll.with_indexes(coll.indexes.clone()))
-        {
+        if let Err(e) = self.catalog.commit(
+            coll.with_indexes(coll.indexes.clone()),
+            &self.ddl_commit(ops),
+        ) {
             index.ready.store(false, Ordering::SeqCst);
             return Err(e);
         }
@@ -199,8 +203,9 @@ impl Database {
             .filter(|i| !Arc::ptr_eq(i, index))
             .cloned()
             .collect();
+        // Never made ready, so never logged: nothing records its removal.
         self.catalog
-            .commit(self.engine(), coll.with_indexes(rest))?;
+            .commit(coll.with_indexes(rest), &self.ddl_commit(Vec::new()))?;
         let _ = self.engine().drop_tree(index.tree.name());
         Ok(())
     }

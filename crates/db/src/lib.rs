@@ -17,6 +17,7 @@ pub mod change_stream;
 mod collation_scope;
 mod cursors;
 mod ddl;
+mod ddl_log;
 mod doc_prepare;
 mod doc_write;
 mod exec;
@@ -80,6 +81,10 @@ pub struct DbOptions {
     pub engine: EnvOptions,
     /// Send eligible updates as read-free messages (`fastUpdates`, `fast_update.rs`).
     pub fast_updates: bool,
+    /// A `--replSet` member, which will call `enable_oplog`: the DDL that opening runs on
+    /// its own (resuming interrupted index builds, dropping `$out`'s temporary collections)
+    /// waits for it, so that DDL's oplog entries are written (`ddl_log.rs`).
+    pub replica_set: bool,
 }
 
 /// An open database directory.
@@ -102,6 +107,8 @@ pub struct Database {
     snapshots: snapshot_read::History,
     /// Reopening the engine after a full device (`revive.rs`).
     revival: revive::Revival,
+    /// Whether `open` left its own DDL to `enable_oplog` (`DbOptions::replica_set`).
+    startup_ddl_deferred: bool,
 }
 
 impl Database {
@@ -127,10 +134,20 @@ impl Database {
             oplog: std::sync::OnceLock::new(),
             snapshots: snapshot_read::History::default(),
             revival: revive::Revival::default(),
+            startup_ddl_deferred: options.replica_set,
         };
-        db.drop_temporary_out_collections()?;
-        db.resume_builds()?;
+        if !db.startup_ddl_deferred {
+            db.startup_ddl()?;
+        }
         Ok(db)
+    }
+
+    /// The DDL a database runs on its own when it opens: dropping the temporary collections
+    /// of `$out`s a crash interrupted, then running interrupted index builds again (B5). On a
+    /// member, once its oplog is enabled, so each is logged as mongod logs them.
+    pub(crate) fn startup_ddl(&self) -> DbResult<()> {
+        self.drop_temporary_out_collections()?;
+        self.resume_builds()
     }
 
     /// The engine environment underneath (for counters and diagnostics).

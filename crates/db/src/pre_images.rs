@@ -184,11 +184,7 @@ impl Database {
         let ns = pre_images_namespace();
         let coll = match self.catalog.get(&ns) {
             Some(c) => c,
-            None => {
-                let c = self.catalog.create(self.engine(), &ns, Document::new())?;
-                self.log_ddl(&ns.db, Some(c.uuid), doc! {"create": &ns.coll})?;
-                c
-            }
+            None => self.create_logged(&ns, Document::new())?,
         };
         let _ = oplog.pre_images.set(PreImageStore::new(&coll));
         Ok(())

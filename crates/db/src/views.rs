@@ -12,14 +12,14 @@
 //! refuses a cycle (`GraphContainsCycle`, 5) and a chain deeper than mongod's 20 views
 //! (`ViewDepthLimitExceeded`, 165).
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CatalogCommit};
+use crate::ddl_log::view_op;
 use crate::namespace::Namespace;
 use crate::query_ops::FindSpec;
-use crate::{engine_error, Database, DbResult};
+use crate::{Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::aggregate::Pipeline;
 use shale_doc::{ErrorCode, MongoError, Projection};
-use shale_engine::WriteBatch;
 use std::sync::Arc;
 
 /// The catalog format version of a view record.
@@ -126,14 +126,13 @@ impl Catalog {
             .collect()
     }
 
-    /// Stores `view` durably, then publishes it. The caller holds the DDL lock.
-    fn put_view(&self, env: &shale_engine::Env, view: View) -> DbResult<()> {
+    /// Stores `view` durably (through `commit`), then publishes it. The caller holds the
+    /// DDL lock.
+    fn put_view(&self, view: View, commit: CatalogCommit<'_>) -> DbResult<()> {
         let bytes = bson::to_vec(&view.record()).map_err(|e| {
             MongoError::new(ErrorCode::InternalError, format!("encoding a view: {e}"))
         })?;
-        let mut batch = WriteBatch::new();
-        batch.put(self.tree(), view.ns.to_string().as_bytes(), &bytes);
-        env.write(batch).map_err(engine_error)?;
+        commit(self.view_change(&view.ns, Some(bytes)))?;
         self.views
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -142,17 +141,34 @@ impl Catalog {
     }
 
     /// Removes the view `ns` durably; false if there is none. The caller holds the DDL lock.
-    pub(crate) fn remove_view(&self, env: &shale_engine::Env, ns: &Namespace) -> DbResult<bool> {
+    pub(crate) fn remove_view(&self, ns: &Namespace, commit: CatalogCommit<'_>) -> DbResult<bool> {
         if self.view(ns).is_none() {
             return Ok(false);
         }
-        let mut batch = WriteBatch::new();
-        batch.delete(self.tree(), ns.to_string().as_bytes());
-        env.write(batch).map_err(engine_error)?;
+        commit(self.view_change(ns, None))?;
         self.views
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(ns);
+        Ok(true)
+    }
+
+    /// Removes every view of `db` in one change; false if there is none. The caller holds
+    /// the DDL lock.
+    pub(crate) fn remove_views(&self, db: &str, commit: CatalogCommit<'_>) -> DbResult<bool> {
+        let gone: Vec<Namespace> = self
+            .list_views(Some(db))
+            .iter()
+            .map(|v| v.ns.clone())
+            .collect();
+        if gone.is_empty() {
+            return Ok(false);
+        }
+        commit(self.removal(gone.iter()))?;
+        let mut views = self.views.write().unwrap_or_else(|p| p.into_inner());
+        for ns in &gone {
+            views.remove(ns);
+        }
         Ok(true)
     }
 }
@@ -180,8 +196,8 @@ impl Database {
             view_on: view_on.to_owned(),
             pipeline,
         };
-        self.catalog.put_view(self.engine(), view.clone())?;
-        self.log_view(&view, true)
+        let ops = vec![view_op(&view, true)?];
+        self.catalog.put_view(view, &self.ddl_commit(ops))
     }
 
     /// Refuses a chain from `on` that comes back to `ns` or passes `MAX_VIEW_DEPTH` views.

@@ -21,6 +21,7 @@ fn options(fast: bool) -> DbOptions {
     DbOptions {
         engine: tiny_engine(256 << 10, FsyncPolicy::EveryCommit),
         fast_updates: fast,
+        ..DbOptions::default()
     }
 }
 

@@ -88,6 +88,9 @@ impl Database {
             let _ddl = self.ddl_lock();
             self.ensure_pre_images()?;
         }
+        if self.startup_ddl_deferred {
+            self.startup_ddl()?;
+        }
         Ok(newest)
     }
 
@@ -159,7 +162,9 @@ impl Database {
             return Ok(c);
         }
         let options = doc! {"capped": true, "size": max_bytes as i64};
-        self.catalog.create(self.engine(), &ns, options)
+        // The `local` database's DDL is not logged.
+        self.catalog
+            .create(self.engine(), &ns, options, &self.ddl_commit(Vec::new()))
     }
 
     /// A buffer for a write's oplog operations: recording on a member, off on a standalone.
@@ -191,65 +196,6 @@ impl Database {
             }
             _ => txn.commit().map_err(engine_error),
         }
-    }
-
-    /// Writes a DDL's `c` entry (`create`, `drop`, `renameCollection`, `createIndexes`,
-    /// `dropIndexes`, `dropDatabase`) on `<db>.$cmd`, after the catalog change it records.
-    /// Not yet in the catalog write's own engine commit (the catalog writes through
-    /// `WriteBatch`): a crash between the two keeps the change without its entry
-    /// (docs/design-oplog.md, Gaps). Nothing for the `local` database, nor on a standalone.
-    pub(crate) fn log_ddl(
-        &self,
-        db: &str,
-        ui: Option<bson::Uuid>,
-        command: bson::Document,
-    ) -> DbResult<()> {
-        let Some(oplog) = self.oplog.get() else {
-            return Ok(());
-        };
-        if db == OPLOG_DB {
-            return Ok(());
-        }
-        let command = bson::RawDocumentBuf::from_document(&command)
-            .map_err(|e| MongoError::new(ErrorCode::InternalError, e.to_string()))?;
-        let op = entry::Operation {
-            op: entry::Op::Command { command },
-            ns: format!("{db}.$cmd"),
-            ui,
-        };
-        oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
-    }
-
-    /// Writes a view's definition change as mongod logs it: an insert into (or a delete
-    /// from) `<db>.system.views` of `{_id: "<db>.<view>", viewOn, pipeline}`. The view
-    /// catalog is not a collection here, so the entry is written after its change, as DDL
-    /// entries are (docs/design-oplog.md, Gaps). Nothing on a standalone.
-    pub(crate) fn log_view(&self, view: &crate::views::View, created: bool) -> DbResult<()> {
-        let Some(oplog) = self.oplog.get() else {
-            return Ok(());
-        };
-        let to_raw = |d: bson::Document| {
-            bson::RawDocumentBuf::from_document(&d)
-                .map_err(|e| MongoError::new(ErrorCode::InternalError, e.to_string()))
-        };
-        let key = to_raw(doc! {"_id": view.ns.to_string()})?;
-        let op = match created {
-            true => entry::Op::Insert {
-                doc: to_raw(doc! {
-                    "_id": view.ns.to_string(),
-                    "viewOn": &view.view_on,
-                    "pipeline": view.pipeline.clone(),
-                })?,
-                key,
-            },
-            false => entry::Op::Delete { key },
-        };
-        let op = entry::Operation {
-            op,
-            ns: format!("{}.system.views", view.ns.db),
-            ui: None,
-        };
-        oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
     }
 
     /// Writes a no-op entry (`op: "n"`, `o: {msg}`): "new primary" after an election,

@@ -1,6 +1,7 @@
 //! The oplog through the database: each write kind leaves its entry in the same commit, a
-//! rolled-back transaction leaves none, the size bound holds, tailing reads see new entries
-//! only once visible, and a reopened oplog goes on after its newest entry.
+//! rolled-back transaction leaves none, DDL entries commit with their catalog change (and a
+//! refused change writes none), the size bound holds, tailing reads see new entries only
+//! once visible, and a reopened oplog goes on after its newest entry.
 
 use super::log::OplogClock;
 use super::reader::OplogSource;
@@ -316,4 +317,151 @@ fn a_reopened_oplog_goes_on_after_its_newest_entry() {
         .collect();
     assert_eq!(stamps.len(), 3);
     assert!(super::pack(got[2].get_timestamp("ts").expect("ts")) > super::pack(newest.at.ts));
+}
+
+/// The `o` of each `c` entry on `app.$cmd`, in order.
+fn ddl_entries(db: &Database) -> Vec<Document> {
+    entries(db)
+        .into_iter()
+        .filter(|e| e.get_str("op") == Ok("c") && e.get_str("ns") == Ok("app.$cmd"))
+        .map(|e| e.get_document("o").expect("o").clone())
+        .collect()
+}
+
+#[test]
+fn ddl_entries_are_written_with_their_catalog_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    let (a, b) = (Namespace::new("app", "a").expect("ns"), ns());
+    let specs = [doc! {"key": {"x": 1}, "name": "x_1"}];
+    db.create_indexes(&a, &specs).expect("createIndexes");
+    db.create_collection(&b, doc! {}).expect("create");
+    let b_uuid = db.existing(&b).expect("b").uuid;
+    db.rename_collection(&a, &b, true).expect("rename");
+    db.drop_indexes(&b, &Bson::String("x_1".into()))
+        .expect("dropIndexes");
+    db.drop_collection(&b).expect("drop");
+    let got = ddl_entries(&db);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|o| o.keys().next().expect("a command").as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "create",
+            "createIndexes",
+            "create",
+            "renameCollection",
+            "dropIndexes",
+            "drop"
+        ]
+    );
+    assert_eq!(got[0], doc! {"create": "a"});
+    assert_eq!(got[1].get_str("name"), Ok("x_1"));
+    // One rename entry drops the target, naming it by UUID, as mongod writes it.
+    assert_eq!(
+        got[3],
+        doc! {"renameCollection": "app.a", "to": "app.c", "stayTemp": false, "dropTarget": b_uuid}
+    );
+    // A reopened database has the same catalog and the same entries.
+    db.close().expect("close");
+    let (db, _) = open(dir.path(), 1 << 30);
+    assert_eq!(ddl_entries(&db), got);
+    assert!(db.existing(&b).is_err() && db.existing(&a).is_err());
+}
+
+#[test]
+fn a_dropped_database_logs_each_collection_then_its_views_then_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    db.create_collection(&ns(), doc! {}).expect("create");
+    let view = Namespace::new("app", "v").expect("ns");
+    db.create_view(&view, "c", Vec::new()).expect("view");
+    db.drop_database("app").expect("dropDatabase");
+    let got = entries(&db);
+    let tail = ops(&got[got.len() - 3..]);
+    assert_eq!(
+        tail,
+        [("c", "app.$cmd"), ("c", "app.$cmd"), ("c", "app.$cmd")]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    let last: Vec<Document> = ddl_entries(&db).split_off(1);
+    assert_eq!(
+        last,
+        [
+            doc! {"drop": "c"},
+            doc! {"drop": "system.views"},
+            doc! {"dropDatabase": 1}
+        ]
+    );
+    assert!(!db.is_view(&view));
+}
+
+#[test]
+fn a_refused_catalog_change_writes_no_entry_and_publishes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = open(dir.path(), 1 << 30);
+    // A session transaction's pending create holds the record's key: the plain create of
+    // the same name conflicts, and its engine transaction (entry included) is abandoned.
+    let t = db.begin_user_txn();
+    db.create_collection_in(&t, &ns(), doc! {})
+        .expect("create in the transaction");
+    let before = entries(&db).len();
+    let refused = db
+        .create_collection(&ns(), doc! {})
+        .expect_err("a conflict");
+    assert_eq!(refused.code, shale_doc::ErrorCode::WriteConflict);
+    assert_eq!(entries(&db).len(), before);
+    assert!(db.existing(&ns()).is_err());
+    // The slot it reserved is finished: later entries are visible.
+    db.abort_user_txn(&t);
+    db.create_collection(&ns(), doc! {}).expect("create");
+    assert_eq!(ddl_entries(&db).last(), Some(&doc! {"create": "c"}));
+}
+
+#[test]
+fn a_members_start_up_ddl_waits_for_its_oplog_and_is_logged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let member = DbOptions {
+        replica_set: true,
+        ..DbOptions::default()
+    };
+    let temp = Namespace::new("app", "tmp.agg_out.left").expect("ns");
+    {
+        let (db, _) = open(dir.path(), 1 << 30);
+        db.insert(&ns(), &[raw(doc! {"_id": 1, "a": 1})], true)
+            .expect("insert");
+        // As a crash mid-build and mid-$out leave them: an index published unready, a
+        // temporary collection never renamed.
+        let specs = [doc! {"key": {"a": 1}, "name": "a_1"}];
+        assert!(matches!(
+            db.publish_indexes(&ns(), &specs).expect("publish"),
+            crate::ddl::Publish::Done(_)
+        ));
+        db.create_with_indexes(&temp, doc! {}, &[]).expect("temp");
+        db.close().expect("close");
+    }
+    let db = Database::open(dir.path(), member).expect("reopen");
+    assert!(db.existing(&temp).is_ok(), "left for enable_oplog");
+    let clock = Arc::new(CountingClock::default());
+    db.enable_oplog(clock, 1 << 30).expect("enable");
+    assert!(db.existing(&temp).is_err());
+    let names: Vec<String> = db
+        .list_indexes(&ns())
+        .expect("indexes")
+        .iter()
+        .map(|s| s.get_str("name").expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["_id_", "a_1"]);
+    let got = ddl_entries(&db);
+    let kinds: Vec<&str> = got
+        .iter()
+        .map(|o| o.keys().next().expect("kind").as_str())
+        .collect();
+    assert_eq!(kinds, ["create", "create", "drop", "createIndexes"]);
+    assert_eq!(got[1].get_str("create"), Ok("tmp.agg_out.left"));
+    assert_eq!(got[1].get_bool("temp"), Ok(true));
+    assert_eq!(got[2], doc! {"drop": "tmp.agg_out.left"});
+    assert_eq!(got[3].get_str("name"), Ok("a_1"));
 }
