@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Short fuzzing runs of every cargo-fuzz target (fuzz/): the wire decoder with command
-# dispatch on a real database, and the BSON readers (matcher, projection, update, pipeline,
-# key encoding). `SECONDS_PER_TARGET` (default 30) bounds each run; a crash fails the script
-# and leaves the input under fuzz/artifacts/<target>/. Runs on the pinned stable toolchain
-# (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its coverage flags; no sanitizer, `-s none`), so
-# nothing but cargo-fuzz itself is downloaded. Seeds: fuzz/seeds/<target>/.
+# dispatch on a real database, the BSON readers (matcher, projection, update, pipeline,
+# key encoding), and the engine's on-disk decoders (node blocks, basements, block file
+# headers and tables, log frames and records). `SECONDS_PER_TARGET` (default 30) bounds
+# each run; a crash fails the script and leaves the input under fuzz/artifacts/<target>/.
+# Runs on the pinned stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its coverage
+# flags; no sanitizer, `-s none`), so nothing but cargo-fuzz itself is downloaded. Seeds: fuzz/seeds/<target>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_PER_TARGET:-30}"
@@ -16,7 +17,7 @@ fi
 # with coverage instrumentation into fuzz/target and takes minutes; the runs below reuse it.
 echo "== building the fuzz targets (cargo fuzz build; minutes on the first run, into fuzz/target)"
 RUSTC_BOOTSTRAP=1 cargo fuzz build -s none
-for target in wire_message bson_readers; do
+for target in wire_message bson_readers engine_decoders; do
     echo "== fuzz $target for ${secs}s"
     corpus="${CARGO_TARGET_DIR:-target}/fuzz-corpus/$target"
     mkdir -p "$corpus"

@@ -4,7 +4,7 @@
 # drivers' CRUD spec tests (against a standalone and a one-member --replSet) and pymongo's
 # test_auth.py against a server with --auth (all from the pymongo source package) with
 # pass-count floors, the mongosh smoke tests (standalone and --replSet), and
-# short cargo-fuzz runs of the wire decoder and the BSON readers.
+# short cargo-fuzz runs of the wire decoder, the BSON readers and the engine's decoders.
 # Needs rustup (rust-toolchain.toml), a C toolchain (cc, make), Python 3.11+ with venv,
 # Node.js with npm, openssl, and the crates.io, PyPI and npm registries on the first run:
 # the README's Prerequisites section, which also lists what this installs and where.
@@ -77,5 +77,5 @@ bash tests/spec/run_pymongo_suite.sh change_streams_rs
 step "pymongo 4.20.0's test/test_auth.py against $SHALE_BIN --auth (tests/spec)"
 bash tests/spec/run_auth.sh
 
-step "fuzz: wire decoder + dispatch, and the BSON readers, ${FUZZ_SECONDS:-20}s each (scripts/fuzz.sh)"
+step "fuzz: wire decoder + dispatch, the BSON readers, the engine's decoders, ${FUZZ_SECONDS:-20}s each (scripts/fuzz.sh)"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-20}" bash scripts/fuzz.sh

@@ -13,6 +13,7 @@ mod catalog;
 mod codec;
 mod codec_helper;
 mod counters;
+pub mod decoders;
 mod env;
 mod error;
 mod handle;

@@ -22,10 +22,10 @@
 //! and the reader tells which by comparing images (B10).
 
 mod allocator;
-mod btt;
+pub(crate) mod btt;
 #[cfg(test)]
 mod fault_tests;
-mod header;
+pub(crate) mod header;
 pub(crate) mod salvage;
 #[cfg(test)]
 mod tests;

@@ -21,8 +21,11 @@ mod record;
 pub(crate) mod salvage;
 mod writer;
 
+#[cfg(test)]
+pub(crate) use frame::encode_frame;
 pub use frame::{
-    frame_len, Lsn, FILE_HEADER_BYTES, FORMAT_VERSION, FRAME_HEADER_BYTES, MAX_PAYLOAD_BYTES,
+    decode_frame, frame_len, Decoded, Lsn, FILE_HEADER_BYTES, FORMAT_VERSION, FRAME_HEADER_BYTES,
+    MAX_PAYLOAD_BYTES,
 };
 pub use reader::replay;
 
