@@ -19,6 +19,7 @@ mod group;
 mod lookup;
 mod project;
 mod reshape;
+mod sample;
 mod set_fields;
 mod simple;
 mod sort;
@@ -71,6 +72,8 @@ pub(crate) enum Stage {
     Documents(Expr),
     /// `$out` or `$merge`: documents pass through; the database writes them.
     Write(write_stage::WriteStage),
+    /// `$sample`: this many documents at random.
+    Sample(u64),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -122,7 +125,6 @@ const NOT_YET: &[&str] = &[
     "$listSessions",
     "$planCacheStats",
     "$redact",
-    "$sample",
     "$search",
     "$searchMeta",
     "$setWindowFields",
@@ -181,6 +183,7 @@ pub(crate) fn parse_stage(
         "$documents" => documents::parse(spec, vars).map(Stage::Documents),
         "$out" => write_stage::parse_out(spec).map(Stage::Write),
         "$merge" => write_stage::parse_merge(spec, vars).map(Stage::Write),
+        "$sample" => sample::parse(spec).map(Stage::Sample),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -213,6 +216,7 @@ impl Stage {
             Stage::Documents(_) => "$documents",
             Stage::Write(write_stage::WriteStage::Out(_)) => "$out",
             Stage::Write(write_stage::WriteStage::Merge(_)) => "$merge",
+            Stage::Sample(_) => "$sample",
         }
     }
 
@@ -229,6 +233,7 @@ impl Stage {
                 | Stage::Unwind(_)
                 | Stage::Count(_)
                 | Stage::Write(_)
+                | Stage::Sample(_)
         )
     }
 }
