@@ -238,6 +238,7 @@ error_codes! {
     Location31287 = 31287,
     Location31308 = 31308,
     Location31325 = 31325,
+    Location31441 = 31441,
     Location31253 = 31253,
     Location31254 = 31254,
     Location31256 = 31256,

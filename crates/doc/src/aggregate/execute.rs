@@ -10,7 +10,7 @@ use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::lookup::LookupResolver;
-use super::{documents, facet, group, lookup, sample, simple, sort, Stage};
+use super::{documents, facet, group, lookup, sample, simple, sort, union_with, Stage};
 use crate::matcher::expr::Value;
 use crate::{ErrorCode, MongoError};
 
@@ -106,6 +106,7 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             // The database writes what reaches a write stage (`write_stage.rs`).
             Stage::Write(_) => stream,
             Stage::Sample(size) => sample::run(*size, stream, ctx),
+            Stage::UnionWith(spec) => union_with::run(spec, stream, ctx),
         };
         if stage.may_nest_deeper() {
             stream = bound_depth(stream);

@@ -23,6 +23,7 @@ mod sample;
 mod set_fields;
 mod simple;
 mod sort;
+mod union_with;
 mod unwind;
 mod write_stage;
 
@@ -74,6 +75,8 @@ pub(crate) enum Stage {
     Write(write_stage::WriteStage),
     /// `$sample`: this many documents at random.
     Sample(u64),
+    /// `$unionWith`: another collection's documents after the input's.
+    UnionWith(Box<union_with::UnionWith>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -82,6 +85,7 @@ pub(crate) enum Place {
     Top,
     Facet,
     Lookup,
+    UnionWith,
 }
 
 /// The leading stages of a pipeline that a query planner can run as a find: an optional
@@ -129,7 +133,6 @@ const NOT_YET: &[&str] = &[
     "$searchMeta",
     "$setWindowFields",
     "$shardedDataDistribution",
-    "$unionWith",
     "$vectorSearch",
 ];
 
@@ -184,6 +187,7 @@ pub(crate) fn parse_stage(
         "$out" => write_stage::parse_out(spec).map(Stage::Write),
         "$merge" => write_stage::parse_merge(spec, vars).map(Stage::Write),
         "$sample" => sample::parse(spec).map(Stage::Sample),
+        "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -217,6 +221,7 @@ impl Stage {
             Stage::Write(write_stage::WriteStage::Out(_)) => "$out",
             Stage::Write(write_stage::WriteStage::Merge(_)) => "$merge",
             Stage::Sample(_) => "$sample",
+            Stage::UnionWith(_) => "$unionWith",
         }
     }
 
@@ -418,6 +423,15 @@ impl Pipeline {
 fn check_placement(stages: &[Stage], place: Place) -> Result<(), MongoError> {
     for (i, stage) in stages.iter().enumerate() {
         match stage {
+            Stage::Write(_) if place == Place::UnionWith => {
+                return Err(MongoError::new(
+                    ErrorCode::Location31441,
+                    format!(
+                        "{} is not allowed within a $unionWith's sub-pipeline",
+                        stage.name()
+                    ),
+                ))
+            }
             Stage::Write(_) if place == Place::Lookup => {
                 return Err(MongoError::new(
                     ErrorCode::Location51047,

@@ -1,0 +1,47 @@
+"""`$sample` and `$unionWith` (issue 27 item 5). `$sample`: N documents at random without
+repeats, all of them when there are fewer, after other stages too. `$unionWith`: the input,
+then another collection through its sub-pipeline. Both with mongod's codes for bad specs."""
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+def test_a_sample_is_drawn_without_repeats(coll):
+    coll.insert_many([{"_id": i, "even": i % 2 == 0} for i in range(200)])
+    got = [d["_id"] for d in coll.aggregate([{"$sample": {"size": 20}}])]
+    assert len(got) == 20 and len(set(got)) == 20 and all(0 <= i < 200 for i in got)
+    evens = [d["_id"] for d in coll.aggregate([{"$match": {"even": True}}, {"$sample": {"size": 5}}])]
+    assert len(evens) == 5 and all(i % 2 == 0 for i in evens)
+    everything = [d["_id"] for d in coll.aggregate([{"$sample": {"size": 1000}}])]
+    assert sorted(everything) == list(range(200))
+    # Two draws of 20 from 200 are the same set with probability ~ 1e-26.
+    again = [d["_id"] for d in coll.aggregate([{"$sample": {"size": 20}}])]
+    assert set(again) != set(got)
+
+
+@pytest.mark.parametrize(
+    "spec, code",
+    [(5, 28745), ({"size": "x"}, 28746), ({"size": -1}, 28747), ({"size": 1, "n": 1}, 28748), ({}, 28749)],
+)
+def test_bad_specs_get_mongods_codes(coll, spec, code):
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$sample": spec}]))
+    assert e.value.code == code
+
+
+def test_union_with_adds_another_collection_after_the_input(db):
+    db["a"].insert_many([{"_id": i, "src": "a"} for i in range(3)])
+    db["b"].insert_many([{"_id": i, "src": "b"} for i in range(4)])
+    got = list(db["a"].aggregate([{"$unionWith": "b"}]))
+    assert [d["src"] for d in got] == ["a"] * 3 + ["b"] * 4
+    got = list(db["a"].aggregate([
+        {"$match": {"_id": {"$lt": 2}}},
+        {"$unionWith": {"coll": "b", "pipeline": [{"$match": {"_id": {"$gte": 2}}}, {"$project": {"src": 1}}]}},
+        {"$group": {"_id": "$src", "n": {"$sum": 1}}},
+        {"$sort": {"_id": 1}},
+    ]))
+    assert got == [{"_id": "a", "n": 2}, {"_id": "b", "n": 2}]
+    assert len(list(db["a"].aggregate([{"$unionWith": "missing"}]))) == 3
+    with pytest.raises(OperationFailure) as e:
+        list(db["a"].aggregate([{"$unionWith": {"coll": "b", "pipeline": [{"$out": "c"}]}}]))
+    assert e.value.code == 31441
