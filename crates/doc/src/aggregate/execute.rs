@@ -97,7 +97,7 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
                 };
                 sort::run(spec, stream, limit, ctx)
             }
-            Stage::SortByCount { group, sort } => {
+            Stage::SortByCount { group, sort } | Stage::Bucket { group, sort } => {
                 sort::run(sort, group::run(group, stream, ctx), None, ctx)
             }
             Stage::Lookup(spec) => lookup::run(spec, stream, ctx),

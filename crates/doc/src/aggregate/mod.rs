@@ -11,6 +11,7 @@
 //! come through `LookupResolver`) and no wire protocol.
 
 mod accumulator;
+mod bucket;
 mod documents;
 mod execute;
 mod facet;
@@ -73,6 +74,11 @@ pub(crate) enum Stage {
     Documents(Expr),
     /// `$out` or `$merge`: documents pass through; the database writes them.
     Write(write_stage::WriteStage),
+    /// `$bucket`: the `$group` and `$sort` it stands for (`bucket.rs`).
+    Bucket {
+        group: group::GroupSpec,
+        sort: sort::SortSpec,
+    },
     /// `$sample`: this many documents at random.
     Sample(u64),
     /// `$unionWith`: another collection's documents after the input's.
@@ -112,7 +118,6 @@ fn one_field_error() -> MongoError {
 
 /// Stages MongoDB 7.0 has that this pipeline does not run yet.
 const NOT_YET: &[&str] = &[
-    "$bucket",
     "$bucketAuto",
     "$changeStream",
     "$changeStreamSplitLargeEvent",
@@ -187,6 +192,7 @@ pub(crate) fn parse_stage(
         "$out" => write_stage::parse_out(spec).map(Stage::Write),
         "$merge" => write_stage::parse_merge(spec, vars).map(Stage::Write),
         "$sample" => sample::parse(spec).map(Stage::Sample),
+        "$bucket" => bucket::parse(spec, vars).map(|(group, sort)| Stage::Bucket { group, sort }),
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
@@ -221,6 +227,7 @@ impl Stage {
             Stage::Write(write_stage::WriteStage::Out(_)) => "$out",
             Stage::Write(write_stage::WriteStage::Merge(_)) => "$merge",
             Stage::Sample(_) => "$sample",
+            Stage::Bucket { .. } => "$bucket",
             Stage::UnionWith(_) => "$unionWith",
         }
     }

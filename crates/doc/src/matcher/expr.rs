@@ -150,6 +150,11 @@ pub enum Expr {
     },
     /// `$rand`: a double in [0, 1).
     Rand,
+    /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
+    Switch {
+        branches: Vec<(Expr, Expr)>,
+        default: Option<Box<Expr>>,
+    },
 }
 
 pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
@@ -198,6 +203,7 @@ const SPECIAL: &[&str] = &[
     "$setField",
     "$unsetField",
     "$rand",
+    "$switch",
 ];
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
@@ -293,6 +299,9 @@ impl Expr {
             Expr::GetField { field, input } => {
                 super::expr_fields::get_field(field, input.eval(root, stack)?)
             }
+            Expr::Switch { branches, default } => {
+                super::expr_switch::eval(branches, default.as_deref(), root, stack)
+            }
             Expr::SetField {
                 field,
                 input,
@@ -326,6 +335,12 @@ impl Expr {
             Expr::GetField { input, .. } => input.reads_document(),
             Expr::Collated(inner, _) => inner.reads_document(),
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
+            Expr::Switch { branches, default } => {
+                branches
+                    .iter()
+                    .any(|(c, t)| c.reads_document() || t.reads_document())
+                    || default.as_ref().is_some_and(|d| d.reads_document())
+            }
         }
     }
 }
@@ -377,6 +392,7 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
             return super::expr_fields::parse_set_field(first, first_value, scope)
         }
         "$rand" => return parse_rand(first_value),
+        "$switch" => return super::expr_switch::parse(first_value, scope),
         _ => {}
     }
     let op = operator(first).ok_or_else(|| {

@@ -1,6 +1,7 @@
-"""`$sample` and `$unionWith` (issue 27 item 5). `$sample`: N documents at random without
-repeats, all of them when there are fewer, after other stages too. `$unionWith`: the input,
-then another collection through its sub-pipeline. Both with mongod's codes for bad specs."""
+"""Aggregation stages and expressions added for issue 27 item 5: `$sample` (N documents at
+random without repeats, all of them when there are fewer), `$unionWith` (the input, then
+another collection through its sub-pipeline), `$bucket` (groups by boundaries, mongod's
+`$group` + `$switch` rewrite) and the `$switch` expression; each with mongod's codes."""
 
 import pytest
 from pymongo.errors import OperationFailure
@@ -45,3 +46,27 @@ def test_union_with_adds_another_collection_after_the_input(db):
     with pytest.raises(OperationFailure) as e:
         list(db["a"].aggregate([{"$unionWith": {"coll": "b", "pipeline": [{"$out": "c"}]}}]))
     assert e.value.code == 31441
+
+
+def test_bucket_groups_by_boundaries_with_a_default(coll):
+    coll.insert_many([{"price": p} for p in [1, 5, 12, 7, 30, 0, -4]])
+    got = list(coll.aggregate([
+        {"$bucket": {"groupBy": "$price", "boundaries": [0, 5, 10, 20], "default": "other",
+                     "output": {"n": {"$sum": 1}, "top": {"$max": "$price"}}}},
+    ]))
+    assert got == [
+        {"_id": 0, "n": 2, "top": 1},
+        {"_id": 5, "n": 2, "top": 7},
+        {"_id": 10, "n": 1, "top": 12},
+        {"_id": "other", "n": 2, "top": 30},
+    ]
+    switched = list(coll.aggregate([
+        {"$project": {"_id": 0, "size": {"$switch": {"branches": [
+            {"case": {"$lt": ["$price", 0]}, "then": "negative"},
+            {"case": {"$lt": ["$price", 10]}, "then": "small"}], "default": "large"}}}},
+        {"$group": {"_id": "$size", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}},
+    ]))
+    assert switched == [{"_id": "large", "n": 2}, {"_id": "negative", "n": 1}, {"_id": "small", "n": 4}]
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$bucket": {"groupBy": "$price", "boundaries": [0, 10]}}]))
+    assert e.value.code == 40066
