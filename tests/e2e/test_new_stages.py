@@ -1,7 +1,8 @@
 """Aggregation stages and expressions added for issue 27 item 5: `$sample` (N documents at
 random without repeats, all of them when there are fewer), `$unionWith` (the input, then
 another collection through its sub-pipeline), `$bucket` (groups by boundaries, mongod's
-`$group` + `$switch` rewrite) and the `$switch` expression; each with mongod's codes."""
+`$group` + `$switch` rewrite), and the `$switch`, `$map`, `$filter` and `$reduce`
+expressions; each with mongod's codes."""
 
 import pytest
 from pymongo.errors import OperationFailure
@@ -70,3 +71,24 @@ def test_bucket_groups_by_boundaries_with_a_default(coll):
     with pytest.raises(OperationFailure) as e:
         list(coll.aggregate([{"$bucket": {"groupBy": "$price", "boundaries": [0, 10]}}]))
     assert e.value.code == 40066
+
+
+def test_map_filter_and_reduce_in_a_projection_and_a_filter(coll):
+    coll.insert_many([{"_id": 1, "xs": [1, 2, 3, 4]}, {"_id": 2, "xs": [10]}, {"_id": 3}])
+    got = list(coll.aggregate([{"$project": {
+        "doubled": {"$map": {"input": "$xs", "as": "x", "in": {"$multiply": ["$$x", 2]}}},
+        "big": {"$filter": {"input": "$xs", "cond": {"$gte": ["$$this", 3]}, "limit": 1}},
+        "sum": {"$reduce": {"input": "$xs", "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}},
+    }}, {"$sort": {"_id": 1}}]))
+    assert got == [
+        {"_id": 1, "doubled": [2, 4, 6, 8], "big": [3], "sum": 10},
+        {"_id": 2, "doubled": [20], "big": [10], "sum": 10},
+        {"_id": 3, "doubled": None, "big": None, "sum": None},
+    ]
+    # In a find filter through $expr.
+    ids = [d["_id"] for d in coll.find({"$expr": {"$gt": [
+        {"$size": {"$ifNull": [{"$filter": {"input": "$xs", "cond": {"$lt": ["$$this", 3]}}}, []]}}, 1]}})]
+    assert ids == [1]
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate([{"$project": {"m": {"$map": {"input": 5, "in": 1}}}}]))
+    assert e.value.code == 16883

@@ -150,6 +150,8 @@ pub enum Expr {
     },
     /// `$rand`: a double in [0, 1).
     Rand,
+    /// `$map`, `$filter`, `$reduce` (`expr_arrays.rs`).
+    Arrays(Box<super::expr_arrays::ArrayExpr>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
         branches: Vec<(Expr, Expr)>,
@@ -204,6 +206,9 @@ const SPECIAL: &[&str] = &[
     "$unsetField",
     "$rand",
     "$switch",
+    "$map",
+    "$filter",
+    "$reduce",
 ];
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
@@ -302,6 +307,7 @@ impl Expr {
             Expr::Switch { branches, default } => {
                 super::expr_switch::eval(branches, default.as_deref(), root, stack)
             }
+            Expr::Arrays(a) => a.eval(root, stack),
             Expr::SetField {
                 field,
                 input,
@@ -335,6 +341,7 @@ impl Expr {
             Expr::GetField { input, .. } => input.reads_document(),
             Expr::Collated(inner, _) => inner.reads_document(),
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
+            Expr::Arrays(a) => a.reads_document(),
             Expr::Switch { branches, default } => {
                 branches
                     .iter()
@@ -393,6 +400,9 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
         }
         "$rand" => return parse_rand(first_value),
         "$switch" => return super::expr_switch::parse(first_value, scope),
+        "$map" => return super::expr_arrays::parse_map(first_value, scope),
+        "$filter" => return super::expr_arrays::parse_filter(first_value, scope),
+        "$reduce" => return super::expr_arrays::parse_reduce(first_value, scope),
         _ => {}
     }
     let op = operator(first).ok_or_else(|| {

@@ -84,6 +84,15 @@ impl<'v> Scope<'v> {
         }
     }
 
+    /// Runs `f` with `names` in scope as the next slots (`$map`, `$filter`, `$reduce`).
+    pub(crate) fn with_locals<T>(&mut self, names: &[&str], f: impl FnOnce(&mut Self) -> T) -> T {
+        let depth = self.locals.len();
+        self.locals.extend(names.iter().map(|n| (*n).to_owned()));
+        let out = f(self);
+        self.locals.truncate(depth);
+        out
+    }
+
     /// `$let: {vars: {name: expr, ...}, in: expr}`.
     pub(crate) fn parse_let(&mut self, arg: RawBsonRef<'_>) -> Result<Expr, MongoError> {
         let RawBsonRef::Document(args) = arg else {

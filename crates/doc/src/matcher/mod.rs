@@ -13,6 +13,7 @@ pub mod element;
 pub mod evaluation;
 pub mod expr;
 pub mod expr_arith;
+pub mod expr_arrays;
 mod expr_fields;
 pub mod expr_ops;
 mod expr_switch;
