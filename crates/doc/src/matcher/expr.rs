@@ -6,7 +6,7 @@
 //! `$rand`, the strings `$concat $toLower $toUpper $strLenCP` and the arrays `$size
 //! $arrayElemAt $in`. Arithmetic (`$add $subtract $multiply $divide $mod $abs`) lives in
 //! `expr_arith`; strings and arrays in `expr_ops`; `$getField $setField $unsetField` in
-//! `expr_fields`.
+//! `expr_fields`; `$switch` in `expr_switch`; `$map $filter $reduce` in `expr_arrays`.
 //!
 //! Parsing raises MongoDB's parse errors (unknown operator 168, arity 16020, ...); evaluation
 //! raises its runtime errors (e.g. `$size` of a non-array, 17124). Values borrowed from the
