@@ -6,7 +6,8 @@
 //! `$rand`, the strings `$concat $toLower $toUpper $strLenCP` and the arrays `$size
 //! $arrayElemAt $in`. Arithmetic (`$add $subtract $multiply $divide $mod $abs`) lives in
 //! `expr_arith`; strings and arrays in `expr_ops`; `$getField $setField $unsetField` in
-//! `expr_fields`; `$switch` in `expr_switch`; `$map $filter $reduce` in `expr_arrays`.
+//! `expr_fields`; `$switch` in `expr_switch`; `$map $filter $reduce` in `expr_arrays`; `$mergeObjects
+//! $objectToArray $concatArrays $isArray $reverseArray` in `expr_objects`.
 //!
 //! Parsing raises MongoDB's parse errors (unknown operator 168, arity 16020, ...); evaluation
 //! raises its runtime errors (e.g. `$size` of a non-array, 17124). Values borrowed from the
@@ -96,6 +97,11 @@ pub enum Op {
     IfNull,
     Cond,
     Type,
+    MergeObjects,
+    ObjectToArray,
+    ConcatArrays,
+    IsArray,
+    ReverseArray,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +198,11 @@ fn operator(name: &str) -> Option<Op> {
         "$ifNull" => Op::IfNull,
         "$cond" => Op::Cond,
         "$type" => Op::Type,
+        "$mergeObjects" => Op::MergeObjects,
+        "$objectToArray" => Op::ObjectToArray,
+        "$concatArrays" => Op::ConcatArrays,
+        "$isArray" => Op::IsArray,
+        "$reverseArray" => Op::ReverseArray,
         _ => return None,
     })
 }
@@ -220,6 +231,8 @@ pub fn is_expression_name(name: &str) -> bool {
 fn arity(op: Op) -> Option<usize> {
     match op {
         Op::And | Op::Or | Op::Concat | Op::IfNull => None,
+        Op::MergeObjects | Op::ConcatArrays => None,
+        Op::ObjectToArray | Op::IsArray | Op::ReverseArray => Some(1),
         Op::Arith(ArithOp::Add | ArithOp::Multiply) => None,
         Op::Not | Op::ToLower | Op::ToUpper | Op::StrLenCP | Op::Size | Op::Type => Some(1),
         Op::Arith(ArithOp::Abs) => Some(1),
@@ -683,6 +696,11 @@ fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
         Op::Type => Ok(Value::Owned(RawBson::String(
             values[0].type_name().to_owned(),
         ))),
+        Op::MergeObjects => super::expr_objects::merge_objects(&values),
+        Op::ObjectToArray => super::expr_objects::object_to_array(&values[0]),
+        Op::ConcatArrays => super::expr_objects::concat_arrays(&values),
+        Op::IsArray => Ok(super::expr_objects::is_array(&values[0])),
+        Op::ReverseArray => super::expr_objects::reverse_array(&values[0]),
         Op::And | Op::Or | Op::Cond | Op::IfNull => unreachable!("handled lazily in call"),
     }
 }

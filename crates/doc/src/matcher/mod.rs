@@ -15,6 +15,7 @@ pub mod expr;
 pub mod expr_arith;
 pub mod expr_arrays;
 mod expr_fields;
+pub mod expr_objects;
 pub mod expr_ops;
 mod expr_switch;
 mod expr_vars;
