@@ -92,3 +92,13 @@ def test_map_filter_and_reduce_in_a_projection_and_a_filter(coll):
     with pytest.raises(OperationFailure) as e:
         list(coll.aggregate([{"$project": {"m": {"$map": {"input": 5, "in": 1}}}}]))
     assert e.value.code == 16883
+
+
+def test_std_dev_and_merge_objects_accumulators(coll):
+    coll.insert_many([{"g": 1, "v": v, "o": {f"k{v}": v}} for v in [2, 4, 4, 4, 5, 5, 7, 9]])
+    (row,) = coll.aggregate([{"$group": {
+        "_id": "$g", "pop": {"$stdDevPop": "$v"}, "samp": {"$stdDevSamp": "$v"},
+        "merged": {"$mergeObjects": "$o"}}}])
+    assert row["pop"] == 2.0
+    assert abs(row["samp"] - (32 / 7) ** 0.5) < 1e-12
+    assert row["merged"] == {"k2": 2, "k4": 4, "k5": 5, "k7": 7, "k9": 9}

@@ -1,4 +1,5 @@
-//! `$group` accumulators: `$sum $avg $min $max $first $last $push $addToSet $count`, parsed
+//! `$group` accumulators: `$sum $avg $min $max $first $last $push $addToSet $count
+//! $stdDevPop $stdDevSamp $mergeObjects`, parsed
 //! from `{<op>: <expression>}` (unary: an array argument is 40237; `$count` takes `{}`, 14) and
 //! folded one value at a time, with MongoDB 7.0's rules:
 //! - `$sum`/`$avg` ignore non-numbers; `$sum` keeps the widest input type (int32 → int64 →
@@ -7,6 +8,11 @@
 //! - `$min`/`$max` ignore missing, null and undefined and compare by MongoDB's order.
 //! - `$first`/`$last` keep a missing value as null; `$push`/`$addToSet` skip missing values;
 //!   `$addToSet` keeps the first of equal values (by MongoDB's equality) in arrival order.
+//! - `$stdDevPop`/`$stdDevSamp` fold the numbers (Welford's running mean and squared
+//!   deviations; other values ignored, decimals refused) into a double, null without numbers
+//!   (or, for the sample form, with one).
+//! - `$mergeObjects` merges documents in arrival order (a later field replaces an earlier one
+//!   where it first stood), skips null and missing, and fails 40400 on anything else.
 
 use std::collections::HashSet;
 
@@ -33,6 +39,9 @@ pub(crate) enum AccOp {
     Last,
     Push,
     AddToSet,
+    StdDevPop,
+    StdDevSamp,
+    MergeObjects,
 }
 
 /// One output field of `$group`: an operator and the expression it folds.
@@ -51,11 +60,8 @@ const NOT_YET: &[&str] = &[
     "$lastN",
     "$maxN",
     "$median",
-    "$mergeObjects",
     "$minN",
     "$percentile",
-    "$stdDevPop",
-    "$stdDevSamp",
     "$top",
     "$topN",
 ];
@@ -95,6 +101,9 @@ pub(crate) fn parse(
         "$last" => AccOp::Last,
         "$push" => AccOp::Push,
         "$addToSet" => AccOp::AddToSet,
+        "$stdDevPop" => AccOp::StdDevPop,
+        "$stdDevSamp" => AccOp::StdDevSamp,
+        "$mergeObjects" => AccOp::MergeObjects,
         "$count" => return parse_count(arg),
         other if NOT_YET.contains(&other) => {
             return Err(error(
@@ -243,6 +252,9 @@ pub(crate) enum State {
     Last(Option<Bson>),
     Push(Vec<Bson>),
     AddToSet(Vec<Bson>, HashSet<Vec<u8>>),
+    /// Count, mean, sum of squared deviations; true for the sample form.
+    StdDev(u64, f64, f64, bool),
+    MergeObjects(bson::Document),
 }
 
 impl State {
@@ -256,6 +268,9 @@ impl State {
             AccOp::Last => State::Last(None),
             AccOp::Push => State::Push(Vec::new()),
             AccOp::AddToSet => State::AddToSet(Vec::new(), HashSet::new()),
+            AccOp::StdDevPop => State::StdDev(0, 0.0, 0.0, false),
+            AccOp::StdDevSamp => State::StdDev(0, 0.0, 0.0, true),
+            AccOp::MergeObjects => State::MergeObjects(bson::Document::new()),
         }
     }
 
@@ -301,6 +316,42 @@ impl State {
                 }
                 None => 0,
             }),
+            State::StdDev(n, mean, m2, _) => {
+                let x =
+                    match value {
+                        Some(Bson::Int32(i)) => f64::from(i),
+                        Some(Bson::Int64(i)) => i as f64,
+                        Some(Bson::Double(d)) => d,
+                        Some(Bson::Decimal128(_)) => return Err(error(
+                            ErrorCode::NotImplemented,
+                            "decimal128 values in $stdDevPop and $stdDevSamp are not supported yet",
+                        )),
+                        _ => return Ok(0),
+                    };
+                *n += 1;
+                let delta = x - *mean;
+                *mean += delta / *n as f64;
+                *m2 += delta * (x - *mean);
+                Ok(0)
+            }
+            State::MergeObjects(_) if nullish => Ok(0),
+            State::MergeObjects(merged) => match value {
+                Some(Bson::Document(d)) => {
+                    let size = approximate_size(&Bson::Document(d.clone()));
+                    for (k, v) in d {
+                        merged.insert(k, v);
+                    }
+                    Ok(size)
+                }
+                Some(other) => Err(error(
+                    ErrorCode::Location40400,
+                    format!(
+                        "$mergeObjects requires object inputs, but input {other} is of type {}",
+                        crate::update::render::type_name(&other)
+                    ),
+                )),
+                None => Ok(0),
+            },
             State::AddToSet(items, seen) => Ok(match value {
                 Some(v) => {
                     let mut key = Vec::new();
@@ -328,6 +379,15 @@ impl State {
                 v.unwrap_or(Bson::Null)
             }
             State::Push(items) | State::AddToSet(items, _) => Bson::Array(items),
+            State::StdDev(n, _, m2, sample) => {
+                let divisor = if sample { n.saturating_sub(1) } else { n };
+                if divisor == 0 {
+                    Bson::Null
+                } else {
+                    Bson::Double((m2 / divisor as f64).sqrt())
+                }
+            }
+            State::MergeObjects(d) => Bson::Document(d),
         }
     }
 }
@@ -362,6 +422,49 @@ mod tests {
             state.add(v).expect("folds");
         }
         state.finish()
+    }
+
+    #[test]
+    fn standard_deviations_and_merged_objects() {
+        let nums = || {
+            vec![
+                Some(Bson::Int32(2)),
+                Some(Bson::Int32(4)),
+                Some(Bson::Int64(4)),
+                Some(Bson::Int32(4)),
+                Some(Bson::Int32(5)),
+                Some(Bson::Int32(5)),
+                Some(Bson::Double(7.0)),
+                Some(Bson::Int32(9)),
+                Some(Bson::String("x".into())),
+                None,
+            ]
+        };
+        assert_eq!(fold(AccOp::StdDevPop, nums()), Bson::Double(2.0));
+        let Bson::Double(samp) = fold(AccOp::StdDevSamp, nums()) else {
+            panic!("a double")
+        };
+        assert!((samp - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(fold(AccOp::StdDevPop, vec![]), Bson::Null);
+        assert_eq!(
+            fold(AccOp::StdDevSamp, vec![Some(Bson::Int32(1))]),
+            Bson::Null
+        );
+        let merged = fold(
+            AccOp::MergeObjects,
+            vec![
+                Some(Bson::Document(bson::doc! {"a": 1, "b": 1})),
+                Some(Bson::Null),
+                None,
+                Some(Bson::Document(bson::doc! {"c": 3, "a": 2})),
+            ],
+        );
+        assert_eq!(merged, Bson::Document(bson::doc! {"a": 2, "b": 1, "c": 3}));
+        let mut state = State::new(AccOp::MergeObjects);
+        assert_eq!(
+            state.add(Some(Bson::Int32(1))).unwrap_err().code.code(),
+            40400
+        );
     }
 
     #[test]
