@@ -117,9 +117,9 @@ fn fail(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-/// `groupBy`: a `$`-path or an expression object, kept as written for the `$switch`.
-fn parse_group_by(value: RawBsonRef<'_>) -> Result<Bson, MongoError> {
-    let ok = match value {
+/// Whether `value` is a `$`-path or an expression object (its first field an operator).
+fn is_expression(value: RawBsonRef<'_>) -> bool {
+    match value {
         RawBsonRef::String(s) => s.starts_with('$'),
         RawBsonRef::Document(d) => d
             .iter()
@@ -127,7 +127,12 @@ fn parse_group_by(value: RawBsonRef<'_>) -> Result<Bson, MongoError> {
             .and_then(Result::ok)
             .is_some_and(|(k, _)| k.starts_with('$')),
         _ => false,
-    };
+    }
+}
+
+/// `groupBy`: a `$`-path or an expression object, kept as written for the `$switch`.
+fn parse_group_by(value: RawBsonRef<'_>) -> Result<Bson, MongoError> {
+    let ok = is_expression(value);
     if !ok {
         return Err(fail(
             ErrorCode::Location40202,
@@ -205,15 +210,7 @@ fn raw_of(v: &Bson) -> Result<bson::RawBson, MongoError> {
 
 /// A value that must be constant: not a `$`-path, not an expression object.
 fn constant(value: RawBsonRef<'_>, field: &str, code: ErrorCode) -> Result<Bson, MongoError> {
-    let expression = match value {
-        RawBsonRef::String(s) => s.starts_with('$'),
-        RawBsonRef::Document(d) => d
-            .iter()
-            .next()
-            .and_then(Result::ok)
-            .is_some_and(|(k, _)| k.starts_with('$')),
-        _ => false,
-    };
+    let expression = is_expression(value);
     if expression {
         let what = match field {
             "default" => "The $bucket 'default' field must be a constant expression, but found: ",
