@@ -185,6 +185,93 @@ def test_disk_full_fails_writes_cleanly_and_loses_nothing_acknowledged(tmp_path)
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
+def fill_up(path: Path) -> None:
+    """Writes `path` until the file system is full (the last write fails with ENOSPC)."""
+    chunk = os.urandom(1 << 20)
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError:
+            pass
+        try:
+            while True:
+                f.write(chunk[:4096])
+        except OSError:
+            pass
+    os.sync()
+
+
+def test_ddl_that_failed_on_a_full_disk_is_not_there_after_the_reopen(tmp_path):
+    """A `create` and a `createIndexes` whose own writes find the device full fail with
+    `OutOfDiskSpace`; once space is freed and the engine reopened in place, the server
+    agrees with its durable catalog: neither exists, both can be made again, and what is
+    written to them then survives a restart (issue 29, reopen edge cases)."""
+    mnt = tmp_path / "mnt"
+    mount_small_fs(mnt)
+    server = None
+    try:
+        dbpath = mnt / "data"
+        dbpath.mkdir()
+        server = Server(dbpath, args=["--wiredTigerCacheSizeGB", "0.25"])
+        client = server.client()
+        coll = client.t.get_collection("c", write_concern=WriteConcern(j=True))
+        coll.insert_many([{"_id": i, "a": i} for i in range(100)])
+        ballast = mnt / "ballast"
+        fill_up(ballast)
+
+        failures = {}
+        for what, attempt in [
+            ("made", lambda: client.t.create_collection("made")),
+            ("a_1", lambda: coll.create_index("a", name="a_1")),
+        ]:
+            try:
+                attempt()
+            except OperationFailure as e:
+                failures[what] = e
+        assert failures, "some DDL failed on the full device"
+        for e in failures.values():
+            assert_out_of_space(e)
+
+        ballast.unlink()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                coll.insert_one({"_id": "after"})
+                break
+            except OperationFailure as e:
+                assert_out_of_space(e)
+                assert time.monotonic() < deadline, "writes did not resume"
+                time.sleep(0.2)
+        # (A tree file that could not be written fails only its DDL; a catalog write that
+        # failed fails the engine, reopened in place by that insert.)
+
+        # A DDL that failed left nothing the server shows.
+        names = client.t.list_collection_names()
+        indexes = [ix["name"] for ix in coll.list_indexes()]
+        assert "made" not in failures or "made" not in names, names
+        assert "a_1" not in failures or "a_1" not in indexes, indexes
+        # What the reopened server says exists is what a restart will find.
+        client.t.get_collection("made").insert_one({"_id": 1, "kept": True})
+        coll.create_index("a", name="a_1")
+        assert coll.count_documents({"a": 5}, hint="a_1") == 1
+        client.close()
+        server.stop()
+        server = Server(dbpath, args=["--wiredTigerCacheSizeGB", "0.25"])
+        with server.client() as c:
+            assert "made" in c.t.list_collection_names(), names
+            assert c.t.made.find_one({"_id": 1}) == {"_id": 1, "kept": True}, names
+            assert "a_1" in [ix["name"] for ix in c.t.c.list_indexes()], indexes
+            assert c.t.c.count_documents({"a": 5}, hint="a_1") == 1
+            assert c.t.c.count_documents({}) == 101
+            assert c.t.command("validate", "c")["valid"] is True
+            assert c.t.command("validate", "made")["valid"] is True
+    finally:
+        if server is not None:
+            server.stop(9)
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
 def test_a_flipped_byte_in_a_tree_fails_only_the_queries_that_read_it(tmp_path):
     dbpath = tmp_path / "data"
     server = Server(dbpath)
