@@ -25,6 +25,10 @@
 //!   index and its tree under the same lock.
 //! - B5. A build a shutdown or crash interrupted is still `building` in the catalog; opening
 //!   the database runs it again from the start before anything else (`resume_builds`).
+//! - B6. A build that failed because the engine did (a full device) cannot remove its index
+//!   then; the engine's reopen in place removes it (`revive.rs`), so once writes go on the
+//!   index whose `createIndexes` failed is gone, in memory and on disk. (A restart before
+//!   that reopen runs the build again instead, B5.)
 
 use crate::catalog::{Collection, Index};
 use crate::doc_write::{duplicate, id_of};
@@ -64,7 +68,13 @@ impl Database {
         let current = self.live_collection(ns, coll_id, index);
         let (Ok(()), Ok(coll)) = (&filled, &current) else {
             if let Ok(coll) = &current {
-                self.remove_index(coll, index)?;
+                if let Err(e) = self.remove_index(coll, index) {
+                    // The engine failed (a full device): its record stays `building`, and
+                    // a restart would run the build again (B5). The reopen in place removes
+                    // it instead, as this build's caller was told it failed (B6).
+                    self.revival.remove_after_reopen(ns, coll_id, index);
+                    return Err(e);
+                }
             }
             return filled.and(current.map(|_| ()));
         };
@@ -126,7 +136,7 @@ impl Database {
 
     /// `ns` as the catalog has it now, if it is still collection `coll_id` with `index` in
     /// it (B3).
-    fn live_collection(
+    pub(crate) fn live_collection(
         &self,
         ns: &Namespace,
         coll_id: u64,
