@@ -335,7 +335,6 @@ def test_an_index_build_in_flight_when_the_disk_fills_is_whole_or_absent(tmp_pat
         assert there == ("error" not in build), build
         if "error" in build and "reopened in place" in server.read_log():
             assert "whose build failed on the full device was removed" in server.read_log()
-        print("index build:", build)
         client.close()
         server.stop()
         server = Server(dbpath, args=args)

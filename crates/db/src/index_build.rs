@@ -68,13 +68,7 @@ impl Database {
         let current = self.live_collection(ns, coll_id, index);
         let (Ok(()), Ok(coll)) = (&filled, &current) else {
             if let Ok(coll) = &current {
-                if let Err(e) = self.remove_index(coll, index) {
-                    // The engine failed (a full device): its record stays `building`, and
-                    // a restart would run the build again (B5). The reopen in place removes
-                    // it instead, as this build's caller was told it failed (B6).
-                    self.revival.remove_after_reopen(ns, coll_id, index);
-                    return Err(e);
-                }
+                self.remove_failed(ns, coll, index)?;
             }
             return filled.and(current.map(|_| ()));
         };
@@ -87,13 +81,25 @@ impl Database {
             coll.with_indexes(coll.indexes.clone()),
             &self.ddl_commit(ops),
         ) {
+            // The build reports failure, so its index goes (B4), now or at the reopen (B6).
             index.ready.store(false, Ordering::SeqCst);
+            let _ = self.remove_failed(ns, coll, index);
             return Err(e);
         }
         index
             .multikey_durable
             .store(index.multikey.load(Ordering::SeqCst), Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Removes the index of a build that failed (B4). If the engine failed too (a full
+    /// device), its record stays `building` and a restart would run the build again (B5);
+    /// the reopen in place removes it instead, as the build's caller was told it failed
+    /// (B6).
+    fn remove_failed(&self, ns: &Namespace, coll: &Collection, index: &Arc<Index>) -> DbResult<()> {
+        self.remove_index(coll, index).inspect_err(|_| {
+            self.revival.remove_after_reopen(ns, coll.id, index);
+        })
     }
 
     /// The chunks of a hot build (B2, B3).
