@@ -25,6 +25,10 @@
 //!   index and its tree under the same lock.
 //! - B5. A build a shutdown or crash interrupted is still `building` in the catalog; opening
 //!   the database runs it again from the start before anything else (`resume_builds`).
+//! - B6. A build that failed because the engine did (a full device) cannot remove its index
+//!   then; the engine's reopen in place removes it (`revive.rs`), so once writes go on the
+//!   index whose `createIndexes` failed is gone, in memory and on disk. (A restart before
+//!   that reopen runs the build again instead, B5.)
 
 use crate::catalog::{Collection, Index};
 use crate::doc_write::{duplicate, id_of};
@@ -64,7 +68,7 @@ impl Database {
         let current = self.live_collection(ns, coll_id, index);
         let (Ok(()), Ok(coll)) = (&filled, &current) else {
             if let Ok(coll) = &current {
-                self.remove_index(coll, index)?;
+                self.remove_failed(ns, coll, index)?;
             }
             return filled.and(current.map(|_| ()));
         };
@@ -77,13 +81,25 @@ impl Database {
             coll.with_indexes(coll.indexes.clone()),
             &self.ddl_commit(ops),
         ) {
+            // The build reports failure, so its index goes (B4), now or at the reopen (B6).
             index.ready.store(false, Ordering::SeqCst);
+            let _ = self.remove_failed(ns, coll, index);
             return Err(e);
         }
         index
             .multikey_durable
             .store(index.multikey.load(Ordering::SeqCst), Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Removes the index of a build that failed (B4). If the engine failed too (a full
+    /// device), its record stays `building` and a restart would run the build again (B5);
+    /// the reopen in place removes it instead, as the build's caller was told it failed
+    /// (B6).
+    fn remove_failed(&self, ns: &Namespace, coll: &Collection, index: &Arc<Index>) -> DbResult<()> {
+        self.remove_index(coll, index).inspect_err(|_| {
+            self.revival.remove_after_reopen(ns, coll.id, index);
+        })
     }
 
     /// The chunks of a hot build (B2, B3).
@@ -126,7 +142,7 @@ impl Database {
 
     /// `ns` as the catalog has it now, if it is still collection `coll_id` with `index` in
     /// it (B3).
-    fn live_collection(
+    pub(crate) fn live_collection(
         &self,
         ns: &Namespace,
         coll_id: u64,

@@ -19,8 +19,11 @@
 //! than ENOSPC or a background thread's panic needs the operator (a restart, or
 //! `shale verify`).
 
+use crate::catalog::Index;
+use crate::namespace::Namespace;
 use crate::Database;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// How often a failed database looks at the file system's room (one `statvfs`).
@@ -31,11 +34,16 @@ const BACKOFF_MS: u64 = 5_000;
 /// first writes after it need, with margin.
 const FREE_BYTES_MIN: u64 = 8 << 20;
 
-/// When the next attempt may be made, in milliseconds since `epoch`.
-#[derive(Debug)]
+/// An index whose build failed with the engine and could not be removed then (B6): its
+/// collection's namespace and id, and the index.
+type FailedBuild = (Namespace, u64, Arc<Index>);
+
+/// When the next attempt may be made, in milliseconds since `epoch`, and what the next
+/// reopen must finish.
 pub(crate) struct Revival {
     epoch: Instant,
     next_ms: AtomicU64,
+    failed_builds: Mutex<Vec<FailedBuild>>,
 }
 
 impl Default for Revival {
@@ -43,7 +51,20 @@ impl Default for Revival {
         Revival {
             epoch: Instant::now(),
             next_ms: AtomicU64::new(0),
+            failed_builds: Mutex::new(Vec::new()),
         }
+    }
+}
+
+impl std::fmt::Debug for Revival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Revival")
+            .field("next_ms", &self.next_ms)
+            .field(
+                "failed_builds",
+                &self.failed_builds.lock().map_or(0, |f| f.len()),
+            )
+            .finish()
     }
 }
 
@@ -62,6 +83,13 @@ impl Revival {
                 .next_ms
                 .compare_exchange(next, now + LOOK_MS, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
+    }
+
+    /// `index` of collection `coll_id` at `ns` failed its build with the engine: the next
+    /// reopen removes it (B6 in index_build.rs).
+    pub(crate) fn remove_after_reopen(&self, ns: &Namespace, coll_id: u64, index: &Arc<Index>) {
+        let mut failed = self.failed_builds.lock().unwrap_or_else(|p| p.into_inner());
+        failed.push((ns.clone(), coll_id, index.clone()));
     }
 
     /// A reopen failed: the next attempt waits `BACKOFF_MS`.
@@ -101,19 +129,52 @@ impl Database {
         let cursors = self.cursors.kill_all();
         let txns = self.kill_user_txns("the storage engine was reopened after a full device");
         match self.env.reopen() {
-            Ok(()) => tracing::warn!(
-                failure = %reason,
-                free_bytes = room,
-                cursors_killed = cursors,
-                transactions_aborted = txns,
-                "space was freed: the storage engine was reopened in place and takes writes again"
-            ),
+            Ok(()) => {
+                tracing::warn!(
+                    failure = %reason,
+                    free_bytes = room,
+                    cursors_killed = cursors,
+                    transactions_aborted = txns,
+                    "space was freed: the storage engine was reopened in place and takes writes again"
+                );
+                self.remove_failed_builds();
+            }
             Err(e) => {
                 self.revival.back_off();
                 tracing::warn!(
                     error = %e,
                     "the storage engine could not be reopened yet; writes stay refused"
                 )
+            }
+        }
+    }
+}
+
+impl Database {
+    /// B6: removes the indexes whose builds failed with the engine, now that it writes
+    /// again (the caller holds the DDL lock, as a build's own removal does). One that
+    /// cannot be removed yet waits for the next reopen.
+    fn remove_failed_builds(&self) {
+        let failed = {
+            let mut list = self
+                .revival
+                .failed_builds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut *list)
+        };
+        for (ns, coll_id, index) in failed {
+            let Ok(coll) = self.live_collection(&ns, coll_id, &index) else {
+                continue; // dropped since, with its collection or by `dropIndexes`
+            };
+            match self.remove_index(&coll, &index) {
+                Ok(()) => tracing::warn!(%ns, index = %index.def.name,
+                    "the index whose build failed on the full device was removed"),
+                Err(e) => {
+                    tracing::warn!(%ns, index = %index.def.name, error = %e,
+                        "the index whose build failed could not be removed yet");
+                    self.revival.remove_after_reopen(&ns, coll_id, &index);
+                }
             }
         }
     }

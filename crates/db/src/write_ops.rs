@@ -202,7 +202,19 @@ impl Database {
         let mut result = WriteResult::default();
         let mut next = 0;
         while next < docs.len() {
-            let (end, inserted, errors) = self.insert_chunk(coll, docs, next, ordered, mode)?;
+            let (end, inserted, errors) = match self.insert_chunk(coll, docs, next, ordered, mode) {
+                Err(e) if e.code == ErrorCode::OutOfDiskSpace && !mode.in_session() => {
+                    // The chunk's commit failed and nothing of it is read (M3 in
+                    // docs/recovery.md). mongod retries a failed batch one document at a time
+                    // and makes each failure a write error (`handleError`): with the device
+                    // full each fails, so the chunk's documents are write errors — an
+                    // ordered insert stops at its first.
+                    let end = chunk_end(docs, next);
+                    let failed = if ordered { next + 1 } else { end };
+                    (end, 0, (next..failed).map(|i| (i, e.clone())).collect())
+                }
+                other => other?,
+            };
             result.n += inserted;
             let stop = ordered && !errors.is_empty();
             result.errors.extend(errors);
@@ -227,7 +239,7 @@ impl Database {
         let in_session = mode.in_session();
         self.run_write(mode, coll, |txn, log| {
             let (mut i, mut bytes, mut n, mut errors) = (start, 0usize, 0i64, Vec::new());
-            while i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES {
+            while in_chunk(docs, start, i, bytes) {
                 match doc_write::insert(txn, log, coll, &docs[i]) {
                     Ok(()) => n += 1,
                     Err(e)
@@ -515,6 +527,22 @@ fn apply_update(
     };
     doc_write::replace(txn, log, coll, doc, &new, update.is_replacement())?;
     Ok(Some(new))
+}
+
+/// Whether document `i` of an insert joins the transaction that started at `start`, with
+/// `bytes` of documents in it already.
+fn in_chunk(docs: &[RawDocumentBuf], start: usize, i: usize, bytes: usize) -> bool {
+    i < docs.len() && i - start < INSERT_CHUNK_DOCS && bytes < INSERT_CHUNK_BYTES
+}
+
+/// Where the insert transaction that starts at `start` ends (`insert_chunk`'s bounds).
+fn chunk_end(docs: &[RawDocumentBuf], start: usize) -> usize {
+    let (mut i, mut bytes) = (start, 0);
+    while in_chunk(docs, start, i, bytes) {
+        bytes += docs[i].as_bytes().len();
+        i += 1;
+    }
+    i
 }
 
 /// Whether `e` fails the whole write command inside a session transaction instead of being

@@ -181,6 +181,8 @@ error_codes! {
     Location50737 = 50737,
     Location50738 = 50738,
     Location40415 = 40415,
+    /// A command field given twice (mongod's IDL parsers).
+    Location40413 = 40413,
     /// `killOp`'s opid does not fit in 32 bits.
     Location26823 = 26823,
     // Update operator codes (update/).

@@ -104,21 +104,36 @@ impl Env {
         let id = catalog.next_tree_id;
         let path = tree_path(&env.dir, id);
         let meta = crate::tree::initial_meta(&options);
-        let file = BlockFile::create(
+        let made = BlockFile::create(
             &path,
             &meta,
             env.options.direct_io,
             env.io_stats.clone(),
             env.faults.clone(),
-        )?;
-        // R3: the new tree's redo point is the log's end now; nothing before it is its own.
-        file.checkpoint_begin();
-        env.poison_on(file.checkpoint_end(crate::block::NodeId(0), env.wal.end_lsn().0, &meta))?;
+        )
+        .and_then(|file| {
+            // R3: the new tree's redo point is the log's end now; nothing before it is its own.
+            file.checkpoint_begin();
+            let end = env.wal.end_lsn().0;
+            env.poison_on(file.checkpoint_end(crate::block::NodeId(0), end, &meta))?;
+            Ok(file)
+        });
+        let file = match made {
+            Ok(file) => file,
+            Err(e) => {
+                // R7: no catalog names the file, so it goes (a restart would delete it): the
+                // next tree, which gets the same id, must find the name free.
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
         let mut next = catalog.clone();
         next.next_tree_id += 1;
         next.trees
             .insert(name.to_owned(), TreeEntry { id, options });
-        next.store(&env.dir)?;
+        // A failed replace may have happened or not (the rename is durable only with the
+        // directory's fsync): writes stop until a reopen reads the catalog on disk (R7).
+        env.poison_on(next.store(&env.dir))?;
         *catalog = next;
         let tree = Arc::new(Tree::new(
             id,
@@ -162,7 +177,8 @@ impl Env {
             .ok_or_else(|| Error::NoSuchTree(name.to_owned()))?;
         let mut next = catalog.clone();
         next.trees.remove(name);
-        next.store(&env.dir)?;
+        // As in `create_tree`: a failed replace leaves the catalog on disk unknown (R7).
+        env.poison_on(next.store(&env.dir))?;
         *catalog = next;
         if let Some(tree) = env.trees.write().remove(name) {
             tree.release_cache();

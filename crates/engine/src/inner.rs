@@ -9,7 +9,8 @@
 //! 2. a commit group — a batch's or a transaction's changes plus a commit record — is
 //!    appended under the apply lock together with the tree changes, each stamped with the
 //!    commit's timestamp (the log position after it, M1), so trees see changes in log order
-//!    (R2); the timestamp is then published, making the whole group visible at once;
+//!    (R2); the timestamp is then published, making the whole group visible at once —
+//!    once its log record is durable, when commits are fsynced (M3);
 //! 3. the lock is released and the caller waits for group commit (R1);
 //! 4. writers wait while a root's buffers are twice the node size (backpressure) and the
 //!    flusher thread moves messages down.
@@ -244,7 +245,14 @@ impl EnvInner {
             end
         };
         self.snapshots.status().prune(|| self.snapshots.horizon());
-        self.poison_on(self.wal.commit(end))?;
+        if let Err(e) = self.poison_on(self.wal.commit(end)) {
+            // The commit was never acknowledged and no snapshot will read it (M3, M2's cap);
+            // the entry counts, which are not versioned, forget it too.
+            for (tree, delta) in counts {
+                tree.add_count(-delta);
+            }
+            return Err(e);
+        }
         EngineStats::bump(&self.stats.commits);
         Ok((Ts(end.0), trees))
     }
@@ -375,9 +383,18 @@ fn by_tree<'a>(trees: &'a [Arc<Tree>], changes: &'a [Change]) -> Vec<(&'a Arc<Tr
 }
 
 impl EnvInner {
-    /// The error for a refused lock (counted).
+    /// The error for a refused lock (counted). A commit after the caller's snapshot that is
+    /// not yet durable is not yet visible either (M3): wait for its fsync first, so that the
+    /// caller's retry, on a new snapshot, sees it instead of conflicting with it again.
     pub(crate) fn conflict(&self, tree: &str, refusal: Refusal) -> Error {
         crate::counters::EngineStats::bump(&self.stats.write_conflicts);
+        if let Refusal::NewerCommit(ts) = refusal {
+            if self.snapshots.visible() < ts {
+                // A failure here is the commit's, reported to its writer; this caller gets
+                // its conflict, and its retry the environment's state.
+                let _ = self.wal.sync_to(crate::wal::Lsn(ts.0));
+            }
+        }
         let reason = match refusal {
             Refusal::Held(other) => format!("held by live transaction {}", other.0),
             Refusal::NewerCommit(ts) => {

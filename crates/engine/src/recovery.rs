@@ -120,7 +120,9 @@ fn recover(
         io_stats.clone(),
         hooks.faults.clone(),
     )?;
-    snapshots.track_durable(wal.durable_watch());
+    // M3: commits that are fsynced become visible once durable.
+    let fsynced = options.fsync == crate::FsyncPolicy::EveryCommit;
+    snapshots.track_durable(wal.durable_watch(), fsynced);
     Ok(EnvInner {
         dir: dir.to_owned(),
         options,

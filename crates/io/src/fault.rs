@@ -1,9 +1,11 @@
 //! Fault injection for tests: fail the n-th write or fsync, or tear the n-th write (only a
 //! prefix reaches the file, then the call fails, as a power cut mid-write would leave it).
 //! Bit flips need no injector: tests flip bits in the files themselves and reopen.
+//! A test can also hold the next fsync until it says so (`hold_next_sync`), to act while a
+//! write is on its way to the disk, and then let that fsync succeed or fail.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// One planned fault. Counts start at 1: `after: 1` hits the next matching call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +32,29 @@ pub(crate) enum WriteVerdict {
     NoSpace(usize),
 }
 
+/// What the file layer should do with one fsync call.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SyncVerdict {
+    Proceed,
+    Fail,
+    /// Fail with ENOSPC (as `fdatasync` does when delayed allocation finds no room); later
+    /// calls are not failed.
+    NoSpace,
+}
+
+/// The fsync a test holds (`FaultInjector::hold_next_sync`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum SyncHold {
+    #[default]
+    Idle,
+    /// The next fsync is held; once released it fails with ENOSPC if `fail`.
+    Armed { fail: bool },
+    /// An fsync is waiting for `release_held_sync`.
+    Holding { fail: bool },
+    /// Released; the held call goes on.
+    Released { fail: bool },
+}
+
 /// A shared fault plan. Once a fault fires, every later write and fsync fails too, as a
 /// device that died would: the engine must stay failed until it is reopened.
 #[derive(Debug, Default)]
@@ -38,6 +63,8 @@ pub struct FaultInjector {
     writes: AtomicU64,
     syncs: AtomicU64,
     tripped: std::sync::atomic::AtomicBool,
+    hold: Mutex<SyncHold>,
+    hold_changed: Condvar,
 }
 
 impl FaultInjector {
@@ -59,6 +86,33 @@ impl FaultInjector {
     pub fn no_space_on_next_write(&self, keep_bytes: usize) {
         let after = self.writes.load(Ordering::SeqCst) + 1;
         *self.plan.lock().expect("fault plan lock") = Some(Fault::NoSpace { after, keep_bytes });
+    }
+
+    /// Holds the next fsync (of any file) inside the call, before it reaches the disk, until
+    /// `release_held_sync`; it then fails with ENOSPC if `then_fail` (not sticky, as
+    /// `Fault::NoSpace`), else goes on.
+    pub fn hold_next_sync(&self, then_fail: bool) {
+        let mut hold = self.hold.lock().expect("sync hold lock");
+        assert_eq!(*hold, SyncHold::Idle, "one held fsync at a time");
+        *hold = SyncHold::Armed { fail: then_fail };
+    }
+
+    /// Blocks until the fsync armed by `hold_next_sync` is being held.
+    pub fn wait_until_sync_held(&self) {
+        let mut hold = self.hold.lock().expect("sync hold lock");
+        while !matches!(*hold, SyncHold::Holding { .. }) {
+            hold = self.hold_changed.wait(hold).expect("sync hold lock");
+        }
+    }
+
+    /// Lets the held fsync go on (and fail, if it was armed to).
+    pub fn release_held_sync(&self) {
+        let mut hold = self.hold.lock().expect("sync hold lock");
+        let SyncHold::Holding { fail } = *hold else {
+            panic!("no fsync is held: {:?}", *hold);
+        };
+        *hold = SyncHold::Released { fail };
+        self.hold_changed.notify_all();
     }
 
     /// True once the planned fault has fired.
@@ -88,16 +142,38 @@ impl FaultInjector {
         verdict
     }
 
-    pub(crate) fn on_sync(&self) -> bool {
+    pub(crate) fn on_sync(&self) -> SyncVerdict {
         if self.tripped() {
-            return false;
+            return SyncVerdict::Fail;
+        }
+        if let Some(fail) = self.wait_if_held() {
+            if fail {
+                return SyncVerdict::NoSpace;
+            }
         }
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
         let plan = *self.plan.lock().expect("fault plan lock");
         let fail = matches!(plan, Some(Fault::FailSync { after }) if after == n);
         if fail {
             self.tripped.store(true, Ordering::SeqCst);
+            return SyncVerdict::Fail;
         }
-        !fail
+        SyncVerdict::Proceed
+    }
+
+    /// If the next fsync was armed to be held, holds this one until released; returns
+    /// whether it must then fail.
+    fn wait_if_held(&self) -> Option<bool> {
+        let mut hold = self.hold.lock().expect("sync hold lock");
+        let SyncHold::Armed { fail } = *hold else {
+            return None;
+        };
+        *hold = SyncHold::Holding { fail };
+        self.hold_changed.notify_all();
+        while matches!(*hold, SyncHold::Holding { .. }) {
+            hold = self.hold_changed.wait(hold).expect("sync hold lock");
+        }
+        *hold = SyncHold::Idle;
+        Some(fail)
     }
 }

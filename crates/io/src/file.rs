@@ -10,7 +10,7 @@
 //! 4 KiB pages, as RocksDB's direct reads do. Buffered files read whole pages (the page
 //! cache fills pages, and `/proc` counts them).
 
-use crate::fault::WriteVerdict;
+use crate::fault::{SyncVerdict, WriteVerdict};
 use crate::{AlignedBuf, Category, Error, FaultInjector};
 use crate::{IoStats, Result, PAGE_SIZE};
 use std::fs::{File, OpenOptions};
@@ -194,9 +194,12 @@ impl DataFile {
 
     /// Makes every completed write durable (`fdatasync`).
     pub fn sync(&self, cat: Category) -> Result<()> {
-        if let Some(f) = &self.faults {
-            if !f.on_sync() {
-                return Err(self.injected("fdatasync", 0));
+        match self.faults.as_ref().map(|f| f.on_sync()) {
+            None | Some(SyncVerdict::Proceed) => {}
+            Some(SyncVerdict::Fail) => return Err(self.injected("fdatasync", 0)),
+            Some(SyncVerdict::NoSpace) => {
+                let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+                return Err(self.os_err("fdatasync", 0, full));
             }
         }
         self.file
@@ -491,5 +494,23 @@ mod tests {
         let (f, stats) = open(dir.path(), Some(inj));
         assert!(f.sync(Category::Log).is_err());
         assert_eq!(stats.snapshot().log.fsyncs, 0);
+    }
+
+    #[test]
+    fn a_held_fsync_waits_for_its_release_then_fails_once_with_enospc() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let inj = Arc::new(FaultInjector::default());
+        let (f, stats) = open(dir.path(), Some(inj.clone()));
+        inj.hold_next_sync(true);
+        let syncing = std::thread::spawn(move || (f.sync(Category::Log), f));
+        inj.wait_until_sync_held();
+        assert!(!syncing.is_finished(), "held until released");
+        inj.release_held_sync();
+        let (result, f) = syncing.join().expect("sync thread");
+        let e = result.expect_err("armed to fail");
+        assert!(e.to_string().contains("No space left"), "{e}");
+        assert!(!inj.tripped(), "not sticky");
+        f.sync(Category::Log).expect("the next fsync goes through");
+        assert_eq!(stats.snapshot().log.fsyncs, 1);
     }
 }

@@ -69,6 +69,15 @@ impl<'a> Command<'a> {
         &self.fields
     }
 
+    /// The first body field whose name an earlier field already has, if any (a command
+    /// parsed by mongod's IDL refuses it, `commands/mod.rs`).
+    pub fn duplicate_field(&self) -> Option<&'a str> {
+        let names = &self.fields;
+        (1..names.len())
+            .find(|&i| names[..i].iter().any(|(k, _)| *k == names[i].0))
+            .map(|i| names[i].0)
+    }
+
     /// Whether the body or a document sequence has field `key`.
     pub fn has(&self, key: &str) -> bool {
         self.get(key).is_some() || self.sequences.iter().any(|(id, _)| id == key)
@@ -110,7 +119,16 @@ fn decode(
             format!("command does not decode: {e}"),
         )
     };
-    let mut doc = Document::try_from(body).map_err(invalid)?;
+    // A field given twice keeps its first value, as mongod's `BSONObj::getField` reads it
+    // (a decoded `Document` would keep the last), and as `Command::get` does.
+    let mut doc = Document::new();
+    for item in body {
+        let (k, v) = item.map_err(invalid)?;
+        if !doc.contains_key(k) {
+            let v = Bson::try_from(v.to_raw_bson()).map_err(invalid)?;
+            doc.insert(k, v);
+        }
+    }
     for (id, docs) in sequences {
         let items = docs
             .iter()
@@ -183,5 +201,19 @@ mod tests {
     fn an_empty_body_has_no_name() {
         let body = RawDocumentBuf::new();
         assert_eq!(Command::new(&body, Vec::new()).name(), "");
+    }
+
+    #[test]
+    fn a_field_given_twice_is_found_and_read_as_its_first_value_both_ways() {
+        let mut body = RawDocumentBuf::new();
+        body.append("ping", 1);
+        body.append("comment", "first");
+        body.append("comment", "second");
+        let cmd = Command::new(&body, Vec::new());
+        assert_eq!(cmd.duplicate_field(), Some("comment"));
+        assert_eq!(cmd.get("comment").and_then(|v| v.as_str()), Some("first"));
+        assert_eq!(cmd.doc().expect("owned").get_str("comment"), Ok("first"));
+        let once = raw(doc! {"ping": 1, "comment": "x"});
+        assert_eq!(Command::new(&once, Vec::new()).duplicate_field(), None);
     }
 }

@@ -15,11 +15,15 @@
 //! snapshot reads `visible`, which only grows, and the horizon never exceeds `visible`).
 //!
 //! A commit is applied and published before its log record is durable (group commit waits
-//! after). If the log then fails, the environment is poisoned and that commit was never
-//! acknowledged, yet the trees hold it: `freeze` caps what new snapshots read at the durable
-//! log position, so a write that failed is not read (issue 29). The horizon never passes the
-//! durable position either (`track_durable`), so everything a capped snapshot needs is still
-//! there: collection only drops versions shadowed at or below the durable position.
+//! after). When commits are fsynced (`FsyncPolicy::EveryCommit`) a published commit is not
+//! yet visible: new snapshots and point reads read at most the log's durable position (M3),
+//! so no reader sees a commit whose fsync may still fail, and the writer, which returns only
+//! once its record is durable, reads its own write. Under `EveryMillis` commits are
+//! acknowledged before they are durable and are visible when published; if the log then
+//! fails, the environment is poisoned and `freeze` caps new snapshots at the durable
+//! position, so commits the failure lost are not read after it (issue 29). The horizon never
+//! passes the durable position either (`track_durable`), so everything a capped snapshot
+//! needs is still there: collection only drops versions shadowed at or below it.
 
 use super::status::TxnStatus;
 use crate::vocab::Ts;
@@ -37,6 +41,8 @@ pub struct Snapshots {
     cap: AtomicU64,
     /// The log's durable position once the log is open (`track_durable`).
     durable: std::sync::OnceLock<Arc<AtomicU64>>,
+    /// Whether `visible` is capped at `durable` (M3: commits are fsynced).
+    visible_once_durable: std::sync::atomic::AtomicBool,
     /// Registered snapshot timestamp → (how many holders, when the oldest holder registered).
     open: Mutex<BTreeMap<Ts, (usize, Instant)>>,
     /// Which transactions' provisional versions readers see (`status.rs`).
@@ -49,6 +55,7 @@ impl Snapshots {
             visible: AtomicU64::new(visible.0),
             cap: AtomicU64::new(u64::MAX),
             durable: std::sync::OnceLock::new(),
+            visible_once_durable: std::sync::atomic::AtomicBool::new(false),
             open: Mutex::new(BTreeMap::new()),
             status: TxnStatus::default(),
         })
@@ -59,17 +66,28 @@ impl Snapshots {
         &self.status
     }
 
-    /// The newest commit that every tree has fully applied (and, after `freeze`, whose log
-    /// record is durable).
+    /// The newest commit that every tree has fully applied and, when commits are fsynced
+    /// (M3) or after `freeze`, whose log record is durable. Every reader's timestamp comes
+    /// from here: snapshots (`register`) and point reads (`Tree::get`).
     pub fn visible(&self) -> Ts {
-        let visible = self.visible.load(Ordering::Acquire);
+        let mut visible = self.visible.load(Ordering::Acquire);
+        // M3: not past the durable log when commits are fsynced. Both numbers only grow, so
+        // neither does their minimum (M2 relies on that).
+        if self.visible_once_durable.load(Ordering::Relaxed) {
+            if let Some(d) = self.durable.get() {
+                visible = visible.min(d.load(Ordering::Acquire));
+            }
+        }
         Ts(visible.min(self.cap.load(Ordering::Acquire)))
     }
 
     /// From now on the horizon stays at or below the log's durable position, read from
-    /// `durable` (the log's counter). Called once, when the log opens after recovery.
-    pub fn track_durable(&self, durable: Arc<AtomicU64>) {
+    /// `durable` (the log's counter), and, if `visible_once_durable` (commits are fsynced,
+    /// M3), so does what readers see. Called once, when the log opens after recovery.
+    pub fn track_durable(&self, durable: Arc<AtomicU64>, visible_once_durable: bool) {
         let _ = self.durable.set(durable);
+        self.visible_once_durable
+            .store(visible_once_durable, Ordering::Relaxed);
     }
 
     /// The environment failed: new snapshots read nothing past the durable log, so commits
@@ -184,6 +202,35 @@ mod tests {
         drop(b);
         assert_eq!(s.horizon(), Ts(30));
         assert_eq!(s.open_count(), 0);
+    }
+
+    #[test]
+    fn commits_are_visible_once_durable_when_they_are_fsynced() {
+        let s = Snapshots::new(Ts(10));
+        let durable = Arc::new(AtomicU64::new(10));
+        s.track_durable(durable.clone(), true);
+        s.publish(Ts(20));
+        assert_eq!(s.visible(), Ts(10), "published, not yet durable (M3)");
+        assert_eq!(s.register().ts(), Ts(10));
+        durable.store(20, Ordering::Release);
+        assert_eq!(s.visible(), Ts(20));
+        s.publish(Ts(30));
+        s.freeze();
+        durable.store(30, Ordering::Release);
+        assert_eq!(
+            s.visible(),
+            Ts(20),
+            "after a failure, the durable point then"
+        );
+    }
+
+    #[test]
+    fn without_fsynced_commits_a_published_commit_is_visible() {
+        let s = Snapshots::new(Ts(10));
+        s.track_durable(Arc::new(AtomicU64::new(10)), false);
+        s.publish(Ts(20));
+        assert_eq!(s.visible(), Ts(20));
+        assert_eq!(s.horizon(), Ts(10), "the horizon stays at the durable log");
     }
 
     #[test]

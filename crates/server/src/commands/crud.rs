@@ -411,15 +411,27 @@ fn write_reply(r: WriteResult, is_update: bool) -> CommandResult {
         }
     }
     if !r.errors.is_empty() {
+        // As mongod: once the messages sent pass 1 MiB, later ones are empty, so that an
+        // unordered batch whose every statement failed (a full device) still fits a reply.
+        let mut message_bytes = 0;
         let errs: Vec<Bson> = r
             .errors
             .into_iter()
-            .map(|(i, e)| Bson::Document(write_error(i, &e)))
+            .map(|(i, mut e)| {
+                if message_bytes >= WRITE_ERROR_MESSAGE_BYTES_MAX {
+                    e.message.clear();
+                }
+                message_bytes += e.message.len();
+                Bson::Document(write_error(i, &e))
+            })
             .collect();
         reply.insert("writeErrors", errs);
     }
     Ok(reply)
 }
+
+/// Bytes of write error messages after which mongod sends the rest empty.
+const WRITE_ERROR_MESSAGE_BYTES_MAX: usize = 1 << 20;
 
 fn write_error(index: usize, e: &MongoError) -> Document {
     let mut d = doc! { "index": index as i32, "code": e.code.code() };
@@ -428,4 +440,37 @@ fn write_error(index: usize, e: &MongoError) -> Document {
     }
     d.insert("errmsg", e.message.clone());
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_error_messages_past_one_mib_are_sent_empty() {
+        let long = "x".repeat(600 << 10);
+        let errors = (0..3)
+            .map(|i| (i, MongoError::new(ErrorCode::OutOfDiskSpace, long.clone())))
+            .collect();
+        let result = WriteResult {
+            errors,
+            ..WriteResult::default()
+        };
+        let reply = write_reply(result, false).expect("a reply");
+        let errs = reply.get_array("writeErrors").expect("writeErrors");
+        let lens: Vec<(i32, usize)> = errs
+            .iter()
+            .filter_map(Bson::as_document)
+            .map(|e| {
+                (
+                    e.get_i32("code").unwrap_or(0),
+                    e.get_str("errmsg").map_or(1, str::len),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lens,
+            vec![(14031, 600 << 10), (14031, 600 << 10), (14031, 0)]
+        );
+    }
 }

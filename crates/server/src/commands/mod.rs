@@ -270,6 +270,56 @@ fn collection_of<'a>(cmd: &Command<'a>) -> Option<&'a str> {
     }
 }
 
+/// Commands mongod 7.0 parses with its IDL parsers, which refuse a field given twice.
+/// Others read a repeated field's first value (`Command::get`, `Command::doc`), as mongod's
+/// hand-written parsers do.
+const IDL_PARSED: &[&str] = &[
+    "find",
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "aggregate",
+    "count",
+    "distinct",
+    "getMore",
+    "killCursors",
+    "explain",
+    "create",
+    "createIndexes",
+    "drop",
+    "dropIndexes",
+    "dropDatabase",
+    "listCollections",
+    "listIndexes",
+    "collMod",
+    "renameCollection",
+    "endSessions",
+    "commitTransaction",
+    "abortTransaction",
+];
+
+/// A field given twice in a command mongod parses with IDL: `Location40413` "BSON field
+/// 'insert.ordered' is a duplicate field" (the command's own name again is not one of its
+/// fields: `Location40415`, unknown), parsed before access control as mongod parses.
+fn refuse_duplicate_field(cmd: &Command<'_>) -> Result<(), MongoError> {
+    let name = cmd.name();
+    if !IDL_PARSED.contains(&name) {
+        return Ok(());
+    }
+    match cmd.duplicate_field() {
+        None => Ok(()),
+        Some(f) if f == name => Err(MongoError::new(
+            ErrorCode::Location40415,
+            format!("BSON field '{name}.{f}' is an unknown field."),
+        )),
+        Some(f) => Err(MongoError::new(
+            ErrorCode::Location40413,
+            format!("BSON field '{name}.{f}' is a duplicate field"),
+        )),
+    }
+}
+
 /// Checks access and session fields, then runs the command: as it is, as a statement of
 /// its session's transaction, or as a retryable write (a transaction number without
 /// `autocommit`).
@@ -285,6 +335,9 @@ fn dispatch_checked(
             ErrorCode::FailedToParse,
             "empty command document",
         )));
+    }
+    if let Err(e) = refuse_duplicate_field(cmd) {
+        return Reply::Doc(error_reply(&e));
     }
     // Access control first, as mongod: an unauthenticated client learns nothing more.
     if is_known(ctx, name) {

@@ -1,0 +1,116 @@
+"""Duplicate field names (issue 29 item 5), answered as mongod 7.0 answers them, never
+collapsed silently:
+- a document to insert keeps a repeated field name as sent, whether it came in the
+  command's body or in a document sequence (mongod stores it: SERVER-6439 is unresolved);
+- a second `_id` is refused, `BadValue` (2) "can't have multiple _id fields in one
+  document" (mongod's `fixDocumentForInsert`, SERVER-19361), a write error at its index;
+- a field given twice in a command that mongod parses with its IDL parsers (every CRUD and
+  DDL command) fails the command, `Location40413` "BSON field 'insert.ordered' is a
+  duplicate field"; the command's own name again is an unknown field (`Location40415`);
+- other commands read a repeated field's first value, as mongod's hand-written parsers do.
+Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
+
+import struct
+
+from bson import encode
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+
+from wire_client import OP_MSG, RawConnection, read_reply
+
+
+def element(name: str, value) -> bytes:
+    """One BSON element, as `encode` writes it inside a document."""
+    return encode({name: value})[4:-1]
+
+
+def document(*elements: bytes) -> bytes:
+    fields = b"".join(elements)
+    return struct.pack("<i", 4 + len(fields) + 1) + fields + b"\x00"
+
+
+def array_of(*docs: bytes) -> bytes:
+    items = b"".join(b"\x03" + str(i).encode() + b"\x00" + d for i, d in enumerate(docs))
+    return document(items)
+
+
+def array_element(name: str, *docs: bytes) -> bytes:
+    return b"\x04" + name.encode() + b"\x00" + array_of(*docs)
+
+
+def command(conn: RawConnection, *elements: bytes) -> dict:
+    """Sends one OP_MSG whose body is `elements` in order (`$db` added last)."""
+    body = document(*elements, element("$db", "dup"))
+    msg = struct.pack("<I", 0) + b"\x00" + body
+    conn.send(struct.pack("<iiii", 16 + len(msg), conn.next_id, 0, OP_MSG) + msg)
+    conn.next_id += 1
+    return read_reply(conn.sock).doc
+
+
+def stored(client, coll: str, _id) -> bytes | None:
+    raw = client.dup.get_collection(coll, CodecOptions(document_class=RawBSONDocument))
+    found = raw.find_one({"_id": _id})
+    return None if found is None else found.raw
+
+
+def test_a_document_keeps_a_repeated_field_name_as_sent(server, client):
+    doc = document(element("_id", 7), element("a", 1), element("a", 2), element("b", 3))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("insert", "c"), array_element("documents", doc))
+    assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    assert stored(client, "c", 7) == doc
+
+
+def test_a_second_id_is_a_write_error_where_mongod_has_one(server, client):
+    ok = lambda i: document(element("_id", i), element("x", 1))  # noqa: E731
+    two_ids = document(element("_id", 7), element("a", 1), element("a", 2), element("_id", 8))
+    with RawConnection(server.port) as conn:
+        ordered = command(conn, element("insert", "o"), array_element("documents", ok(1), two_ids, ok(2)))
+        unordered = command(
+            conn,
+            element("insert", "u"),
+            array_element("documents", ok(1), two_ids, ok(2)),
+            element("ordered", False),
+        )
+    for reply, n in ((ordered, 1), (unordered, 2)):
+        assert reply["ok"] == 1.0 and reply["n"] == n, reply
+        [e] = reply["writeErrors"]
+        assert (e["index"], e["code"]) == (1, 2), e
+        assert e["errmsg"] == "can't have multiple _id fields in one document", e
+    for coll in ("o", "u"):
+        assert stored(client, coll, 7) is None and stored(client, coll, 8) is None
+    assert stored(client, "o", 2) is None and stored(client, "u", 2) is not None
+
+
+def test_a_field_given_twice_fails_a_command_mongod_parses_with_idl(server, client):
+    doc = document(element("_id", 1))
+    with RawConnection(server.port) as conn:
+        reply = command(
+            conn,
+            element("insert", "c"),
+            array_element("documents", doc),
+            element("ordered", True),
+            element("ordered", False),
+        )
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert reply["errmsg"] == "BSON field 'insert.ordered' is a duplicate field", reply
+        assert reply["codeName"] == "Location40413", reply
+
+        reply = command(
+            conn,
+            element("find", "c"),
+            element("filter", {"_id": 1}),
+            element("filter", {"_id": 2}),
+        )
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert reply["errmsg"] == "BSON field 'find.filter' is a duplicate field", reply
+
+        reply = command(conn, element("insert", "c"), element("insert", "d"), array_element("documents", doc))
+        assert reply["ok"] == 0.0 and reply["code"] == 40415, reply
+        assert reply["errmsg"] == "BSON field 'insert.insert' is an unknown field.", reply
+
+        # A command mongod parses by hand reads the first value.
+        reply = command(conn, element("ping", 1), element("comment", "a"), element("comment", "b"))
+        assert reply["ok"] == 1.0, reply
+    assert client.dup.c.count_documents({}) == 0
+    assert "d" not in client.dup.list_collection_names()
