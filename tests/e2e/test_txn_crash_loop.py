@@ -13,10 +13,11 @@ import random
 import time
 
 from conftest import Server
-from kill_loop import kill_loop
+from kill_loop import kill_loop, rounds
 from pymongo.errors import PyMongoError
 
-ROUNDS = 4
+# SHALE_KILL_ROUNDS=N runs N rounds (kill_loop.py).
+ROUNDS = rounds(4)
 WRITERS = 3
 
 

@@ -195,6 +195,7 @@ impl Database {
         options: Document,
     ) -> DbResult<Arc<Collection>> {
         crate::namespace::validate_db_name(&ns.db)?;
+        self.refuse_unpublished(st, ns)?;
         let mut command = doc! {"create": &ns.coll};
         command.extend(options.clone());
         let coll = self.catalog.prepare(self.engine(), ns, options)?;
@@ -207,6 +208,31 @@ impl Database {
         }
         st.log_mut().command(&ns.db, coll.uuid, to_raw(&command)?);
         Ok(coll)
+    }
+
+    /// Refuses to create `ns` when the catalog tree, as the transaction reads it, already
+    /// records it although the in-memory catalog does not: another transaction created it
+    /// and has committed, but publishes it only once its commit's log fsync returns
+    /// (`commit_unpublished`). Putting a second record over the first would commit without
+    /// a conflict (the first is below this snapshot) and point the name at this
+    /// transaction's trees, orphaning every document the first wrote there, lost at the
+    /// next restart. `WriteConflict`, labelled transient: a retry finds it published.
+    /// (A record committed after this snapshot fails the record's key lock instead.)
+    fn refuse_unpublished(&self, st: &TxnState, ns: &Namespace) -> DbResult<()> {
+        let recorded = st
+            .txn()
+            .get(self.catalog.tree(), ns.to_string().as_bytes())
+            .map_err(engine_error)?;
+        match recorded {
+            None => Ok(()),
+            Some(_) => Err(MongoError::new(
+                ErrorCode::WriteConflict,
+                format!(
+                    "Collection {ns} was created by a concurrent transaction; please retry \
+                     the operation"
+                ),
+            )),
+        }
     }
 
     /// Puts `coll`'s catalog record in the transaction (taking the name's key lock).
@@ -280,6 +306,50 @@ mod tests {
             "docs and size trees"
         );
         assert!(db.engine().list_trees().contains(&doc_tree_name(kept.id)));
+        db.close().expect("close");
+    }
+
+    /// Two transactions create the same collection implicitly; the first has committed but
+    /// not yet published its collection (its commit's log fsync has not returned) when the
+    /// second asks for it. The second must conflict, whether its snapshot is older than the
+    /// first's commit or newer: before the fix, a newer one put its own record over the
+    /// first's and every document the first wrote was gone after a reopen, though its
+    /// commit was acknowledged (test_txn_crash_loop.py's "acknowledged transactions lost").
+    #[test]
+    fn a_collection_committed_but_not_yet_published_is_not_created_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Database::open(dir.path(), DbOptions::default()).expect("open");
+        let first = db.begin_user_txn();
+        let older = db.begin_user_txn();
+        db.insert_in(&first, &ns("race"), &[raw(doc! {"_id": "first"})])
+            .expect("implicit create");
+        let committed = {
+            let _guard = db.data_lock();
+            db.commit_unpublished(&first).expect("engine commit")
+        };
+        assert!(db.catalog.get(&ns("race")).is_none(), "not yet published");
+        let newer = db.begin_user_txn();
+        for (name, t) in [("older", &older), ("newer", &newer)] {
+            let e = db
+                .insert_in(t, &ns("race"), &[raw(doc! {"_id": name})])
+                .expect_err(name);
+            assert_eq!(e.code.code(), 112, "{name}: {}", e.message);
+            db.abort_user_txn(t);
+        }
+        db.publish_commit(committed);
+        let after = db.begin_user_txn();
+        db.insert_in(&after, &ns("race"), &[raw(doc! {"_id": "after"})])
+            .expect("published: an ordinary insert");
+        db.commit_user_txn(&after).expect("commit");
+        db.close().expect("close");
+
+        let db = Database::open(dir.path(), DbOptions::default()).expect("reopen");
+        let race = db.catalog.get(&ns("race")).expect("recorded");
+        assert_eq!(
+            race.docs.count(),
+            2,
+            "the first transaction's document and the last's"
+        );
         db.close().expect("close");
     }
 

@@ -148,6 +148,14 @@ impl Mode<'_> {
     }
 }
 
+/// A committed transaction's effects on the in-memory catalog, not yet published
+/// (`Database::publish_commit`).
+#[derive(Default)]
+pub(crate) struct Committed {
+    created: Vec<Arc<Collection>>,
+    marked: Vec<Arc<crate::catalog::Index>>,
+}
+
 /// The open session transactions, by id.
 #[derive(Default)]
 pub(crate) struct UserTxns {
@@ -292,15 +300,26 @@ impl Database {
     }
 
     /// Commits: persists the multikey flags its writes set, then commits the engine
-    /// transaction. Any failure aborts it. Committing a committed transaction again is Ok.
+    /// transaction, then publishes the collections it created. Any failure aborts it.
+    /// Committing a committed transaction again is Ok.
     pub fn commit_user_txn(&self, t: &UserTxn) -> DbResult<()> {
         let _guard = self.data_lock();
+        let committed = self.commit_unpublished(t)?;
+        self.publish_commit(committed);
+        Ok(())
+    }
+
+    /// The engine commit of `commit_user_txn`, without the publication of what it
+    /// created: until `publish_commit`, the collections it recorded are in the catalog
+    /// tree (as of its commit timestamp) but not in the in-memory catalog, a window as long
+    /// as the commit's log fsync. The caller holds the data lock.
+    pub(crate) fn commit_unpublished(&self, t: &UserTxn) -> DbResult<Committed> {
         let mut slot = t.slot();
         let st = match std::mem::replace(&mut *slot, Slot::Ended(TxnEnd::Aborted)) {
             Slot::Open(st) => st,
             Slot::Ended(TxnEnd::Committed) => {
                 *slot = Slot::Ended(TxnEnd::Committed);
-                return Ok(());
+                return Ok(Committed::default());
             }
             Slot::Ended(end) => {
                 *slot = Slot::Ended(end);
@@ -316,7 +335,13 @@ impl Database {
         result
     }
 
-    fn commit_state(&self, st: TxnState) -> DbResult<()> {
+    /// Makes a commit's new collections and multikey flags visible to other operations.
+    pub(crate) fn publish_commit(&self, committed: Committed) {
+        self.publish_created(committed.created);
+        doc_write::multikey_committed(&committed.marked);
+    }
+
+    fn commit_state(&self, st: TxnState) -> DbResult<Committed> {
         let TxnState {
             mut txn,
             written,
@@ -362,9 +387,7 @@ impl Database {
             self.drop_created(created);
             return Err(e);
         }
-        self.publish_created(created);
-        doc_write::multikey_committed(&marked);
-        Ok(())
+        Ok(Committed { created, marked })
     }
 
     /// Aborts the transaction if it is open (an ended one is left as it is).
