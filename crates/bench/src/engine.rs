@@ -201,7 +201,7 @@ impl Params {
             direct_io: self.direct_io,
             heap: self
                 .heap_governor
-                .then(|| std::sync::Arc::new(shale_heap::JemallocProbe) as _),
+                .then(|| std::sync::Arc::new(shale_heap::JemallocProbe::default()) as _),
             ..EnvOptions::default()
         }
     }
