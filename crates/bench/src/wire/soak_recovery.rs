@@ -65,7 +65,7 @@ async fn write_for(ops: &OpTarget, kill: usize, secs: f64) -> Result<u64> {
             while Instant::now() < deadline {
                 let r = drive::pick(SEED ^ kill as u64, c, seq);
                 seq += 1;
-                let kind = if r % 2 == 0 {
+                let kind = if r.is_multiple_of(2) {
                     OpKind::Insert
                 } else {
                     OpKind::Update
