@@ -84,9 +84,19 @@ pub fn release() -> bool {
 
 /// This process's resident set (`VmRSS`: anonymous, file-backed and shared pages), in
 /// bytes, from `/proc/self/statm` (one short line, cheap enough for every governor tick).
+/// The file is opened once and re-read from its start: opening it on every tick took a
+/// descriptor 100 times a second, and a server at its descriptor limit then failed accepts
+/// it would otherwise have served (`test_connection_limits.py` saw a third episode).
 pub fn process_resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    use std::os::unix::fs::FileExt;
+    static STATM: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let file = STATM
+        .get_or_init(|| std::fs::File::open("/proc/self/statm").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 160];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * page_bytes())
 }
 
@@ -179,6 +189,12 @@ mod tests {
 
     #[test]
     fn the_probe_reads_the_whole_resident_set_less_what_is_excused() {
+        // Read twice through the one open file: the second reading is fresh, not the first.
+        let first = process_resident_bytes().expect("statm");
+        let grown: Vec<u8> = vec![7; 32 << 20];
+        let second = process_resident_bytes().expect("statm again");
+        assert!(second >= first + (24 << 20), "{first} -> {second}");
+        drop(grown);
         let probe = JemallocProbe::default();
         let before = probe.sample().expect("sample").resident;
         // A thread's stack touched 8 MiB deep is resident, and none of it is jemalloc's.
