@@ -65,6 +65,11 @@ enum Command {
     /// Wire protocol: random $inc by _id over data 10x the cache, with fastUpdates off and
     /// on (TokuMX's read-free updates): updates/s, device reads and server CPU per update
     FastUpdate(wire::WireArgs),
+    /// Wire protocol: 40 clients of mixed work (finds by _id and by an index, updates,
+    /// inserts, short scans) for 10 minutes over data twice the cache: throughput, p50/p99
+    /// and errors per minute, server RSS against cache + 64 MiB + the in-flight cap, then
+    /// restart times after short-lived runs killed with SIGKILL
+    Soak(wire::SoakArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -82,6 +87,9 @@ fn main() -> anyhow::Result<()> {
         Command::Iibench(args) => wire::run::<wire::Iibench>(&args),
         Command::PointFind(args) => wire::run::<wire::PointFind>(&args),
         Command::FastUpdate(args) => wire::run::<wire::FastUpdate>(&args),
+        Command::Soak(args) => {
+            wire::run_with::<wire::Soak>(&args.wire, wire::Soak::params_for(&args)?)
+        }
     }
 }
 

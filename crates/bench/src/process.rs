@@ -14,6 +14,39 @@ pub fn rss_now_bytes() -> Option<u64> {
     parse_status_kib(&status, "VmRSS:")
 }
 
+/// The memory figures of another process, from one read of `/proc/<pid>/status`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcMem {
+    /// `VmRSS`: resident bytes, anonymous and file-backed.
+    pub rss: u64,
+    /// `RssAnon`: resident anonymous bytes (heap, thread stacks, other private mappings).
+    pub rss_anon: u64,
+    /// `RssFile`: resident file-backed bytes (the binary's text, shared libraries).
+    pub rss_file: u64,
+    /// `Threads`.
+    pub threads: u64,
+}
+
+/// `/proc/<pid>/status`'s memory figures; `None` when the process is gone.
+pub fn mem_of(pid: u32) -> Option<ProcMem> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_mem(&status)
+}
+
+fn parse_mem(status: &str) -> Option<ProcMem> {
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    Some(ProcMem {
+        rss: parse_status_kib(status, "VmRSS:")?,
+        rss_anon: parse_status_kib(status, "RssAnon:").unwrap_or(0),
+        rss_file: parse_status_kib(status, "RssFile:").unwrap_or(0),
+        threads,
+    })
+}
+
 /// A `kB` field of `/proc/<pid>/status` (`field` includes the colon), in bytes.
 fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(field))?;
@@ -121,5 +154,19 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(cpu_seconds().expect("getrusage") > before);
+    }
+
+    #[test]
+    fn status_memory_fields_parse() {
+        let s = "Name:\tshale\nVmRSS:\t   10240 kB\nRssAnon:\t    8192 kB\n\
+                 RssFile:\t    2048 kB\nThreads:\t47\n";
+        let m = parse_mem(s).expect("parsed");
+        assert_eq!(m.rss, 10 << 20);
+        assert_eq!(m.rss_anon, 8 << 20);
+        assert_eq!(m.rss_file, 2 << 20);
+        assert_eq!(m.threads, 47);
+        assert!(parse_mem("Name:\tx\n").is_none());
+        let me = mem_of(std::process::id()).expect("own status");
+        assert!(me.rss > 0 && me.threads >= 1);
     }
 }

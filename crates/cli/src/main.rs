@@ -246,8 +246,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     logging::init(&settings)?;
     log_startup(&settings);
     let mut options = DbOptions::default();
-    // The heap governor keeps the process's heap under the cache + 64 MiB (engine `heap.rs`).
-    options.engine.heap = Some(Arc::new(shale_heap::JemallocProbe));
+    // The heap governor keeps the process's resident set under the cache + 64 MiB (engine
+    // `heap.rs`), requests in flight aside: the promise bounds them by their own cap.
+    options.engine.heap = Some(Arc::new(shale_heap::JemallocProbe::excusing(
+        shale_server::inflight::in_use,
+    )));
     options.fast_updates = parameters.fast_updates.unwrap_or(false);
     options.replica_set = settings.repl_set.is_some();
     if let Some(gb) = settings.cache_size_gb {

@@ -30,7 +30,11 @@ pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
             .spawn(move || guarded(&e, "flusher", flusher))
             .expect("spawning the flusher thread"),
     );
-    if env.options.checkpoint_interval.is_some() || env.options.checkpoint_log_bytes.is_some() {
+    let o = &env.options;
+    if o.checkpoint_interval.is_some()
+        || o.checkpoint_log_bytes.is_some()
+        || o.recovery_checkpoint_log_bytes.is_some()
+    {
         let e = env.clone();
         threads.push(
             std::thread::Builder::new()
@@ -106,15 +110,29 @@ fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
 }
 
 /// Checkpoints every `checkpoint_interval`, and sooner when the log since the last
-/// checkpoint passes `checkpoint_log_bytes`.
+/// checkpoint passes `checkpoint_log_bytes`, and at its first tick when the recovery at
+/// open replayed at least `recovery_checkpoint_log_bytes` (R9: the log since the redo point
+/// when the thread starts is exactly what recovery replayed).
 fn checkpointer(env: &EnvInner) {
     let interval = env.options.checkpoint_interval;
     let log_bytes = env.options.checkpoint_log_bytes;
+    let replayed = env.log_since_checkpoint();
+    let mut after_recovery = env
+        .options
+        .recovery_checkpoint_log_bytes
+        .is_some_and(|b| replayed >= b);
+    if after_recovery {
+        tracing::info!(
+            replayed_bytes = replayed,
+            "recovery replayed a long log; checkpointing now"
+        );
+    }
     let tick = interval.map_or(CHECKPOINTER_TICK, |i| i.min(CHECKPOINTER_TICK));
     let mut last = Instant::now();
     while !env.life.is_shut_down() {
         std::thread::sleep(tick);
-        let due = interval.is_some_and(|i| last.elapsed() >= i);
+        let due =
+            std::mem::take(&mut after_recovery) || interval.is_some_and(|i| last.elapsed() >= i);
         let log_full = log_bytes.is_some_and(|b| env.log_since_checkpoint() >= b);
         if !due && !log_full {
             continue;

@@ -4,6 +4,14 @@
 //! statistics (`stats`), and the [`JemallocProbe`] through which the engine's heap governor
 //! reads resident memory and has freed pages returned (`shale_engine::HeapProbe`).
 //!
+//! What the governor bounds is the process's resident set, not only jemalloc's: the probe
+//! reports `VmRSS` (from `/proc/self/statm`), which also holds what jemalloc never sees —
+//! thread stacks as deep as they were used, C libraries' own `malloc` (zstd's contexts go
+//! to glibc's allocator), the binary's text — less the bytes a binary excuses (the server's
+//! requests in flight, which its promise bounds separately: cache + 64 MiB + the in-flight
+//! cap). So memory outside the heap is charged to the cache: the governor lowers the
+//! cache's working limit by it.
+//!
 //! The engine stays allocator-agnostic: it sees only the probe's trait.
 
 use shale_engine::{HeapProbe, HeapSample};
@@ -74,16 +82,74 @@ pub fn release() -> bool {
     rc == 0
 }
 
-/// The engine's view of jemalloc (`EnvOptions::heap`).
+/// This process's resident set (`VmRSS`: anonymous, file-backed and shared pages), in
+/// bytes, from `/proc/self/statm` (one short line, cheap enough for every governor tick).
+/// The file is opened once and re-read from its start: opening it on every tick took a
+/// descriptor 100 times a second, and a server at its descriptor limit then failed accepts
+/// it would otherwise have served (`test_connection_limits.py` saw a third episode).
+pub fn process_resident_bytes() -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    static STATM: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let file = STATM
+        .get_or_init(|| std::fs::File::open("/proc/self/statm").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 160];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_bytes())
+}
+
+/// The kernel's page size.
+fn page_bytes() -> u64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+/// The engine's view of the process's memory (`EnvOptions::heap`): the resident set (all of
+/// it, not only jemalloc's pages) less what the binary excuses, and jemalloc's dirty pages,
+/// which `release` returns. `heap_only` reads jemalloc's resident pages alone, as before
+/// issue 29 (the engine benchmark, whose bound is over its pre-open baseline).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct JemallocProbe;
+pub struct JemallocProbe {
+    /// Bytes held now that the memory promise bounds apart from the cache (the server's
+    /// requests in flight); `None`: nothing is excused.
+    pub excused: Option<fn() -> usize>,
+    /// Read jemalloc's resident pages only, not the process's resident set.
+    pub heap_only: bool,
+}
+
+impl JemallocProbe {
+    /// A probe that leaves out of the resident set what `excused` returns.
+    pub fn excusing(excused: fn() -> usize) -> Self {
+        JemallocProbe {
+            excused: Some(excused),
+            heap_only: false,
+        }
+    }
+
+    /// A probe of jemalloc's resident pages alone.
+    pub fn heap_only() -> Self {
+        JemallocProbe {
+            excused: None,
+            heap_only: true,
+        }
+    }
+}
 
 impl HeapProbe for JemallocProbe {
     fn sample(&self) -> Option<HeapSample> {
         let s = stats()?;
         let size = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+        // The process's resident set when it can be read, never less than jemalloc's own.
+        let rss = match self.heap_only {
+            true => 0,
+            false => process_resident_bytes().map_or(0, size),
+        };
+        let excused = self.excused.map_or(0, |f| f());
         Some(HeapSample {
-            resident: size(s.resident),
+            resident: rss.saturating_sub(excused).max(size(s.resident)),
             dirty: size(s.dirty.unwrap_or(0)),
         })
     }
@@ -109,14 +175,48 @@ mod tests {
         let blocks: Vec<Vec<u8>> = (0..64).map(|i| vec![i as u8; 1 << 20]).collect();
         assert!(blocks.iter().all(|b| b[4095] == b[0]));
         drop(blocks);
-        let freed = JemallocProbe.sample().expect("sample");
+        let probe = JemallocProbe::default();
+        let freed = probe.sample().expect("sample");
         assert!(freed.dirty >= 32 << 20, "{freed:?}");
-        JemallocProbe.release();
-        let after = JemallocProbe.sample().expect("sample");
+        probe.release();
+        let after = probe.sample().expect("sample");
         assert!(after.dirty < 1 << 20, "{after:?}");
         assert!(
             after.resident + (32 << 20) <= freed.resident,
             "{freed:?} -> {after:?}"
+        );
+    }
+
+    #[test]
+    fn the_probe_reads_the_whole_resident_set_less_what_is_excused() {
+        // Read twice through the one open file: the second reading is fresh, not the first.
+        let first = process_resident_bytes().expect("statm");
+        let grown: Vec<u8> = vec![7; 32 << 20];
+        let second = process_resident_bytes().expect("statm again");
+        assert!(second >= first + (24 << 20), "{first} -> {second}");
+        drop(grown);
+        let probe = JemallocProbe::default();
+        let before = probe.sample().expect("sample").resident;
+        // A thread's stack touched 8 MiB deep is resident, and none of it is jemalloc's.
+        let during = std::thread::Builder::new()
+            .stack_size(16 << 20)
+            .spawn(move || {
+                let mut deep = [1u8; 8 << 20];
+                std::hint::black_box(&mut deep);
+                probe.sample().expect("sample").resident
+            })
+            .expect("spawn")
+            .join()
+            .expect("join");
+        assert!(during >= before + (6 << 20), "{before} -> {during}");
+        // What is excused leaves the reading, down to jemalloc's own resident pages.
+        let less = JemallocProbe::excusing(|| 1 << 30)
+            .sample()
+            .expect("sample");
+        let jemalloc = stats().expect("stats").resident as usize;
+        assert!(
+            less.resident.abs_diff(jemalloc) < 1 << 20,
+            "{less:?} vs {jemalloc}"
         );
     }
 }

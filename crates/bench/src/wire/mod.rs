@@ -21,6 +21,9 @@ mod probe;
 mod report_md;
 mod rows;
 mod server;
+mod soak;
+mod soak_ops;
+mod soak_recovery;
 
 use crate::machine::Machine;
 use crate::report::{num, Table};
@@ -44,6 +47,7 @@ pub use log_write_amp::LogWriteAmp;
 pub use nth_attribute::NthAttribute;
 pub use pk_lookup::{PkLookup, PkLookupArgs};
 pub use point_find::PointFind;
+pub use soak::{Soak, SoakArgs};
 
 const MIB: u64 = 1024 * 1024;
 /// The database every workload works in; dropped before a run.

@@ -65,6 +65,35 @@ pub struct ShaleServer {
     work: Option<WorkDir>,
     db_dir: PathBuf,
     log_path: PathBuf,
+    args: ServeArgs,
+}
+
+/// What a server is started with, kept to start it again (`crash_and_restart`).
+#[derive(Debug, Clone)]
+struct ServeArgs {
+    bin: PathBuf,
+    port: u16,
+    cache_bytes: u64,
+}
+
+/// Starts `shale serve` on `db_dir`, logging (appending) to `log_path`.
+fn spawn(args: &ServeArgs, db_dir: &Path, log_path: &Path) -> Result<Child> {
+    let cache_gb = args.cache_bytes as f64 / (1u64 << 30) as f64;
+    Command::new(&args.bin)
+        .arg("serve")
+        .arg("--dbpath")
+        .arg(db_dir)
+        .args(["--bind_ip", "127.0.0.1", "--port", &args.port.to_string()])
+        .args(["--cacheSizeGB", &format!("{cache_gb}")])
+        .arg("--quiet")
+        .arg("--logpath")
+        .arg(log_path)
+        .arg("--logappend")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {} serve", args.bin.display()))
 }
 
 impl ShaleServer {
@@ -76,21 +105,12 @@ impl ShaleServer {
         std::fs::create_dir(&db_dir).with_context(|| format!("creating {}", db_dir.display()))?;
         let log_path = work.path().join("shale.log");
         let port = free_port()?;
-        let cache_gb = cache_bytes as f64 / (1u64 << 30) as f64;
-        let child = Command::new(bin)
-            .arg("serve")
-            .arg("--dbpath")
-            .arg(&db_dir)
-            .args(["--bind_ip", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--cacheSizeGB", &format!("{cache_gb}")])
-            .arg("--quiet")
-            .arg("--logpath")
-            .arg(&log_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {} serve", bin.display()))?;
+        let args = ServeArgs {
+            bin: bin.to_owned(),
+            port,
+            cache_bytes,
+        };
+        let child = spawn(&args, &db_dir, &log_path)?;
         let pid = child.id();
         let mut server = ShaleServer {
             child,
@@ -99,6 +119,7 @@ impl ShaleServer {
             work: Some(work),
             db_dir,
             log_path,
+            args,
         };
         if let Err(e) = server.wait_ready().await {
             let log = server.log_tail();
@@ -106,6 +127,22 @@ impl ShaleServer {
             return Err(e.context(format!("shale serve did not start; its log:\n{log}")));
         }
         Ok(server)
+    }
+
+    /// Kills the server with SIGKILL (no checkpoint, no clean close: a crash), starts it
+    /// again on the same data directory and port, and returns how long it took from the
+    /// start to the first answered `ping` (recovery included).
+    pub async fn crash_and_restart(&mut self) -> Result<Duration> {
+        let _ = self.child.kill();
+        self.child.wait().context("reaping the killed server")?;
+        let started = Instant::now();
+        self.child = spawn(&self.args, &self.db_dir, &self.log_path)?;
+        self.pid = self.child.id();
+        if let Err(e) = self.wait_ready().await {
+            let log = self.log_tail();
+            return Err(e.context(format!("shale serve did not restart; its log:\n{log}")));
+        }
+        Ok(started.elapsed())
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
@@ -130,6 +167,11 @@ impl ShaleServer {
 
     pub fn db_dir(&self) -> &Path {
         &self.db_dir
+    }
+
+    /// Bytes the write-ahead log holds on disk now.
+    pub fn log_bytes(&self) -> u64 {
+        shale_io::dir_disk_bytes(&self.db_dir.join(LOG_DIR))
     }
 
     /// Sends SIGTERM and waits for the clean shutdown; SIGKILL after `STOP_TIMEOUT`.
