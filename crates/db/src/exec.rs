@@ -321,7 +321,9 @@ fn position(c: &mut AnyCursor, range: &KeyRange, backward: bool) -> DbResult<()>
     }
 }
 
-fn raw(bytes: Vec<u8>) -> DbResult<RawDocumentBuf> {
+/// A stored document's bytes as a raw document (checked when written: a failure here is
+/// corruption). Shared with the express path (`express.rs`).
+pub(crate) fn raw(bytes: Vec<u8>) -> DbResult<RawDocumentBuf> {
     RawDocumentBuf::from_bytes(bytes).map_err(|e| {
         MongoError::new(
             ErrorCode::DataCorruptionDetected,

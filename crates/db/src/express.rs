@@ -20,7 +20,6 @@ use crate::index_keys::id_key;
 use crate::op_context::{add_work, check_interrupt};
 use crate::{engine_error, Database, DbResult, Namespace};
 use bson::{Bson, RawBsonRef, RawDocumentBuf};
-use shale_doc::{ErrorCode, MongoError};
 
 impl Database {
     /// The document of `ns` whose `_id` equals `id`, read the express way: `Some(None)`
@@ -51,7 +50,7 @@ impl Database {
         check_interrupt()?;
         let found = coll.docs.get(&id_key(&id)).map_err(engine_error)?;
         add_work(1, u64::from(found.is_some()));
-        found.map(stored_document).transpose().map(Some)
+        found.map(crate::exec::raw).transpose().map(Some)
     }
 }
 
@@ -66,16 +65,5 @@ fn express_id(id: RawBsonRef<'_>) -> Option<Bson> {
         RawBsonRef::DateTime(t) => Bson::DateTime(t),
         RawBsonRef::Boolean(b) => Bson::Boolean(b),
         _ => return None,
-    })
-}
-
-/// A stored document's bytes as a raw document (they were checked when written; a failure
-/// here is corruption).
-fn stored_document(bytes: Vec<u8>) -> DbResult<RawDocumentBuf> {
-    RawDocumentBuf::from_bytes(bytes).map_err(|e| {
-        MongoError::new(
-            ErrorCode::DataCorruptionDetected,
-            format!("stored document is not BSON: {e}"),
-        )
     })
 }

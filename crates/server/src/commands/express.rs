@@ -9,6 +9,7 @@
 //! which gives the errors: this path never answers an error of its own beyond the read's.
 
 use super::data::cursor_reply_raw;
+use super::raw_args;
 use crate::command::Command;
 use crate::ConnectionCtx;
 use bson::{RawBsonRef, RawDocument};
@@ -50,8 +51,11 @@ fn eligible<'a>(cmd: &Command<'a>) -> Option<(&'a str, RawBsonRef<'a>)> {
         match (*key, *value) {
             ("find", RawBsonRef::String(c)) => coll = Some(c),
             ("filter", RawBsonRef::Document(f)) => id = Some(only_id(f)?),
-            ("limit", v) if whole(v).is_some_and(|n| n >= 0) => {}
-            ("batchSize", v) if whole(v).is_some_and(|n| n > 0) => {}
+            // Counts as the planned path reads them (`raw_args::opt_count`), so the two agree
+            // on what is a valid count; `batchSize: 0` opens a cursor and goes that way.
+            ("limit", _) if raw_args::opt_count(cmd, "find", "limit").is_ok() => {}
+            ("batchSize", _) if matches!(raw_args::opt_count(cmd, "find", "batchSize"), Ok(Some(n)) if n > 0) =>
+                {}
             ("singleBatch", RawBsonRef::Boolean(_)) => {}
             ("projection" | "sort", RawBsonRef::Document(d)) if d.is_empty() => {}
             // Read and checked by dispatch, whatever the command.
@@ -71,16 +75,6 @@ fn only_id(filter: &RawDocument) -> Option<RawBsonRef<'_>> {
         return None;
     }
     Some(value)
-}
-
-/// A whole number as the general path reads a count (int, long, or an integral double).
-fn whole(v: RawBsonRef<'_>) -> Option<i64> {
-    match v {
-        RawBsonRef::Int32(n) => Some(i64::from(n)),
-        RawBsonRef::Int64(n) => Some(n),
-        RawBsonRef::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e15 => Some(d as i64),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
