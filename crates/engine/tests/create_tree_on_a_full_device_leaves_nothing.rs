@@ -2,8 +2,9 @@
 //! the next tree, which gets the same id, is created, and a reopen agrees (R7). Before,
 //! the leftover file made every later `create_tree` fail with "File exists".
 
-use shale_engine::{Env, EnvHooks, EnvOptions, FaultInjector};
-use std::sync::Arc;
+mod common;
+
+use shale_engine::{Env, EnvOptions};
 
 fn options() -> EnvOptions {
     EnvOptions {
@@ -17,12 +18,7 @@ fn options() -> EnvOptions {
 #[test]
 fn a_tree_whose_file_write_failed_leaves_no_file_and_the_next_one_is_made() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let faults = Arc::new(FaultInjector::default());
-    let hooks = EnvHooks {
-        faults: Some(faults.clone()),
-        ..EnvHooks::default()
-    };
-    let env = Env::open_with(dir.path(), options(), hooks).expect("open");
+    let (env, faults) = common::open_with_faults(dir.path(), options());
     let kept = env.create_tree("kept", None).expect("create");
     kept.put(b"k", b"v").expect("put");
     let files = || std::fs::read_dir(dir.path()).expect("dir").count();

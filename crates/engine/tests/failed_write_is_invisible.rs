@@ -4,8 +4,9 @@
 //! it is still read (collection never passes the durable position), and a reopened
 //! environment agrees.
 
-use shale_engine::{Env, EnvHooks, EnvOptions, FaultInjector, FsyncPolicy, WriteBatch};
-use std::sync::Arc;
+mod common;
+
+use shale_engine::{Env, EnvOptions, FsyncPolicy, WriteBatch};
 
 fn options() -> EnvOptions {
     EnvOptions {
@@ -20,12 +21,7 @@ fn options() -> EnvOptions {
 #[test]
 fn a_commit_whose_log_write_failed_is_not_read() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let faults = Arc::new(FaultInjector::default());
-    let hooks = EnvHooks {
-        faults: Some(faults.clone()),
-        ..EnvHooks::default()
-    };
-    let env = Env::open_with(dir.path(), options(), hooks).expect("open");
+    let (env, faults) = common::open_with_faults(dir.path(), options());
     let t = env.create_tree("t", None).expect("create");
     let mut first = WriteBatch::new();
     first.put(&t, b"k", b"acknowledged");

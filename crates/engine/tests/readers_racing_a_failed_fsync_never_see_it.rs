@@ -4,7 +4,9 @@
 //! environment is reopened in place. A commit whose fsync succeeds becomes visible once it
 //! returns, so a writer reads its own write.
 
-use shale_engine::{Env, EnvHooks, EnvOptions, FaultInjector, FsyncPolicy, TreeHandle, WriteBatch};
+mod common;
+
+use shale_engine::{Env, EnvOptions, FaultInjector, FsyncPolicy, TreeHandle, WriteBatch};
 use std::sync::Arc;
 
 fn options() -> EnvOptions {
@@ -18,12 +20,7 @@ fn options() -> EnvOptions {
 }
 
 fn open(dir: &std::path::Path) -> (Arc<Env>, Arc<FaultInjector>) {
-    let faults = Arc::new(FaultInjector::default());
-    let hooks = EnvHooks {
-        faults: Some(faults.clone()),
-        ..EnvHooks::default()
-    };
-    let env = Env::open_with(dir, options(), hooks).expect("open");
+    let (env, faults) = common::open_with_faults(dir, options());
     (Arc::new(env), faults)
 }
 

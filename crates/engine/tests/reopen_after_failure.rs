@@ -5,7 +5,9 @@
 //! durable end when its write fails (W11), so whole frames a short write left behind are
 //! not replayed.
 
-use shale_engine::{Env, EnvHooks, EnvOptions, FaultInjector, FsyncPolicy, WriteBatch};
+mod common;
+
+use shale_engine::{Env, EnvOptions, FaultInjector, FsyncPolicy, WriteBatch};
 use std::sync::Arc;
 
 fn options(fsync: FsyncPolicy) -> EnvOptions {
@@ -19,12 +21,7 @@ fn options(fsync: FsyncPolicy) -> EnvOptions {
 }
 
 fn open(dir: &std::path::Path, fsync: FsyncPolicy) -> (Env, Arc<FaultInjector>) {
-    let faults = Arc::new(FaultInjector::default());
-    let hooks = EnvHooks {
-        faults: Some(faults.clone()),
-        ..EnvHooks::default()
-    };
-    let env = Env::open_with(dir, options(fsync), hooks).expect("open");
+    let (env, faults) = common::open_with_faults(dir, options(fsync));
     (env, faults)
 }
 

@@ -9,3 +9,21 @@
 )]
 
 pub use shale_testkit::{seeds, tiny_options};
+
+/// An environment opened with a fault injector the test holds (to fail the next write or
+/// fsync, or hold one), as the disk-fault tests open theirs.
+pub fn open_with_faults(
+    dir: &std::path::Path,
+    options: shale_engine::EnvOptions,
+) -> (
+    shale_engine::Env,
+    std::sync::Arc<shale_engine::FaultInjector>,
+) {
+    let faults = std::sync::Arc::new(shale_engine::FaultInjector::default());
+    let hooks = shale_engine::EnvHooks {
+        faults: Some(faults.clone()),
+        ..shale_engine::EnvHooks::default()
+    };
+    let env = shale_engine::Env::open_with(dir, options, hooks).expect("open");
+    (env, faults)
+}
