@@ -117,6 +117,7 @@ struct Params {
     direct_io: bool,
     node_size_bytes: usize,
     basement_size_bytes: usize,
+    read_page_bytes: usize,
     fanout: usize,
     compression: String,
     read_threads: usize,
@@ -178,6 +179,7 @@ impl Params {
             direct_io: env.direct_io,
             node_size_bytes: tree.node_size_bytes,
             basement_size_bytes: tree.basement_size_bytes,
+            read_page_bytes: tree.read_page_bytes,
             fanout: tree.fanout,
             compression: format!("{:?}", tree.compression).to_lowercase(),
             read_threads: threads,
@@ -223,6 +225,7 @@ fn tree_options(args: &EngineArgs) -> Result<TreeOptions> {
             bail!("--basement-kib must be in [1, the node size], got {kib}");
         }
         tree.basement_size_bytes = kib << 10;
+        tree.read_page_bytes = shale_engine::default_read_page(kib << 10);
     }
     tree.compression = match args.compression.as_deref() {
         None => tree.compression,

@@ -117,6 +117,7 @@ impl Catalog {
             let options = TreeOptions {
                 node_size_bytes,
                 basement_size_bytes,
+                read_page_bytes: crate::default_read_page(basement_size_bytes),
                 fanout,
                 compression,
             };

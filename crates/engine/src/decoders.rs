@@ -144,7 +144,7 @@ mod tests {
         let first = leaf.basements[0].as_ref().expect("built loaded");
         let basement = first.encode().into_owned();
         let body = NodeBody::Leaf(leaf);
-        let (block, _) = format::encode(&body, Compression::zstd(1).expect("level"), 4096);
+        let (block, _) = format::encode(&body, Compression::zstd(1).expect("level"), 4096, 256);
         let mut table = crate::block::btt::Btt::new();
         for id in 1..20u64 {
             let offset = (1 << 20) + id * 8192;

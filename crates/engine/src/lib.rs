@@ -40,8 +40,8 @@ pub use handle::{TreeHandle, WriteBatch};
 pub use heap::{HeapProbe, HeapSample};
 pub use inner::{add_i64_merge, EnvHooks};
 pub use options::{
-    Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM, DEFAULT_ZSTD_LEVEL,
-    MAX_KEY_OR_VALUE_BYTES, MAX_ZSTD_LEVEL, MIN_TXN_MAX_BYTES, MIN_ZSTD_LEVEL,
+    default_read_page, Compression, EnvOptions, FsyncPolicy, TreeOptions, DEFAULT_HEAP_HEADROOM,
+    DEFAULT_ZSTD_LEVEL, MAX_KEY_OR_VALUE_BYTES, MAX_ZSTD_LEVEL, MIN_TXN_MAX_BYTES, MIN_ZSTD_LEVEL,
     RECORDED_AS_ZERO_ZSTD_LEVEL,
 };
 pub use read_view::ReadView;

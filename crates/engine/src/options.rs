@@ -124,8 +124,15 @@ pub struct TreeOptions {
     /// Target size of a node, uncompressed, before it splits (internal nodes also flush
     /// their heaviest buffer when they exceed it).
     pub node_size_bytes: usize,
-    /// Target uncompressed size of a leaf's basement partition: the unit of a point read.
+    /// Target uncompressed size of a leaf's basement partition: the unit a leaf is cut into
+    /// and scans read by.
     pub basement_size_bytes: usize,
+    /// Target uncompressed size of the segments a basement is written in, each compressed
+    /// alone: the unit of a point read of an evicted basement (TokuMX's `readPageSize`).
+    /// 0, or a size not below the basement's, writes basements whole. A choice of the
+    /// writer, not stored with the tree (every block records its own segment tables): a
+    /// tree opened again takes `default_read_page`.
+    pub read_page_bytes: usize,
     /// Children per internal node before it splits.
     pub fanout: usize,
     pub compression: Compression,
@@ -138,11 +145,23 @@ pub struct TreeOptions {
 /// the smaller unit costs them ~8%.
 pub const DEFAULT_BASEMENT_BYTES: usize = 16 << 10;
 
+/// The read page of a layout whose basements are `basement_bytes`: a quarter of the
+/// basement, at most 4 KiB (measured in docs/benchmarks.md, "Read pages").
+pub const fn default_read_page(basement_bytes: usize) -> usize {
+    let quarter = basement_bytes / 4;
+    if quarter < 4096 {
+        quarter
+    } else {
+        4096
+    }
+}
+
 impl Default for TreeOptions {
     fn default() -> Self {
         TreeOptions {
             node_size_bytes: 4 << 20,
             basement_size_bytes: DEFAULT_BASEMENT_BYTES,
+            read_page_bytes: default_read_page(DEFAULT_BASEMENT_BYTES),
             fanout: 16,
             compression: Compression::default(),
         }
@@ -167,6 +186,7 @@ impl TreeOptions {
         if self.node_size_bytes > fit {
             self.node_size_bytes = fit;
             self.basement_size_bytes = self.basement_size_bytes.min(fit / 4);
+            self.read_page_bytes = self.read_page_bytes.min(self.basement_size_bytes / 4);
         }
         self
     }
@@ -176,6 +196,7 @@ impl TreeOptions {
         TreeOptions {
             node_size_bytes: 4 << 10,
             basement_size_bytes: 512,
+            read_page_bytes: default_read_page(512),
             fanout: 4,
             compression: Compression::Zstd,
         }

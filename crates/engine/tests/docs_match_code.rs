@@ -265,7 +265,7 @@ fn every_defined_invariant_family_is_known() {
 #[test]
 fn format_documents_name_the_magic_numbers_and_versions() {
     let node = read("docs/format-node.md");
-    assert!(node.contains("`SHND`") && node.contains("format version = 4"));
+    assert!(node.contains("`SHND`") && node.contains("format version = 5"));
     let index = read("docs/format.md");
     for doc in [
         "format-blockfile.md",
@@ -281,5 +281,5 @@ fn format_documents_name_the_magic_numbers_and_versions() {
         );
     }
     let code = read("crates/engine/src/tree/format.rs");
-    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 4"));
+    assert!(code.contains("b\"SHND\"") && code.contains("NODE_FORMAT_VERSION: u8 = 5"));
 }

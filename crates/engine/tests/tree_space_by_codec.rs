@@ -17,6 +17,7 @@ fn options(compression: Compression) -> TreeOptions {
     TreeOptions {
         node_size_bytes: 64 << 10,
         basement_size_bytes: 4 << 10,
+        read_page_bytes: shale_engine::default_read_page(4 << 10),
         fanout: 8,
         compression,
     }

@@ -138,6 +138,7 @@ fn options(b: &[u8]) -> Option<TreeOptions> {
     sane.then_some(TreeOptions {
         node_size_bytes: node,
         basement_size_bytes: basement,
+        read_page_bytes: crate::default_read_page(basement),
         fanout,
         compression,
     })

@@ -229,6 +229,68 @@ impl Basement {
         }
     }
 
+    /// The raw bytes of entries `range` alone, as a basement of their own (a segment of a
+    /// basement written in pieces: `segment.rs`). A canonical arena holds them back to back
+    /// (P3): one copy; otherwise each entry's bytes are gathered in key order.
+    pub fn encode_range(&self, range: Range<usize>) -> Cow<'_, [u8]> {
+        if range == (0..self.len()) {
+            return self.encode();
+        }
+        let count = u32::try_from(range.len()).expect("a basement's entries fit its arena");
+        let mut out = Vec::with_capacity(COUNT_BYTES + self.range_bytes(range.clone()));
+        out.extend_from_slice(&count.to_le_bytes());
+        if self.canonical && !range.is_empty() {
+            let start = self.starts[range.start] as usize;
+            let end = self.entry_range(range.end - 1).end;
+            out.extend_from_slice(&self.arena[start..end]);
+        } else {
+            for i in range {
+                out.extend_from_slice(&self.arena[self.entry_range(i)]);
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// Raw bytes of entries `range` (their encoding less the count), about: exact for a
+    /// canonical arena, a reservation otherwise.
+    fn range_bytes(&self, range: Range<usize>) -> usize {
+        match (self.canonical, range.is_empty()) {
+            (_, true) => 0,
+            (true, false) => {
+                self.entry_range(range.end - 1).end - self.starts[range.start] as usize
+            }
+            (false, false) => self.bytes * range.len() / self.len().max(1),
+        }
+    }
+
+    /// Where segments of about `target` raw bytes start: entry indexes, the first 0, a cut
+    /// before an entry that would take the segment past `target` (never before the first
+    /// entry of a segment).
+    pub fn segment_starts(&self, target: usize) -> Vec<usize> {
+        let mut out = vec![0];
+        let mut size = COUNT_BYTES;
+        for i in 0..self.len() {
+            let len = self.entry_range(i).len();
+            if size > COUNT_BYTES && size + len > target {
+                out.push(i);
+                size = COUNT_BYTES;
+            }
+            size += len;
+        }
+        out
+    }
+
+    /// Joins the raw bytes of consecutive segments into one basement, checking everything
+    /// P1 promises across them (`segment::join_raw`).
+    pub fn join(raws: Vec<Vec<u8>>) -> Result<Basement, String> {
+        Basement::decode(super::segment::join_raw(raws)?)
+    }
+
+    /// The key of entry `i`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        self.entry(i).0
+    }
+
     /// Rewrites the arena in key order without garbage (a leaf about to be written that
     /// stays cached: it is written from these bytes, and holds no spare room while clean).
     /// A no-op for a canonical arena.

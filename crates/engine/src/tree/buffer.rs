@@ -248,26 +248,8 @@ impl MsgBuffer {
 
     /// Joins the raw bytes of consecutive segments into one buffer, checking everything Q1
     /// promises across them.
-    pub fn join(mut raws: Vec<Vec<u8>>) -> Result<MsgBuffer, String> {
-        if raws.len() == 1 {
-            return MsgBuffer::decode(raws.pop().unwrap_or_default());
-        }
-        let mut count = 0u32;
-        let mut len = COUNT_BYTES;
-        for r in &raws {
-            let n = r
-                .get(..COUNT_BYTES)
-                .ok_or("segment shorter than its message count")?;
-            let n = u32::from_le_bytes(n.try_into().map_err(|_| "count")?);
-            count = count.checked_add(n).ok_or("segment counts overflow")?;
-            len += r.len() - COUNT_BYTES;
-        }
-        let mut raw = Vec::with_capacity(len);
-        raw.extend_from_slice(&count.to_le_bytes());
-        for r in &raws {
-            raw.extend_from_slice(&r[COUNT_BYTES..]);
-        }
-        MsgBuffer::decode(raw)
+    pub fn join(raws: Vec<Vec<u8>>) -> Result<MsgBuffer, String> {
+        MsgBuffer::decode(super::segment::join_raw(raws)?)
     }
 
     #[cfg(test)]

@@ -53,8 +53,13 @@ impl Tree {
         // partitions) until it is written (its vector and write_block's aligned copy). A
         // tree lock is held here, so no room is made: the next `make_room` evicts for it.
         let mut image = self.cache.in_flight(raw_bytes(&node.body));
-        let segment_bytes = self.options.basement_size_bytes;
-        let (bytes, descs) = format::encode(&node.body, self.options.compression, segment_bytes);
+        let o = &self.options;
+        let (bytes, descs) = format::encode(
+            &node.body,
+            o.compression,
+            o.basement_size_bytes,
+            o.read_page_bytes,
+        );
         image.set(alloc_bytes(bytes.capacity()) + bytes.len());
         self.file.write_block(id, &bytes, for_checkpoint, cat)?;
         drop((image, bytes));
@@ -64,7 +69,7 @@ impl Tree {
             n.dirty = false;
             n.checkpoint_pending = false;
             match (&mut n.body, descs) {
-                (NodeBody::Leaf(l), format::Descs::Leaf(d)) => l.parts = d,
+                (NodeBody::Leaf(l), format::Descs::Leaf(d, t)) => l.set_image(d, t),
                 (NodeBody::Internal(x), format::Descs::Internal(d)) => x.parts = d,
                 _ => unreachable!("a node is encoded as its own kind"),
             }

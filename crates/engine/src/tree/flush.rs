@@ -606,10 +606,10 @@ fn apply_to_leaf(
     status: &TxnStatus,
 ) -> Applied {
     let b = l.basement_index(key);
+    l.forget_image();
     let basement = l.basements[b]
         .as_mut()
         .expect("a changed leaf is fully loaded (N3)");
-    l.parts.clear();
     if matches!(m.op, OpRef::Abort) {
         basement.abort(key, m.ts);
         return Applied::default();
@@ -711,6 +711,7 @@ fn basement_cuts(sizes: &[usize], target_bytes: usize) -> Option<Vec<usize>> {
 /// Cuts a fully loaded leaf before each basement index in `cuts` (ascending, non-zero).
 fn split_leaf_at_basements(mut l: Leaf, cuts: &[usize]) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
     let mut rest = Vec::with_capacity(cuts.len());
+    l.forget_image();
     for &at in cuts.iter().rev() {
         let basements = l.basements.split_off(at);
         let mut pivots = l.pivots.split_off(at - 1);
@@ -719,11 +720,11 @@ fn split_leaf_at_basements(mut l: Leaf, cuts: &[usize]) -> (NodeBody, Vec<(Vec<u
             pivots,
             basements,
             parts: Vec::new(),
+            tables: Vec::new(),
         };
         rest.push((separator, NodeBody::Leaf(piece)));
     }
     rest.reverse();
-    l.parts.clear();
     (NodeBody::Leaf(l), rest)
 }
 

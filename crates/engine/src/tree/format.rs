@@ -1,9 +1,10 @@
-//! The byte format of a node block (version 4; `docs/format-node.md` is the reference).
+//! The byte format of a node block (version 5; `docs/format-node.md` is the reference).
 //! A block is a header (kind, height, partition descriptors, pivots, child ids, segment
 //! tables, CRC) followed by partitions — message buffers for internal nodes, basements for
 //! leaves — each compressed and checksummed on its own so that one basement can be read and
-//! checked alone; a buffer is written as segments of about the read unit, each compressed
-//! alone, so that one segment can be read alone too (`segment.rs`).
+//! checked alone; a buffer is written as segments of about the read unit, and a basement
+//! as segments of about the read page, each compressed alone, so that one segment can be
+//! read alone too (`segment.rs`).
 //!
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
@@ -21,10 +22,13 @@ use crate::Compression;
 pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC);
 /// version 3: a stamp may be provisional and a message may be an abort; version 4: an
-/// internal node's header ends with a segment table per child (buffers in segments).
-pub const NODE_FORMAT_VERSION: u8 = 4;
+/// internal node's header ends with a segment table per child (buffers in segments);
+/// version 5: a leaf's header ends with a segment table per basement too.
+pub const NODE_FORMAT_VERSION: u8 = 5;
 /// The first version whose internal nodes carry segment tables.
 const SEGMENTS_VERSION: u8 = 4;
+/// The first version whose leaves carry segment tables.
+const LEAF_SEGMENTS_VERSION: u8 = 5;
 /// The oldest node format version read (2 holds no provisional stamps or aborts).
 pub const OLDEST_NODE_FORMAT_VERSION: u8 = 2;
 const KIND_LEAF: u8 = 0;
@@ -42,26 +46,28 @@ pub struct Header {
     pub parts: Vec<PartDesc>,
     pub pivots: Vec<Vec<u8>>,
     pub children: Vec<NodeId>,
-    /// Internal nodes: each buffer's segment table (`None` = one segment); leaves: empty.
+    /// Each partition's segment table (`None` = one segment); empty for an internal node
+    /// of version 3 or older and a leaf of version 4 or older.
     pub segs: Vec<Option<Box<SegTable>>>,
 }
 
 /// The descriptors of a node just encoded, in the form its kind keeps them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Descs {
-    Leaf(Vec<PartDesc>),
+    Leaf(Vec<PartDesc>, Vec<Option<Box<SegTable>>>),
     Internal(Vec<BufferDesc>),
 }
 
-/// One unit of compression: partition `part`'s messages or entries `range` (a whole
-/// basement, or one segment of a buffer).
+/// One unit of compression: partition `part`'s messages or entries `range` (one segment of
+/// a buffer or a basement, or the whole of it).
 struct Unit {
     part: usize,
     range: std::ops::Range<usize>,
 }
 
 /// Serializes a node (every partition loaded), cutting each message buffer into segments
-/// of about `segment_bytes` raw bytes. Returns the block bytes and the descriptors of its
+/// of about `segment_bytes` raw bytes and each basement into segments of about
+/// `page_bytes` (0: basements whole). Returns the block bytes and the descriptors of its
 /// partitions.
 ///
 /// The header's length depends only on the partition count, pivots, children and segment
@@ -69,27 +75,29 @@ struct Unit {
 /// compressed straight after it, in order, every other run of them on the compression helper
 /// thread (`codec_helper.rs`): encoding a node holds the block and about two units' raw and
 /// compressed bytes, not every partition twice over.
-pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec<u8>, Descs) {
+pub fn encode(
+    body: &NodeBody,
+    codec: Compression,
+    segment_bytes: usize,
+    page_bytes: usize,
+) -> (Vec<u8>, Descs) {
     let (leaf, height, pivots, children) = match body {
         NodeBody::Leaf(l) => (true, 0, &l.pivots[..], &[][..]),
         NodeBody::Internal(n) => (false, n.height, &n.pivots[..], &n.children[..]),
     };
-    let units = units(body, segment_bytes);
+    let units = units(body, segment_bytes, page_bytes);
     let raw_unit = |i: usize| {
         let u = &units[i];
         match body {
-            NodeBody::Leaf(l) => l.basements[u.part]
-                .as_ref()
-                .expect("encode needs a fully loaded node")
-                .encode(),
+            NodeBody::Leaf(l) => loaded(l, u.part).encode_range(u.range.clone()),
             NodeBody::Internal(n) => n.buf(u.part).encode_range(u.range.clone()),
         }
     };
     // Segment tables need only the segments' first keys to be sized: their lengths and
     // CRCs are fixed-width fields filled in below.
     let mut tables = match body {
-        NodeBody::Leaf(_) => Vec::new(),
-        NodeBody::Internal(n) => seg_tables(n, &units),
+        NodeBody::Leaf(l) => seg_tables(l.basements.len(), &units, |p, i| loaded(l, p).key(i)),
+        NodeBody::Internal(n) => seg_tables(n.buffers.len(), &units, |p, i| n.buf(p).key(i)),
     };
     let n_parts = units.last().map_or(0, |u| u.part + 1);
     let header_len = FIXED_HEADER_BYTES
@@ -103,7 +111,11 @@ pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec
         + 4;
     let mut out = vec![0u8; header_len];
     let mut unit_descs = Vec::with_capacity(units.len());
-    let per_job = crate::codec_helper::units_per_job(segment_bytes);
+    let unit_bytes = match body {
+        NodeBody::Leaf(_) if page_bytes > 0 => page_bytes.min(segment_bytes),
+        _ => segment_bytes,
+    };
+    let per_job = crate::codec_helper::units_per_job(unit_bytes);
     crate::codec_helper::compress_in_order(
         codec,
         units.len(),
@@ -150,7 +162,7 @@ pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec
     assert_eq!(h.len(), header_len, "header length computed wrongly");
     out[..header_len].copy_from_slice(&h);
     let descs = if leaf {
-        Descs::Leaf(descs)
+        Descs::Leaf(descs, tables)
     } else {
         Descs::Internal(
             descs
@@ -163,11 +175,28 @@ pub fn encode(body: &NodeBody, codec: Compression, segment_bytes: usize) -> (Vec
     (out, descs)
 }
 
-/// The units of a node in block order: each basement whole, each buffer's segments.
-fn units(body: &NodeBody, segment_bytes: usize) -> Vec<Unit> {
+/// The units of a node in block order: each basement's segments (or the basement whole),
+/// each buffer's segments.
+fn units(body: &NodeBody, segment_bytes: usize, page_bytes: usize) -> Vec<Unit> {
     match body {
         NodeBody::Leaf(l) => (0..l.basements.len())
-            .map(|part| Unit { part, range: 0..0 })
+            .flat_map(|part| {
+                let b = loaded(l, part);
+                let starts = match page_bytes {
+                    0 => vec![0],
+                    _ => b.segment_starts(page_bytes),
+                };
+                let ends = starts
+                    .iter()
+                    .skip(1)
+                    .copied()
+                    .chain([b.len()])
+                    .collect::<Vec<_>>();
+                starts
+                    .into_iter()
+                    .zip(ends)
+                    .map(move |(a, e)| Unit { part, range: a..e })
+            })
             .collect(),
         NodeBody::Internal(n) => (0..n.buffers.len())
             .flat_map(|part| {
@@ -179,9 +208,21 @@ fn units(body: &NodeBody, segment_bytes: usize) -> Vec<Unit> {
     }
 }
 
-/// Segment tables of `n`'s buffers as `units` cut them, descriptors still unset.
-fn seg_tables(n: &Internal, units: &[Unit]) -> Vec<Option<Box<SegTable>>> {
-    let mut tables: Vec<Option<Box<SegTable>>> = vec![None; n.buffers.len()];
+/// Basement `b` of a leaf being encoded, which is fully loaded.
+fn loaded(l: &Leaf, b: usize) -> &Basement {
+    l.basements[b]
+        .as_ref()
+        .expect("encode needs a fully loaded node")
+}
+
+/// Segment tables of `parts` partitions as `units` cut them (`key(p, i)`: the key of item
+/// `i` of partition `p`), descriptors still unset.
+fn seg_tables<'a>(
+    parts: usize,
+    units: &[Unit],
+    key: impl Fn(usize, usize) -> &'a [u8],
+) -> Vec<Option<Box<SegTable>>> {
+    let mut tables: Vec<Option<Box<SegTable>>> = vec![None; parts];
     for (i, u) in units.iter().enumerate() {
         let multi = units.get(i + 1).is_some_and(|v| v.part == u.part)
             || (i > 0 && units[i - 1].part == u.part);
@@ -195,7 +236,7 @@ fn seg_tables(n: &Internal, units: &[Unit]) -> Vec<Option<Box<SegTable>>> {
             })
         });
         if u.range.start > 0 {
-            t.lows.push(n.buf(u.part).key(u.range.start).to_vec());
+            t.lows.push(key(u.part, u.range.start).to_vec());
         }
         t.descs.push(PartDesc {
             offset: 0,
@@ -310,7 +351,12 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
             .map(|_| r.u64().map(NodeId))
             .collect::<Result<Vec<_>, _>>()?
     };
-    let segs = if leaf || version < SEGMENTS_VERSION {
+    let first = if leaf {
+        LEAF_SEGMENTS_VERSION
+    } else {
+        SEGMENTS_VERSION
+    };
+    let segs = if version < first {
         Vec::new()
     } else {
         parts
@@ -369,16 +415,20 @@ pub fn decode(bytes: &[u8]) -> Result<NodeBody, String> {
     };
     if h.leaf {
         let mut basements = Vec::with_capacity(h.parts.len());
-        for d in &h.parts {
-            basements.push(Slot::loaded(Basement::decode(decode_partition_raw(
-                d,
-                stored(d)?,
-            )?)?));
+        let tables = h
+            .segs
+            .iter()
+            .map(Option::as_deref)
+            .chain(std::iter::repeat(None));
+        for (d, t) in h.parts.iter().zip(tables) {
+            let raws = segment::decompress_whole(d, t, stored(d)?)?;
+            basements.push(Slot::loaded(Basement::join(raws)?));
         }
         Ok(NodeBody::Leaf(Leaf {
             pivots: h.pivots.into(),
             basements,
             parts: h.parts,
+            tables: h.segs,
         }))
     } else {
         let parts = buffer_descs(h.parts, h.segs);
@@ -414,6 +464,7 @@ pub fn skeleton(h: Header) -> NodeBody {
                 .collect(),
             pivots: h.pivots.into(),
             parts: h.parts,
+            tables: h.segs,
         })
     } else {
         NodeBody::Internal(Internal {
@@ -520,6 +571,7 @@ mod tests {
         match body {
             NodeBody::Leaf(mut l) => {
                 l.parts.clear();
+                l.tables.clear();
                 NodeBody::Leaf(l)
             }
             NodeBody::Internal(mut n) => {
@@ -559,10 +611,12 @@ mod tests {
         for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
             for body in [sample_leaf(), sample_internal(), big_internal(300)] {
                 for segment_bytes in [256, 1 << 20] {
-                    let (bytes, descs) = encode(&body, codec, segment_bytes);
+                    let (bytes, descs) = encode(&body, codec, segment_bytes, segment_bytes / 4);
                     let back = decode(&bytes).expect("decode");
                     match (&back, descs) {
-                        (NodeBody::Leaf(l), Descs::Leaf(d)) => assert_eq!(l.parts, d),
+                        (NodeBody::Leaf(l), Descs::Leaf(d, t)) => {
+                            assert_eq!((&l.parts, &l.tables), (&d, &t))
+                        }
                         (NodeBody::Internal(n), Descs::Internal(d)) => assert_eq!(n.parts, d),
                         _ => panic!("kind changed"),
                     }
@@ -575,7 +629,7 @@ mod tests {
     #[test]
     fn buffers_are_written_in_segments_that_decode_alone() {
         let body = big_internal(300);
-        let (bytes, descs) = encode(&body, Compression::Zstd, 1024);
+        let (bytes, descs) = encode(&body, Compression::Zstd, 1024, 0);
         let (Descs::Internal(descs), NodeBody::Internal(n)) = (descs, &body) else {
             panic!("internal")
         };
@@ -587,7 +641,9 @@ mod tests {
                 let stored = &bytes[sd.offset as usize..(sd.offset + sd.stored_len) as usize];
                 let raw = decode_partition_raw(sd, stored).expect("segment alone");
                 let piece = MsgBuffer::decode(raw).expect("a buffer");
-                segment::check_piece(s, t.range(s), &piece).expect("in its range (S2)");
+                let last = piece.iter().next_back().map(|(k, _)| k);
+                segment::check_piece(s, t.range(s), piece.first_key(), last)
+                    .expect("in its range (S2)");
                 joined.extend(piece.iter().map(|(k, _)| k.to_vec()));
                 let key = piece.first_key().expect("non-empty");
                 assert_eq!(t.index(key), s, "the table routes its keys to it");
@@ -597,15 +653,16 @@ mod tests {
         }
     }
 
-    /// `bytes` (a version-4 internal node whose buffers are single segments) as the
-    /// version-3 block it would have been: no segment tables.
-    fn as_version_3(bytes: &[u8]) -> Vec<u8> {
+    /// `bytes` (a version-5 node whose partitions are single segments) as the block of
+    /// `version` it would have been without segment tables (3 for an internal node, 4 for
+    /// a leaf).
+    fn without_tables(bytes: &[u8], version: u8) -> Vec<u8> {
         let h = decode_header(bytes).expect("header");
         assert!(h.segs.iter().all(Option::is_none));
         let cut = 4 * h.parts.len();
         let end = h.header_len - 4;
         let mut b = [&bytes[..end - cut], &[0u8; 4], &bytes[h.header_len..]].concat();
-        b[4] = 3;
+        b[4] = version;
         let new_len = (h.header_len - cut) as u32;
         b[12..16].copy_from_slice(&new_len.to_le_bytes());
         for i in 0..h.parts.len() {
@@ -621,8 +678,8 @@ mod tests {
     #[test]
     fn versions_2_and_3_are_read_and_other_versions_refused() {
         let body = sample_internal();
-        let (bytes, _) = encode(&body, Compression::None, 1 << 20);
-        let v3 = as_version_3(&bytes);
+        let (bytes, _) = encode(&body, Compression::None, 1 << 20, 0);
+        let v3 = without_tables(&bytes, 3);
         assert_eq!(strip_parts(decode(&v3).expect("version 3 is read")), body);
         let header_len = decode_header(&v3).expect("header").header_len;
         let with_version = |v: u8| {
@@ -633,19 +690,62 @@ mod tests {
             decode(&b)
         };
         assert!(with_version(2).is_ok(), "version 2 is still read");
-        assert!(
-            with_version(4).is_err(),
-            "a version-4 internal node has segment tables"
-        );
-        for v in [0, 1, 5, u8::MAX] {
+        for v in [4, 5] {
+            let err = with_version(v).expect_err("tables expected");
+            assert!(!err.contains("unsupported"), "version {v}: {err}");
+        }
+        for v in [0, 1, 6, u8::MAX] {
             let err = with_version(v).expect_err("refused");
             assert!(err.contains("unsupported node format version"), "{err}");
         }
     }
 
     #[test]
+    fn leaves_of_version_4_are_read_without_tables() {
+        let body = sample_leaf();
+        let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20, 0);
+        let v4 = without_tables(&bytes, 4);
+        let back = decode(&v4).expect("version 4 is read");
+        let NodeBody::Leaf(l) = &back else {
+            panic!("a leaf")
+        };
+        assert!(l.tables.is_empty());
+        assert_eq!(strip_parts(back), body);
+    }
+
+    #[test]
+    fn basements_are_written_in_segments_that_decode_alone() {
+        let body = sample_leaf();
+        let (bytes, descs) = encode(&body, Compression::Zstd, 512, 128);
+        let (Descs::Leaf(parts, tables), NodeBody::Leaf(l)) = (descs, &body) else {
+            panic!("leaf")
+        };
+        assert_eq!(parts.len(), l.basements.len());
+        let mut cut = 0;
+        for (b, t) in tables.iter().enumerate() {
+            let Some(t) = t else { continue };
+            cut += 1;
+            let mut joined = Vec::new();
+            for (s, sd) in t.descs.iter().enumerate() {
+                let stored = &bytes[sd.offset as usize..(sd.offset + sd.stored_len) as usize];
+                let raw = decode_partition_raw(sd, stored).expect("segment alone");
+                let piece = Basement::decode(raw).expect("a basement");
+                segment::check_piece(s, t.range(s), piece.first_key(), piece.last_key())
+                    .expect("in its range (S2)");
+                let key = piece.first_key().expect("non-empty");
+                assert_eq!(t.index(key), s, "the table routes its keys to it");
+                joined.extend(piece.iter().map(|(k, _)| k.to_vec()));
+            }
+            let whole = l.basements[b].as_ref().expect("loaded");
+            let all: Vec<Vec<u8>> = whole.iter().map(|(k, _)| k.to_vec()).collect();
+            assert_eq!(joined, all);
+        }
+        assert!(cut > 3, "{cut} basements of ~512 bytes cut at 128");
+    }
+
+    #[test]
     fn header_length_is_found_from_a_prefix() {
-        let (bytes, _) = encode(&sample_internal(), Compression::Zstd, 1 << 20);
+        let (bytes, _) = encode(&sample_internal(), Compression::Zstd, 1 << 20, 0);
         let h = decode_header(&bytes).expect("header");
         assert_eq!(header_len_from_prefix(&bytes[..32]), Ok(h.header_len));
     }
@@ -653,7 +753,7 @@ mod tests {
     #[test]
     fn one_partition_decodes_alone() {
         let body = sample_leaf();
-        let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20);
+        let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20, 0);
         let h = decode_header(&bytes).expect("header");
         assert!(h.parts.len() > 3);
         let d = h.parts[2];
@@ -667,7 +767,7 @@ mod tests {
 
     #[test]
     fn every_flipped_bit_is_detected() {
-        let (bytes, _) = encode(&big_internal(40), Compression::Lz4, 256);
+        let (bytes, _) = encode(&big_internal(40), Compression::Lz4, 256, 64);
         for i in 0..bytes.len() * 8 {
             let mut bad = bytes.clone();
             bad[i / 8] ^= 1 << (i % 8);
@@ -678,7 +778,7 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         let mut rng = shale_testkit::Rng(0x9e37_79b9_7f4a_7c15);
-        let (good, _) = encode(&sample_leaf(), Compression::None, 1 << 20);
+        let (good, _) = encode(&sample_leaf(), Compression::None, 1 << 20, 128);
         for round in 0..2000 {
             let mut bytes = good.clone();
             for _ in 0..(round % 8 + 1) {

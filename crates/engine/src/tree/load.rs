@@ -9,7 +9,7 @@ use super::basement::Basement;
 use super::format;
 use super::msg::MsgBuffer;
 use super::node::{Leaf, Node, NodeBody, PartDesc};
-use super::segment::{self, BufferDesc, Seg};
+use super::segment::{self, BufferDesc, Seg, SegRead, SegTable};
 use super::slot::Slot;
 use super::{Load, Tree};
 use crate::block::{Extent, Image, NodeId};
@@ -254,15 +254,24 @@ impl Tree {
         Ok(buffer)
     }
 
-    /// Reads segment `s` of evicted buffer `c` of internal node `id` alone (one exact
-    /// `pread`) and installs it if the node's image and the buffer's descriptor are still
-    /// the ones read (B10, S3).
+    /// Reads segment `s` of evicted partition `c` of node `id` alone (one exact `pread`)
+    /// and installs it if the node's image and the partition's descriptor are still the
+    /// ones read (B10, S3, N6).
     fn load_segment(&self, id: NodeId, c: usize, s: usize) -> Result<()> {
         // Only this segment's descriptor and range leave the lock, not the whole table.
         let (whole, seg, img) = {
             let st = self.read_state();
-            let Some(NodeBody::Internal(n)) = st.node(id).map(|n| &n.body) else {
-                return Ok(());
+            let n = match st.node(id).map(|n| &n.body) {
+                Some(NodeBody::Internal(n)) => n,
+                Some(NodeBody::Leaf(l)) => {
+                    let Some(read) = leaf_segment(l, c, s) else {
+                        return Ok(());
+                    };
+                    let img = self.image_of(id)?;
+                    drop(st);
+                    return self.read_basement_segment(id, c, s, read, img);
+                }
+                None => return Ok(()),
             };
             let slot = n.segments.get(c).and_then(|p| p.get(s));
             let loaded = slot.is_some_and(Seg::is_loaded);
@@ -281,7 +290,8 @@ impl Tree {
         let what = format!("buffer {c} segment {s}");
         let piece = self.read_buffer_bytes(id, &img, &desc, &what, |stored| {
             let b = format::decode_partition_raw(&desc, stored).and_then(MsgBuffer::decode)?;
-            segment::check_piece(s, seg.range(), &b).map(|()| b)
+            let last = b.iter().next_back().map(|(k, _)| k);
+            segment::check_piece(s, seg.range(), b.first_key(), last).map(|()| b)
         })?;
         let mut st = self.write_state();
         if self.file.image(id) != Some(img) || st.node(id).is_none() {
@@ -316,12 +326,70 @@ impl Tree {
         Ok(())
     }
 
+    /// Reads segment `s` of evicted basement `b` of leaf `id` alone (`load_segment`), and
+    /// installs it as one of the basement's pieces (under the shared lock: `slot.rs`, L1)
+    /// if the leaf's image and the basement's descriptor are still the ones read (B10, N6).
+    fn read_basement_segment(
+        &self,
+        id: NodeId,
+        b: usize,
+        s: usize,
+        seg: (PartDesc, SegRead),
+        img: Image,
+    ) -> Result<()> {
+        let (whole, seg) = seg;
+        let extent = img.extent;
+        let desc = seg.desc;
+        if desc.offset as u64 + desc.stored_len as u64 > extent.len as u64 {
+            let what = format!("basement {b} segment {s} extends past the block");
+            return Err(self.corrupt(id, &extent, what));
+        }
+        let flight = self.hold(desc.stored_len as usize + desc.raw_len as usize)?;
+        let stored =
+            self.file
+                .read_image_range(&img, desc.offset, desc.stored_len, Category::UserRead)?;
+        let piece = format::decode_partition_raw(&desc, &stored)
+            .and_then(Basement::decode)
+            .and_then(|p| {
+                segment::check_piece(s, seg.range(), p.first_key(), p.last_key()).map(|()| p)
+            })
+            .map_err(|r| self.corrupt(id, &extent, format!("basement {b} segment {s}: {r}")))?;
+        EngineStats::bump(&self.stats.basements_read);
+        let bytes = &self.stats.basement_read_bytes;
+        bytes.fetch_add(stored.device_bytes() as u64, Ordering::Relaxed);
+        drop((flight, stored));
+        self.make_room(piece.mem_bytes())?;
+        let st = self.read_state();
+        if self.file.image(id) != Some(img) {
+            return Ok(());
+        }
+        let Some(node) = st.nodes.get(&id) else {
+            return Ok(());
+        };
+        let NodeBody::Leaf(l) = &node.body else {
+            return Ok(());
+        };
+        let same_table = l
+            .tables
+            .get(b)
+            .and_then(Option::as_deref)
+            .map(|t| t.descs.get(s));
+        if l.parts.get(b) != Some(&whole) || same_table != Some(Some(&desc)) {
+            return Ok(());
+        }
+        if let Some(added) = l.basements[b].fill_piece(seg.count, s, piece) {
+            self.cache.recharge(0, added);
+        }
+        node.may_have_evictable.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Reads the basements `descs` (consecutive in the block, from `basement_run`) of leaf
     /// `id` with one exact-size `pread`, and installs each that is still unloaded if the
     /// leaf's image is still the one read (B10).
-    fn read_basements(&self, id: NodeId, descs: &[(usize, PartDesc)], img: Image) -> Result<()> {
+    fn read_basements(&self, id: NodeId, descs: &[Wanted1], img: Image) -> Result<()> {
         let extent = img.extent;
-        let (first, last) = (descs[0], descs[descs.len() - 1]);
+        let (first, last) = (&descs[0], &descs[descs.len() - 1]);
         let start = first.1.offset;
         let end = last.1.offset as u64 + last.1.stored_len as u64;
         if end > extent.len as u64 {
@@ -329,7 +397,7 @@ impl Tree {
             return Err(self.corrupt(id, &extent, format!("basement {j} extends past the block")));
         }
         let len = (end - start as u64) as u32;
-        let raw: usize = descs.iter().map(|(_, d)| d.raw_len as usize).sum();
+        let raw: usize = descs.iter().map(|(_, d, _)| d.raw_len as usize).sum();
         // The stored bytes and the decompressed ones, held until the basements' own charges
         // replace them.
         let flight = self.hold(len as usize + raw)?;
@@ -337,13 +405,13 @@ impl Tree {
             .file
             .read_image_range(&img, start, len, Category::UserRead)?;
         let mut basements = Vec::with_capacity(descs.len());
-        for &(j, d) in descs {
+        for (j, d, t) in descs {
             let at = (d.offset - start) as usize;
             let bytes = &stored[at..at + d.stored_len as usize];
-            let b = format::decode_partition_raw(&d, bytes)
-                .and_then(Basement::decode)
+            let b = segment::decompress_whole(d, t.as_deref(), bytes)
+                .and_then(Basement::join)
                 .map_err(|r| self.corrupt(id, &extent, format!("partition {j}: {r}")))?;
-            basements.push((j, d, b));
+            basements.push((*j, *d, b));
         }
         EngineStats::bump(&self.stats.basements_read);
         let bytes = &self.stats.basement_read_bytes;
@@ -379,25 +447,40 @@ impl Tree {
 /// What `load_partition` reads, decided under the read lock.
 enum Wanted {
     Buffer(BufferDesc),
-    /// Basement indexes with their descriptors, consecutive in the block.
-    Basements(Vec<(usize, PartDesc)>),
+    /// Basements consecutive in the block.
+    Basements(Vec<Wanted1>),
+}
+
+/// A basement to read whole: its index, descriptor and segment table.
+type Wanted1 = (usize, PartDesc, Option<Box<SegTable>>);
+
+/// What reading segment `s` of basement `b` alone needs, if the basement is evicted, was
+/// written in segments and that segment is not held: the basement's descriptor (to check
+/// it is unchanged at install) and the segment's.
+fn leaf_segment(l: &Leaf, b: usize, s: usize) -> Option<(PartDesc, SegRead)> {
+    let slot = l.basements.get(b)?;
+    if slot.is_some() || slot.piece(s).is_some() {
+        return None;
+    }
+    let t = l.tables.get(b)?.as_deref()?;
+    Some((*l.parts.get(b)?, t.read_of(s)?))
 }
 
 /// Basement `i` of `l` if it is unloaded, then the unloaded basements after it whose stored
 /// bytes follow on in the block, while the span stays within `max_bytes` (basement `i` is
 /// taken whatever its size); `None` when basement `i` is loaded or does not exist.
-fn basement_run(l: &Leaf, i: usize, max_bytes: u32) -> Option<Vec<(usize, PartDesc)>> {
-    let mut descs: Vec<(usize, PartDesc)> = Vec::new();
+fn basement_run(l: &Leaf, i: usize, max_bytes: u32) -> Option<Vec<Wanted1>> {
+    let mut descs: Vec<Wanted1> = Vec::new();
     let mut end = 0u64;
     for (j, d) in l.parts.iter().enumerate().skip(i) {
         let next_end = d.offset as u64 + d.stored_len as u64;
-        let fits = descs.first().is_none_or(|(_, f)| {
+        let fits = descs.first().is_none_or(|(_, f, _)| {
             next_end - f.offset as u64 <= max_bytes as u64 && d.offset as u64 == end
         });
         if l.basements.get(j).is_none_or(Slot::is_some) || !fits {
             break;
         }
-        descs.push((j, *d));
+        descs.push((j, *d, l.tables.get(j).cloned().flatten()));
         end = next_end;
     }
     (!descs.is_empty()).then_some(descs)

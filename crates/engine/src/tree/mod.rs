@@ -64,8 +64,8 @@ pub(crate) enum Load {
     Header(NodeId),
     /// One partition (basement or message buffer) of a cached node.
     Partition(NodeId, usize),
-    /// Segment `s` of evicted buffer `c` of a cached internal node (`segment.rs`): what a
-    /// point lookup needs of a buffer written in segments.
+    /// Segment `s` of evicted partition `c` of a cached node (`segment.rs`): what a point
+    /// lookup needs of a buffer or basement written in segments.
     Segment(NodeId, usize, usize),
     /// Basement `i` of a cached leaf and the unloaded basements after it, up to
     /// `SCAN_READ_BYTES` stored, in one read: what a scan will want next (`load.rs`).
@@ -524,6 +524,7 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String>
     let options = TreeOptions {
         node_size_bytes: u32_at(1),
         basement_size_bytes: u32_at(5),
+        read_page_bytes: crate::default_read_page(u32_at(5)),
         fanout: u32_at(9),
         compression,
     };

@@ -18,13 +18,19 @@
 //!     with a key filter: `segment.rs`) holds something only while buffer `c` is evicted
 //!     and its descriptor has a segment table of as many segments (S3); loading the whole
 //!     buffer drops them.
+//! N6. a leaf's pieces (segments of basement `b` read alone: `slot.rs`) are held only in
+//!     a clean leaf whose `tables[b]` has as many segments, and describe its on-disk image:
+//!     eviction drops them with the basement, and a leaf that is changed or written drops
+//!     them all (`forget_image`, `set_image`). A lookup consults them only while basement
+//!     `b` is evicted; a whole basement read under the shared lock cannot drop them (L1),
+//!     so the two may be held together until the next eviction.
 
 pub use super::basement::{entry_bytes, Basement};
 use super::entry::Entry;
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::pivots::Pivots;
-use super::segment::{BufferDesc, Seg};
+use super::segment::{BufferDesc, Seg, SegTable};
 use super::slot::Slot;
 use crate::block::NodeId;
 use crate::Compression;
@@ -65,6 +71,19 @@ pub struct Leaf {
     pub basements: Vec<Slot>,
     /// Descriptors of the on-disk image; empty for a leaf never written.
     pub parts: Vec<PartDesc>,
+    /// Segment tables of the image's basements (`None` = written whole; empty when `parts`
+    /// is, or for an image of format 4 or older).
+    pub tables: Vec<Option<Box<SegTable>>>,
+}
+
+/// How a lookup reaches basement `b` of a leaf (`Leaf::reach`).
+pub enum LeafReach<'a> {
+    /// The basement, or the segment of it that holds the key, is loaded.
+    Loaded(&'a Basement),
+    /// Segment `s` must be read.
+    Read(usize),
+    /// The basement has no segments: read it whole.
+    Whole,
 }
 
 impl Leaf {
@@ -82,6 +101,7 @@ impl Leaf {
             pivots: Pivots::new(),
             basements: vec![Slot::loaded(Basement::new())],
             parts: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -137,6 +157,7 @@ impl Leaf {
             pivots,
             basements,
             parts: Vec::new(),
+            tables: Vec::new(),
         }
     }
 
@@ -158,7 +179,7 @@ impl Leaf {
             let cut = Leaf::from_entries_evenly(basement.into_entries(), total, pieces);
             self.basements.splice(b..=b, cut.basements);
             self.pivots.splice_at(b, cut.pivots);
-            self.parts.clear();
+            self.forget_image();
         }
     }
 
@@ -166,21 +187,76 @@ impl Leaf {
         self.pivots.count_le(key)
     }
 
+    /// How a lookup of `key` reaches basement `b`: loaded (whole, or the segment holding
+    /// the key, N6), by reading one segment, or by reading the whole basement.
+    pub fn reach(&self, b: usize, key: &[u8]) -> LeafReach<'_> {
+        let slot = &self.basements[b];
+        if let Some(whole) = slot.as_ref() {
+            return LeafReach::Loaded(whole);
+        }
+        let Some(t) = self.tables.get(b).and_then(Option::as_deref) else {
+            return LeafReach::Whole;
+        };
+        let s = t.index(key);
+        match slot.piece(s) {
+            Some(piece) => LeafReach::Loaded(piece),
+            None => LeafReach::Read(s),
+        }
+    }
+
+    /// Forgets the on-disk image of a leaf being changed (N3, N6): its descriptors, segment
+    /// tables and the pieces read from them.
+    pub fn forget_image(&mut self) {
+        // Pieces are read only through a table (N6): without one there are none to drop,
+        // and a flush calls this for every message it applies.
+        if self.parts.is_empty() && self.tables.is_empty() {
+            return;
+        }
+        self.parts.clear();
+        self.tables.clear();
+        self.basements.iter_mut().for_each(|b| {
+            b.take_pieces();
+        });
+    }
+
+    /// Records the image just written: its descriptors and segment tables (N6: pieces of
+    /// the image before are dropped).
+    pub fn set_image(&mut self, parts: Vec<PartDesc>, tables: Vec<Option<Box<SegTable>>>) {
+        self.forget_image();
+        self.parts = parts;
+        self.tables = tables;
+    }
+
     pub fn all_loaded(&self) -> bool {
         self.basements.iter().all(Slot::is_some)
     }
 
-    /// Drops every loaded basement that holds entries; returns the memory they held (their
-    /// part of `Node::mem_bytes`, which an empty slot does not count).
+    /// Drops every loaded basement that holds entries, and every piece (N6); returns the
+    /// memory they held (their part of `Node::mem_bytes`, which an empty slot does not
+    /// count).
     pub fn evict_basements(&mut self) -> usize {
         let mut freed = 0;
         for slot in &mut self.basements {
-            if let Some(b) = slot.as_ref().filter(|b| b.len() > 0) {
+            freed += slot.take_pieces();
+            if let Some(b) = slot.take_if(|b| b.len() > 0) {
                 freed += b.mem_bytes();
-                *slot = Slot::empty();
             }
         }
         freed
+    }
+
+    /// Whether eviction could drop something: a loaded basement with entries, or a piece.
+    fn has_evictable(&self) -> bool {
+        self.basements
+            .iter()
+            .any(|s| s.as_ref().is_some_and(|b| b.len() > 0) || s.has_pieces())
+    }
+
+    /// Memory of the segment tables and the pieces (part of `Node::mem_bytes`).
+    fn image_mem_bytes(&self) -> usize {
+        let tables = self.tables.iter().flatten().map(|t| t.mem_bytes());
+        let pieces = self.basements.iter().map(Slot::pieces_mem_bytes);
+        tables.chain(pieces).sum::<usize>() + self.tables.capacity() * 8
     }
 
     /// Bytes of entries in loaded basements.
@@ -335,10 +411,7 @@ impl NodeBody {
     /// loaded, non-empty partition. (Only clean nodes may be partially evicted: N3.)
     pub fn has_evictable_partitions(&self) -> bool {
         match self {
-            NodeBody::Leaf(l) => {
-                l.parts.len() == l.basements.len()
-                    && l.basements.iter().flatten().any(|b| b.len() > 0)
-            }
+            NodeBody::Leaf(l) => l.parts.len() == l.basements.len() && l.has_evictable(),
             NodeBody::Internal(n) => {
                 n.parts.len() == n.buffers.len()
                     && (n.buffers.iter().flatten().any(|b| !b.is_empty())
@@ -433,6 +506,7 @@ impl Node {
                     l.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + l.pivots.index_bytes()
                         + l.parts.len() * 24
+                        + l.image_mem_bytes()
                         + l.basements
                             .iter()
                             .flatten()
@@ -486,7 +560,7 @@ impl Node {
                         check_range(&l.pivots, i, b.first_key(), b.last_key())?;
                     }
                 }
-                Ok(())
+                check_leaf_pieces(l, self.dirty)
             }
             NodeBody::Internal(n) => {
                 check_pivots(&n.pivots)?;
@@ -554,6 +628,33 @@ fn check_pieces(n: &Internal) -> Result<(), String> {
             return Err(format!(
                 "segments of buffer {c} do not match its image (N5)"
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks N6: pieces only in a clean leaf, of basements whose table has as many segments,
+/// each in its segment's range (S2).
+fn check_leaf_pieces(l: &Leaf, dirty: bool) -> Result<(), String> {
+    if !l.tables.is_empty() && l.tables.len() != l.parts.len() {
+        return Err("leaf segment tables do not match its descriptors".into());
+    }
+    for (b, slot) in l.basements.iter().enumerate() {
+        if slot.piece_count() == 0 {
+            continue;
+        }
+        let t = l.tables.get(b).and_then(Option::as_deref);
+        if dirty || t.map(|t| t.descs.len()) != Some(slot.piece_count()) {
+            return Err(format!(
+                "pieces of basement {b} do not match its image (N6)"
+            ));
+        }
+        let t = t.expect("matched above");
+        for (s, piece) in slot.pieces().enumerate() {
+            if let Some(p) = piece {
+                super::segment::check_piece(s, t.range(s), p.first_key(), p.last_key())
+                    .map_err(|r| format!("basement {b}: {r}"))?;
+            }
         }
     }
     Ok(())

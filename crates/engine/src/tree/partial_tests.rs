@@ -607,3 +607,86 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
     t.verify().expect("verify");
     env.close().expect("close");
 }
+
+#[test]
+fn a_lookup_of_an_evicted_basement_reads_one_segment_of_it() {
+    use super::{Load, Stall};
+    let (_dir, env, t) = filled_with_first();
+    let tree = &t.tree;
+    env.flush_all()
+        .expect("every buffer emptied into the leaves");
+    env.checkpoint()
+        .expect("leaves written in segments of the tiny read page");
+    tree.shed_clean_partitions();
+    // Which segment of which basement each key's lookup stalls on.
+    /// Keys by (leaf, basement), then by the segment their lookup stalls on.
+    type Stalls = BTreeMap<(crate::block::NodeId, usize), BTreeMap<usize, Vec<Vec<u8>>>>;
+    let mut stalls = Stalls::new();
+    {
+        let st = tree.read_state();
+        let ts = tree.snapshots.visible();
+        for k in (0..2000).map(key) {
+            if let Err(Stall::Load(Load::Segment(id, b, s))) = tree.lookup(&st, &k, ts) {
+                if matches!(st.nodes[&id].body, NodeBody::Leaf(_)) {
+                    stalls
+                        .entry((id, b))
+                        .or_default()
+                        .entry(s)
+                        .or_default()
+                        .push(k);
+                }
+            }
+        }
+    }
+    let ((leaf, b), segments) = stalls
+        .into_iter()
+        .max_by_key(|(_, s)| s.len())
+        .expect("some lookup stalls on a basement's segment");
+    assert!(segments.len() >= 2, "{} segments read", segments.len());
+    // Each key's value comes from its own segment, read once; the basement stays evicted.
+    let before = env.counters().basements_read;
+    for k in segments.values().flatten() {
+        assert_eq!(t.get(k).expect("get").as_deref(), Some(&b"first"[..]));
+    }
+    let reads = env.counters().basements_read - before;
+    assert_eq!(
+        reads as usize,
+        segments.len(),
+        "one read per segment, none whole"
+    );
+    {
+        let st = tree.read_state();
+        let NodeBody::Leaf(l) = &st.nodes[&leaf].body else {
+            unreachable!()
+        };
+        assert!(l.basements[b].is_none(), "the basement was read whole");
+        assert_eq!(l.basements[b].pieces().flatten().count(), segments.len());
+        st.nodes[&leaf].check().expect("N6");
+    }
+    // verify compares every piece with the image on disk.
+    t.verify().expect("verify");
+    // Eviction drops the pieces; a change loads the leaf whole and forgets them.
+    tree.shed_clean_partitions();
+    {
+        let st = tree.read_state();
+        let NodeBody::Leaf(l) = &st.nodes[&leaf].body else {
+            unreachable!()
+        };
+        assert!(!l.basements[b].has_pieces(), "eviction left pieces");
+    }
+    for k in segments.values().flatten() {
+        t.get(k).expect("get");
+    }
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..2000).map(|i| (key(i), b"first".to_vec())).collect();
+    for k in segments.values().flatten().step_by(2) {
+        t.put(k, b"changed").expect("put");
+        model.insert(k.clone(), b"changed".to_vec());
+    }
+    env.flush_all().expect("flush into the leaf");
+    env.checkpoint().expect("checkpoint");
+    tree.shed_clean_partitions();
+    check(&t, &model);
+    t.verify().expect("verify");
+    env.close().expect("close");
+}

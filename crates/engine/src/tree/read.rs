@@ -17,7 +17,7 @@
 use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
-use super::node::{Leaf, NodeBody, Reach};
+use super::node::{Leaf, LeafReach, NodeBody, Reach};
 use super::pivots::Pivots;
 use super::{Load, Stall, Step, Tree, TreeState};
 use crate::block::NodeId;
@@ -112,9 +112,12 @@ impl Tree {
                 }
                 NodeBody::Leaf(l) => {
                     let b = l.basement_index(key);
-                    let basement = l.basements[b]
-                        .as_ref()
-                        .ok_or(Stall::Load(Load::Partition(id, b)))?;
+                    // A basement written in segments is read one segment at a time.
+                    let basement = match l.reach(b, key) {
+                        LeafReach::Loaded(basement) => basement,
+                        LeafReach::Read(s) => return Err(Stall::Load(Load::Segment(id, b, s))),
+                        LeafReach::Whole => return Err(Stall::Load(Load::Partition(id, b))),
+                    };
                     break basement
                         .get(key)
                         .and_then(|e| e.value_seen(|ts| view.sees_stamp(ts)))

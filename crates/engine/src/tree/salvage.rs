@@ -166,8 +166,9 @@ fn decode_partial(bytes: &[u8]) -> Result<Partial, String> {
                 .ok_or_else(|| format!("partition outside the {}-byte block", bytes.len()))?;
             let stored = &bytes[start..end];
             if h.leaf {
-                let raw = format::decode_partition_raw(d, stored)?;
-                Basement::decode(raw).map(Part::Basement)
+                let t = h.segs.get(i).and_then(Option::as_deref);
+                let raws = segment::decompress_whole(d, t, stored)?;
+                Basement::join(raws).map(Part::Basement)
             } else {
                 let desc = BufferDesc {
                     whole: *d,

@@ -14,6 +14,13 @@
 //! cache ~0.1 such reads per get of ~255 KB stored each, which decompressed to more bytes than
 //! the basements the gets read (docs/benchmarks.md, "Buffer segments").
 //!
+//! A leaf's basements are written the same way (node format 5) in segments of the tree's
+//! read page (`TreeOptions::read_page_bytes`, 4 KiB by default), cut between entries: a
+//! point read of an evicted 16 KiB basement reads and decompresses one ~4 KiB segment, and
+//! keeps it as one of the basement's pieces (`slot.rs`, N6 in `node.rs`); scans and changes
+//! read basements whole (docs/benchmarks.md, "Read pages"). The invariants below hold for
+//! both kinds; S3 is the buffers' (a leaf's pieces are N6).
+//!
 //! Invariants (checked when a header is decoded, and by `Node::check`):
 //! S1. a segment table has at least two segments; their stored and raw lengths sum to the
 //!     child's descriptor's, and `lows` (the first key of segments 1..k) strictly increase.
@@ -225,43 +232,80 @@ pub fn cuts(buffer: &MsgBuffer, target: usize) -> Vec<Range<usize>> {
 /// decompresses each segment and joins them (the order check across segments is
 /// `MsgBuffer::decode`'s).
 pub fn decode_whole(d: &BufferDesc, stored: &[u8]) -> Result<MsgBuffer, String> {
-    let Some(t) = &d.segs else {
-        return super::format::decode_partition_raw(&d.whole, stored).and_then(MsgBuffer::decode);
+    MsgBuffer::join(decompress_whole(&d.whole, d.segs.as_deref(), stored)?)
+}
+
+/// The raw bytes of a whole partition (a buffer or a basement) from its stored bytes, one
+/// vector per segment: checks the partition's CRC once, then decompresses each segment.
+pub fn decompress_whole(
+    whole: &PartDesc,
+    segs: Option<&SegTable>,
+    stored: &[u8],
+) -> Result<Vec<Vec<u8>>, String> {
+    let Some(t) = segs else {
+        return super::format::decode_partition_raw(whole, stored).map(|raw| vec![raw]);
     };
-    if stored.len() != d.whole.stored_len as usize {
+    if stored.len() != whole.stored_len as usize {
         return Err(format!(
-            "buffer is {} bytes, descriptor says {}",
+            "partition is {} bytes, descriptor says {}",
             stored.len(),
-            d.whole.stored_len
+            whole.stored_len
         ));
     }
     let crc = checksum(stored);
-    if crc != d.whole.crc {
+    if crc != whole.crc {
         return Err(format!(
-            "buffer checksum mismatch: expected {:#010x}, found {crc:#010x}",
-            d.whole.crc
+            "partition checksum mismatch: expected {:#010x}, found {crc:#010x}",
+            whole.crc
         ));
     }
     let mut raws = Vec::with_capacity(t.descs.len());
     for s in &t.descs {
-        let at = (s.offset - d.whole.offset) as usize;
+        let at = (s.offset - whole.offset) as usize;
         let bytes = &stored[at..at + s.stored_len as usize];
         raws.push(decompress(s.codec, bytes, s.raw_len as usize)?);
     }
-    MsgBuffer::join(raws)
+    Ok(raws)
 }
 
-/// Checks that segment `s`, read alone, holds only keys of its range `[lo, hi)` (S2).
+/// Joins the raw bytes of consecutive segments (each a u32 item count, then its items: a
+/// buffer's messages or a basement's entries) into the raw bytes of the whole: the counts
+/// summed, the items back to back. The caller's decode checks the order across segments.
+pub fn join_raw(mut raws: Vec<Vec<u8>>) -> Result<Vec<u8>, String> {
+    const COUNT_BYTES: usize = 4;
+    if raws.len() == 1 {
+        return Ok(raws.pop().unwrap_or_default());
+    }
+    let mut count = 0u32;
+    let mut len = COUNT_BYTES;
+    for r in &raws {
+        let n = r
+            .get(..COUNT_BYTES)
+            .ok_or("segment shorter than its item count")?;
+        let n = u32::from_le_bytes(n.try_into().map_err(|_| "count")?);
+        count = count.checked_add(n).ok_or("segment counts overflow")?;
+        len += r.len() - COUNT_BYTES;
+    }
+    let mut raw = Vec::with_capacity(len);
+    raw.extend_from_slice(&count.to_le_bytes());
+    for r in &raws {
+        raw.extend_from_slice(&r[COUNT_BYTES..]);
+    }
+    Ok(raw)
+}
+
+/// Checks that segment `s`, read alone and holding keys `first..=last` (`None`: it is
+/// empty), lies in its range `[lo, hi)` (S2). A segment is never empty: cuts fall between
+/// items.
 pub fn check_piece(
     s: usize,
     (lo, hi): (Option<&[u8]>, Option<&[u8]>),
-    piece: &MsgBuffer,
+    first: Option<&[u8]>,
+    last: Option<&[u8]>,
 ) -> Result<(), String> {
-    let first = piece.first_key();
-    let last = piece.iter().next_back().map(|(k, _)| k);
     let below = matches!((first, lo), (Some(f), Some(lo)) if f < lo);
     let above = matches!((last, hi), (Some(l), Some(hi)) if l >= hi);
-    if below || above || piece.is_empty() {
+    if below || above || first.is_none() {
         return Err(format!("segment {s} holds keys outside its range (S2)"));
     }
     Ok(())

@@ -8,28 +8,103 @@
 //! futex waits were ~10% of an uncached point read's CPU at 4 readers (docs/benchmarks.md,
 //! "Engine, mid-size A/Bs: sector-aligned reads, installs under the shared lock, ...").
 //!
-//! Invariant (L1): a slot is emptied or replaced only under the exclusive lock, so a
-//! reference to a loaded basement taken under the shared lock stays valid while that lock
-//! is held, and a slot filled under the shared lock is only ever filled from empty (the
-//! first of two racing readers wins; the other's copy is dropped, not charged).
+//! A basement written in segments (node format 5, `segment.rs`) may also hold, while it is
+//! evicted, the segments point reads read alone (its **pieces**): a lookup reads the one
+//! segment that holds its key, not the whole basement.
+//!
+//! Invariant (L1): a slot, and each of its pieces, is emptied or replaced only under the
+//! exclusive lock, so a reference to a loaded basement or piece taken under the shared lock
+//! stays valid while that lock is held, and what is filled under the shared lock is only
+//! ever filled from empty (the first of two racing readers wins; the other's copy is
+//! dropped, not charged).
 
 use super::basement::Basement;
 use std::sync::OnceLock;
 
 /// A basement position of a leaf: `None`-like when evicted (read it back through the
-/// leaf's descriptor), or the loaded basement.
+/// leaf's descriptor), or the loaded basement; and the segments of it read alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Slot(OnceLock<Basement>);
+pub struct Slot(OnceLock<Basement>, Pieces);
+
+/// Segments of an evicted basement read alone, one place per segment of its table
+/// (`Leaf::tables`, N6); allocated by the first segment read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Pieces(OnceLock<Box<[OnceLock<Basement>]>>);
 
 impl Slot {
     /// A loaded slot.
     pub fn loaded(b: Basement) -> Self {
-        Slot(OnceLock::from(b))
+        Slot(OnceLock::from(b), Pieces::default())
     }
 
     /// An evicted (empty) slot.
     pub fn empty() -> Self {
-        Slot(OnceLock::new())
+        Slot(OnceLock::new(), Pieces::default())
+    }
+
+    /// Segment `s` of the basement, if it was read alone and is still held.
+    pub fn piece(&self, s: usize) -> Option<&Basement> {
+        self.1 .0.get()?.get(s)?.get()
+    }
+
+    /// Whether any segment read alone is held.
+    pub fn has_pieces(&self) -> bool {
+        self.1
+             .0
+            .get()
+            .is_some_and(|p| p.iter().any(|x| x.get().is_some()))
+    }
+
+    /// How many segments the held pieces were read for (0: none were).
+    pub fn piece_count(&self) -> usize {
+        self.1 .0.get().map_or(0, |p| p.len())
+    }
+
+    /// Fills segment `s` of `count`, read alone, holding only the shared lock (L1): the
+    /// bytes it adds to the leaf's charge (`pieces_mem_bytes`), or `None` if another
+    /// reader filled it first or the pieces were read for another table.
+    pub fn fill_piece(&self, count: usize, s: usize, b: Basement) -> Option<usize> {
+        let mut added = 0;
+        if self.1 .0.get().is_none() {
+            let places: Box<[OnceLock<Basement>]> = (0..count).map(|_| OnceLock::new()).collect();
+            if self.1 .0.set(places).is_ok() {
+                added += places_bytes(count);
+            }
+        }
+        let places = self.1 .0.get()?;
+        if places.len() != count {
+            return None;
+        }
+        let bytes = b.mem_bytes();
+        places.get(s)?.set(b).ok()?;
+        Some(added + bytes)
+    }
+
+    /// Drops every piece (exclusive lock), returning the memory they held.
+    pub fn take_pieces(&mut self) -> usize {
+        let freed = self.pieces_mem_bytes();
+        self.1 = Pieces::default();
+        freed
+    }
+
+    /// Memory the pieces hold: their places and the segments loaded in them.
+    pub fn pieces_mem_bytes(&self) -> usize {
+        self.1 .0.get().map_or(0, |p| {
+            places_bytes(p.len())
+                + p.iter()
+                    .filter_map(OnceLock::get)
+                    .map(Basement::mem_bytes)
+                    .sum::<usize>()
+        })
+    }
+
+    /// The pieces held, each `Some` where its segment is loaded (for checks).
+    pub fn pieces(&self) -> impl Iterator<Item = Option<&Basement>> {
+        self.1
+             .0
+            .get()
+            .into_iter()
+            .flat_map(|p| p.iter().map(OnceLock::get))
     }
 
     pub fn as_ref(&self) -> Option<&Basement> {
@@ -48,7 +123,7 @@ impl Slot {
         self.0.get().is_none()
     }
 
-    /// Empties the slot (exclusive lock), returning what it held.
+    /// Empties the slot (exclusive lock), returning what it held. The pieces stay.
     pub fn take(&mut self) -> Option<Basement> {
         self.0.take()
     }
@@ -67,6 +142,11 @@ impl Slot {
     pub fn fill(&self, b: Basement) -> bool {
         self.0.set(b).is_ok()
     }
+}
+
+/// Memory of the places for `count` pieces.
+fn places_bytes(count: usize) -> usize {
+    super::node::alloc_bytes(count * std::mem::size_of::<OnceLock<Basement>>())
 }
 
 impl From<Option<Basement>> for Slot {
@@ -110,5 +190,26 @@ mod tests {
         assert!(s.take_if(|_| true).is_some());
         assert!(s.is_none() && s.take().is_none());
         assert_eq!(Slot::from(Some(Basement::new())).into_iter().count(), 1);
+    }
+
+    #[test]
+    fn pieces_fill_once_each_and_go_together() {
+        let mut s = Slot::empty();
+        assert!(!s.has_pieces() && s.piece(1).is_none() && s.pieces_mem_bytes() == 0);
+        let added = s.fill_piece(4, 1, Basement::new()).expect("first fill");
+        assert_eq!(added, s.pieces_mem_bytes());
+        assert!(s.fill_piece(4, 1, Basement::new()).is_none(), "filled once");
+        assert!(
+            s.fill_piece(3, 2, Basement::new()).is_none(),
+            "another table"
+        );
+        assert!(
+            s.fill_piece(4, 4, Basement::new()).is_none(),
+            "no such segment"
+        );
+        assert!(s.has_pieces() && s.piece(1).is_some() && s.piece(0).is_none());
+        assert_eq!((s.piece_count(), s.pieces().flatten().count()), (4, 1));
+        assert_eq!(s.take_pieces(), added);
+        assert!(!s.has_pieces() && s.piece_count() == 0);
     }
 }

@@ -3,7 +3,7 @@
 //! is reachable twice, and (through the block file) checksums, the translation table and
 //! free space. Nodes not in the cache are read from disk without being cached.
 
-use super::node::NodeBody;
+use super::node::{Leaf, NodeBody, PartDesc};
 use super::{Stall, Tree};
 use crate::block::NodeId;
 use crate::{Category, Error, Location, Result};
@@ -220,9 +220,20 @@ impl Walk<'_> {
                     .extend(l.parts.iter().map(|d| u64::from(d.stored_len)));
                 if l.parts.len() == l.basements.len() {
                     let page = shale_io::PAGE_SIZE as u128;
-                    for (b, d) in l.basements.iter().zip(&l.parts) {
+                    let tables = l.tables.iter().map(Option::as_deref);
+                    let tables = tables.chain(std::iter::repeat(None));
+                    for ((b, d), t) in l.basements.iter().zip(&l.parts).zip(tables) {
                         let entries = b.as_ref().map_or(0, |b| b.len()) as u128;
-                        let read = u128::from(d.stored_len).div_ceil(page) * page;
+                        let rounded = |d: &PartDesc| u128::from(d.stored_len).div_ceil(page) * page;
+                        // A point read of a basement written in segments reads one segment:
+                        // their mean, as if the entries were spread evenly.
+                        let read = match t {
+                            None => rounded(d),
+                            Some(t) => {
+                                let all: u128 = t.descs.iter().map(rounded).sum();
+                                all / t.descs.len() as u128
+                            }
+                        };
                         self.read_weighted.0 += entries * read;
                         self.read_weighted.1 += entries;
                     }
@@ -252,6 +263,12 @@ impl Tree {
             Some(n) => {
                 n.check().map_err(|r| Stall::Err(self.bad(id, r)))?;
                 match &n.body {
+                    NodeBody::Leaf(l) if !l.all_loaded() => {
+                        // Under the read lock the image cannot change (every write takes
+                        // the write lock), so the pieces are compared with it as it is.
+                        self.check_pieces_against_image(id, l).map_err(Stall::Err)?;
+                        Ok(None)
+                    }
                     body if !body.all_loaded() => Ok(None),
                     body => Ok(Some(body.clone())),
                 }
@@ -271,6 +288,44 @@ impl Tree {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Checks that every piece of cached leaf `l` (a segment of an evicted basement read
+    /// alone, N6) holds exactly the entries of its segment in the leaf's on-disk image.
+    fn check_pieces_against_image(&self, id: NodeId, l: &Leaf) -> Result<()> {
+        if !l.basements.iter().any(|s| s.has_pieces()) {
+            return Ok(());
+        }
+        let (_, image) = self.read_node_image(id, Category::Meta)?;
+        let NodeBody::Leaf(disk) = image else {
+            return Err(self.bad(id, "a cached leaf is an internal node on disk"));
+        };
+        for (b, slot) in l.basements.iter().enumerate() {
+            let Some(t) = l.tables.get(b).and_then(Option::as_deref) else {
+                continue;
+            };
+            let Some(whole) = disk.basements.get(b).and_then(|s| s.as_ref()) else {
+                return Err(self.bad(id, format!("basement {b} missing from the image")));
+            };
+            for (s, piece) in slot.pieces().enumerate() {
+                let Some(piece) = piece else { continue };
+                let (lo, hi) = t.range(s);
+                let want: Vec<_> = whole
+                    .iter()
+                    .filter(|(k, _)| lo.is_none_or(|lo| *k >= lo) && hi.is_none_or(|hi| *k < hi))
+                    .map(|(k, e)| (k.to_vec(), e.to_entry()))
+                    .collect();
+                let have: Vec<_> = piece
+                    .iter()
+                    .map(|(k, e)| (k.to_vec(), e.to_entry()))
+                    .collect();
+                if want != have {
+                    let what = format!("basement {b} segment {s} differs from the image (N6)");
+                    return Err(self.bad(id, what));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn bad(&self, id: NodeId, reason: impl Into<String>) -> Error {
