@@ -11,7 +11,6 @@
 
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
-use super::pivots::Pivots;
 use super::segment::{self, BufferDesc, SegTable};
 use super::slot::Slot;
 use crate::block::NodeId;
@@ -95,18 +94,18 @@ pub fn encode(
     };
     // Segment tables need only the segments' first keys to be sized: their lengths and
     // CRCs are fixed-width fields filled in below.
-    let mut tables = match body {
-        NodeBody::Leaf(l) => seg_tables(l.basements.len(), &units, |p, i| loaded(l, p).key(i)),
-        NodeBody::Internal(n) => seg_tables(n.buffers.len(), &units, |p, i| n.buf(p).key(i)),
+    let cuts = match body {
+        NodeBody::Leaf(l) => cuts(l.basements.len(), &units, |p, i| loaded(l, p).key(i)),
+        NodeBody::Internal(n) => cuts(n.buffers.len(), &units, |p, i| n.buf(p).key(i)),
     };
     let n_parts = units.last().map_or(0, |u| u.part + 1);
     let header_len = FIXED_HEADER_BYTES
         + DESC_BYTES * n_parts
         + pivots.iter().map(|p| 4 + p.len()).sum::<usize>()
         + 8 * children.len()
-        + tables
+        + cuts
             .iter()
-            .map(|t| segment::table_len(t.as_deref()))
+            .map(|c| segment::table_len(c.count, &c.lows))
             .sum::<usize>()
         + 4;
     let mut out = vec![0u8; header_len];
@@ -132,7 +131,7 @@ pub fn encode(
             out.extend_from_slice(&stored);
         },
     );
-    let descs = group_units(&units, unit_descs, &mut tables, &out);
+    let (descs, tables) = group_units(&units, unit_descs, cuts, &out);
     let mut h = Vec::with_capacity(header_len);
     h.extend_from_slice(NODE_MAGIC);
     h.push(NODE_FORMAT_VERSION);
@@ -215,60 +214,45 @@ fn loaded(l: &Leaf, b: usize) -> &Basement {
         .expect("encode needs a fully loaded node")
 }
 
-/// Segment tables of `parts` partitions as `units` cut them (`key(p, i)`: the key of item
-/// `i` of partition `p`), descriptors still unset.
-fn seg_tables<'a>(
-    parts: usize,
-    units: &[Unit],
-    key: impl Fn(usize, usize) -> &'a [u8],
-) -> Vec<Option<Box<SegTable>>> {
-    let mut tables: Vec<Option<Box<SegTable>>> = vec![None; parts];
-    for (i, u) in units.iter().enumerate() {
-        let multi = units.get(i + 1).is_some_and(|v| v.part == u.part)
-            || (i > 0 && units[i - 1].part == u.part);
-        if !multi {
-            continue;
-        }
-        let t = tables[u.part].get_or_insert_with(|| {
-            Box::new(SegTable {
-                descs: Vec::new(),
-                lows: Pivots::new(),
-            })
-        });
-        if u.range.start > 0 {
-            t.lows.push(key(u.part, u.range.start).to_vec());
-        }
-        t.descs.push(PartDesc {
-            offset: 0,
-            stored_len: 0,
-            raw_len: 0,
-            crc: 0,
-            codec: Compression::None,
-        });
-    }
-    tables
+/// How one partition is cut: its segment count and the first keys of segments `1..`.
+#[derive(Default)]
+struct Cut {
+    count: usize,
+    lows: Vec<Vec<u8>>,
 }
 
-/// One descriptor per partition from the units' descriptors, filling in the segment
-/// tables: a segmented buffer's descriptor covers its segments (lengths summed, CRC over
-/// all of their stored bytes in `block`).
+/// How `units` cut each of `parts` partitions (`key(p, i)`: the key of item `i` of
+/// partition `p`): what sizes the segment tables before the descriptors are known.
+fn cuts<'a>(parts: usize, units: &[Unit], key: impl Fn(usize, usize) -> &'a [u8]) -> Vec<Cut> {
+    let mut cuts: Vec<Cut> = (0..parts).map(|_| Cut::default()).collect();
+    for u in units {
+        let c = &mut cuts[u.part];
+        if c.count > 0 {
+            c.lows.push(key(u.part, u.range.start).to_vec());
+        }
+        c.count += 1;
+    }
+    cuts
+}
+
+/// One descriptor per partition from the units' descriptors, and the segment table of each
+/// partition cut in two or more: a segmented partition's descriptor covers its segments
+/// (lengths summed, CRC over all of their stored bytes in `block`).
 fn group_units(
     units: &[Unit],
     unit_descs: Vec<PartDesc>,
-    tables: &mut [Option<Box<SegTable>>],
+    cuts: Vec<Cut>,
     block: &[u8],
-) -> Vec<PartDesc> {
+) -> (Vec<PartDesc>, Vec<Option<Box<SegTable>>>) {
     let mut descs: Vec<PartDesc> = Vec::new();
-    let mut seg = 0;
-    for (i, (u, d)) in units.iter().zip(unit_descs).enumerate() {
-        seg = if i > 0 && units[i - 1].part == u.part {
-            seg + 1
-        } else {
-            0
-        };
-        if let Some(t) = tables.get_mut(u.part).and_then(Option::as_mut) {
-            t.descs[seg] = d;
-        }
+    let mut tables = Vec::with_capacity(cuts.len());
+    let mut first = 0;
+    for cut in cuts {
+        let segs = &unit_descs[first..first + cut.count];
+        first += cut.count;
+        tables.push((cut.count > 1).then(|| Box::new(SegTable::new(segs, &cut.lows))));
+    }
+    for (u, d) in units.iter().zip(unit_descs) {
         match descs.get_mut(u.part) {
             Some(whole) => {
                 whole.stored_len += d.stored_len;
@@ -283,7 +267,7 @@ fn group_units(
             d.crc = checksum(&block[a..b]);
         }
     }
-    descs
+    (descs, tables)
 }
 
 /// How many leading bytes hold the header, from its fixed prefix (for a partial read).
@@ -635,11 +619,11 @@ mod tests {
         };
         for (c, d) in descs.iter().enumerate() {
             let t = d.segs.as_ref().expect("a buffer of ~20 KB is cut at 1 KiB");
-            assert!(t.descs.len() > 5, "{} segments", t.descs.len());
+            assert!(t.len() > 5, "{} segments", t.len());
             let mut joined = Vec::new();
-            for (s, sd) in t.descs.iter().enumerate() {
+            for (s, sd) in t.descs().enumerate() {
                 let stored = &bytes[sd.offset as usize..(sd.offset + sd.stored_len) as usize];
-                let raw = decode_partition_raw(sd, stored).expect("segment alone");
+                let raw = decode_partition_raw(&sd, stored).expect("segment alone");
                 let piece = MsgBuffer::decode(raw).expect("a buffer");
                 let last = piece.iter().next_back().map(|(k, _)| k);
                 segment::check_piece(s, t.range(s), piece.first_key(), last)
@@ -726,9 +710,9 @@ mod tests {
             let Some(t) = t else { continue };
             cut += 1;
             let mut joined = Vec::new();
-            for (s, sd) in t.descs.iter().enumerate() {
+            for (s, sd) in t.descs().enumerate() {
                 let stored = &bytes[sd.offset as usize..(sd.offset + sd.stored_len) as usize];
-                let raw = decode_partition_raw(sd, stored).expect("segment alone");
+                let raw = decode_partition_raw(&sd, stored).expect("segment alone");
                 let piece = Basement::decode(raw).expect("a basement");
                 segment::check_piece(s, t.range(s), piece.first_key(), piece.last_key())
                     .expect("in its range (S2)");

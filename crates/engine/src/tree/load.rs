@@ -373,8 +373,8 @@ impl Tree {
             .tables
             .get(b)
             .and_then(Option::as_deref)
-            .map(|t| t.descs.get(s));
-        if l.parts.get(b) != Some(&whole) || same_table != Some(Some(&desc)) {
+            .map(|t| t.desc(s));
+        if l.parts.get(b) != Some(&whole) || same_table != Some(Some(desc)) {
             return Ok(());
         }
         if let Some(added) = l.basements[b].fill_piece(seg.count, s, piece) {
@@ -434,8 +434,10 @@ impl Tree {
         // A basement adds exactly its own bytes to the leaf's charge: recomputing the
         // leaf's whole charge (`modify`) walked every basement of it, per point read.
         for (j, d, b) in basements {
-            let bytes = b.mem_bytes();
-            if l.parts.get(j) == Some(&d) && l.basements[j].fill(b) {
+            if l.parts.get(j) != Some(&d) {
+                continue;
+            }
+            if let Some(bytes) = l.basements[j].fill(b) {
                 self.cache.recharge(0, bytes);
             }
         }

@@ -235,14 +235,7 @@ impl Leaf {
     /// memory they held (their part of `Node::mem_bytes`, which an empty slot does not
     /// count).
     pub fn evict_basements(&mut self) -> usize {
-        let mut freed = 0;
-        for slot in &mut self.basements {
-            freed += slot.take_pieces();
-            if let Some(b) = slot.take_if(|b| b.len() > 0) {
-                freed += b.mem_bytes();
-            }
-        }
-        freed
+        self.basements.iter_mut().map(Slot::evict).sum()
     }
 
     /// Whether eviction could drop something: a loaded basement with entries, or a piece.
@@ -252,11 +245,14 @@ impl Leaf {
             .any(|s| s.as_ref().is_some_and(|b| b.len() > 0) || s.has_pieces())
     }
 
-    /// Memory of the segment tables and the pieces (part of `Node::mem_bytes`).
-    fn image_mem_bytes(&self) -> usize {
+    /// Memory of the slots (their places, loaded basements and pieces) and of the segment
+    /// tables (part of `Node::mem_bytes`).
+    fn slots_mem_bytes(&self) -> usize {
         let tables = self.tables.iter().flatten().map(|t| t.mem_bytes());
-        let pieces = self.basements.iter().map(Slot::pieces_mem_bytes);
-        tables.chain(pieces).sum::<usize>() + self.tables.capacity() * 8
+        let slots = self.basements.iter().map(Slot::mem_bytes);
+        tables.chain(slots).sum::<usize>()
+            + alloc_bytes(self.tables.capacity() * 8)
+            + alloc_bytes(self.basements.capacity() * std::mem::size_of::<Slot>())
     }
 
     /// Bytes of entries in loaded basements.
@@ -506,12 +502,7 @@ impl Node {
                     l.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
                         + l.pivots.index_bytes()
                         + l.parts.len() * 24
-                        + l.image_mem_bytes()
-                        + l.basements
-                            .iter()
-                            .flatten()
-                            .map(Basement::mem_bytes)
-                            .sum::<usize>()
+                        + l.slots_mem_bytes()
                 }
                 NodeBody::Internal(n) => {
                     n.pivots.iter().map(|p| p.len() + 32).sum::<usize>()
@@ -623,7 +614,7 @@ fn check_pieces(n: &Internal) -> Result<(), String> {
             .parts
             .get(c)
             .and_then(|d| d.segs.as_ref())
-            .map(|t| t.descs.len());
+            .map(|t| t.len());
         if n.buffers[c].is_some() || k != Some(p.len()) {
             return Err(format!(
                 "segments of buffer {c} do not match its image (N5)"
@@ -644,7 +635,7 @@ fn check_leaf_pieces(l: &Leaf, dirty: bool) -> Result<(), String> {
             continue;
         }
         let t = l.tables.get(b).and_then(Option::as_deref);
-        if dirty || t.map(|t| t.descs.len()) != Some(slot.piece_count()) {
+        if dirty || t.map(|t| t.len()) != Some(slot.piece_count()) {
             return Err(format!(
                 "pieces of basement {b} do not match its image (N6)"
             ));

@@ -538,7 +538,7 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
         .segs
         .clone()
         .expect("a 3 KB buffer is cut at 512 bytes");
-    let segments = table.descs.len();
+    let segments = table.len();
     assert!(segments >= 4, "{segments} segments");
     for k in &keys {
         match tree.lookup(&st, k, ts) {

@@ -1,4 +1,4 @@
-//! Sorted separator keys with a search index: a node's pivots and a segment table's lows.
+//! Sorted separator keys with a search index: a node's pivots.
 //!
 //! A search of `Vec<Vec<u8>>` chases one heap pointer per probe and compares through
 //! `memcmp`: with 4 MiB leaves of 16 KiB basements that is ~8 cache misses to pick a

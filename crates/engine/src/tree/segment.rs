@@ -37,9 +37,9 @@
 use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::node::{alloc_bytes, PartDesc};
-use super::pivots::Pivots;
 use crate::bytes::{put_bytes, Reader};
 use crate::codec::{checksum, decompress};
+use crate::Compression;
 use std::ops::Range;
 
 /// Where one child's buffer lies in a node block: the whole partition and, when it was
@@ -87,49 +87,136 @@ impl Seg {
     }
 }
 
-/// The segments of one child's buffer (S1).
+/// The segments of one partition (S1), held compactly: a skeleton leaf keeps one table per
+/// basement (256 for a 4 MiB leaf of 16 KiB basements), and a table of a vector of
+/// descriptors and a vector of separately allocated keys took ~310 bytes of cache per
+/// basement of four segments, four times the rest of the skeleton; this form takes ~150.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegTable {
-    /// Each segment's extent in the block, raw length and CRC; the codec is the buffer's.
-    pub descs: Vec<PartDesc>,
-    /// The first key of segments `1..`.
-    pub lows: Pivots,
+    /// Where segment 0 starts in the block; the others follow it back to back.
+    first_offset: u32,
+    /// The partition's codec (every segment's).
+    codec: Compression,
+    /// Per segment its stored length, raw length and CRC; then, per key of `keys`, where
+    /// its bytes end.
+    words: Box<[u32]>,
+    /// The first keys of segments `1..`, back to back.
+    keys: Box<[u8]>,
 }
 
 impl SegTable {
-    /// The segment that holds `key`'s messages, if any.
-    pub fn index(&self, key: &[u8]) -> usize {
-        self.lows.count_le(key)
+    /// A table of the segments `descs` (consecutive in the block) whose first keys, from the
+    /// second segment on, are `lows`.
+    pub fn new(descs: &[PartDesc], lows: &[Vec<u8>]) -> SegTable {
+        assert_eq!(
+            lows.len() + 1,
+            descs.len(),
+            "a low key per segment after the first"
+        );
+        let mut words = Vec::with_capacity(3 * descs.len() + lows.len());
+        for d in descs {
+            words.extend_from_slice(&[d.stored_len, d.raw_len, d.crc]);
+        }
+        let mut end = 0u32;
+        for l in lows {
+            end += u32::try_from(l.len()).expect("keys are bounded far below 4 GiB");
+            words.push(end);
+        }
+        SegTable {
+            first_offset: descs.first().map_or(0, |d| d.offset),
+            codec: descs.first().map_or(Compression::None, |d| d.codec),
+            words: words.into_boxed_slice(),
+            keys: lows.concat().into_boxed_slice(),
+        }
     }
 
-    /// The key range `[lo, hi)` of segment `s` within the buffer (`None` = the buffer's own
-    /// bound on that side).
+    /// How many segments.
+    pub fn len(&self) -> usize {
+        (self.words.len() + 1) / 4
+    }
+
+    /// Segment `s`'s descriptor.
+    pub fn desc(&self, s: usize) -> Option<PartDesc> {
+        if s >= self.len() {
+            return None;
+        }
+        let before: u32 = (0..s).map(|j| self.words[3 * j]).sum();
+        Some(PartDesc {
+            offset: self.first_offset + before,
+            stored_len: self.words[3 * s],
+            raw_len: self.words[3 * s + 1],
+            crc: self.words[3 * s + 2],
+            codec: self.codec,
+        })
+    }
+
+    /// Every segment's descriptor, in order.
+    pub fn descs(&self) -> impl Iterator<Item = PartDesc> + '_ {
+        let mut offset = self.first_offset;
+        (0..self.len()).map(move |s| {
+            let d = PartDesc {
+                offset,
+                stored_len: self.words[3 * s],
+                raw_len: self.words[3 * s + 1],
+                crc: self.words[3 * s + 2],
+                codec: self.codec,
+            };
+            offset += d.stored_len;
+            d
+        })
+    }
+
+    /// The first key of segment `j + 1`.
+    pub fn low(&self, j: usize) -> &[u8] {
+        let ends = &self.words[3 * self.len()..];
+        let start = j.checked_sub(1).map_or(0, |i| ends[i] as usize);
+        &self.keys[start..ends[j] as usize]
+    }
+
+    /// The first keys of segments `1..`.
+    pub fn lows(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len() - 1).map(|j| self.low(j))
+    }
+
+    /// The segment that holds `key`'s messages or entries.
+    pub fn index(&self, key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.low(mid) <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The key range `[lo, hi)` of segment `s` within the partition (`None` = the
+    /// partition's own bound on that side).
     pub fn range(&self, s: usize) -> (Option<&[u8]>, Option<&[u8]>) {
-        let lo = s.checked_sub(1).map(|j| self.lows[j].as_slice());
-        (lo, self.lows.get(s).map(Vec::as_slice))
+        let lo = s.checked_sub(1).map(|j| self.low(j));
+        (lo, (s + 1 < self.len()).then(|| self.low(s)))
     }
 
     /// What reading segment `s` alone needs, copied out of the table: its descriptor, the
     /// segment count and its key range (the table itself stays in the node).
     pub fn read_of(&self, s: usize) -> Option<SegRead> {
-        let desc = *self.descs.get(s)?;
+        let desc = self.desc(s)?;
         let (lo, hi) = self.range(s);
         Some(SegRead {
             desc,
-            count: self.descs.len(),
+            count: self.len(),
             lo: lo.map(<[u8]>::to_vec),
             hi: hi.map(<[u8]>::to_vec),
         })
     }
 
+    /// Memory the table holds (the cache charges it): its box and its two slices.
     pub fn mem_bytes(&self) -> usize {
-        alloc_bytes(self.descs.capacity() * std::mem::size_of::<PartDesc>())
-            + self
-                .lows
-                .iter()
-                .map(|l| alloc_bytes(l.len()) + 24)
-                .sum::<usize>()
-            + alloc_bytes(self.lows.index_bytes())
+        alloc_bytes(std::mem::size_of::<Self>())
+            + alloc_bytes(self.words.len() * 4)
+            + alloc_bytes(self.keys.len())
     }
 }
 
@@ -149,11 +236,13 @@ impl SegRead {
     }
 }
 
-/// Bytes the segment table of `segs` takes in a header (`put_table`).
-pub fn table_len(segs: Option<&SegTable>) -> usize {
-    4 + segs.map_or(0, |t| {
-        12 * t.descs.len() + t.lows.iter().map(|l| 4 + l.len()).sum::<usize>()
-    })
+/// Bytes a segment table of `count` segments with first keys `lows` takes in a header
+/// (`put_table`; one segment: no table but its count).
+pub fn table_len(count: usize, lows: &[Vec<u8>]) -> usize {
+    match count {
+        0 | 1 => 4,
+        k => 4 + 12 * k + lows.iter().map(|l| 4 + l.len()).sum::<usize>(),
+    }
 }
 
 /// Appends a child's segment table to a header: u32 segment count, then for two or more
@@ -164,13 +253,13 @@ pub fn put_table(out: &mut Vec<u8>, segs: Option<&SegTable>) {
         out.extend_from_slice(&1u32.to_le_bytes());
         return;
     };
-    out.extend_from_slice(&(t.descs.len() as u32).to_le_bytes());
-    for d in &t.descs {
+    out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+    for d in t.descs() {
         out.extend_from_slice(&d.stored_len.to_le_bytes());
         out.extend_from_slice(&d.raw_len.to_le_bytes());
         out.extend_from_slice(&d.crc.to_le_bytes());
     }
-    for l in &t.lows {
+    for l in t.lows() {
         put_bytes(out, l);
     }
 }
@@ -209,10 +298,7 @@ pub fn read_table(r: &mut Reader<'_>, whole: &PartDesc) -> Result<Option<Box<Seg
     if lows.windows(2).any(|w| w[0] >= w[1]) {
         return Err("segment keys not increasing (S1)".into());
     }
-    Ok(Some(Box::new(SegTable {
-        descs,
-        lows: lows.into(),
-    })))
+    Ok(Some(Box::new(SegTable::new(&descs, &lows))))
 }
 
 /// Cuts `buffer` for writing: the message ranges of its segments (one range for a buffer of
@@ -259,8 +345,8 @@ pub fn decompress_whole(
             whole.crc
         ));
     }
-    let mut raws = Vec::with_capacity(t.descs.len());
-    for s in &t.descs {
+    let mut raws = Vec::with_capacity(t.len());
+    for s in t.descs() {
         let at = (s.offset - whole.offset) as usize;
         let bytes = &stored[at..at + s.stored_len as usize];
         raws.push(decompress(s.codec, bytes, s.raw_len as usize)?);
@@ -358,6 +444,52 @@ mod tests {
             let bytes = b.encode_range(r.clone()).len();
             assert!(bytes <= 4096 + 400, "segment of {bytes} bytes");
         }
+    }
+
+    #[test]
+    fn a_table_answers_as_its_descriptors_and_keys() {
+        let codec = crate::Compression::Zstd;
+        let descs: Vec<PartDesc> = (0..5u32)
+            .scan(100u32, |at, i| {
+                let d = PartDesc {
+                    offset: *at,
+                    stored_len: 10 + i,
+                    raw_len: 40 + i,
+                    crc: 7 * i,
+                    codec,
+                };
+                *at += d.stored_len;
+                Some(d)
+            })
+            .collect();
+        let lows: Vec<Vec<u8>> = ["b", "bb", "d", "x"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        let t = SegTable::new(&descs, &lows);
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.descs().collect::<Vec<_>>(), descs);
+        assert!((0..5).all(|s| t.desc(s) == Some(descs[s])) && t.desc(5).is_none());
+        assert_eq!(t.lows().map(<[u8]>::to_vec).collect::<Vec<_>>(), lows);
+        for probe in ["", "a", "b", "ba", "bb", "c", "d", "w", "x", "z"] {
+            let want = lows.partition_point(|l| l.as_slice() <= probe.as_bytes());
+            assert_eq!(t.index(probe.as_bytes()), want, "{probe}");
+        }
+        assert_eq!(t.range(0), (None, Some(&b"b"[..])));
+        assert_eq!(t.range(2), (Some(&b"bb"[..]), Some(&b"d"[..])));
+        assert_eq!(t.range(4), (Some(&b"x"[..]), None));
+        let mut header = Vec::new();
+        put_table(&mut header, Some(&t));
+        assert_eq!(header.len(), table_len(5, &lows));
+        let whole = PartDesc {
+            offset: 100,
+            stored_len: descs.iter().map(|d| d.stored_len).sum(),
+            raw_len: descs.iter().map(|d| d.raw_len).sum(),
+            crc: 0,
+            codec,
+        };
+        let back = read_table(&mut Reader::new(&header), &whole).expect("read back");
+        assert_eq!(back.as_deref(), Some(&t));
     }
 
     #[test]

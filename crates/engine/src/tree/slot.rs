@@ -22,9 +22,14 @@ use super::basement::Basement;
 use std::sync::OnceLock;
 
 /// A basement position of a leaf: `None`-like when evicted (read it back through the
-/// leaf's descriptor), or the loaded basement; and the segments of it read alone.
+/// leaf's descriptor), or the loaded basement; and the segments of it read alone. The
+/// basement is boxed: a skeleton leaf holds a slot per basement, evicted, and an inline
+/// basement made each 104 bytes instead of 40.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Slot(OnceLock<Basement>, Pieces);
+pub struct Slot(OnceLock<Box<Basement>>, Pieces);
+
+/// Memory of a loaded basement's box.
+const BOX_BYTES: usize = super::node::alloc_bytes(std::mem::size_of::<Basement>());
 
 /// Segments of an evicted basement read alone, one place per segment of its table
 /// (`Leaf::tables`, N6); allocated by the first segment read.
@@ -34,7 +39,7 @@ struct Pieces(OnceLock<Box<[OnceLock<Basement>]>>);
 impl Slot {
     /// A loaded slot.
     pub fn loaded(b: Basement) -> Self {
-        Slot(OnceLock::from(b), Pieces::default())
+        Slot(OnceLock::from(Box::new(b)), Pieces::default())
     }
 
     /// An evicted (empty) slot.
@@ -108,11 +113,27 @@ impl Slot {
     }
 
     pub fn as_ref(&self) -> Option<&Basement> {
-        self.0.get()
+        self.0.get().map(|b| &**b)
     }
 
     pub fn as_mut(&mut self) -> Option<&mut Basement> {
-        self.0.get_mut()
+        self.0.get_mut().map(|b| &mut **b)
+    }
+
+    /// Memory the slot holds besides its own place: the loaded basement and its box, and
+    /// the pieces (part of `Node::mem_bytes`).
+    pub fn mem_bytes(&self) -> usize {
+        self.as_ref().map_or(0, |b| b.mem_bytes() + BOX_BYTES) + self.pieces_mem_bytes()
+    }
+
+    /// Drops the pieces, and the basement if it holds entries (an empty one costs nothing
+    /// to keep and needs no read), under the exclusive lock; returns the memory freed.
+    pub fn evict(&mut self) -> usize {
+        let mut freed = self.take_pieces();
+        if let Some(b) = self.take_if(|b| b.len() > 0) {
+            freed += b.mem_bytes() + BOX_BYTES;
+        }
+        freed
     }
 
     pub fn is_some(&self) -> bool {
@@ -125,22 +146,23 @@ impl Slot {
 
     /// Empties the slot (exclusive lock), returning what it held. The pieces stay.
     pub fn take(&mut self) -> Option<Basement> {
-        self.0.take()
+        self.0.take().map(|b| *b)
     }
 
     /// Empties the slot if its basement satisfies `pred` (exclusive lock).
     pub fn take_if(&mut self, pred: impl FnOnce(&mut Basement) -> bool) -> Option<Basement> {
-        if pred(self.0.get_mut()?) {
-            self.0.take()
+        if pred(self.as_mut()?) {
+            self.take()
         } else {
             None
         }
     }
 
-    /// Fills an empty slot holding only the shared lock (L1): true if `b` went in, false
-    /// if another reader filled it first.
-    pub fn fill(&self, b: Basement) -> bool {
-        self.0.set(b).is_ok()
+    /// Fills an empty slot holding only the shared lock (L1): the bytes it adds to the
+    /// leaf's charge, or `None` if another reader filled it first.
+    pub fn fill(&self, b: Basement) -> Option<usize> {
+        let bytes = b.mem_bytes() + BOX_BYTES;
+        self.0.set(Box::new(b)).ok().map(|()| bytes)
     }
 }
 
@@ -159,7 +181,7 @@ impl<'a> IntoIterator for &'a Slot {
     type Item = &'a Basement;
     type IntoIter = std::option::IntoIter<&'a Basement>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.get().into_iter()
+        self.as_ref().into_iter()
     }
 }
 
@@ -167,7 +189,7 @@ impl<'a> IntoIterator for &'a mut Slot {
     type Item = &'a mut Basement;
     type IntoIter = std::option::IntoIter<&'a mut Basement>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.get_mut().into_iter()
+        self.as_mut().into_iter()
     }
 }
 
@@ -179,9 +201,9 @@ mod tests {
     fn a_slot_fills_once_from_empty_and_empties_only_by_take() {
         let s = Slot::empty();
         assert!(s.is_none());
-        assert!(s.fill(Basement::new()));
+        assert_eq!(s.fill(Basement::new()), Some(s.mem_bytes()));
         assert!(
-            !s.fill(Basement::new()),
+            s.fill(Basement::new()).is_none(),
             "the second reader's copy is refused"
         );
         assert!(s.is_some());

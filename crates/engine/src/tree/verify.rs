@@ -230,8 +230,8 @@ impl Walk<'_> {
                         let read = match t {
                             None => rounded(d),
                             Some(t) => {
-                                let all: u128 = t.descs.iter().map(rounded).sum();
-                                all / t.descs.len() as u128
+                                let all: u128 = t.descs().map(|d| rounded(&d)).sum();
+                                all / t.len() as u128
                             }
                         };
                         self.read_weighted.0 += entries * read;
