@@ -623,7 +623,7 @@ fn catalog_tree_options() -> TreeOptions {
     TreeOptions {
         node_size_bytes: 256 << 10,
         basement_size_bytes: 16 << 10,
-        read_page_bytes: shale_engine::default_read_page(16 << 10),
+        read_page_bytes: 0,
         fanout: 16,
         compression: Compression::Zstd,
     }

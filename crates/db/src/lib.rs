@@ -120,7 +120,14 @@ impl Database {
             merge: fast_merge::merge_callback(fast.stats.clone()),
             faults: None,
         };
-        let env = Env::open_with(dir, options.engine, hooks).map_err(engine_error)?;
+        let mut engine = options.engine;
+        // Documents and index entries are written in whole basements: zstd finds what
+        // documents repeat (field names, common values) across a 16 KiB basement, and 4 KiB
+        // read pages lost most of it (a disk-full test's documents took ~3x the bytes); read
+        // pages stay the engine's choice for its own records until measured on documents
+        // (docs/benchmarks.md, "Read pages").
+        engine.tree_defaults.read_page_bytes = 0;
+        let env = Env::open_with(dir, engine, hooks).map_err(engine_error)?;
         let catalog = Catalog::open(&env)?;
         let retry_tree = retryable::open_tree(&env)?;
         let db = Database {

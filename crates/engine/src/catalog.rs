@@ -117,7 +117,9 @@ impl Catalog {
             let options = TreeOptions {
                 node_size_bytes,
                 basement_size_bytes,
-                read_page_bytes: crate::default_read_page(basement_size_bytes),
+                // Not in the catalog's record (the tree's metadata holds it): a tree
+                // re-created from the record alone writes basements whole.
+                read_page_bytes: 0,
                 fanout,
                 compression,
             };
@@ -147,14 +149,21 @@ mod tests {
             "users".into(),
             TreeEntry {
                 id: 3,
-                options: TreeOptions::tiny(),
+                // The record holds no read page (the tree's metadata does): it reads as 0.
+                options: TreeOptions {
+                    read_page_bytes: 0,
+                    ..TreeOptions::tiny()
+                },
             },
         );
         c.trees.insert(
             "idx".into(),
             TreeEntry {
                 id: 5,
-                options: TreeOptions::default(),
+                options: TreeOptions {
+                    read_page_bytes: 0,
+                    ..TreeOptions::default()
+                },
             },
         );
         let bytes = c.encode();

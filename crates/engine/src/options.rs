@@ -129,9 +129,11 @@ pub struct TreeOptions {
     pub basement_size_bytes: usize,
     /// Target uncompressed size of the segments a basement is written in, each compressed
     /// alone: the unit of a point read of an evicted basement (TokuMX's `readPageSize`).
-    /// 0, or a size not below the basement's, writes basements whole. A choice of the
-    /// writer, not stored with the tree (every block records its own segment tables): a
-    /// tree opened again takes `default_read_page`.
+    /// 0, or a size not below the basement's, writes basements whole. Stored in the tree's
+    /// metadata (version 3); trees of older metadata write basements whole. Small frames
+    /// lose what zstd finds between entries: the engine's 116-byte records lose 5%, but
+    /// documents that repeat field names and values lose far more, so the database layer
+    /// writes its trees whole (docs/benchmarks.md, "Read pages").
     pub read_page_bytes: usize,
     /// Children per internal node before it splits.
     pub fanout: usize,

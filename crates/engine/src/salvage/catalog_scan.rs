@@ -138,7 +138,7 @@ fn options(b: &[u8]) -> Option<TreeOptions> {
     sane.then_some(TreeOptions {
         node_size_bytes: node,
         basement_size_bytes: basement,
-        read_page_bytes: crate::default_read_page(basement),
+        read_page_bytes: 0,
         fanout,
         compression,
     })
@@ -166,7 +166,10 @@ mod tests {
                 name.into(),
                 TreeEntry {
                     id,
-                    options: TreeOptions::default(),
+                    options: TreeOptions {
+                        read_page_bytes: 0,
+                        ..TreeOptions::default()
+                    },
                 },
             );
         }

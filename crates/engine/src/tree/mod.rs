@@ -494,9 +494,12 @@ impl TreeState {
     }
 }
 
-/// Version 2 adds the entry count (docs/format-node.md, "Tree metadata").
-const META_VERSION: u8 = 2;
-const META_BYTES: usize = 30;
+/// Version 2 adds the entry count, version 3 the read page (docs/format-node.md, "Tree
+/// metadata").
+const META_VERSION: u8 = 3;
+const META_BYTES: usize = 34;
+/// Version 2's length: a tree of it writes basements whole (read page 0).
+const META_V2_BYTES: usize = 30;
 
 pub(crate) fn encode_meta(o: &TreeOptions, next_msn: u64, count: i64) -> Vec<u8> {
     let mut m = vec![META_VERSION];
@@ -506,12 +509,18 @@ pub(crate) fn encode_meta(o: &TreeOptions, next_msn: u64, count: i64) -> Vec<u8>
     m.push(o.compression.options_byte());
     m.extend_from_slice(&next_msn.to_le_bytes());
     m.extend_from_slice(&count.to_le_bytes());
+    let page = u32::try_from(o.read_page_bytes).expect("a read page is below the basement");
+    m.extend_from_slice(&page.to_le_bytes());
     assert_eq!(m.len(), META_BYTES);
     m
 }
 
 fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String> {
-    if m.len() != META_BYTES || m[0] != META_VERSION {
+    let known = matches!(
+        (m.first(), m.len()),
+        (Some(2), META_V2_BYTES) | (Some(3), META_BYTES)
+    );
+    if !known {
         return Err(format!(
             "tree metadata of {} bytes, version {:?}",
             m.len(),
@@ -524,7 +533,7 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String>
     let options = TreeOptions {
         node_size_bytes: u32_at(1),
         basement_size_bytes: u32_at(5),
-        read_page_bytes: crate::default_read_page(u32_at(5)),
+        read_page_bytes: if m.len() == META_BYTES { u32_at(30) } else { 0 },
         fanout: u32_at(9),
         compression,
     };
@@ -539,4 +548,33 @@ fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String>
 /// Metadata for a new, empty tree.
 pub(crate) fn initial_meta(options: &TreeOptions) -> Vec<u8> {
     encode_meta(options, 1, 0)
+}
+
+#[cfg(test)]
+mod meta_tests {
+    use super::*;
+
+    #[test]
+    fn the_read_page_is_kept_in_the_metadata_and_version_2_reads_as_whole_basements() {
+        let o = TreeOptions {
+            read_page_bytes: 4096,
+            ..TreeOptions::default()
+        };
+        let m = encode_meta(&o, 9, 42);
+        assert_eq!(decode_meta(&m), Ok((o, 9, 42)));
+        let mut v2 = m[..META_V2_BYTES].to_vec();
+        v2[0] = 2;
+        let whole = TreeOptions {
+            read_page_bytes: 0,
+            ..o
+        };
+        assert_eq!(decode_meta(&v2), Ok((whole, 9, 42)));
+        assert!(
+            decode_meta(&m[..META_V2_BYTES]).is_err(),
+            "version 3 of 30 bytes"
+        );
+        let mut v4 = m.clone();
+        v4[0] = 4;
+        assert!(decode_meta(&v4).is_err());
+    }
 }
