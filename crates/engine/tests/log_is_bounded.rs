@@ -4,17 +4,9 @@
 
 mod common;
 
+use common::log_bytes;
 use shale_engine::{Env, EnvOptions, TreeOptions, WriteBatch};
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// Bytes of the log files in the environment's directory.
-fn log_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir.join("wal"))
-        .expect("wal dir")
-        .map(|e| e.expect("entry").metadata().expect("metadata").len())
-        .sum()
-}
 
 fn options(log_trigger: Option<u64>) -> EnvOptions {
     EnvOptions {

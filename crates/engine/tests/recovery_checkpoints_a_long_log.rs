@@ -5,19 +5,13 @@
 //! log shrinks to what follows that checkpoint and the next crash replays little; a short
 //! recovery leaves the timed schedule alone.
 
+mod common;
+
+use common::log_bytes;
 use shale_engine::{Env, EnvOptions, TreeHandle, TreeOptions, WriteBatch};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
-
-/// Bytes of the log files in the environment's directory.
-fn log_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir.join("wal"))
-        .expect("wal dir")
-        .map(|e| e.expect("entry").metadata().expect("metadata").len())
-        .sum()
-}
 
 /// No timed or size-triggered checkpoints: only the one after recovery, if `after`.
 fn options(after: Option<u64>) -> EnvOptions {

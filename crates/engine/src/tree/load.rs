@@ -11,7 +11,7 @@ use super::msg::MsgBuffer;
 use super::node::{Leaf, Node, NodeBody, PartDesc};
 use super::segment::{self, BufferDesc, Seg, SegRead, SegTable};
 use super::slot::Slot;
-use super::{Load, Tree};
+use super::{Load, Tree, TreeState};
 use crate::block::{Extent, Image, NodeId};
 use crate::counters::EngineStats;
 use crate::{Category, Error, Location, Result};
@@ -360,13 +360,7 @@ impl Tree {
         drop((flight, stored));
         self.make_room(piece.mem_bytes())?;
         let st = self.read_state();
-        if self.file.image(id) != Some(img) {
-            return Ok(());
-        }
-        let Some(node) = st.nodes.get(&id) else {
-            return Ok(());
-        };
-        let NodeBody::Leaf(l) = &node.body else {
+        let Some((node, l)) = self.live_leaf(&st, id, img) else {
             return Ok(());
         };
         let same_table = l
@@ -422,13 +416,7 @@ impl Tree {
         // change only under the exclusive lock, so what is checked here holds until the
         // lock is released.
         let st = self.read_state();
-        if self.file.image(id) != Some(img) {
-            return Ok(());
-        }
-        let Some(node) = st.nodes.get(&id) else {
-            return Ok(());
-        };
-        let NodeBody::Leaf(l) = &node.body else {
+        let Some((node, l)) = self.live_leaf(&st, id, img) else {
             return Ok(());
         };
         // A basement adds exactly its own bytes to the leaf's charge: recomputing the
@@ -443,6 +431,27 @@ impl Tree {
         }
         node.may_have_evictable.store(true, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl Tree {
+    /// Leaf `id` as cached, if image `img` (the one just read) is still its live image:
+    /// under the shared lock `st` the image and descriptors cannot change (`slot.rs`, L1),
+    /// so what was read can be installed while it is held.
+    fn live_leaf<'a>(
+        &self,
+        st: &'a TreeState,
+        id: NodeId,
+        img: Image,
+    ) -> Option<(&'a Node, &'a Leaf)> {
+        if self.file.image(id) != Some(img) {
+            return None;
+        }
+        let node = st.nodes.get(&id)?;
+        match &node.body {
+            NodeBody::Leaf(l) => Some((node, l)),
+            NodeBody::Internal(_) => None,
+        }
     }
 }
 

@@ -27,3 +27,12 @@ pub fn open_with_faults(
     let env = shale_engine::Env::open_with(dir, options, hooks).expect("open");
     (env, faults)
 }
+
+/// Bytes of the log files in an environment's directory.
+#[allow(dead_code)] // not every test that declares `mod common` reads the log's size
+pub fn log_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir.join("wal"))
+        .expect("wal dir")
+        .map(|e| e.expect("entry").metadata().expect("metadata").len())
+        .sum()
+}
