@@ -11,7 +11,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall time, printed as a table when the script ends (pass or fail), so a slow
+# CI run shows where its minutes went (issue 28, item 8).
+timings=()
+step_name=""
+step_start=$SECONDS
+end_step() {
+    if [ -n "$step_name" ]; then
+        timings+=("$(printf '%6ds  %s' $((SECONDS - step_start)) "$step_name")")
+    fi
+}
+step() {
+    end_step
+    step_name="$*"
+    step_start=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
+print_timings() {
+    local status=$?
+    end_step
+    step_name=""
+    printf '\n==> step times (total %ds, exit %d)\n' "$SECONDS" "$status"
+    printf '%s\n' "${timings[@]}" | cut -c1-110
+}
+trap print_timings EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
