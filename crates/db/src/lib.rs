@@ -219,6 +219,7 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
         "tree": { "flushes": c.flushes as i64, "messagesFlushed": c.messages_flushed as i64,
                   "messagesInjected": c.messages_injected as i64,
                   "abortMessages": c.abort_messages as i64,
+                  "messagesPromoted": c.messages_promoted as i64,
                   "leafSplits": c.leaf_splits as i64, "internalSplits": c.internal_splits as i64,
                   "leafMerges": c.leaf_merges as i64, "internalMerges": c.internal_merges as i64,
                   "nodesWritten": c.nodes_written as i64, "nodesRead": c.nodes_read as i64,

@@ -10,6 +10,7 @@ pub struct EngineStats {
     pub(crate) flushes: AtomicU64,
     pub(crate) messages_flushed: AtomicU64,
     pub(crate) messages_injected: AtomicU64,
+    pub(crate) messages_promoted: AtomicU64,
     pub(crate) abort_messages: AtomicU64,
     pub(crate) leaf_splits: AtomicU64,
     pub(crate) internal_splits: AtomicU64,
@@ -76,6 +77,9 @@ pub struct EngineCounters {
     pub messages_injected: u64,
     /// Abort messages among them (docs/transactions.md, "Provisional versions").
     pub abort_messages: u64,
+    /// Messages applied straight to a leaf they append to, skipping the buffers above it
+    /// (`tree/promote.rs`): counted in `messages_injected` too, never in `messages_flushed`.
+    pub messages_promoted: u64,
     pub leaf_splits: u64,
     pub internal_splits: u64,
     pub leaf_merges: u64,
@@ -156,6 +160,7 @@ impl EngineCounters {
             messages_flushed: g(&s.messages_flushed),
             messages_injected: g(&s.messages_injected),
             abort_messages: g(&s.abort_messages),
+            messages_promoted: g(&s.messages_promoted),
             leaf_splits: g(&s.leaf_splits),
             internal_splits: g(&s.internal_splits),
             leaf_merges: g(&s.leaf_merges),

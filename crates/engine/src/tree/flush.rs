@@ -23,10 +23,11 @@ use std::sync::atomic::Ordering;
 impl Tree {
     /// Adds a commit's changes to this tree at an internal root, all stamped `ts`: each
     /// child's share goes into its buffer as one sorted run (`MsgBuffer::push_run`), so a
-    /// batch costs one pass over each buffer it touches, not one insertion per change. MSNs
-    /// follow the batch's order, and the sort is stable, so one key's changes keep it.
-    /// Returns false, changing nothing, when the root is a leaf (the caller injects one by
-    /// one then).
+    /// batch costs one pass over each buffer it touches, not one insertion per change; a
+    /// share that appends to a cached leaf, with no message for its keys waiting above it,
+    /// goes straight to that leaf (`promote.rs`). MSNs follow the batch's order, and the
+    /// sort is stable, so one key's changes keep it. Returns false, changing nothing, when
+    /// the root is a leaf (the caller injects one by one then).
     pub(crate) fn inject_run(
         &self,
         st: &mut TreeState,
@@ -57,25 +58,49 @@ impl Tree {
             };
             (key, m)
         };
-        let cache = self.cache.clone();
-        st.modify(root, &cache, |n| {
-            n.dirty = true;
-            n.touch();
-            let NodeBody::Internal(int) = &mut n.body else {
-                unreachable!("checked above");
-            };
-            let mut rest = &order[..];
-            while let Some(&i) = rest.first() {
-                let c = int.child_index(ops[i].0);
-                let hi = int.pivots.get(c);
-                let len = rest
-                    .iter()
-                    .take_while(|&&j| hi.is_none_or(|p| ops[j].0 < p.as_slice()))
-                    .count();
-                int.buf_mut(c).push_run(rest[..len].iter().map(|&j| msg(j)));
-                rest = &rest[len..];
+        // Each child's share of the batch, by its range in `order`: promoted where it can
+        // be (a promotion may split the root's children, so each share's child is looked
+        // up again below); the rest go into the root's buffers in one change of the root.
+        // Nothing here stalls (A3), so a retry never sees part of the batch applied.
+        let mut buffered = Vec::new();
+        let mut promoted = false;
+        let mut at = 0;
+        while at < order.len() {
+            let int = internal(st, root);
+            let c = int.child_index(ops[order[at]].0);
+            let hi = int.pivots.get(c);
+            let len = order[at..]
+                .iter()
+                .take_while(|&&j| hi.is_none_or(|p| ops[j].0 < p.as_slice()))
+                .count();
+            let share = at..at + len;
+            if self.promote_run(st, order[share.clone()].iter().map(|&j| msg(j)))? {
+                promoted = true;
+            } else {
+                buffered.push(share);
             }
-        });
+            at += len;
+        }
+        let cache = self.cache.clone();
+        if !buffered.is_empty() {
+            st.modify(root, &cache, |n| {
+                n.dirty = true;
+                n.touch();
+                let int = internal_mut(n);
+                for share in buffered {
+                    let c = int.child_index(ops[order[share.start]].0);
+                    int.buf_mut(c)
+                        .push_run(order[share].iter().map(|&j| msg(j)));
+                }
+            });
+        }
+        if promoted {
+            // The root's children may now be past the fanout.
+            match self.fix_root(st) {
+                Err(Stall::Load(_)) => {}
+                other => other?,
+            }
+        }
         Ok(true)
     }
 
@@ -301,7 +326,7 @@ impl Tree {
             let applied = st.modify(child, &cache, |n| {
                 n.dirty = true;
                 n.touch();
-                n.note_flush(&msgs);
+                n.note_append(msgs.first_key());
                 push_down(
                     &mut n.body,
                     &*merge,
@@ -336,21 +361,12 @@ impl Tree {
         let child = internal(st, parent).children[c];
         self.ensure_full(st, child)?;
         let o = &self.options;
-        let (too_big, too_small) = match &st.nodes[&child].body {
-            NodeBody::Leaf(l) => {
-                let bytes = l.loaded_bytes();
-                let n: usize = l.basements.iter().flatten().map(|b| b.len()).sum();
-                (
-                    bytes > o.node_size_bytes && n >= 2,
-                    bytes < o.node_size_bytes / 4,
-                )
-            }
-            NodeBody::Internal(n) => (
-                n.children.len() > o.fanout,
-                n.children.len() < (o.fanout / 4).max(2),
-            ),
+        let body = &st.nodes[&child].body;
+        let too_small = match body {
+            NodeBody::Leaf(l) => l.loaded_bytes() < o.node_size_bytes / 4,
+            NodeBody::Internal(n) => n.children.len() < (o.fanout / 4).max(2),
         };
-        if too_big {
+        if self.too_big(body) {
             self.split_child(st, parent, c)
         } else if too_small && internal(st, parent).children.len() > 1 {
             self.merge_child(st, parent, c)
@@ -359,8 +375,21 @@ impl Tree {
         }
     }
 
+    /// Whether a (fully loaded) node should split: a leaf past the node size with at least
+    /// two entries, an internal node past the fanout.
+    pub(super) fn too_big(&self, body: &NodeBody) -> bool {
+        let o = &self.options;
+        match body {
+            NodeBody::Leaf(l) => {
+                l.loaded_bytes() > o.node_size_bytes
+                    && l.basements.iter().flatten().map(|b| b.len()).sum::<usize>() >= 2
+            }
+            NodeBody::Internal(n) => n.children.len() > o.fanout,
+        }
+    }
+
     /// Splits child `c` of `parent` into as many nodes as its size needs.
-    fn split_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
+    pub(super) fn split_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
         let child = internal(st, parent).children[c];
         self.prepare_modify(st, parent)?;
         self.prepare_modify(st, child)?;
@@ -395,8 +424,11 @@ impl Tree {
         for (at, (pivot, piece)) in (c..).zip(rest) {
             let id = self.file.allocate_node_id();
             let mut node = Node::new(piece, true);
-            if right_edge && at + 1 == c + pieces {
-                // The new right edge keeps taking the appends.
+            if at + 1 == c + pieces {
+                // The last piece keeps the node's last key, so the appends counted so far
+                // are its own (an even split of a leaf that has not yet taken
+                // `SEQUENTIAL_FLUSHES` appends keeps counting: a promoted batch can be a
+                // good part of a small node, and the count would never get there).
                 node.appends = appends;
             }
             st.insert_node(id, node, &cache);
@@ -597,7 +629,7 @@ fn flush_piece_bytes(node_bytes: usize, basement_bytes: usize) -> usize {
 }
 
 /// Applies one message to a fully loaded leaf: the entry gets the version it makes.
-fn apply_to_leaf(
+pub(super) fn apply_to_leaf(
     l: &mut Leaf,
     merge: &msg::MergeFn,
     key: &[u8],

@@ -26,6 +26,7 @@ pub(crate) mod msg;
 pub(crate) mod node;
 mod packed;
 pub(crate) mod pivots;
+mod promote;
 mod read;
 pub(crate) mod salvage;
 pub(crate) mod segment;

@@ -473,11 +473,12 @@ impl Node {
         }
     }
 
-    /// Counts a flush of `msgs` into this leaf: one more append if they all come after its
-    /// last key, else the count starts over.
-    pub fn note_flush(&mut self, msgs: &MsgBuffer) {
+    /// Counts a flush (or a promotion) of messages whose first key is `first` into this
+    /// leaf: one more append if they all come after its last key, else the count starts
+    /// over.
+    pub fn note_append(&mut self, first: Option<&[u8]>) {
         if let NodeBody::Leaf(l) = &self.body {
-            let after = match (l.last_key(), msgs.first_key()) {
+            let after = match (l.last_key(), first) {
                 (Some(last), Some(first)) => first > last,
                 _ => true,
             };
