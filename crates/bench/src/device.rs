@@ -349,6 +349,15 @@ pub(crate) fn random_read_limits(
     measured
 }
 
+/// Random `bs`-byte O_DIRECT reads per second from `qd` threads over the existing file
+/// `path`, for `dur`: the device's rate at this moment (`read_probe.rs`).
+pub(crate) fn random_read_iops(path: &Path, bs: usize, qd: usize, dur: Duration) -> Result<f64> {
+    let stats = Arc::new(IoStats::default());
+    let file = DataFile::open(path, OpenMode::Existing, true, stats.clone(), None)?;
+    let len = std::fs::metadata(path)?.len();
+    Ok(random_read(&file, &stats, len, bs, qd, dur)?.iops)
+}
+
 /// Writes `len` bytes of fresh random (incompressible) data in 1 MiB O_DIRECT writes and
 /// makes them durable.
 fn fill_random(file: &DataFile, len: u64) -> Result<()> {

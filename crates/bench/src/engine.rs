@@ -14,6 +14,7 @@ use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use crate::machine::Machine;
 use crate::memwatch::{MemPeaks, MemWatch};
 use crate::process;
+use crate::read_probe::{self, DeviceProbe};
 use crate::report::{num, write_json, Table};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -264,6 +265,12 @@ struct Phase {
     /// `user_read.read_calls` of the engine's counters.
     engine_reads: u64,
     reads_per_op: f64,
+    /// read-random: the device's 4 KiB random-read rate just before the phase
+    /// (`read_probe.rs`), and this phase's device reads per second as a fraction of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_probe: Option<DeviceProbe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fraction_of_device_reads: Option<f64>,
     /// `user_read.read_bytes / user_read.read_calls`; null without reads.
     bytes_per_read: Option<f64>,
     db_bytes_on_disk: u64,
@@ -439,7 +446,15 @@ fn measure(params: Params, dir: &Path) -> Result<EngineReport> {
         )?);
         env.checkpoint().context("checkpoint before reads")?;
         watch.take();
-        done(read_random(&env, &random, &params, &pool)?);
+        // The probes of every engine's read phase read the random tree's file (`read_probe`).
+        let probe_file = crate::read_probe::largest_file(&db);
+        done(read_random(
+            &env,
+            &random,
+            &params,
+            &pool,
+            probe_file.as_deref(),
+        )?);
         done(scan(&env, &random, &params)?);
         Ok(phases)
     })?;
@@ -548,6 +563,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         } else {
             reads as f64 / end.ops as f64
         },
+        device_probe: None,
+        fraction_of_device_reads: None,
         bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
         db_bytes_on_disk: env.disk_bytes(),
         rss_peak_bytes: rss_peak,
@@ -656,8 +673,15 @@ fn fill(
 
 /// Point gets of uniformly random existing keys from `read_threads` threads sharing the
 /// environment, until `read_ops_limit` gets or `read_seconds_limit` seconds.
-fn read_random(env: &Env, tree: &TreeHandle, params: &Params, pool: &ValuePool) -> Result<Phase> {
+fn read_random(
+    env: &Env,
+    tree: &TreeHandle,
+    params: &Params,
+    pool: &ValuePool,
+    probe_file: Option<&Path>,
+) -> Result<Phase> {
     const NAME: &str = "read-random";
+    let probe = probe_file.and_then(|f| read_probe::probe(f, params.read_threads));
     let mut progress = Progress::new(NAME, params.read_ops_limit);
     let start = Start::now(env);
     let tally = run_readers(params, pool, start.at, &mut progress, NAME, || {
@@ -680,6 +704,9 @@ fn read_random(env: &Env, tree: &TreeHandle, params: &Params, pool: &ValuePool) 
     );
     phase.threads = Some(params.read_threads);
     phase.misses = Some(tally.misses);
+    phase.device_probe = probe;
+    phase.fraction_of_device_reads =
+        probe.and_then(|p| p.fraction(phase.reads_per_op * phase.ops_per_sec));
     progress.done(&phase);
     Ok(phase)
 }
@@ -864,6 +891,9 @@ fn print_report(r: &EngineReport) {
         ]);
     }
     print!("{}", t.render());
+    for p in &r.phases {
+        read_probe::print(p.name, p.device_probe, p.fraction_of_device_reads);
+    }
     println!();
     print_memory(&r.phases);
     crate::engine_txn::print(&r.txn);
@@ -1056,6 +1086,8 @@ mod tests {
             write_ratio_engine_to_os: None,
             engine_reads: 0,
             reads_per_op: 0.0,
+            device_probe: None,
+            fraction_of_device_reads: None,
             bytes_per_read: None,
             db_bytes_on_disk,
             rss_peak_bytes: None,

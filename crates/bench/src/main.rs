@@ -12,6 +12,7 @@ mod latency;
 mod machine;
 mod memwatch;
 mod process;
+mod read_probe;
 mod report;
 mod wire;
 

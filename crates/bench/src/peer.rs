@@ -35,6 +35,12 @@ pub(super) struct PeerPhase {
     /// SQLite: page cache misses of its connections).
     pub(super) engine_reads: Option<u64>,
     pub(super) reads_per_op: Option<f64>,
+    /// read-random: the device's rate just before the phase and this phase's device reads
+    /// per second as a fraction of it (`read_probe.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) device_probe: Option<crate::read_probe::DeviceProbe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) fraction_of_device_reads: Option<f64>,
     /// `os_read_bytes / engine_reads`: the device bytes per engine read. RocksDB's reads
     /// are O_DIRECT, so the kernel sees them all; SQLite's are buffered, so a figure under
     /// its page size means some reads were served by the OS page cache.
@@ -125,6 +131,8 @@ impl PeerPhase {
                 .engine_reads
                 .filter(|_| ops > 0)
                 .map(|r| r as f64 / ops as f64),
+            device_probe: None,
+            fraction_of_device_reads: None,
             bytes_per_read: end
                 .engine_reads
                 .filter(|&r| r > 0)
@@ -249,6 +257,13 @@ pub(super) fn print(peer: &str, phases: &[PeerPhase], ratios: &[Ratios]) {
         ]);
     }
     print!("{}", t.render());
+    for p in phases {
+        crate::read_probe::print(
+            &format!("{peer} {}", p.name),
+            p.device_probe,
+            p.fraction_of_device_reads,
+        );
+    }
     println!();
     println!("shale / {peer} (above 1: shale higher)");
     let mut t = Table::new([
@@ -295,6 +310,8 @@ mod tests {
             os_read_bytes: None,
             engine_reads: None,
             reads_per_op: None,
+            device_probe: None,
+            fraction_of_device_reads: None,
             bytes_per_read: None,
             db_bytes_on_disk: disk,
             rss_peak_bytes: None,

@@ -282,6 +282,12 @@ fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPha
     const NAME: &str = "read-random";
     let params = ctx.params;
     let label = "rocksdb read-random";
+    // The same file as shale's probe: the random tree's, left in place (`read_probe.rs`).
+    let probe = ctx
+        .path
+        .parent()
+        .and_then(|run| crate::read_probe::largest_file(&run.join("db")))
+        .and_then(|f| crate::read_probe::probe(&f, params.read_threads));
     let mut progress = Progress::new(label, params.read_ops_limit);
     let start = Start::now(ctx);
     let tally = run_readers(params, pool, start.process.at, &mut progress, label, || {
@@ -298,6 +304,11 @@ fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPha
     let mut phase = finish(ctx, &start, NAME, tally.done, tally.logical_bytes, seconds);
     phase.threads = Some(params.read_threads);
     phase.misses = Some(tally.misses);
+    phase.device_probe = probe;
+    phase.fraction_of_device_reads = probe.and_then(|p| {
+        let reads_per_sec = phase.reads_per_op? * phase.ops_per_sec;
+        p.fraction(reads_per_sec)
+    });
     end_progress(progress, &phase);
     Ok(phase)
 }
