@@ -31,13 +31,8 @@ fn value(rng: &mut StdRng) -> Vec<u8> {
 }
 
 fn check_cursor(t: &TreeHandle, model: &Model, rng: &mut StdRng) {
+    let got = common::scan_all(t);
     let mut c = t.cursor();
-    c.seek_to_first().expect("seek first");
-    let mut got = Vec::new();
-    while c.valid() {
-        got.push((c.key().to_vec(), c.value().to_vec()));
-        c.next().expect("next");
-    }
     let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got.len(), want.len(), "forward scan length");
     assert!(got == want, "forward scan differs from the model");

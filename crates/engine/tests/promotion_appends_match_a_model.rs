@@ -32,13 +32,7 @@ fn value(rng: &mut StdRng, n: u64) -> Vec<u8> {
 
 /// Every key and value, in order, as a cursor sees them, and each key alone.
 fn check(t: &TreeHandle, model: &Model) {
-    let mut c = t.cursor();
-    c.seek_to_first().expect("seek first");
-    let mut got = Vec::new();
-    while c.valid() {
-        got.push((c.key().to_vec(), c.value().to_vec()));
-        c.next().expect("next");
-    }
+    let got = common::scan_all(t);
     let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got.len(), want.len(), "scan length");
     assert!(got == want, "the scan differs from the model");

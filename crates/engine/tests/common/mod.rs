@@ -36,3 +36,16 @@ pub fn log_bytes(dir: &std::path::Path) -> u64 {
         .map(|e| e.expect("entry").metadata().expect("metadata").len())
         .sum()
 }
+
+/// Every key and value of a tree in order, as a cursor from the first key sees them.
+#[allow(dead_code)] // only the model tests scan whole trees
+pub fn scan_all(t: &shale_engine::TreeHandle) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut c = t.cursor();
+    c.seek_to_first().expect("seek first");
+    let mut got = Vec::new();
+    while c.valid() {
+        got.push((c.key().to_vec(), c.value().to_vec()));
+        c.next().expect("next");
+    }
+    got
+}
