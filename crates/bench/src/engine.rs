@@ -706,7 +706,7 @@ fn read_random(
     phase.misses = Some(tally.misses);
     phase.device_probe = probe;
     phase.fraction_of_device_reads =
-        probe.and_then(|p| p.fraction(phase.reads_per_op * phase.ops_per_sec));
+        probe.and_then(|p| p.fraction(phase.reads_per_op, phase.ops_per_sec));
     progress.done(&phase);
     Ok(phase)
 }

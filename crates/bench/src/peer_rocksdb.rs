@@ -305,10 +305,8 @@ fn read_random(ctx: &Ctx<'_>, cf_name: &str, pool: &ValuePool) -> Result<PeerPha
     phase.threads = Some(params.read_threads);
     phase.misses = Some(tally.misses);
     phase.device_probe = probe;
-    phase.fraction_of_device_reads = probe.and_then(|p| {
-        let reads_per_sec = phase.reads_per_op? * phase.ops_per_sec;
-        p.fraction(reads_per_sec)
-    });
+    phase.fraction_of_device_reads =
+        probe.and_then(|p| p.fraction(phase.reads_per_op?, phase.ops_per_sec));
     end_progress(progress, &phase);
     Ok(phase)
 }

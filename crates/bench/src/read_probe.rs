@@ -25,9 +25,10 @@ pub(crate) struct DeviceProbe {
 }
 
 impl DeviceProbe {
-    /// `engine_reads_per_sec` as a fraction of what the device gave the probe.
-    pub(crate) fn fraction(&self, engine_reads_per_sec: f64) -> Option<f64> {
-        (self.reads_per_sec > 0.0).then(|| engine_reads_per_sec / self.reads_per_sec)
+    /// A phase's device reads per second (`reads_per_op` x `ops_per_sec`) as a fraction of
+    /// what the device gave the probe.
+    pub(crate) fn fraction(&self, reads_per_op: f64, ops_per_sec: f64) -> Option<f64> {
+        (self.reads_per_sec > 0.0).then(|| reads_per_op * ops_per_sec / self.reads_per_sec)
     }
 }
 

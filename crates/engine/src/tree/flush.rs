@@ -96,10 +96,7 @@ impl Tree {
         }
         if promoted {
             // The root's children may now be past the fanout.
-            match self.fix_root(st) {
-                Err(Stall::Load(_)) => {}
-                other => other?,
-            }
+            super::promote::after_change(self.fix_root(st))?;
         }
         Ok(true)
     }

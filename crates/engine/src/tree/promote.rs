@@ -81,24 +81,28 @@ impl Tree {
 
     /// Splits, bottom-up, each node on `path` that the promotion made too big (a leaf past
     /// the node size, then a parent past the fanout). The root's own split is left to the
-    /// caller's `fix_root`. A3: every node here is loaded; were one not, the split waits
-    /// for the flusher's next walk through it.
+    /// caller's `fix_root`. A3: every node here is loaded (`after_change`).
     fn split_path(&self, st: &mut TreeState, path: &[(NodeId, usize)]) -> Step<()> {
         for &(parent, c) in path.iter().rev() {
             let NodeBody::Internal(p) = &st.nodes[&parent].body else {
                 unreachable!("a path's parents are internal");
             };
             let child = p.children[c];
-            let big = st.node(child).is_some_and(|n| self.too_big(&n.body));
-            let loaded = |id| st.node(id).is_some_and(|n| n.body.all_loaded());
-            if big && loaded(parent) && loaded(child) {
-                match self.split_child(st, parent, c) {
-                    Err(Stall::Load(_)) => return Ok(()),
-                    other => other?,
-                }
+            if st.node(child).is_some_and(|n| self.too_big(&n.body)) {
+                after_change(self.split_child(st, parent, c))?;
             }
         }
         Ok(())
+    }
+}
+
+/// A step taken after the leaf changed (a split, the root's fix): A3 says it cannot stall
+/// on a load, and were it to, the node waits for the flusher's next walk through it rather
+/// than the caller retrying, which would apply the run twice. Errors pass through.
+pub(super) fn after_change(step: Step<()>) -> Step<()> {
+    match step {
+        Err(Stall::Load(_)) => Ok(()),
+        other => other,
     }
 }
 
@@ -106,8 +110,7 @@ impl Tree {
 /// leaf at its end, if A1-A3 allow one for a run from `first` to `last`: every node on
 /// the way is cached and fully loaded, the run stays in one child at each level, that
 /// child's buffer holds no message for a key in `first..=last`, and the leaf's last key is
-/// before `first`. `None` when the
-/// root is a leaf (the caller applies to it directly).
+/// before `first`. `None` when the root is a leaf (the caller applies to it directly).
 fn promotion_path(
     st: &TreeState,
     first: &[u8],
