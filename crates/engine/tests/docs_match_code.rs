@@ -125,6 +125,11 @@ const FAMILIES: &[Family] = &[
         home: "crates/engine/src/tree/promote.rs",
         scope: ENGINE_SCOPE,
     },
+    Family {
+        prefix: 'K',
+        home: "crates/engine/src/tree/writeback.rs",
+        scope: ENGINE_SCOPE,
+    },
     // The database's own families: hot index builds reuse the letter B inside `shale-db`.
     Family {
         prefix: 'B',

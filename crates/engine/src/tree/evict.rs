@@ -3,12 +3,13 @@
 //! checkpoint (mark dirty nodes pending, write them, end the block file's checkpoint).
 
 use super::format;
-use super::node::{alloc_bytes, Basement, NodeBody};
+use super::node::{alloc_bytes, Basement, Node, NodeBody};
 use super::{Tree, TreeState};
 use crate::block::NodeId;
 use crate::cache::{Evictable, InFlight};
 use crate::counters::EngineStats;
 use crate::{Category, Result};
+use parking_lot::RwLockWriteGuard;
 use std::sync::atomic::Ordering;
 
 /// Clock sweeps one eviction pass may take: the first clears reference bits, the second may
@@ -43,6 +44,30 @@ impl Tree {
             self.pack_leaf(st, id);
         }
         let node = st.nodes.get(&id).expect("write of an uncached node");
+        let descs = self.write_image(id, node, for_checkpoint, cat)?;
+        let cache = self.cache.clone();
+        st.modify(id, &cache, |n| {
+            n.dirty = false;
+            n.checkpoint_pending = false;
+            match (&mut n.body, descs) {
+                (NodeBody::Leaf(l), format::Descs::Leaf(d, t)) => l.set_image(d, t),
+                (NodeBody::Internal(x), format::Descs::Internal(d)) => x.parts = d,
+                _ => unreachable!("a node is encoded as its own kind"),
+            }
+        });
+        Ok(())
+    }
+
+    /// Verifies `node`, encodes it and writes the image as node `id`'s (copy-on-write),
+    /// returning the new image's partition descriptors. Takes no lock of the tree's: its
+    /// callers hold the write lock (`write_node`) or own the node (`write_out`).
+    fn write_image(
+        &self,
+        id: NodeId,
+        node: &Node,
+        for_checkpoint: bool,
+        cat: Category,
+    ) -> Result<format::Descs> {
         if let Err(reason) = node.check() {
             panic!(
                 "refusing to write node {id:?} of {}: {reason}",
@@ -50,8 +75,9 @@ impl Tree {
             );
         }
         // The image is charged from before it is encoded (at most the raw bytes of the
-        // partitions) until it is written (its vector and write_block's aligned copy). A
-        // tree lock is held here, so no room is made: the next `make_room` evicts for it.
+        // partitions) until it is written (its vector and write_block's aligned copy). No
+        // room is made here (the caller may hold the tree lock): the next `make_room`
+        // evicts for it.
         let mut image = self.cache.in_flight(raw_bytes(&node.body));
         let o = &self.options;
         let (bytes, descs) = format::encode(
@@ -64,17 +90,34 @@ impl Tree {
         self.file.write_block(id, &bytes, for_checkpoint, cat)?;
         drop((image, bytes));
         EngineStats::bump(&self.stats.nodes_written);
-        let cache = self.cache.clone();
-        st.modify(id, &cache, |n| {
-            n.dirty = false;
-            n.checkpoint_pending = false;
-            match (&mut n.body, descs) {
-                (NodeBody::Leaf(l), format::Descs::Leaf(d, t)) => l.set_image(d, t),
-                (NodeBody::Internal(x), format::Descs::Internal(d)) => x.parts = d,
-                _ => unreachable!("a node is encoded as its own kind"),
-            }
-        });
-        Ok(())
+        Ok(descs)
+    }
+
+    /// Evicts dirty node `id`: takes it out of the table into the writing set under the
+    /// write lock `st` (K1), releases the lock, and writes it — for the running checkpoint
+    /// if it is pending. On failure the node goes back into the table, dirty, before it
+    /// leaves the set (K1). Its memory stays charged until it is dropped.
+    fn write_out(&self, mut st: RwLockWriteGuard<'_, TreeState>, id: NodeId) -> Result<()> {
+        let pending = st.nodes[&id].checkpoint_pending;
+        self.collect_versions(&mut st, id, !pending);
+        let held = self.cache.in_flight(st.nodes[&id].mem_bytes());
+        let node = st.remove_node(id, &self.cache).expect("in the clock");
+        self.writeback.begin(id);
+        drop(st);
+        let cat = if pending {
+            Category::Checkpoint
+        } else {
+            Category::Eviction
+        };
+        let written = self.write_image(id, &node, pending, cat);
+        if written.is_err() {
+            self.write_state().insert_node(id, node, &self.cache);
+        } else {
+            drop(node);
+        }
+        self.writeback.end(id);
+        drop(held);
+        written.map(|_| ())
     }
 
     /// Packs the basements of a leaf about to be written that stays cached (`basement.rs`):
@@ -136,7 +179,7 @@ impl Tree {
     /// bringing it under the budget, if not yet to the target, spares them).
     fn clock_pass(&self, incoming: usize) -> Result<()> {
         let mut st = self.write_state();
-        let pins = self.pins.lock();
+        let mut pins = self.pins.lock();
         let ring = st.clock.len();
         let over_budget = || self.cache.used_bytes() + incoming > self.cache.limit_bytes();
         for step in 0..ring * CLOCK_SWEEPS {
@@ -177,19 +220,20 @@ impl Tree {
                 st.clock_hand = hand + 1;
                 continue;
             }
-            if node.dirty {
-                let pending = node.checkpoint_pending;
-                let cat = if pending {
-                    Category::Checkpoint
-                } else {
-                    Category::Eviction
-                };
-                self.write_node(&mut st, id, pending, cat, AfterWrite::ChangesOrGoes)?;
-            }
-            st.remove_node(id, &self.cache);
-            self.cache.evictions.fetch_add(1, Ordering::Relaxed);
-            // swap_remove moved the last id into `hand`: look at that slot next.
+            let dirty = node.dirty;
+            // swap_remove moves the last id into `hand`: look at that slot next.
             st.clock_hand = hand;
+            if dirty {
+                // Written with neither lock held (K1); the ring may change meanwhile, and
+                // the pass goes on from wherever the hand then points.
+                drop(pins);
+                self.write_out(st, id)?;
+                st = self.write_state();
+                pins = self.pins.lock();
+            } else {
+                st.remove_node(id, &self.cache);
+            }
+            self.cache.evictions.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -199,6 +243,8 @@ impl Tree {
     /// record.
     pub(crate) fn checkpoint_mark(&self) -> CheckpointMark {
         let mut st = self.write_state();
+        // K3: no eviction's write for the live table alone ends after C := L below.
+        self.writeback.wait_idle();
         for n in st.nodes.values_mut() {
             n.checkpoint_pending = n.dirty;
         }
@@ -228,6 +274,8 @@ impl Tree {
                 self.write_node(&mut st, id, true, Category::Checkpoint, after)?;
             }
         }
+        // K3: the pending nodes eviction took out of the table are written, for C.
+        self.writeback.wait_idle();
         let meta = super::encode_meta(&self.options, mark.next_msn, mark.count);
         self.file.checkpoint_end(mark.root, lsn, &meta)
     }

@@ -40,6 +40,8 @@ impl Tree {
             | Load::Segment(id, _, _)
             | Load::Run(id, _) => id,
         };
+        // K2: the live image of a node being written out is older than the node.
+        self.writeback.wait_for(id);
         let before = self.file.image(id);
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
@@ -115,7 +117,8 @@ impl Tree {
     /// retries and decides again.
     pub(crate) fn install_node(&self, id: NodeId, img: Image, node: Node) -> bool {
         let mut st = self.write_state();
-        if self.file.image(id) != Some(img) {
+        // K2: not an image a write out is replacing.
+        if self.file.image(id) != Some(img) || self.writeback.contains(id) {
             return false;
         }
         let replace = match st.node(id) {
@@ -159,7 +162,9 @@ impl Tree {
         node.check().map_err(|r| self.corrupt(id, &extent, r))?;
         self.make_room(node.mem_bytes())?;
         let mut st = self.write_state();
-        if st.node(id).is_none() && self.file.image(id) == Some(img) {
+        // K2, as in `install_node`.
+        let live = self.file.image(id) == Some(img) && !self.writeback.contains(id);
+        if st.node(id).is_none() && live {
             st.insert_node(id, node, &self.cache);
         }
         Ok(())

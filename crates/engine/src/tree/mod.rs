@@ -32,6 +32,7 @@ pub(crate) mod salvage;
 pub(crate) mod segment;
 mod slot;
 mod verify;
+mod writeback;
 
 #[cfg(test)]
 mod partial_tests;
@@ -122,6 +123,9 @@ pub struct Tree {
     /// Verifications running: background flushes wait, so the nodes below the root keep
     /// the ranges their parents give them while `verify` walks them one at a time.
     pub(crate) verifying: std::sync::atomic::AtomicUsize,
+    /// Dirty nodes eviction took out of the table and is writing with no lock held
+    /// (`writeback.rs`, K1-K3).
+    writeback: writeback::Writeback,
 }
 
 impl std::fmt::Debug for Tree {
@@ -190,6 +194,7 @@ impl Tree {
             snapshots: ctx.snapshots,
             count: AtomicI64::new(count),
             verifying: std::sync::atomic::AtomicUsize::new(0),
+            writeback: writeback::Writeback::default(),
         })
     }
 
@@ -303,6 +308,8 @@ impl Tree {
     /// Drops every cached node and refunds the cache (the tree is being dropped).
     pub(crate) fn release_cache(&self) {
         let mut st = self.state.write();
+        // A node being written out holds its charge until its write ends (K1).
+        self.writeback.wait_idle();
         let ids: Vec<NodeId> = st.nodes.keys().copied().collect();
         for id in ids {
             st.remove_node(id, &self.cache);

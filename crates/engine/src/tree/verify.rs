@@ -279,11 +279,17 @@ impl Tree {
             return Ok(body);
         }
         // A concurrent rewrite may free and reuse the extent being read: a failure while the
-        // node's extent moved is stale, so read again.
+        // node's extent moved is stale, so read again; so is an image replaced since.
+        // A node being written out is read once its write ended (K2).
         loop {
+            self.writeback.wait_for(id);
             let before = self.file.image(id);
             match self.read_node_image(id, Category::Meta) {
-                Ok((_, body)) => return Ok(body),
+                Ok((img, body)) => {
+                    if Some(img) == self.file.image(id) && !self.writeback.contains(id) {
+                        return Ok(body);
+                    }
+                }
                 Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => continue,
                 Err(e) => return Err(e),
             }

@@ -1,0 +1,110 @@
+//! Evicted dirty nodes written with no tree lock held. Eviction used to encode, compress
+//! and write a dirty node (megabytes, milliseconds) under the tree's write lock, so every
+//! writer and the flusher of that tree waited for each eviction's I/O: a random fill used
+//! 1.2 of 2 cores. Now eviction takes a dirty node out of the node table under the lock
+//! and writes it after releasing the lock (`Tree::write_out`). Until that write ends, the
+//! node's live image on disk is older than the node, and these invariants keep anyone from
+//! using it:
+//!
+//! - **K1** (one home at every moment): a dirty node being evicted leaves the node table and
+//!   enters this set in one step under the tree's write lock, and leaves the set only after
+//!   its write ended: with its new image live in the block table (success), or back in the
+//!   node table, dirty, under the write lock (failure). So a node's newest state is always in
+//!   the table, in the set (held by the writing thread), or in its live image.
+//! - **K2** (no stale install): a load of a node in the set waits until it leaves (a read
+//!   started then would read the image being replaced), and every install of a node read
+//!   from disk checks under the write lock that the node is not in the set, besides that
+//!   the image it read is still live (B10): a load that looked before the eviction began
+//!   may read the old image while the write is under way, when the image is still live.
+//! - **K3** (a checkpoint misses no write): `checkpoint_mark` waits, holding the tree's
+//!   write lock, until the set is empty, so that no write started before the mark (for
+//!   the live table only) ends after the checkpoint copied the live table; and
+//!   `checkpoint_finish` waits again before ending the checkpoint, so that the pending nodes
+//!   evicted since the mark (written for the checkpoint) are in it.
+//!
+//! Lock order: the tree's state, then this set's mutex; the condition variable is waited
+//! on with no tree lock held, except in `checkpoint_mark` (K3), whose wait ends because a
+//! writing thread holds no tree lock until it has left the set.
+
+use crate::block::NodeId;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashSet;
+
+/// The nodes being written out by eviction, and a condition variable for their ends.
+#[derive(Debug, Default)]
+pub(crate) struct Writeback {
+    writing: Mutex<HashSet<NodeId>>,
+    ended: Condvar,
+}
+
+impl Writeback {
+    /// Enters `id` (K1: the caller holds the tree's write lock and has just taken the node
+    /// out of the table).
+    pub(crate) fn begin(&self, id: NodeId) {
+        let fresh = self.writing.lock().insert(id);
+        assert!(fresh, "node {id:?} written out twice at once");
+    }
+
+    /// Removes `id` once its write ended (K1) and wakes whoever waits for it.
+    pub(crate) fn end(&self, id: NodeId) {
+        self.writing.lock().remove(&id);
+        self.ended.notify_all();
+    }
+
+    /// Whether `id` is being written out (K2: an install checks it under the write lock).
+    pub(crate) fn contains(&self, id: NodeId) -> bool {
+        self.writing.lock().contains(&id)
+    }
+
+    /// Waits until `id` is not being written out (K2: before a load reads its image).
+    pub(crate) fn wait_for(&self, id: NodeId) {
+        let mut writing = self.writing.lock();
+        while writing.contains(&id) {
+            self.ended.wait(&mut writing);
+        }
+    }
+
+    /// Waits until no node is being written out (K3).
+    pub(crate) fn wait_idle(&self) {
+        let mut writing = self.writing.lock();
+        while !writing.is_empty() {
+            self.ended.wait(&mut writing);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn waiters_wake_when_the_write_ends() {
+        let wb = Arc::new(Writeback::default());
+        wb.begin(NodeId(7));
+        assert!(wb.contains(NodeId(7)));
+        wb.wait_for(NodeId(8));
+        let other = wb.clone();
+        let waiter = std::thread::spawn(move || {
+            other.wait_for(NodeId(7));
+            other.wait_idle();
+            other.contains(NodeId(7))
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !waiter.is_finished(),
+            "a wait ended while the write was under way"
+        );
+        wb.end(NodeId(7));
+        assert!(!waiter.join().expect("waiter"));
+    }
+
+    #[test]
+    #[should_panic(expected = "written out twice")]
+    fn one_node_is_written_out_once_at_a_time() {
+        let wb = Writeback::default();
+        wb.begin(NodeId(3));
+        wb.begin(NodeId(3));
+    }
+}
