@@ -6,11 +6,9 @@
 //! nearly every read loads one, while readers check that no key's value is ever older than
 //! the round the writer had finished before the read began, and checkpoints run every few
 //! milliseconds (K3). At the end the tree verifies, and after a reopen every key holds its
-//! last value. A second scenario fails an eviction's write: the node goes back into the
-//! table (K1), so reads after the failure still see its newest values, never the image the
-//! failed write was to replace.
-
-mod common;
+//! last value. (A failed write out, which puts the node back, is a unit test in
+//! `tree/writeback.rs`: here, after the failure, whether a read gets its value or the
+//! eviction's error depends on timing.)
 
 use shale_engine::{Env, EnvOptions, TreeOptions, WriteBatch};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -123,46 +121,4 @@ fn write_round(env: &Env, t: &shale_engine::TreeHandle, round: u64, done: &[Atom
             done[i as usize].store(round, Ordering::Release);
         }
     }
-}
-
-#[test]
-fn a_failed_eviction_write_leaves_the_newest_values_readable() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = EnvOptions {
-        checkpoint_interval: None,
-        ..options()
-    };
-    let (env, faults) = common::open_with_faults(dir.path(), options);
-    let t = env.create_tree("t", None).expect("create");
-    let done: Vec<AtomicU64> = (0..KEYS).map(|_| AtomicU64::new(0)).collect();
-    write_round(&env, &t, 0, &done);
-    env.checkpoint().expect("checkpoint");
-    // Round 1 leaves dirty nodes in the cache whose images on disk hold round 0.
-    write_round(&env, &t, 1, &done);
-    // Reads load nodes, and making room for them evicts: the next file write is an
-    // eviction's (no log write, no checkpoint runs).
-    faults.fail_next_write();
-    let (mut ok, mut failed) = (0, 0);
-    let mut x = 0x1234_5678_9ABC_DEF1u64;
-    let (mut reads, mut after_trip) = (0, 0);
-    while after_trip < 2_000 && reads < 40 * KEYS {
-        reads += 1;
-        let i = next(&mut x) % KEYS;
-        after_trip += u32::from(faults.tripped());
-        match t.get(&key(i)) {
-            Ok(got) => {
-                let got = got.expect("every key exists");
-                assert_eq!(round_of(&got), 1, "key {i} after a failed eviction write");
-                ok += 1;
-            }
-            Err(_) => failed += 1,
-        }
-    }
-    assert!(faults.tripped(), "an eviction write failed");
-    assert!(failed > 0, "the failure reached a reader");
-    eprintln!("after the failure: {ok} reads ok, {failed} failed");
-    assert!(
-        ok > 0,
-        "reads of cached nodes go on: {ok} ok, {failed} failed"
-    );
 }

@@ -97,7 +97,11 @@ impl Tree {
     /// write lock `st` (K1), releases the lock, and writes it — for the running checkpoint
     /// if it is pending. On failure the node goes back into the table, dirty, before it
     /// leaves the set (K1). Its memory stays charged until it is dropped.
-    fn write_out(&self, mut st: RwLockWriteGuard<'_, TreeState>, id: NodeId) -> Result<()> {
+    pub(super) fn write_out(
+        &self,
+        mut st: RwLockWriteGuard<'_, TreeState>,
+        id: NodeId,
+    ) -> Result<()> {
         let pending = st.nodes[&id].checkpoint_pending;
         self.collect_versions(&mut st, id, !pending);
         let held = self.cache.in_flight(st.nodes[&id].mem_bytes());

@@ -100,6 +100,63 @@ mod tests {
         assert!(!waiter.join().expect("waiter"));
     }
 
+    /// K1's failure clause: a write out that fails puts the node back in the table, dirty,
+    /// and takes it out of the set, so reads find its newest values (a lookup of a node
+    /// missing from the table would load the older image still on disk) and the cache's
+    /// charge is what it was.
+    #[test]
+    fn a_failed_write_out_puts_the_node_back_dirty() {
+        use crate::{Env, EnvHooks, EnvOptions, FaultInjector, TreeOptions, WriteBatch};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let faults = Arc::new(FaultInjector::default());
+        let hooks = EnvHooks {
+            faults: Some(faults.clone()),
+            ..EnvHooks::default()
+        };
+        let options = EnvOptions {
+            cache_bytes: 64 << 20,
+            tree_defaults: TreeOptions::tiny(),
+            checkpoint_interval: None,
+            ..EnvOptions::default()
+        };
+        let env = Env::open_with(dir.path(), options, hooks).expect("open");
+        let t = env.create_tree("t", None).expect("create");
+        let write_all = |round: u8| {
+            let mut b = WriteBatch::new();
+            for i in 0..40u8 {
+                b.put(&t, &[b'k', i], &[round; 40]);
+            }
+            env.write(b).expect("write");
+        };
+        write_all(0);
+        env.checkpoint().expect("checkpoint");
+        write_all(1);
+        let tree = &t.tree;
+        let id = {
+            let st = tree.read_state();
+            let dirty = st.nodes.iter().find(|(_, n)| n.dirty);
+            *dirty.expect("a dirty node after the overwrite").0
+        };
+        let charged = env.counters().cache_used_bytes;
+        let node_bytes = tree.read_state().nodes[&id].mem_bytes();
+        faults.fail_next_write();
+        assert!(tree.write_out(tree.write_state(), id).is_err());
+        assert!(faults.tripped(), "the write out's write failed");
+        let st = tree.read_state();
+        assert!(st.nodes[&id].dirty, "back in the table, dirty");
+        assert!(!tree.writeback.contains(id));
+        // Charged as it is now: the write out first dropped the overwritten versions.
+        let dropped = node_bytes - st.nodes[&id].mem_bytes();
+        drop(st);
+        assert_eq!(env.counters().cache_used_bytes, charged - dropped as u64);
+        for i in 0..40u8 {
+            let got = tree
+                .with_read(|t, st| t.lookup(st, &[b'k', i], t.snapshots.visible()))
+                .expect("lookup");
+            assert_eq!(got, Some(vec![1; 40]), "key {i}");
+        }
+    }
+
     #[test]
     #[should_panic(expected = "written out twice")]
     fn one_node_is_written_out_once_at_a_time() {
