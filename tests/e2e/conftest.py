@@ -24,10 +24,32 @@ def shale_binary() -> str:
     return path
 
 
+# Under pytest-xdist (`scripts/test.sh` runs the suite on two workers) each worker takes
+# ports from a range of its own below the kernel's ephemeral range, so a port one worker
+# chose is never handed to another worker, or to a client's connection, before the server
+# binds it.
+_WORKER_PORTS = 2000
+_next_port = 0
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    global _next_port
+    base = 20000 + int(worker[2:]) * _WORKER_PORTS
+    for _ in range(_WORKER_PORTS):
+        port = base + _next_port
+        _next_port = (_next_port + 1) % _WORKER_PORTS
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {base}..{base + _WORKER_PORTS}")
 
 
 class Server:
