@@ -36,6 +36,30 @@ print_timings() {
 }
 trap print_timings EXIT
 
+# Runs each named function in a background process of its own with its output in a file
+# of its own, waits for all, prints each one's output under its name, and fails if any
+# failed. For steps that mostly wait (fsyncs, servers started and killed): side by side
+# they take about the time of the longest.
+side_by_side() {
+    local jobs=("$@") pids=() logs=() statuses=() failed=0 i job
+    for job in "${jobs[@]}"; do
+        logs+=("$(mktemp)")
+        "$job" >"${logs[-1]}" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        statuses[i]=0
+        wait "${pids[i]}" || statuses[i]=$?
+    done
+    for i in "${!pids[@]}"; do
+        echo "---- ${jobs[i]} (exit ${statuses[i]})"
+        cat "${logs[i]}"
+        rm -f "${logs[i]}"
+        [ "${statuses[i]}" -eq 0 ] || failed=1
+    done
+    return "$failed"
+}
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -49,50 +73,31 @@ cargo test --workspace --locked --no-run
 # bit-flip suites: 143 s of wall time for 72 s of CPU), so they run in three processes side
 # by side: the engine's two longest suites, the engine's other targets (every file under
 # crates/engine/tests/ but those two, found here, so a new file is never left out), and the
-# rest of the workspace. Each one's output is printed when all have ended.
-step "cargo test: three processes side by side (the engine's two longest suites, the engine's others, the rest of the workspace)"
-engine_heavy=(model_random_ops fault_bit_flips)
-engine_rest=(--lib)
-for f in crates/engine/tests/*.rs; do
-    name=$(basename "$f" .rs)
-    if [[ " ${engine_heavy[*]} " != *" $name "* ]]; then
-        engine_rest+=(--test "$name")
-    fi
-done
-heavy_args=()
-for name in "${engine_heavy[@]}"; do
-    heavy_args+=(--test "$name")
-done
-heavy_log=$(mktemp)
-engine_log=$(mktemp)
-rest_log=$(mktemp)
-cargo test --locked -p shale-engine "${heavy_args[@]}" >"$heavy_log" 2>&1 &
-heavy_pid=$!
-cargo test --locked -p shale-engine "${engine_rest[@]}" >"$engine_log" 2>&1 &
-engine_pid=$!
-set +e
-{
+# rest of the workspace with the engine's doctests.
+engine_longest=(model_random_ops fault_bit_flips)
+cargo_test_engine_longest() {
+    local args=() name
+    for name in "${engine_longest[@]}"; do
+        args+=(--test "$name")
+    done
+    cargo test --locked -p shale-engine "${args[@]}"
+}
+cargo_test_engine_others() {
+    local args=(--lib) f name
+    for f in crates/engine/tests/*.rs; do
+        name=$(basename "$f" .rs)
+        if [[ " ${engine_longest[*]} " != *" $name "* ]]; then
+            args+=(--test "$name")
+        fi
+    done
+    cargo test --locked -p shale-engine "${args[@]}"
+}
+cargo_test_rest_of_workspace() {
     cargo test --workspace --locked --exclude shale-engine &&
         cargo test --locked -p shale-engine --doc
-} >"$rest_log" 2>&1
-rest_status=$?
-wait "$heavy_pid"
-heavy_status=$?
-wait "$engine_pid"
-engine_status=$?
-set -e
-for part in "rest of the workspace:$rest_log:$rest_status" \
-    "shale-engine's longest suites:$heavy_log:$heavy_status" \
-    "shale-engine's other targets:$engine_log:$engine_status"; do
-    IFS=: read -r what log status <<<"$part"
-    echo "---- cargo test, $what (exit $status)"
-    cat "$log"
-    rm -f "$log"
-done
-if [ "$rest_status" -ne 0 ] || [ "$heavy_status" -ne 0 ] || [ "$engine_status" -ne 0 ]; then
-    echo "cargo test failed (rest $rest_status, engine's longest $heavy_status, engine's others $engine_status)" >&2
-    exit 1
-fi
+}
+step "cargo test: three processes side by side (the engine's two longest suites, the engine's others, the rest of the workspace)"
+side_by_side cargo_test_engine_longest cargo_test_engine_others cargo_test_rest_of_workspace
 
 step "build the shale binary for the end-to-end suite"
 cargo build --locked -p shale-cli
@@ -136,36 +141,23 @@ bash tests/spec/run_crud_unified.sh
 
 # The other suites wait on their servers far more than they compute (crud_unified: 46 s of
 # wall time for 20 s of CPU), so they run in two lanes side by side, each suite with its own
-# server and its own output file, printed when both lanes have ended. The first suite above
-# made the shared virtualenv and source tree, so the lanes only read them.
-spec_lane() {
-    local log=$1
-    shift
+# server. The first suite above made the shared virtualenv and source tree, so the lanes
+# only read them.
+spec_suites() {
+    local suite
     for suite in "$@"; do
-        echo "== driver spec suite $suite against $SHALE_BIN" >>"$log"
-        if ! bash tests/spec/run_pymongo_suite.sh "$suite" >>"$log" 2>&1; then
-            echo "== suite $suite FAILED" >>"$log"
-            return 1
-        fi
+        echo "== driver spec suite $suite against $SHALE_BIN"
+        bash tests/spec/run_pymongo_suite.sh "$suite" || return 1
     done
 }
+spec_lane_crud_retryable_sessions_auth() {
+    spec_suites crud_unified_rs retryable_writes_rs sessions_rs auth
+}
+spec_lane_transactions_change_streams() {
+    spec_suites transactions_rs change_streams_rs
+}
 step "driver spec tests in two lanes: CRUD and retryable writes, sessions and test_auth.py (--auth); transactions and change streams, all against --replSet but test_auth.py, zero failures but the CRUD floors (tests/spec)"
-lane_a=$(mktemp)
-lane_b=$(mktemp)
-spec_lane "$lane_a" crud_unified_rs retryable_writes_rs sessions_rs auth &
-lane_a_pid=$!
-set +e
-spec_lane "$lane_b" transactions_rs change_streams_rs
-lane_b_status=$?
-wait "$lane_a_pid"
-lane_a_status=$?
-set -e
-cat "$lane_a" "$lane_b"
-rm -f "$lane_a" "$lane_b"
-if [ "$lane_a_status" -ne 0 ] || [ "$lane_b_status" -ne 0 ]; then
-    echo "a driver spec suite failed (lane statuses $lane_a_status, $lane_b_status)" >&2
-    exit 1
-fi
+side_by_side spec_lane_crud_retryable_sessions_auth spec_lane_transactions_change_streams
 
 step "fuzz: wire decoder + dispatch, the BSON readers, the engine's decoders, ${FUZZ_SECONDS:-20}s each (scripts/fuzz.sh)"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-20}" bash scripts/fuzz.sh

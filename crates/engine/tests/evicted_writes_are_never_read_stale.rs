@@ -2,7 +2,8 @@
 //! tree's lock (`tree/writeback.rs`, K1-K3). Until that write ends, the node's live image on
 //! disk is older than the node: a load that read it and installed it would bring back
 //! values already overwritten. Here one writer rewrites every key round after round with a
-//! cache a fortieth of the data and tiny nodes, so nearly every write evicts dirty nodes and
+//! cache about an eighth of the data (1.7 MB of keys and values, 192 KiB) and 16 KiB nodes,
+//! so nearly every write evicts dirty nodes and
 //! nearly every read loads one, while readers check that no key's value is ever older than
 //! the round the writer had finished before the read began, and checkpoints run every few
 //! milliseconds (K3). At the end the tree verifies, and after a reopen every key holds its

@@ -1,8 +1,12 @@
 //! Evicted dirty nodes written with no tree lock held. Eviction used to encode, compress
 //! and write a dirty node (megabytes, milliseconds) under the tree's write lock, so every
-//! writer and the flusher of that tree waited for each eviction's I/O: a random fill used
-//! 1.2 of 2 cores. Now eviction takes a dirty node out of the node table under the lock
-//! and writes it after releasing the lock (`Tree::write_out`). Until that write ends, the
+//! reader, writer and the flusher of that tree waited for each eviction's I/O. Now eviction
+//! takes a dirty node out of the node table under the lock and writes it after releasing
+//! the lock (`Tree::write_out`). Measured at mid size this changed no fill's rate (the
+//! flusher's own work is what limits a fill: docs/benchmarks.md, "Eviction writes outside
+//! the tree lock"); it is kept so that no reader or writer waits on an eviction's I/O
+//! (checkpoint writes, and the checkpoint image written before a pending node changes,
+//! still happen under the lock), whatever the flusher's speed. Until a write out ends, the
 //! node's live image on disk is older than the node, and these invariants keep anyone from
 //! using it:
 //!
