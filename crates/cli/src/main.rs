@@ -132,7 +132,8 @@ struct ServeArgs {
     /// configureFailPoint; default false), fastUpdates (TokuMX's read-free updates; default
     /// false), transactionLifetimeLimitSeconds, localLogicalSessionTimeoutMinutes (defaults as
     /// their flags), scramIterationCount (default 10000), scramSHA256IterationCount (default
-    /// 15000), ttlMonitorEnabled (default true), ttlMonitorSleepSecs (default 60).
+    /// 15000), ttlMonitorEnabled (default true), ttlMonitorSleepSecs (default 60),
+    /// maxSessions (sessions held at once; default 1000000).
     #[arg(long = "setParameter", value_name = "NAME=VALUE")]
     set_parameter: Vec<String>,
     /// Log format: "text" or "json" [systemLog.logFormat] [default: text].
@@ -299,6 +300,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 .saturating_mul(60),
         )),
         enable_test_commands: parameters.enable_test_commands.unwrap_or(false),
+        max_sessions: parameters
+            .max_sessions
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         auth: Arc::new(auth_config(settings.auth, &parameters)?),
         tls,
         repl: Arc::new(

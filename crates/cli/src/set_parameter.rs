@@ -15,6 +15,8 @@ pub struct StartupParameters {
     pub transaction_lifetime_limit_secs: Option<u64>,
     /// `localLogicalSessionTimeoutMinutes` (at least 1).
     pub session_timeout_minutes: Option<u64>,
+    /// `maxSessions` (at least 1; mongod's default 1,000,000).
+    pub max_sessions: Option<u64>,
     /// `scramIterationCount` (SCRAM-SHA-1 keys; at least 5,000).
     pub scram_sha1_iterations: Option<u32>,
     /// `scramSHA256IterationCount` (SCRAM-SHA-256 keys; at least 4,096).
@@ -44,6 +46,7 @@ pub fn parse(given: &[String]) -> anyhow::Result<StartupParameters> {
             "transactionLifetimeLimitSeconds" => {
                 out.transaction_lifetime_limit_secs = Some(at_least_one(name, value)?)
             }
+            "maxSessions" => out.max_sessions = Some(at_least_one(name, value)?),
             "localLogicalSessionTimeoutMinutes" => {
                 out.session_timeout_minutes = Some(at_least_one(name, value)?)
             }
@@ -103,8 +106,10 @@ mod tests {
             "enableTestCommands=1",
             "transactionLifetimeLimitSeconds=5",
             "localLogicalSessionTimeoutMinutes=2",
+            "maxSessions=3",
         ]))
         .expect("parse");
+        assert_eq!(p.max_sessions, Some(3));
         assert_eq!(p.enable_test_commands, Some(true));
         assert_eq!(p.transaction_lifetime_limit_secs, Some(5));
         assert_eq!(p.session_timeout_minutes, Some(2));

@@ -36,6 +36,8 @@ const MAX_ATTEMPTS: u32 = 1_000;
 pub struct RetryId {
     /// The session (`lsid.id`).
     pub lsid: [u8; 16],
+    /// Its user's digest (`lsid.uid`), for the oplog entries.
+    pub uid: [u8; 32],
     pub txn_number: i64,
 }
 
@@ -161,7 +163,7 @@ impl Database {
             st.log_as_statement(
                 r.lsid,
                 SessionInfo {
-                    lsid: lsid_document(r.lsid),
+                    lsid: lsid_document(r.lsid, r.uid),
                     txn_number: r.txn_number,
                     stmt_id: Some(stmt_id),
                     prev,

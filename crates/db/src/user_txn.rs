@@ -270,11 +270,11 @@ impl Database {
         self.begin_logged_txn(Kind::Transaction(None))
     }
 
-    /// Begins the transaction `txn_number` of session `lsid` (`{id: UUID}`): its oplog
-    /// entry carries them.
-    pub fn begin_session_txn(&self, lsid: [u8; 16], txn_number: i64) -> UserTxn {
+    /// Begins the transaction `txn_number` of session `lsid` (`lsid.id`) of the user whose
+    /// digest is `uid`: its oplog entry carries them.
+    pub fn begin_session_txn(&self, lsid: [u8; 16], uid: [u8; 32], txn_number: i64) -> UserTxn {
         self.begin_logged_txn(Kind::Transaction(Some(SessionInfo {
-            lsid: lsid_document(lsid),
+            lsid: lsid_document(lsid, uid),
             txn_number,
             stmt_id: None,
             prev: OpTime::NULL,

@@ -39,6 +39,7 @@ fn count(db: &Database) -> usize {
 fn id(txn_number: i64) -> RetryId {
     RetryId {
         lsid: [7; 16],
+        uid: [0; 32],
         txn_number,
     }
 }

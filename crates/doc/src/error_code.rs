@@ -146,6 +146,8 @@ error_codes! {
     CommandFailed = 125,
     TransactionTooOld = 225,
     NoSuchTransaction = 251,
+    /// The session table holds `maxSessions` sessions already.
+    TooManyLogicalSessions = 261,
     TransactionCommitted = 256,
     /// A prepared transaction holds the data (sharded two-phase commit on mongod; this server
     /// never prepares, but `failCommand` injects it and drivers retry on it).

@@ -69,6 +69,9 @@ pub struct ServerConfig {
     /// mongod's `localLogicalSessionTimeoutMinutes`: a session idle this long is ended (its
     /// transaction aborted, its cursors closed). `None`: mongod's default, 30 minutes.
     pub session_timeout: Option<Duration>,
+    /// mongod's `maxSessions` (startup only): how many sessions the server holds at once.
+    /// `None`: mongod's default, 1,000,000.
+    pub max_sessions: Option<usize>,
     /// mongod's `enableTestCommands` (startup only): serves `configureFailPoint`.
     pub enable_test_commands: bool,
     /// The fail points `configureFailPoint` sets (`fail_point.rs`).
@@ -127,6 +130,12 @@ impl ServerConfig {
             .max(Duration::from_secs(1))
     }
 
+    /// `maxSessions` in effect.
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions
+            .unwrap_or(session_table::DEFAULT_MAX_SESSIONS)
+    }
+
     /// `localLogicalSessionTimeoutMinutes` as reported (`hello`, `startSession`,
     /// `getParameter`): whole minutes, at least 1.
     pub fn session_timeout_minutes(&self) -> i32 {
@@ -154,9 +163,10 @@ pub struct ConnectionCtx {
     /// The session transaction a command runs in: set only on the context the transaction
     /// runner makes for one statement (`commands/transactions.rs`).
     pub txn: Option<shale_db::UserTxn>,
-    /// The command's logical session (`lsid.id`): set only on the context dispatch makes for
-    /// one command that carries one. Cursors it opens belong to that session.
-    pub lsid: Option<bson::Uuid>,
+    /// The command's logical session (`lsid.id` and the connection's user): set only on the
+    /// context dispatch makes for one command that carries one. Cursors it opens belong to
+    /// that session.
+    pub lsid: Option<session_table::Lsid>,
     /// The connection's TokuMX-style transaction (`beginTransaction`), shared by the
     /// command contexts cloned from the connection's (`commands/connection_txn.rs`).
     pub conn_txn: Arc<Mutex<session_table::SessionState>>,
@@ -211,7 +221,27 @@ impl ConnectionCtx {
 
     /// The owner of the cursors this command opens: its session, if it has one.
     pub fn cursor_owner(&self) -> Option<shale_db::CursorOwner> {
-        self.lsid.map(|id| id.bytes())
+        self.lsid.map(|l| l.id.bytes())
+    }
+
+    /// The session `id` as this connection's user has it: mongod keys sessions by id and the
+    /// digest of the name of the user logged in.
+    pub fn session_key(&self, id: bson::Uuid) -> session_table::Lsid {
+        session_table::Lsid {
+            id,
+            uid: self.session_uid(),
+        }
+    }
+
+    /// The digest of the name of the user logged in on this connection (the empty name when
+    /// nobody is): the `uid` of the sessions it uses.
+    pub fn session_uid(&self) -> session_table::UserDigest {
+        let auth = auth::gate::lock(self);
+        auth.users
+            .first()
+            .map_or_else(session_table::no_auth_uid, |u| {
+                session_table::user_uid(&u.name.user, &u.name.db)
+            })
     }
 
     /// A context with no real client behind it (tests, embedding): connection 0 from
@@ -275,7 +305,7 @@ pub async fn serve(
     start_replication(&listeners, &db, &config)?;
     let next_id = Arc::new(AtomicU64::new(1));
     let open = Arc::new(OpenConnections::default());
-    let sessions = Arc::new(SessionTable::default());
+    let sessions = Arc::new(SessionTable::with_limit(config.max_sessions()));
     let mut acceptors = tokio::task::JoinSet::new();
     for listener in listeners {
         acceptors.spawn(accept_loop(

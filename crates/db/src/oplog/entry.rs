@@ -89,14 +89,22 @@ pub struct SessionInfo {
     pub prev: OpTime,
 }
 
-/// `{id: <UUID>}`: the `lsid` of a session known by its id only.
-pub fn lsid_document(id: [u8; 16]) -> RawDocumentBuf {
+/// `{id: <UUID>, uid: <SHA-256 of the user name>}`: a session's `lsid` as mongod writes it
+/// in the oplog (`uid` is the digest of the empty name when authentication is off).
+pub fn lsid_document(id: [u8; 16], uid: [u8; 32]) -> RawDocumentBuf {
     let mut d = RawDocumentBuf::new();
     d.append(
         "id",
         bson::Binary {
             subtype: BinarySubtype::Uuid,
             bytes: id.to_vec(),
+        },
+    );
+    d.append(
+        "uid",
+        bson::Binary {
+            subtype: BinarySubtype::Generic,
+            bytes: uid.to_vec(),
         },
     );
     d
@@ -293,7 +301,7 @@ mod tests {
             ui: None,
         };
         let s = SessionInfo {
-            lsid: lsid_document([7; 16]),
+            lsid: lsid_document([7; 16], [8; 32]),
             txn_number: 3,
             stmt_id: Some(0),
             prev: OpTime::NULL,
@@ -333,7 +341,7 @@ mod tests {
             ui: None,
         };
         let s = SessionInfo {
-            lsid: lsid_document([1; 16]),
+            lsid: lsid_document([1; 16], [2; 32]),
             txn_number: 1,
             stmt_id: Some(9),
             prev: OpTime::NULL,

@@ -157,7 +157,7 @@ fn a_transaction_is_one_entry_and_a_rolled_back_one_none() {
     db.insert(&ns(), &[raw(doc! {"_id": 0})], true)
         .expect("insert");
     let before = entries(&db).len();
-    let t = db.begin_session_txn([9; 16], 4);
+    let t = db.begin_session_txn([9; 16], [1; 32], 4);
     db.insert_in(&t, &ns(), &[raw(doc! {"_id": 1}), raw(doc! {"_id": 2})])
         .expect("insert");
     db.update_in(
@@ -167,7 +167,7 @@ fn a_transaction_is_one_entry_and_a_rolled_back_one_none() {
     )
     .expect("update");
     db.commit_user_txn(&t).expect("commit");
-    let aborted = db.begin_session_txn([9; 16], 5);
+    let aborted = db.begin_session_txn([9; 16], [1; 32], 5);
     db.insert_in(&aborted, &ns(), &[raw(doc! {"_id": 3})])
         .expect("insert");
     db.abort_user_txn(&aborted);
@@ -185,6 +185,12 @@ fn a_transaction_is_one_entry_and_a_rolled_back_one_none() {
     );
     assert_eq!(e.get_i64("txnNumber"), Ok(4));
     assert!(!e.contains_key("stmtId"));
+    let lsid = e.get_document("lsid").expect("lsid");
+    assert_eq!(
+        lsid.get_binary_generic("uid").map(|u| u.as_slice()),
+        Ok(&[1u8; 32][..]),
+        "the lsid carries the user's digest, as mongod's entries do"
+    );
     let inner = e
         .get_document("o")
         .and_then(|o| o.get_array("applyOps"))
@@ -200,6 +206,7 @@ fn a_retryable_statement_carries_its_session_and_chains_prev_op_time() {
         .expect("create");
     let r = RetryId {
         lsid: [3; 16],
+        uid: [4; 32],
         txn_number: 1,
     };
     for stmt in 0..2 {
@@ -217,6 +224,12 @@ fn a_retryable_statement_carries_its_session_and_chains_prev_op_time() {
     let (a, b) = (&got[got.len() - 2], &got[got.len() - 1]);
     assert_eq!((a.get_i32("stmtId"), b.get_i32("stmtId")), (Ok(0), Ok(1)));
     assert_eq!(a.get_i64("txnNumber"), Ok(1));
+    assert_eq!(
+        a.get_document("lsid")
+            .and_then(|l| l.get_binary_generic("uid"))
+            .map(|u| u.as_slice()),
+        Ok(&[4u8; 32][..])
+    );
     assert_eq!(
         a.get_document("prevOpTime").and_then(|p| p.get_i64("t")),
         Ok(-1),

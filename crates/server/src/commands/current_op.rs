@@ -149,12 +149,12 @@ fn operations(ctx: &ConnectionCtx, spec: &Spec) -> Result<Vec<RawDocumentBuf>, M
         out.push(to_raw(&d)?);
     }
     if spec.idle_sessions {
-        for (id, txn_number) in ctx.sessions.idle_transactions(&ctx.db) {
+        for (key, txn_number) in ctx.sessions.idle_transactions(&ctx.db) {
             let d = doc! {
                 "type": "idleSession",
                 "host": &host,
                 "desc": "inactive transaction",
-                "lsid": { "id": id, "uid": uid_binary() },
+                "lsid": { "id": key.id, "uid": uid_binary(key.uid) },
                 "transaction": {
                     "parameters": { "txnNumber": txn_number, "autocommit": false },
                 },
@@ -289,10 +289,10 @@ fn iso_time(t: SystemTime) -> String {
         .map_or(s.clone(), |head| format!("{head}+00:00"))
 }
 
-fn uid_binary() -> bson::Binary {
+fn uid_binary(uid: crate::session_table::UserDigest) -> bson::Binary {
     bson::Binary {
         subtype: bson::spec::BinarySubtype::Generic,
-        bytes: crate::session_table::no_auth_uid().to_vec(),
+        bytes: uid.to_vec(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! collections). It must be the first stage, of a pipeline on no collection.
 
 use super::sessions::user_uids;
-use crate::session_table::{no_auth_uid, UserDigest};
+use crate::session_table::UserDigest;
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document, RawDocumentBuf};
 use shale_doc::aggregate::Pipeline;
@@ -115,25 +115,23 @@ fn session_documents(
     ctx: &ConnectionCtx,
     users: &Users,
 ) -> Result<Vec<RawDocumentBuf>, MongoError> {
-    let uid = no_auth_uid();
-    let listed = match users {
+    // No users named: the caller's own sessions (the empty user's when nobody is logged in).
+    let own = ctx.session_uid();
+    let listed = |uid: &UserDigest| match users {
         Users::All => true,
-        // The current user (no authentication: the empty user, every session's).
-        Users::Only(u) if u.is_empty() => true,
-        Users::Only(u) => u.contains(&uid),
+        Users::Only(u) if u.is_empty() => *uid == own,
+        Users::Only(u) => u.contains(uid),
     };
-    if !listed {
-        return Ok(Vec::new());
-    }
     let mut sessions = ctx.sessions.list();
+    sessions.retain(|(key, _)| listed(&key.uid));
     sessions.sort_by_key(|(_, used)| used.at);
     sessions
         .into_iter()
-        .map(|(id, used)| {
+        .map(|(key, used)| {
             let d = doc! {
                 "_id": {
-                    "id": id,
-                    "uid": bson::Binary { subtype: BinarySubtype::Generic, bytes: uid.to_vec() },
+                    "id": key.id,
+                    "uid": bson::Binary { subtype: BinarySubtype::Generic, bytes: key.uid.to_vec() },
                 },
                 "lastUse": used.wall,
             };

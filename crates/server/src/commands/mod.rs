@@ -359,9 +359,12 @@ fn dispatch_checked(
     let in_session;
     let ctx = match lsid {
         Some(id) => {
-            ctx.sessions.touch(id);
+            let key = ctx.session_key(id);
+            if let Err(e) = ctx.sessions.touch(key) {
+                return Reply::Doc(error_reply(&e));
+            }
             in_session = ConnectionCtx {
-                lsid: Some(id),
+                lsid: Some(key),
                 ..ctx.clone()
             };
             &in_session

@@ -103,6 +103,14 @@ const PARAMETERS: &[Parameter] = &[
         set: None,
     },
     Parameter {
+        // Set at startup with `serve --setParameter maxSessions=N`.
+        name: "maxSessions",
+        settable_at_runtime: false,
+        settable_at_startup: true,
+        value: |ctx| Bson::Int32(i32::try_from(ctx.server.max_sessions()).unwrap_or(i32::MAX)),
+        set: None,
+    },
+    Parameter {
         // How long a snapshot read's cluster time stays readable (`shale-db`'s
         // `snapshot_read.rs`); mongod's default, 300.
         name: "minSnapshotHistoryWindowInSeconds",

@@ -144,7 +144,7 @@ pub fn get_more(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let ns = cursor_namespace(db, raw_args::req_str(cmd, "getMore", "collection")?)?;
     let batch_size = raw_args::opt_count(cmd, "getMore", "batchSize")?.map(|b| b as usize);
     if let Some(owner) = ctx.db.cursors().owner(id) {
-        check_session(id, owner, ctx.lsid)?;
+        check_session(id, owner, ctx.lsid.map(|l| l.id))?;
     }
     // An awaitData cursor with nothing new waits up to `maxTimeMS` (mongod's default 1 s);
     // every other source ignores the wait.

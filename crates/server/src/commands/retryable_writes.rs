@@ -79,10 +79,12 @@ fn run_checked(
             ),
         ));
     }
-    let session = ctx.sessions.checkout(f.lsid);
+    let key = ctx.session_key(f.lsid);
+    let session = ctx.sessions.checkout(key)?;
     let mut st = session.lock();
     let id = RetryId {
         lsid: f.lsid.bytes(),
+        uid: key.uid,
         txn_number: f.txn_number,
     };
     if f.txn_number < st.txn_number {

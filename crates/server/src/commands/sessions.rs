@@ -3,19 +3,20 @@
 //! ones around every session they use. They check their arguments as mongod does; ending
 //! or killing a session forgets it in the session table, aborts its open transaction and
 //! closes its cursors (`session_table.rs`). Sessions belong to users by a digest of the
-//! user name (`uid`); with no authentication every session has the empty user's, so a
-//! pattern naming a user matches none.
+//! user name (`uid`): the ids `startSession`, `endSessions`, `refreshSessions` and
+//! `killSessions` name are the caller's user's sessions; with nobody logged in that is the
+//! empty user's.
 
 use super::data::{missing, wrong_type};
 use super::CommandResult;
-use crate::session_table::{user_uid, UserDigest};
+use crate::session_table::{user_uid, Lsid, UserDigest};
 use crate::ConnectionCtx;
 use bson::{doc, spec::BinarySubtype, Bson, Document};
 use shale_doc::{type_name, ErrorCode, MongoError};
 
 pub fn start_session(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
     let id = bson::Uuid::new();
-    ctx.sessions.touch(id);
+    ctx.sessions.touch(ctx.session_key(id))?;
     Ok(doc! {
         "id": { "id": id },
         "timeoutMinutes": ctx.server.session_timeout_minutes(),
@@ -23,22 +24,34 @@ pub fn start_session(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> Comman
 }
 
 pub fn end_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let ids = session_ids(body, "endSessions")?;
+    let ids = session_keys(ctx, body, "endSessions")?;
     ctx.sessions.end(&ctx.db, &ids);
     Ok(Document::new())
 }
 
 pub fn refresh_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    for id in session_ids(body, "refreshSessions")? {
-        ctx.sessions.touch(id);
+    for key in session_keys(ctx, body, "refreshSessions")? {
+        ctx.sessions.touch(key)?;
     }
     Ok(Document::new())
 }
 
 pub fn kill_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> CommandResult {
-    let ids = session_ids(body, "killSessions")?;
+    let ids = session_keys(ctx, body, "killSessions")?;
     ctx.sessions.end(&ctx.db, &ids);
     Ok(Document::new())
+}
+
+/// The sessions `ids` of the command's field `command`, as the caller's user has them.
+fn session_keys(
+    ctx: &ConnectionCtx,
+    body: &Document,
+    command: &str,
+) -> Result<Vec<Lsid>, MongoError> {
+    Ok(session_ids(body, command)?
+        .into_iter()
+        .map(|id| ctx.session_key(id))
+        .collect())
 }
 
 /// `killAllSessions: [{user, db}, ...]`: the sessions of those users, or every session for
@@ -48,8 +61,7 @@ pub fn kill_all_sessions(ctx: &ConnectionCtx, _db: &str, body: &Document) -> Com
     if users.is_empty() {
         ctx.sessions.end_all(&ctx.db);
     } else {
-        ctx.sessions
-            .end_where(&ctx.db, |_, uid| users.contains(uid));
+        ctx.sessions.end_where(&ctx.db, |k| users.contains(&k.uid));
     }
     Ok(Document::new())
 }
@@ -72,8 +84,8 @@ pub fn kill_all_sessions_by_pattern(
     if patterns.is_empty() {
         ctx.sessions.end_all(&ctx.db);
     } else {
-        ctx.sessions.end_where(&ctx.db, |id, uid| {
-            patterns.iter().any(|p| p.matches(id, uid))
+        ctx.sessions.end_where(&ctx.db, |k| {
+            patterns.iter().any(|p| p.matches(&k.id, &k.uid))
         });
     }
     Ok(Document::new())

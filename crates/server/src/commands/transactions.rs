@@ -80,7 +80,7 @@ fn run_checked(
             "writeConcern is not allowed within a multi-statement transaction",
         ));
     }
-    let session = ctx.sessions.checkout(f.lsid);
+    let session = ctx.sessions.checkout(ctx.session_key(f.lsid))?;
     let mut st = session.lock();
     let Some(txn) = enter(ctx, &mut st, f, name, cmd)? else {
         // A retried commit of a committed transaction.
@@ -159,7 +159,8 @@ fn enter(
         // A newer transaction number aborts the session's open transaction.
         st.abort(&ctx.db);
         st.txn_number = n;
-        let txn = ctx.db.begin_session_txn(f.lsid.bytes(), n);
+        let uid = ctx.session_key(f.lsid).uid;
+        let txn = ctx.db.begin_session_txn(f.lsid.bytes(), uid, n);
         st.phase = TxnPhase::InProgress(txn.clone());
         return Ok(Some(txn));
     }
