@@ -209,3 +209,64 @@ def test_profiler_output_is_not_replicated(primary):
         nss = {e["ns"] for e in entries_after(c, start)}
         assert "app.items" in nss
         assert "app.system.profile" not in nss
+
+
+def test_a_transaction_past_one_entrys_16_mib_is_refused_whole(primary):
+    """A transaction is one applyOps entry (no partialTxn chain): past a document's 16 MiB
+    its commit fails with TransactionTooLarge (257, mongod 4.0's answer) and nothing of it
+    is written, in the collection or the oplog; one under the limit commits."""
+    from pymongo.errors import OperationFailure
+
+    pad = "x" * (1 << 20)
+    with primary.client() as c:
+        c.app.big.insert_one({"_id": -1})
+        start = last_ts(c)
+        with c.start_session() as s:
+            s.start_transaction()
+            for i in range(17):
+                c.app.big.insert_one({"_id": i, "pad": pad}, session=s)
+            with pytest.raises(OperationFailure) as e:
+                s.commit_transaction()
+            assert (e.value.code, e.value.details["codeName"]) == (257, "TransactionTooLarge")
+        assert c.app.big.count_documents({}) == 1
+        assert entries_after(c, start) == []
+        with c.start_session() as s:
+            with s.start_transaction():
+                for i in range(10):
+                    c.app.big.insert_one({"_id": i, "pad": pad}, session=s)
+        assert c.app.big.count_documents({}) == 11
+        assert [e["op"] for e in entries_after(c, start)] == ["c"]
+
+
+def test_the_oplog_size_comes_from_the_flag_or_the_file_at_every_start(tmp_path):
+    """`--oplogSize` or `replication.oplogSizeMB` (the flag wins) is the bound in effect at
+    each start, and `listCollections` shows that bound as the oplog's `size`."""
+
+    def listed_size(srv):
+        with srv.client() as c:
+            (info,) = c.local.list_collections(filter={"name": "oplog.rs"})
+            return info["options"]["size"]
+
+    data = tmp_path / "data"
+    srv = Server(data, args=["--replSet", SET, "--oplogSize", "3"])
+    try:
+        with srv.client() as c:
+            c.admin.command("replSetInitiate")
+        assert listed_size(srv) == 3 << 20
+    finally:
+        srv.stop()
+    conf = tmp_path / "shale.yaml"
+    conf.write_text(f"replication:\n  replSetName: {SET}\n  oplogSizeMB: 2\n")
+    srv = Server(data, args=["--config", str(conf)])
+    try:
+        assert listed_size(srv) == 2 << 20
+        with srv.client() as c:
+            opts = c.admin.command("getCmdLineOpts")["parsed"]
+            assert opts["replication"]["oplogSizeMB"] == 2
+    finally:
+        srv.stop()
+    srv = Server(data, args=["--config", str(conf), "--oplogSize", "5"])
+    try:
+        assert listed_size(srv) == 5 << 20
+    finally:
+        srv.stop()

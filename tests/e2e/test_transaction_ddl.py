@@ -144,6 +144,6 @@ def test_the_oplog_has_the_create_in_the_transactions_apply_ops(tmp_path):
         entry = c.local["oplog.rs"].find({"o.applyOps": {"$exists": True}}).sort("$natural", -1).next()
         ops = entry["o"]["applyOps"]
         assert [(o["op"], o["ns"]) for o in ops] == [("c", "app.$cmd"), ("i", "app.logged")]
-        assert ops[0]["o"] == {"create": "logged"}
+        assert ops[0]["o"] == {"create": "logged", "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}}
         assert ops[0]["ui"] == ops[1]["ui"]
     srv.stop()

@@ -179,7 +179,7 @@ struct ServeArgs {
     repl_set: Option<String>,
     /// The oplog's size bound in MiB on a --replSet member: the oldest entries are deleted
     /// past it (mongod's default is 5% of the disk; ShaleDB's a fixed 1024)
-    /// [default: 1024].
+    /// [replication.oplogSizeMB] [default: 1024].
     #[arg(long = "oplogSize", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     oplog_size_mb: Option<u64>,
     /// Salvage what is intact in the data directory (log records up to the first damaged
@@ -211,6 +211,7 @@ impl ServeArgs {
             tls_allow_connections_without_certificates: self
                 .tls_allow_connections_without_certificates,
             repl_set: self.repl_set.clone(),
+            oplog_size_mb: self.oplog_size_mb,
         }
     }
 }
@@ -307,7 +308,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tls,
         repl: Arc::new(
             shale_server::repl::Repl::new(settings.repl_set.clone()).with_oplog_bytes(
-                args.oplog_size_mb
+                settings
+                    .oplog_size_mb
                     .map_or(shale_db::oplog::DEFAULT_OPLOG_BYTES, |mb| mb << 20),
             ),
         ),

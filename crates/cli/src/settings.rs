@@ -44,6 +44,8 @@ pub struct Flags {
     pub tls_allow_connections_without_certificates: bool,
     /// `--replSet`.
     pub repl_set: Option<String>,
+    /// `--oplogSize` (MiB).
+    pub oplog_size_mb: Option<u64>,
 }
 
 /// The settings the server runs with.
@@ -68,6 +70,9 @@ pub struct Settings {
     /// The replica set this server is a member of (`--replSet`,
     /// `replication.replSetName`); `None`: a standalone.
     pub repl_set: Option<String>,
+    /// The oplog's size bound in MiB (`--oplogSize`, `replication.oplogSizeMB`); `None`: the
+    /// default.
+    pub oplog_size_mb: Option<u64>,
     /// The options as given (file, then flags), nested like mongod's YAML.
     pub parsed: Document,
     /// Configuration-file keys that were ignored, by dotted path.
@@ -114,6 +119,7 @@ struct FileConfig {
     tls_ca_file: Option<String>,
     tls_allow_without_certificates: Option<bool>,
     repl_set_name: Option<String>,
+    oplog_size_mb: Option<i64>,
     /// Known keys in file order with their values, for `parsed`.
     given: Vec<(&'static str, Bson)>,
     ignored: Vec<String>,
@@ -140,6 +146,7 @@ const KEYS: &[&str] = &[
     "net.tls.CAFile",
     "net.tls.allowConnectionsWithoutCertificates",
     "replication.replSetName",
+    "replication.oplogSizeMB",
 ];
 
 fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
@@ -186,6 +193,7 @@ fn parse_config(text: &str) -> anyhow::Result<FileConfig> {
                 c.tls_allow_without_certificates = Some(boolean(key, &value)?)
             }
             "replication.replSetName" => c.repl_set_name = Some(string(key, &value)?),
+            "replication.oplogSizeMB" => c.oplog_size_mb = Some(integer(key, &value)?),
             "systemLog.destination" => {
                 let d = string(key, &value)?;
                 if d != "file" {
@@ -391,6 +399,15 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
     if let Some(name) = &repl_set {
         check_set_name(name)?;
     }
+    let oplog_size_mb = match (flags.oplog_size_mb, file.oplog_size_mb) {
+        (Some(mb), _) => {
+            set_path(&mut parsed, "replication.oplogSizeMB", (mb as i64).into());
+            Some(mb)
+        }
+        (None, Some(mb)) if (1..=1_048_576).contains(&mb) => Some(mb as u64),
+        (None, Some(mb)) => bail!("replication.oplogSizeMB must be 1 to 1048576 (MiB), not {mb}"),
+        (None, None) => None,
+    };
     Ok(Settings {
         dbpath,
         port,
@@ -405,6 +422,7 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         auth,
         tls,
         repl_set,
+        oplog_size_mb,
         parsed,
         ignored_keys: file.ignored,
     })
@@ -689,6 +707,24 @@ processManagement:
         let s = merge(&flags, c).expect("merge");
         assert_eq!(s.repl_set.as_deref(), Some("rs1"), "the flag wins");
         assert_eq!(with_file(Flags::default()).repl_set, None);
+        let c =
+            parse_config("replication:\n  replSetName: rs0\n  oplogSizeMB: 64\n").expect("parse");
+        assert_eq!(
+            merge(&Flags::default(), c).expect("merge").oplog_size_mb,
+            Some(64)
+        );
+        let c = parse_config("replication:\n  oplogSizeMB: 64\n").expect("parse");
+        let flags = Flags {
+            oplog_size_mb: Some(8),
+            ..Flags::default()
+        };
+        assert_eq!(
+            merge(&flags, c).expect("merge").oplog_size_mb,
+            Some(8),
+            "the flag wins"
+        );
+        let c = parse_config("replication:\n  oplogSizeMB: 0\n").expect("parse");
+        assert!(merge(&Flags::default(), c).is_err());
         for bad in ["", "rs/a:1,b:2"] {
             let flags = Flags {
                 repl_set: Some(bad.into()),

@@ -7,7 +7,7 @@
 //! aborts none: an insert in a transaction creates its collection.
 
 use crate::catalog::{Collection, Index};
-use crate::ddl_log::{ddl_op, view_op};
+use crate::ddl_log::{create_command, ddl_op, view_op};
 use crate::index_spec::{id_index_spec, parse_spec};
 use crate::namespace::{validate_db_name, Namespace};
 use crate::{engine_error, Database, DbResult};
@@ -53,8 +53,7 @@ impl Database {
         options: Document,
     ) -> DbResult<Arc<Collection>> {
         let coll = self.catalog.prepare(self.engine(), ns, options)?;
-        let mut command = doc! {"create": &ns.coll};
-        command.extend(coll.options.clone());
+        let command = create_command(&ns.coll, doc! {}, &coll.options);
         let ops = vec![ddl_op(&ns.db, Some(coll.uuid), command)?];
         Ok(self.catalog.commit(coll, &self.ddl_commit(ops))?.0)
     }
@@ -537,8 +536,7 @@ impl Database {
             ));
         }
         let mut coll = self.catalog.prepare(self.engine(), ns, options)?;
-        let mut create = doc! {"create": &ns.coll, "temp": true};
-        create.extend(coll.options.clone());
+        let create = create_command(&ns.coll, doc! {"temp": true}, &coll.options);
         let mut ops = vec![ddl_op(&ns.db, Some(coll.uuid), create)?];
         for (stored, def) in parsed {
             if def.name == "_id_" {

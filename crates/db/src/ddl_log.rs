@@ -31,6 +31,16 @@ pub(crate) fn ddl_op(db: &str, ui: Option<bson::Uuid>, command: Document) -> DbR
     })
 }
 
+/// A `create` entry's command as mongod writes it: `{create: <coll>, ...extra, ...options,
+/// idIndex}` (mongod's `makeCreateCollCmdObj`; `extra` is `$out`'s `temp: true`).
+pub(crate) fn create_command(coll: &str, extra: Document, options: &Document) -> Document {
+    let mut command = doc! {"create": coll};
+    command.extend(extra);
+    command.extend(options.clone());
+    command.insert("idIndex", crate::index_spec::id_index_spec());
+    command
+}
+
 /// A view's definition change as mongod logs it: an insert into (or a delete from)
 /// `<db>.system.views` of `{_id: "<db>.<view>", viewOn, pipeline}`.
 pub(crate) fn view_op(view: &View, created: bool) -> DbResult<Operation> {

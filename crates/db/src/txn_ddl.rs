@@ -196,8 +196,7 @@ impl Database {
     ) -> DbResult<Arc<Collection>> {
         crate::namespace::validate_db_name(&ns.db)?;
         self.refuse_unpublished(st, ns)?;
-        let mut command = doc! {"create": &ns.coll};
-        command.extend(options.clone());
+        let command = crate::ddl_log::create_command(&ns.coll, doc! {}, &options);
         let coll = self.catalog.prepare(self.engine(), ns, options)?;
         let coll = st.add_created(coll);
         if let Err(e) = self.record_pending(st, &coll) {

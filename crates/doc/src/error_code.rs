@@ -85,6 +85,9 @@ error_codes! {
     IndexNotFound = 27,
     WriteConflict = 112,
     TransactionTooLargeForCache = 388,
+    /// A transaction's one `applyOps` oplog entry would pass the 16 MiB document limit
+    /// (mongod 4.0's answer; 4.2+ splits it into a `partialTxn` chain, not built here).
+    TransactionTooLarge = 257,
     InvalidOptions = 72,
     DuplicateKey = 11000,
     UnsupportedFormat = 12,

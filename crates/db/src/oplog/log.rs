@@ -13,6 +13,7 @@ use crate::catalog::Collection;
 use crate::pre_images::PreImage;
 use crate::{engine_error, DbResult};
 use bson::Timestamp;
+use shale_doc::{ErrorCode, MongoError};
 use shale_engine::Txn;
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -281,7 +282,8 @@ impl Oplog {
             }
             Shape::ApplyOps(session) => {
                 let e = transaction_entry(ops, at(0), wall, session);
-                put(&mut txn, at(0).ts, e.as_bytes())
+                refuse_past_the_document_limit(e.as_bytes().len())
+                    .and_then(|()| put(&mut txn, at(0).ts, e.as_bytes()))
             }
         };
         let written =
@@ -336,4 +338,21 @@ impl Oplog {
     pub(crate) fn over_bound(&self) -> bool {
         self.bytes() > self.max_bytes as i64
     }
+}
+
+/// A transaction is one `applyOps` entry (no `partialTxn` chain), so one whose entry would
+/// pass a document's 16 MiB cannot commit on a member: `TransactionTooLarge`, as mongod 4.0
+/// answers, before anything is written.
+fn refuse_past_the_document_limit(bytes: usize) -> DbResult<()> {
+    const LIMIT: usize = 16 * 1024 * 1024;
+    if bytes <= LIMIT {
+        return Ok(());
+    }
+    Err(MongoError::new(
+        ErrorCode::TransactionTooLarge,
+        format!(
+            "Total size of all transaction operations must be less than {LIMIT}. Actual size \
+             is {bytes}"
+        ),
+    ))
 }

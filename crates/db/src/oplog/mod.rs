@@ -158,10 +158,20 @@ impl Database {
     fn oplog_collection(&self, max_bytes: u64) -> DbResult<Arc<Collection>> {
         let ns = oplog_namespace();
         let _ddl = self.ddl_lock();
-        if let Some(c) = self.catalog.get(&ns) {
-            return Ok(c);
-        }
         let options = doc! {"capped": true, "size": max_bytes as i64};
+        if let Some(c) = self.catalog.get(&ns) {
+            if c.options.get_i64("size") == Ok(max_bytes as i64) {
+                return Ok(c);
+            }
+            // A start with another --oplogSize: the bound in effect is the one listed (the
+            // `local` database's DDL is not logged).
+            let mut resized = c.with_indexes(c.indexes.clone());
+            resized.options = options;
+            return Ok(self
+                .catalog
+                .commit(resized, &self.ddl_commit(Vec::new()))?
+                .0);
+        }
         // The `local` database's DDL is not logged.
         self.catalog
             .create(self.engine(), &ns, options, &self.ddl_commit(Vec::new()))

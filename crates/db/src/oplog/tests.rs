@@ -131,7 +131,10 @@ fn each_write_kind_leaves_its_entry() {
         ]
         .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
-    assert_eq!(got[0].get_document("o"), Ok(&doc! {"create": "c"}));
+    assert_eq!(
+        got[0].get_document("o"),
+        Ok(&doc! {"create": "c", "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"}})
+    );
     assert_eq!(got[1].get_document("o"), Ok(&doc! {"_id": 1, "a": 1}));
     assert_eq!(
         got[3].get_document("o"),
@@ -370,7 +373,10 @@ fn ddl_entries_are_written_with_their_catalog_change() {
             "drop"
         ]
     );
-    assert_eq!(got[0], doc! {"create": "a"});
+    assert_eq!(
+        got[0],
+        doc! {"create": "a", "idIndex": crate::index_spec::id_index_spec()}
+    );
     assert_eq!(got[1].get_str("name"), Ok("x_1"));
     // One rename entry drops the target, naming it by UUID, as mongod writes it.
     assert_eq!(
@@ -430,7 +436,10 @@ fn a_refused_catalog_change_writes_no_entry_and_publishes_nothing() {
     // The slot it reserved is finished: later entries are visible.
     db.abort_user_txn(&t);
     db.create_collection(&ns(), doc! {}).expect("create");
-    assert_eq!(ddl_entries(&db).last(), Some(&doc! {"create": "c"}));
+    assert_eq!(
+        ddl_entries(&db).last(),
+        Some(&doc! {"create": "c", "idIndex": crate::index_spec::id_index_spec()})
+    );
 }
 
 #[test]
