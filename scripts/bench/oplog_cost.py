@@ -2,7 +2,8 @@
 """Server CPU per inserted document (from /proc/PID/stat) on a standalone and on a
 `--replSet` member, which also writes each document's oplog entry: 40 insert_many of 1,000
 documents and 3,000 insert_one, 3 alternating rounds. A stopgap check of the oplog's cost
-(docs/benchmarks.md), not a shale-bench workload: usage `oplog_cost.py SHALE_BIN`."""
+(docs/bench/history/2026-11-26-oplog-cost-per-insert.md), not a shale-bench workload:
+usage `oplog_cost.py SHALE_BIN`."""
 import subprocess, time, sys, os, shutil
 from pymongo import MongoClient
 BIN=sys.argv[1]

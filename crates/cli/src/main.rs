@@ -32,7 +32,8 @@ use tokio::net::TcpListener;
 
 /// jemalloc: glibc malloc's per-thread arenas fragment under the engine's mix of small entries
 /// and multi-megabyte node images (the quick engine benchmark's peak RSS fell from 150-250 MiB
-/// to ~100-115 MiB with it; docs/benchmarks.md).
+/// to ~100-115 MiB with it;
+/// docs/bench/history/2026-11-22-engine-quick-partial-internal-nodes-and-jemalloc.md).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]

@@ -125,7 +125,8 @@ impl Database {
         // documents repeat (field names, common values) across a 16 KiB basement, and 4 KiB
         // read pages lost most of it (a disk-full test's documents took ~3x the bytes); read
         // pages stay the engine's choice for its own records until measured on documents
-        // (docs/benchmarks.md, "Read pages").
+        // (docs/bench/history/
+        // 2026-11-26-engine-mid-size-read-pages-4k-segments-of-16k-basements.md).
         engine.tree_defaults.read_page_bytes = 0;
         let env = Env::open_with(dir, engine, hooks).map_err(engine_error)?;
         let catalog = Catalog::open(&env)?;

@@ -11,7 +11,8 @@
 //! are taken where no room can be made (under a tree lock, or while the node they replace
 //! is still charged), so they, and nodes pinned by operations in flight, can hold the total
 //! over the budget until the next eviction: a mid-size random fill (80 MiB budget) peaked at
-//! 86-89 MiB charged, 92-93 MiB since eviction writes leave the lock (docs/benchmarks.md).
+//! 86-89 MiB charged, 92-93 MiB since eviction writes leave the lock (docs/bench/history/
+//! 2026-11-27-engine-mid-size-eviction-writes-outside-the-tree-lock.md).
 //!
 //! Eviction works against the *working limit*: the budget less a shrink the heap governor
 //! sets while memory the cache cannot see (allocator overhead, uncharged allocations) would

@@ -11,8 +11,8 @@
 //! Runs, not single partitions: every hand-over costs a channel, a wake-up of the helper and
 //! usually a wait for its reply, and with one partition per hand-over a 4 MiB leaf of 4 KiB
 //! basements made ~500 of them per write (the fill's context switches rose from 7% to 13%
-//! of its CPU between 16 and 4 KiB basements; docs/benchmarks.md, "Engine, mid-size
-//! A/Bs: sector-aligned reads, installs under the shared lock, compression runs", item 3).
+//! of its CPU between 16 and 4 KiB basements; docs/bench/history/
+//! 2026-11-26-engine-mid-size-aligned-reads-shared-lock-installs-compression-runs.md, item 3).
 //!
 //! The helper is one thread for the process ("shale-compress"), started on first use; if it
 //! cannot be started or has gone, every partition is compressed on the calling thread.

@@ -22,8 +22,9 @@ pub enum Compression {
 /// The zstd level of `Compression::Zstd`, which an options byte records as level 0: the one
 /// level trees had before levels were recorded, so it never changes.
 pub const RECORDED_AS_ZERO_ZSTD_LEVEL: i32 = 3;
-/// The zstd level of new trees. Chosen by measurement (docs/benchmarks.md, "Compression per
-/// collection and index"): against level 3, level 1 cost 13% less server CPU per bakeoff
+/// The zstd level of new trees. Chosen by measurement
+/// (docs/bench/history/2026-11-26-compression-per-collection-and-index-defaults.md): against
+/// level 3, level 1 cost 13% less server CPU per bakeoff
 /// insert and 8-18% less per uncached pk-lookup read, stored the bakeoff's trees 3% larger
 /// and pk-lookup's 6% smaller; levels 9 and 19 gained 4% and 8% for 2x and 20x the CPU.
 pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
@@ -133,22 +134,25 @@ pub struct TreeOptions {
     /// metadata (version 3); trees of older metadata write basements whole. Small frames
     /// lose what zstd finds between entries: the engine's 116-byte records lose 5%, but
     /// documents that repeat field names and values lose far more, so the database layer
-    /// writes its trees whole (docs/benchmarks.md, "Read pages").
+    /// writes its trees whole
+    /// (docs/bench/history/2026-11-26-engine-mid-size-read-pages-4k-segments-of-16k-basements.md).
     pub read_page_bytes: usize,
     /// Children per internal node before it splits.
     pub fanout: usize,
     pub compression: Compression,
 }
 
-/// The default read unit. Chosen by measurement (docs/benchmarks.md, "Read unit: 16 KiB
-/// basements"): at 10x the cache a point read costs ~60 us of CPU with 16 KiB basements
+/// The default read unit. Chosen by measurement
+/// (docs/bench/history/2026-11-26-engine-mid-size-read-unit-16k-basements-scans-by-runs.md): at 10x
+/// the cache a point read costs ~60 us of CPU with 16 KiB basements
 /// against ~97 with 64 KiB (the decompression of the basement) and the same with 4 KiB,
 /// where fills cost 15% more CPU per put; scans read runs of basements (`Load::Run`), so
 /// the smaller unit costs them ~8%.
 pub const DEFAULT_BASEMENT_BYTES: usize = 16 << 10;
 
 /// The read page of a layout whose basements are `basement_bytes`: a quarter of the
-/// basement, at most 4 KiB (measured in docs/benchmarks.md, "Read pages").
+/// basement, at most 4 KiB (measured in
+/// docs/bench/history/2026-11-26-engine-mid-size-read-pages-4k-segments-of-16k-basements.md).
 pub const fn default_read_page(basement_bytes: usize) -> usize {
     let quarter = basement_bytes / 4;
     if quarter < 4096 {
@@ -242,7 +246,8 @@ pub struct EnvOptions {
 /// and 16 MiB of that is left to what the allocator does not see (thread stacks, page
 /// tables: 8 MiB at 10x a 400 MiB cache) and to what it allocates between two of the
 /// governor's readings (the allocator's resident peak passed a 56 MiB headroom by 5 MiB in
-/// a sequential fill; docs/benchmarks.md).
+/// a sequential fill; docs/bench/history/
+/// 2026-11-25-engine-full-size-heap-governor-and-lookups-stopping-at-buffered-puts.md).
 pub const DEFAULT_HEAP_HEADROOM: usize = 48 << 20;
 
 /// The default `checkpoint_log_bytes`: 1 GiB of log between checkpoints at most.

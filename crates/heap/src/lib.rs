@@ -22,7 +22,9 @@ use shale_engine::{HeapProbe, HeapSample};
 /// allocated it; and a background thread returns freed pages to the OS after 200 ms, so
 /// resident memory follows the cache budget instead of the largest burst of node images.
 /// At 10x a 400 MiB cache one arena took the peak RSS from 561.5 to 483.1 MiB over the
-/// baseline (docs/benchmarks.md). Allocation-heavy paths keep per-thread caches, and the
+/// baseline (docs/bench/history/
+/// 2026-11-24-engine-full-size-byte-arena-partitions-one-jemalloc-arena.md).
+/// Allocation-heavy paths keep per-thread caches, and the
 /// machines measured have 2 cores; on many cores a few arenas may be worth measuring.
 /// Pages freed faster than 200 ms of decay returns them are the heap governor's to release
 /// (`JemallocProbe`).

@@ -29,7 +29,8 @@
 //!     Heads never decrease in key order, so a search compares heads first and reads the
 //!     arena only among equal heads. A binary search over the offsets alone touched the
 //!     arena at a random place per probe: 15% of a random fill's CPU went to those cache
-//!     misses in root buffers (docs/benchmarks.md).
+//!     misses in root buffers
+//!     (docs/bench/history/2026-11-26-engine-mid-size-cpu-per-operation-busy-machine.md).
 
 #[cfg(test)]
 use super::msg::Msg;
@@ -269,7 +270,8 @@ impl MsgBuffer {
     /// Adds a run of messages in (key, MSN) order, each newer than any message here for its
     /// key (a flush's piece for one child). The run is merged in one pass: inserting its
     /// messages one at a time moved the offsets behind each of them, 10-18% of a random
-    /// fill's CPU (docs/benchmarks.md).
+    /// fill's CPU
+    /// (docs/bench/history/2026-11-26-engine-mid-size-cpu-per-operation-busy-machine.md).
     pub fn push_run<'k>(&mut self, run: impl Iterator<Item = (&'k [u8], MsgRef<'k>)>) {
         let mut inserts: Vec<(usize, u32, u64)> = Vec::new();
         let mut last: Option<(&[u8], MsgRef<'_>)> = None;

@@ -476,7 +476,8 @@ impl TreeState {
 
     /// Drops a clean node's evictable partitions and refunds what they held. A leaf's refund
     /// is the sum over the basements dropped, not two passes over the whole node's charge
-    /// (`modify`), which were 1.3% of a point read's CPU at mid size (docs/benchmarks.md).
+    /// (`modify`), which were 1.3% of a point read's CPU at mid size (docs/bench/history/
+    /// 2026-11-26-point-find-express-path-cursor-replies-pivot-heads.md).
     pub fn evict_partitions(&mut self, id: NodeId, cache: &Cache) {
         let node = self
             .nodes

@@ -3,7 +3,9 @@
 //! A search of `Vec<Vec<u8>>` chases one heap pointer per probe and compares through
 //! `memcmp`: with 4 MiB leaves of 16 KiB basements that is ~8 cache misses to pick a
 //! basement, and picking children, basements and buffer segments was ~7% of a point read's
-//! CPU (mid-size read-random profile, docs/benchmarks.md). Beside the keys this keeps each
+//! CPU (mid-size read-random profile, docs/bench/history/
+//! 2026-11-26-point-find-express-path-cursor-replies-pivot-heads.md). Beside the keys this
+//! keeps each
 //! key's first 8 bytes as a big-endian `u64` (its **head**, zero-padded), in one contiguous
 //! array: a search runs on the heads and compares whole keys only among pivots whose head
 //! equals the key's.

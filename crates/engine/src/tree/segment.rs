@@ -12,13 +12,15 @@
 //!
 //! Before this, a lookup through an evicted buffer read the whole child buffer: at 10x the
 //! cache ~0.1 such reads per get of ~255 KB stored each, which decompressed to more bytes than
-//! the basements the gets read (docs/benchmarks.md, "Buffer segments").
+//! the basements the gets read (docs/bench/history/2026-11-26-engine-mid-size-buffer-segments.md).
 //!
 //! A leaf's basements are written the same way (node format 5) in segments of the tree's
 //! read page (`TreeOptions::read_page_bytes`, 4 KiB by default), cut between entries: a
 //! point read of an evicted 16 KiB basement reads and decompresses one ~4 KiB segment, and
 //! keeps it as one of the basement's pieces (`slot.rs`, N6 in `node.rs`); scans and changes
-//! read basements whole (docs/benchmarks.md, "Read pages"). The invariants below hold for
+//! read basements whole
+//! (docs/bench/history/2026-11-26-engine-mid-size-read-pages-4k-segments-of-16k-basements.md).
+//! The invariants below hold for
 //! both kinds; S3 is the buffers' (a leaf's pieces are N6).
 //!
 //! Invariants (checked when a header is decoded, and by `Node::check`):

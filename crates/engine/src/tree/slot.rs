@@ -5,8 +5,8 @@
 //! or a scan that read an evicted basement from disk installs it holding only the shared
 //! lock (`Slot::fill`, in `load.rs`): with every reader taking the exclusive lock to install
 //! what it read, readers queued behind each other's installs, and the lock's spinning and
-//! futex waits were ~10% of an uncached point read's CPU at 4 readers (docs/benchmarks.md,
-//! "Engine, mid-size A/Bs: sector-aligned reads, installs under the shared lock, ...").
+//! futex waits were ~10% of an uncached point read's CPU at 4 readers (docs/bench/history/
+//! 2026-11-26-engine-mid-size-aligned-reads-shared-lock-installs-compression-runs.md).
 //!
 //! A basement written in segments (node format 5, `segment.rs`) may also hold, while it is
 //! evicted, the segments point reads read alone (its **pieces**): a lookup reads the one

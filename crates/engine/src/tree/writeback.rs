@@ -3,8 +3,9 @@
 //! reader, writer and the flusher of that tree waited for each eviction's I/O. Now eviction
 //! takes a dirty node out of the node table under the lock and writes it after releasing
 //! the lock (`Tree::write_out`). Measured at mid size this changed no fill's rate (the
-//! flusher's own work is what limits a fill: docs/benchmarks.md, "Eviction writes outside
-//! the tree lock"); it is kept so that no reader or writer waits on an eviction's I/O
+//! flusher's own work is what limits a fill: docs/bench/history/
+//! 2026-11-27-engine-mid-size-eviction-writes-outside-the-tree-lock.md); it is kept
+//! so that no reader or writer waits on an eviction's I/O
 //! (checkpoint writes, and the checkpoint image written before a pending node changes,
 //! still happen under the lock), whatever the flusher's speed. Until a write out ends, the
 //! node's live image on disk is older than the node, and these invariants keep anyone from

@@ -60,7 +60,8 @@ pub fn encode_frame(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
 /// with the header's under it (`seal_frame`); shorter ones are hashed under it. Combining
 /// squares 32x32 bit matrices once per bit of the length: 13 µs for a 150-byte payload,
 /// 46 µs at 64 KiB, 61 µs at 1 MiB, against 0.05, 3 and 53 µs to hash them
-/// (docs/benchmarks.md), so hashing wins below about 1 MiB. Combining every record took
+/// (docs/bench/history/2026-11-22-engine-10x-80mib-cache-log-crc-combining-removed.md), so
+/// hashing wins below about 1 MiB. Combining every record took
 /// 40% of a writer's CPU.
 pub(crate) const COMBINE_FROM_BYTES: usize = 1 << 20;
 
