@@ -6,18 +6,29 @@
 # each run; a crash fails the script and leaves the input under fuzz/artifacts/<target>/.
 # Runs on the pinned stable toolchain (RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its coverage
 # flags; no sanitizer, `-s none`), so nothing but cargo-fuzz itself is downloaded. Seeds: fuzz/seeds/<target>/.
+# `--build-only` installs cargo-fuzz and builds the targets; `--run-only` runs them (building
+# what is stale); no argument does both. scripts/test.sh builds in the background while its
+# wire suites wait on their servers, then runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${SECONDS_PER_TARGET:-30}"
-if ! cargo fuzz --version >/dev/null 2>&1; then
+mode="${1:-all}"
+case "$mode" in
+    all | --build-only | --run-only) ;;
+    *) echo "usage: scripts/fuzz.sh [--build-only | --run-only]" >&2; exit 2 ;;
+esac
+if [ "$mode" != --run-only ] && ! cargo fuzz --version >/dev/null 2>&1; then
     # Unoptimized: it only drives cargo and libFuzzer, and builds in 28 s here, not 47.
     echo "installing cargo-fuzz 0.13.2 into ${CARGO_HOME:-$HOME/.cargo}/bin (cargo install --debug)"
     cargo install cargo-fuzz --version 0.13.2 --locked --debug
 fi
 # Built once up front with cargo's progress shown: the first build compiles the workspace
 # with coverage instrumentation into fuzz/target and takes minutes; the runs below reuse it.
-echo "== building the fuzz targets (cargo fuzz build; minutes on the first run, into fuzz/target)"
-RUSTC_BOOTSTRAP=1 cargo fuzz build -s none
+if [ "$mode" != --run-only ]; then
+    echo "== building the fuzz targets (cargo fuzz build; minutes on the first run, into fuzz/target)"
+    RUSTC_BOOTSTRAP=1 cargo fuzz build -s none
+fi
+[ "$mode" = --build-only ] && exit 0
 for target in wire_message bson_readers engine_decoders; do
     echo "== fuzz $target for ${secs}s"
     corpus="${CARGO_TARGET_DIR:-target}/fuzz-corpus/$target"
