@@ -306,6 +306,9 @@ impl Scan {
 
 /// Puts a fresh cursor on the first entry of `range` in the scan direction.
 fn position(c: &mut AnyCursor, range: &KeyRange, backward: bool) -> DbResult<()> {
+    // A forward scan reads no further ahead than its range's end.
+    let bound = (!backward).then(|| range.end.clone()).flatten();
+    both!(c, x => x.set_upper_bound(bound));
     if !backward {
         return c.seek(&range.start);
     }

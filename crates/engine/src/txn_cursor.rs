@@ -57,6 +57,11 @@ impl TxnCursor {
             .map(|(k, v)| (k.as_slice(), v.as_slice()))
     }
 
+    /// The tree cursor's `set_upper_bound`: a forward scan's end, a hint for its reads.
+    pub fn set_upper_bound(&mut self, bound: Option<Vec<u8>>) {
+        self.base.set_upper_bound(bound);
+    }
+
     /// Positions at the first entry with key >= `key`.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.base.seek(key)?;

@@ -20,6 +20,8 @@ pub struct Cursor {
     pos: Option<usize>,
     /// Whether `batch` was read (a new cursor holds none).
     fetched: bool,
+    /// Where the caller's forward scan ends, if it said (`set_upper_bound`).
+    upper: Option<Vec<u8>>,
 }
 
 impl Cursor {
@@ -30,7 +32,16 @@ impl Cursor {
             batch: LeafBatch::default(),
             pos: None,
             fetched: false,
+            upper: None,
         }
+    }
+
+    /// Tells the cursor that a forward scan stops before `bound`, so its reads and batches
+    /// go no further than the basement holding the last keys below it (a short range scan
+    /// then reads the few basements it needs, not `SCAN_READ_BYTES` of them). A hint only:
+    /// the cursor still moves past the bound if asked. `None` removes it.
+    pub fn set_upper_bound(&mut self, bound: Option<Vec<u8>>) {
+        self.upper = bound;
     }
 
     /// True when positioned on an entry.
@@ -118,7 +129,10 @@ impl Cursor {
 
     fn fetch(&mut self, target: Target) -> Result<()> {
         let ts = self.snapshot.ts();
-        self.batch = self.tree.with_read(|t, st| t.scan_leaf(st, &target, ts))?;
+        let upper = self.upper.as_deref();
+        self.batch = self
+            .tree
+            .with_read(|t, st| t.scan_leaf(st, &target, ts, upper))?;
         self.fetched = true;
         Ok(())
     }

@@ -38,7 +38,7 @@ impl Tree {
             | Load::Header(id)
             | Load::Partition(id, _)
             | Load::Segment(id, _, _)
-            | Load::Run(id, _) => id,
+            | Load::Run(id, _, _) => id,
         };
         // K2: the live image of a node being written out is older than the node.
         self.writeback.wait_for(id);
@@ -46,9 +46,9 @@ impl Tree {
         let outcome = match what {
             Load::Node(id) => self.load_node(id),
             Load::Header(id) => self.load_header(id),
-            Load::Partition(id, i) => self.load_partition(id, i, 0),
+            Load::Partition(id, i) => self.load_partition(id, i, 0, usize::MAX),
             Load::Segment(id, c, s) => self.load_segment(id, c, s),
-            Load::Run(id, i) => self.load_partition(id, i, SCAN_READ_BYTES),
+            Load::Run(id, i, last) => self.load_partition(id, i, SCAN_READ_BYTES, last),
         };
         match outcome {
             Err(e) if self.file.image(id) != before && !matches!(e, Error::Io(_)) => {}
@@ -173,14 +173,17 @@ impl Tree {
     /// Reads partition `i` (a basement or a message buffer) of a cached, partially loaded node
     /// with one exact-size read, and installs it if the node's image is still the one read.
     /// Of a leaf it also reads the unloaded basements after `i` whose stored bytes follow
-    /// on, while the read stays within `run_bytes` (`Load::Run`; 0 for a point read).
-    fn load_partition(&self, id: NodeId, i: usize, run_bytes: u32) -> Result<()> {
+    /// on, while the read stays within `run_bytes` and basement `last` (`Load::Run`;
+    /// `run_bytes` 0 for a point read).
+    fn load_partition(&self, id: NodeId, i: usize, run_bytes: u32, last: usize) -> Result<()> {
         // What to read and the image are taken under one lock: a cached node's descriptors
         // describe its live image (`write_node` changes both under the write lock).
         let (wanted, img) = {
             let st = self.read_state();
             let wanted = match st.node(id).map(|n| &n.body) {
-                Some(NodeBody::Leaf(l)) => basement_run(l, i, run_bytes).map(Wanted::Basements),
+                Some(NodeBody::Leaf(l)) => {
+                    basement_run(l, i, run_bytes, last).map(Wanted::Basements)
+                }
                 Some(NodeBody::Internal(n)) if n.buffers.get(i).is_some_and(Option::is_none) => {
                     n.parts.get(i).cloned().map(Wanted::Buffer)
                 }
@@ -483,12 +486,20 @@ fn leaf_segment(l: &Leaf, b: usize, s: usize) -> Option<(PartDesc, SegRead)> {
 }
 
 /// Basement `i` of `l` if it is unloaded, then the unloaded basements after it whose stored
-/// bytes follow on in the block, while the span stays within `max_bytes` (basement `i` is
-/// taken whatever its size); `None` when basement `i` is loaded or does not exist.
-fn basement_run(l: &Leaf, i: usize, max_bytes: u32) -> Option<Vec<Wanted1>> {
+/// bytes follow on in the block, while the span stays within `max_bytes` and ends at
+/// basement `last` (basement `i` is taken whatever its size and bound); `None` when
+/// basement `i` is loaded or does not exist.
+fn basement_run(l: &Leaf, i: usize, max_bytes: u32, last: usize) -> Option<Vec<Wanted1>> {
     let mut descs: Vec<Wanted1> = Vec::new();
     let mut end = 0u64;
-    for (j, d) in l.parts.iter().enumerate().skip(i) {
+    let wanted = |j: usize| j == i || j <= last;
+    for (j, d) in l
+        .parts
+        .iter()
+        .enumerate()
+        .skip(i)
+        .take_while(|(j, _)| wanted(*j))
+    {
         let next_end = d.offset as u64 + d.stored_len as u64;
         let fits = descs.first().is_none_or(|(_, f, _)| {
             next_end - f.offset as u64 <= max_bytes as u64 && d.offset as u64 == end

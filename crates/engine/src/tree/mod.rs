@@ -60,7 +60,7 @@ const MAX_STALLS_PER_OPERATION: usize = 10_000;
 /// Something an operation needs from disk before it can go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Load {
-    /// The whole node (a node that will be changed, or a leaf that will be scanned).
+    /// The whole node (a node that will be changed).
     Node(NodeId),
     /// A node's header: pivots, child ids and partition descriptors, no partitions.
     Header(NodeId),
@@ -70,8 +70,10 @@ pub(crate) enum Load {
     /// lookup needs of a buffer or basement written in segments.
     Segment(NodeId, usize, usize),
     /// Basement `i` of a cached leaf and the unloaded basements after it, up to
-    /// `SCAN_READ_BYTES` stored, in one read: what a scan will want next (`load.rs`).
-    Run(NodeId, usize),
+    /// `SCAN_READ_BYTES` stored and no further than basement `last` (the last one holding
+    /// keys below the scan's upper bound; `usize::MAX` for none), in one read: what a scan
+    /// will want next (`load.rs`).
+    Run(NodeId, usize, usize),
 }
 
 /// Why an operation under the lock stopped.

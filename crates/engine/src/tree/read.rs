@@ -130,18 +130,21 @@ impl Tree {
     }
 
     /// The merged contents of one basement's range as of `snapshot` (the basement of the
-    /// leaf `target` leads to), with the range's bounds.
+    /// leaf `target` leads to), with the range's bounds. `upper`, the scan's upper bound if
+    /// it has one, keeps the batch and the read-ahead from going past the basement holding
+    /// the last keys below it (a hint: keys at or past it may still be in the batch).
     pub(crate) fn scan_leaf(
         &self,
         st: &TreeState,
         target: &Target,
         snapshot: Ts,
+        upper: Option<&[u8]>,
     ) -> Step<LeafBatch> {
         let mut buffers: Vec<&MsgBuffer> = Vec::new();
         let (mut lo, mut hi): (Option<&Vec<u8>>, Option<&Vec<u8>>) = (None, None);
         let mut id = st.root;
         let leaf = loop {
-            let node = st.node(id).ok_or(Stall::Load(Load::Node(id)))?;
+            let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
             node.touch();
             match &node.body {
                 NodeBody::Internal(n) => {
@@ -159,7 +162,7 @@ impl Tree {
         // A run of loaded basements, not the whole leaf: a short range scan reads (and
         // copies) one read unit, as a point lookup does, and a long one takes up to
         // `SCAN_BATCH_BYTES` per descent; the cursor moves to the next run by key.
-        let span = scan_span(leaf, id, target)?;
+        let span = scan_span(leaf, id, target, upper)?;
         narrow(&mut lo, &mut hi, &leaf.pivots, span.clone());
         let basements = leaf.basements[span].iter().flatten();
         let mut msgs: BTreeMap<&[u8], Vec<MsgRef<'_>>> = BTreeMap::new();
@@ -216,17 +219,25 @@ impl Tree {
 const SCAN_BATCH_BYTES: usize = 64 << 10;
 
 /// The basements one scan step covers: the one `target` picks, then, reading forward, the
-/// loaded basements after it while the span stays within `SCAN_BATCH_BYTES` (backward, the
-/// loaded ones before it). A forward step that needs an unloaded basement loads it and the
-/// ones after it in one read (`Load::Run`).
-fn scan_span(leaf: &Leaf, id: NodeId, target: &Target) -> Result<Range<usize>, Stall> {
+/// loaded basements after it while the span stays within `SCAN_BATCH_BYTES` and below the
+/// scan's `upper` bound (backward, the loaded ones before it). A forward step that needs an
+/// unloaded basement loads it and the ones after it in one read (`Load::Run`), as far as
+/// the bound.
+fn scan_span(
+    leaf: &Leaf,
+    id: NodeId,
+    target: &Target,
+    upper: Option<&[u8]>,
+) -> Result<Range<usize>, Stall> {
     let b = target.pick(&leaf.pivots);
     let backward = matches!(target, Target::Before(_) | Target::Last);
+    // The last basement holding keys below the bound (basement j holds [p[j-1], p[j])).
+    let last = upper.map_or(usize::MAX, |u| leaf.pivots.count_lt(u).max(b));
     let Some(first) = leaf.basements[b].as_ref() else {
         let load = if backward {
             Load::Partition(id, b)
         } else {
-            Load::Run(id, b)
+            Load::Run(id, b, last)
         };
         return Err(Stall::Load(load));
     };
@@ -242,7 +253,10 @@ fn scan_span(leaf: &Leaf, id: NodeId, target: &Target) -> Result<Range<usize>, S
             start -= 1;
         }
     } else {
-        while let Some(n) = (end < leaf.basements.len()).then(|| loaded(end)).flatten() {
+        while let Some(n) = (end < leaf.basements.len() && end <= last)
+            .then(|| loaded(end))
+            .flatten()
+        {
             if bytes + n > SCAN_BATCH_BYTES {
                 break;
             }
