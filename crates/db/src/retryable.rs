@@ -288,6 +288,10 @@ fn too_old(r: &RetryId, newest: i64) -> MongoError {
     )
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 fn to_bytes(d: &Document) -> Vec<u8> {
     bson::to_vec(d).expect("serialising an in-memory document cannot fail")
 }

@@ -34,6 +34,7 @@ pub const MAX_ZSTD_LEVEL: i32 = 19;
 
 impl Default for Compression {
     /// zstd at `DEFAULT_ZSTD_LEVEL`.
+    #[allow(clippy::expect_used, reason = "the default level is in range")]
     fn default() -> Self {
         Compression::zstd(DEFAULT_ZSTD_LEVEL).expect("the default level is in range")
     }

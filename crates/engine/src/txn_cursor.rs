@@ -42,11 +42,19 @@ impl TxnCursor {
     }
 
     /// Key at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn key(&self) -> &[u8] {
         &self.current.as_ref().expect("cursor is not positioned").0
     }
 
     /// Value at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn value(&self) -> &[u8] {
         &self.current.as_ref().expect("cursor is not positioned").1
     }
@@ -85,6 +93,10 @@ impl TxnCursor {
         reason = "a positioned cursor, not an iterator: next() can fail"
     )]
     pub fn next(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let (cur, _) = self.current.take().expect("next on an unpositioned cursor");
         if self.dir == Dir::Backward {
             self.base.seek(&cur)?;
@@ -97,6 +109,10 @@ impl TxnCursor {
 
     /// Moves to the previous entry (invalid before the first).
     pub fn prev(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let (cur, _) = self.current.take().expect("prev on an unpositioned cursor");
         if self.dir == Dir::Forward {
             self.base.seek_for_prev(&cur)?;

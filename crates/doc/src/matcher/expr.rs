@@ -291,6 +291,10 @@ impl Expr {
             Expr::Root => Ok(Value::Ref(RawBsonRef::Document(root))),
             Expr::Remove => Ok(Value::Missing),
             Expr::Local { slot, path } => {
+                #[allow(
+                    clippy::expect_used,
+                    reason = "parsing gave every variable a slot its $let pushes"
+                )]
                 let value = stack
                     .get(*slot)
                     .cloned()
@@ -669,6 +673,10 @@ fn if_null<'a>(
     root: &'a RawDocument,
     stack: &mut Stack<'a>,
 ) -> Result<Value<'a>, MongoError> {
+    #[allow(
+        clippy::expect_used,
+        reason = "parsing checked that $ifNull has at least two arguments"
+    )]
     let (last, rest) = args
         .split_last()
         .expect("parse checked at least two arguments");

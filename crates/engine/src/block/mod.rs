@@ -496,6 +496,10 @@ impl BlockFile {
     /// Ends the running checkpoint: writes C's BTT and the header in the order of B4, then
     /// D := C and the old D's unreferenced extents are freed (B5). I/O is `Checkpoint`.
     /// Writers are not blocked while it writes and syncs.
+    #[allow(
+        clippy::expect_used,
+        reason = "checkpoint_end is only called after checkpoint_begin set the checkpoint; the checkpoint set by checkpoint_begin is taken only here, under the same lock"
+    )]
     pub fn checkpoint_end(&self, root: NodeId, lsn: u64, meta: &[u8]) -> Result<()> {
         check_meta(meta)?;
         let (seq, table, btt_offset, btt_size) = {

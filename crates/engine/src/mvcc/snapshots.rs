@@ -155,6 +155,10 @@ impl Snapshots {
 
     fn release(&self, ts: Ts) {
         let mut open = self.open.lock();
+        #[allow(
+            clippy::expect_used,
+            reason = "a snapshot is released once, by the guard its registration returned"
+        )]
         let slot = open.get_mut(&ts).expect("released snapshot was registered");
         slot.0 -= 1;
         if slot.0 == 0 {

@@ -540,6 +540,7 @@ fn user_admin_any_database() -> Vec<Privilege> {
 
 /// `root`: `readWriteAnyDatabase`, `dbAdminAnyDatabase`, `userAdminAnyDatabase`,
 /// `clusterAdmin`, `restore` and `backup`, plus `validate` on system collections.
+#[allow(clippy::expect_used, reason = "root's roles are all built-in")]
 fn root() -> Vec<Privilege> {
     let mut p = Vec::new();
     for role in [

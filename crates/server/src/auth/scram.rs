@@ -93,6 +93,7 @@ impl Mechanism {
 }
 
 fn hmac_with<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
+    #[allow(clippy::expect_used, reason = "HMAC takes a key of any length")]
     let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
     mac.update(data);
     mac.finalize().into_bytes().to_vec()

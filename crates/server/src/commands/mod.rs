@@ -75,6 +75,10 @@ pub enum Reply {
 
 impl Reply {
     /// The body's BSON bytes (a raw reply's own buffer, not a copy).
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising a document built in memory into a Vec cannot fail"
+    )]
     pub fn into_bytes(self) -> Vec<u8> {
         match self {
             Reply::Doc(d) => {

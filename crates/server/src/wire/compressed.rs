@@ -67,6 +67,10 @@ impl Compressor {
     }
 
     /// Compresses `input` (cannot fail for in-memory data).
+    #[allow(
+        clippy::expect_used,
+        reason = "compressing into memory cannot fail for messages below the 48 MB limit"
+    )]
     pub fn compress(self, input: &[u8]) -> Vec<u8> {
         match self {
             Compressor::Noop => input.to_vec(),
@@ -196,6 +200,10 @@ pub fn decode_op_compressed(whole: &[u8]) -> Result<Decompressed, WireError> {
 
 /// Wraps an encoded message (header included) in OP_COMPRESSED. Returns the message
 /// unchanged when compression would not fit in the message limit, as mongod does.
+#[allow(
+    clippy::expect_used,
+    reason = "the message was encoded here, starting with a whole header"
+)]
 pub fn encode_op_compressed(message: &[u8], compressor: Compressor) -> Vec<u8> {
     let head: [u8; HEADER_LEN] = message[..HEADER_LEN]
         .try_into()

@@ -103,6 +103,10 @@ fn verify_checksum(whole: &[u8]) -> Result<(), WireError> {
 }
 
 /// Encodes a reply OP_MSG carrying `body` in response to `response_to`.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<u8> {
     let mut doc = Vec::new();
     body.to_writer(&mut doc)

@@ -88,6 +88,10 @@ impl OpQuery {
 }
 
 /// Encodes an OP_REPLY with one document.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 pub fn encode_op_reply(request_id: i32, response_to: i32, doc: &Document) -> Vec<u8> {
     let mut body = Vec::new();
     doc.to_writer(&mut body)
@@ -125,6 +129,10 @@ pub fn encode_op_reply_docs<B: AsRef<[u8]>>(
     out.extend_from_slice(&head.response_flags.to_le_bytes());
     out.extend_from_slice(&head.cursor_id.to_le_bytes());
     out.extend_from_slice(&head.starting_from.to_le_bytes());
+    #[allow(
+        clippy::expect_used,
+        reason = "a batch holds far fewer than 2^31 documents"
+    )]
     let returned = i32::try_from(docs.len()).expect("a batch holds far fewer than 2^31 documents");
     out.extend_from_slice(&returned.to_le_bytes());
     for d in docs {
