@@ -37,6 +37,7 @@ impl TxnCursor {
         }
     }
 
+    /// True when the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.current.is_some()
     }
@@ -59,6 +60,7 @@ impl TxnCursor {
         &self.current.as_ref().expect("cursor is not positioned").1
     }
 
+    /// The key and value at the cursor, if it is at one.
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
         self.current
             .as_ref()
@@ -77,11 +79,13 @@ impl TxnCursor {
         self.settle(Dir::Backward, Bound::Included(key.to_vec()))
     }
 
+    /// Positions at the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.base.seek_to_first()?;
         self.settle(Dir::Forward, Bound::Unbounded)
     }
 
+    /// Positions at the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.base.seek_to_last()?;
         self.settle(Dir::Backward, Bound::Unbounded)

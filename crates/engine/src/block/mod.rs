@@ -63,8 +63,11 @@ pub struct NodeId(pub u64);
 /// the crc32c of the block's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extent {
+    /// Page-aligned byte offset in the file.
     pub offset: u64,
+    /// Exact length of the block's bytes.
     pub len: u32,
+    /// CRC-32C of the block's bytes.
     pub crc: u32,
 }
 
@@ -75,16 +78,22 @@ pub struct Extent {
 /// the same bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Image {
+    /// Where the image is.
     pub extent: Extent,
+    /// Which block write since open made it (0: found at open).
     pub write: u64,
 }
 
 /// What the durable checkpoint recorded, as found by [`BlockFile::open`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointState {
+    /// The checkpoint's sequence number.
     pub seq: u64,
+    /// The tree's root node.
     pub root: NodeId,
+    /// The log position recorded with the checkpoint.
     pub lsn: u64,
+    /// The tree's metadata bytes (options, next MSN, entry count).
     pub meta: Vec<u8>,
 }
 
@@ -620,6 +629,7 @@ impl BlockFile {
         self.state.lock().alloc.free_bytes()
     }
 
+    /// The tree file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -50,6 +50,7 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
+    /// A registry whose newest visible commit is `visible`.
     pub fn new(visible: Ts) -> Arc<Snapshots> {
         Arc::new(Snapshots {
             visible: AtomicU64::new(visible.0),
@@ -175,6 +176,7 @@ pub struct SnapshotGuard {
 }
 
 impl SnapshotGuard {
+    /// The commit timestamp the snapshot reads as of.
     pub fn ts(&self) -> Ts {
         self.ts
     }

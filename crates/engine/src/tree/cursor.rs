@@ -88,11 +88,13 @@ impl Cursor {
         self.settle_backward(i)
     }
 
+    /// Positions at the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.fetch(Target::First)?;
         self.settle_forward(0)
     }
 
+    /// Positions at the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.fetch(Target::Last)?;
         let n = self.batch.entries.len();

@@ -90,7 +90,12 @@ pub(crate) fn seal_frame(frame: &mut [u8], lsn: Lsn, payload_crc: Option<u32>) {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decoded<'a> {
     /// A valid frame at the expected LSN.
-    Frame { lsn: Lsn, payload: &'a [u8] },
+    Frame {
+        /// The frame's LSN.
+        lsn: Lsn,
+        /// Its checked payload.
+        payload: &'a [u8],
+    },
     /// Zeroes (or the end of the file): no more records here.
     End,
     /// A torn or corrupt frame, with the reason.
