@@ -12,13 +12,20 @@ use bson::DateTime;
 use super::expr::Value;
 use crate::{ErrorCode, MongoError};
 
+/// An arithmetic expression operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {
+    /// `$add`.
     Add,
+    /// `$subtract`.
     Subtract,
+    /// `$multiply`.
     Multiply,
+    /// `$divide`.
     Divide,
+    /// `$mod`.
     Mod,
+    /// `$abs`.
     Abs,
 }
 

@@ -62,10 +62,12 @@ impl FieldPath {
         })
     }
 
+    /// The path as written, dots included.
     pub fn dotted(&self) -> &str {
         &self.dotted
     }
 
+    /// Its components.
     pub fn components(&self) -> &[Component] {
         &self.components
     }
