@@ -36,6 +36,7 @@ const MAX_ATTEMPTS: u32 = 1_000;
 pub struct RetryId {
     /// The session (`lsid.id`).
     pub lsid: [u8; 16],
+    /// The transaction number.
     pub txn_number: i64,
 }
 
