@@ -37,7 +37,9 @@ pub enum Pattern {
 /// A pattern and the actions it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Privilege {
+    /// The resources.
     pub pattern: Pattern,
+    /// The actions allowed on them (mongod's action names).
     pub actions: Vec<&'static str>,
 }
 

@@ -69,7 +69,9 @@ pub(crate) type RawBodyHandler = fn(&ConnectionCtx, &str, &Command<'_>) -> Comma
 /// A reply body, owned or already serialised.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
+    /// An owned document, serialised when sent.
     Doc(Document),
+    /// Bytes already serialised.
     Raw(RawDocumentBuf),
 }
 

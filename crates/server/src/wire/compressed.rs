@@ -15,8 +15,11 @@ const COMPRESSION_HEADER_LEN: usize = 4 + 4 + 1;
 pub enum Compressor {
     /// Id 0: the body is stored as is (the spec's test compressor; never advertised).
     Noop,
+    /// Id 1: snappy's raw block format.
     Snappy,
+    /// Id 2: zlib.
     Zlib,
+    /// Id 3: zstd.
     Zstd,
 }
 
@@ -30,6 +33,7 @@ const ZLIB_LEVEL: u32 = 6;
 const ZSTD_LEVEL: i32 = 3;
 
 impl Compressor {
+    /// The compressor with this wire id.
     pub fn from_id(id: u8) -> Option<Compressor> {
         match id {
             0 => Some(Compressor::Noop),
@@ -40,6 +44,7 @@ impl Compressor {
         }
     }
 
+    /// The compressor's wire id.
     pub fn id(self) -> u8 {
         match self {
             Compressor::Noop => 0,
@@ -144,6 +149,7 @@ pub fn negotiate<'a>(offered: impl IntoIterator<Item = &'a str>) -> Vec<Compress
 /// What decoding an OP_COMPRESSED gives: the original message, whole, and how it came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decompressed {
+    /// The compressor it came with (replies use the same).
     pub compressor: Compressor,
     /// The original message: a standard header (length, ids, original opcode) and its body.
     pub message: Vec<u8>,

@@ -19,6 +19,7 @@ const KNOWN_BITS: u32 = MSG_FLAG_CHECKSUM | MSG_FLAG_MORE_TO_COME | MSG_FLAG_EXH
 /// A decoded OP_MSG request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpMsg<'a> {
+    /// The flag bits (checksumPresent, moreToCome, exhaustAllowed).
     pub flags: u32,
     /// The body section, raw and checked, borrowed from the message.
     pub body: &'a RawDocument,
