@@ -2,6 +2,12 @@
 //! measurement, and checks that its JSON report has every field with sensible values. No
 //! timing is asserted: the figures only have to exist and be positive.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use serde_json::Value;
 use std::process::Command;
 

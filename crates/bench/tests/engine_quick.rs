@@ -2,6 +2,12 @@
 //! the four phases by name, every per-phase field, and work done in each. No timing is
 //! asserted.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::process::Command;
 
 const PHASES: [&str; 4] = ["fill-random", "fill-sequential", "read-random", "scan"];

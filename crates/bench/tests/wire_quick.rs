@@ -4,6 +4,12 @@
 //! summary field the issue names. No timing is asserted. One workload also writes its
 //! `--report` directory.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

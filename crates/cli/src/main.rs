@@ -519,6 +519,10 @@ async fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
 
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
+    #[allow(
+        clippy::expect_used,
+        reason = "main builds the runtime with enable_all, so the signal driver is there; a failure to install the handler at start is fatal anyway"
+    )]
     let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
     let name = tokio::select! {
         _ = tokio::signal::ctrl_c() => "SIGINT",

@@ -389,25 +389,8 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         set_path(&mut parsed, "security.authorization", "enabled".into());
     }
     let auth = flags.auth || file.authorization.unwrap_or(false);
-    let repl_set = match &flags.repl_set {
-        Some(name) => {
-            set_path(&mut parsed, "replication.replSet", name.clone().into());
-            Some(name.clone())
-        }
-        None => file.repl_set_name.clone(),
-    };
-    if let Some(name) = &repl_set {
-        check_set_name(name)?;
-    }
-    let oplog_size_mb = match (flags.oplog_size_mb, file.oplog_size_mb) {
-        (Some(mb), _) => {
-            set_path(&mut parsed, "replication.oplogSizeMB", (mb as i64).into());
-            Some(mb)
-        }
-        (None, Some(mb)) if (1..=1_048_576).contains(&mb) => Some(mb as u64),
-        (None, Some(mb)) => bail!("replication.oplogSizeMB must be 1 to 1048576 (MiB), not {mb}"),
-        (None, None) => None,
-    };
+    let (repl_set, oplog_size_mb) =
+        replication(flags, file.repl_set_name, file.oplog_size_mb, &mut parsed)?;
     Ok(Settings {
         dbpath,
         port,
@@ -426,6 +409,36 @@ fn merge(flags: &Flags, file: FileConfig) -> anyhow::Result<Settings> {
         parsed,
         ignored_keys: file.ignored,
     })
+}
+
+/// The replica set name and the oplog's size bound, flags over the file's
+/// `replication.replSetName` and `replication.oplogSizeMB`.
+fn replication(
+    flags: &Flags,
+    file_set_name: Option<String>,
+    file_oplog_mb: Option<i64>,
+    parsed: &mut Document,
+) -> anyhow::Result<(Option<String>, Option<u64>)> {
+    let repl_set = match &flags.repl_set {
+        Some(name) => {
+            set_path(parsed, "replication.replSet", name.clone().into());
+            Some(name.clone())
+        }
+        None => file_set_name,
+    };
+    if let Some(name) = &repl_set {
+        check_set_name(name)?;
+    }
+    let oplog_size_mb = match (flags.oplog_size_mb, file_oplog_mb) {
+        (Some(mb), _) => {
+            set_path(parsed, "replication.oplogSizeMB", (mb as i64).into());
+            Some(mb)
+        }
+        (None, Some(mb)) if (1..=1_048_576).contains(&mb) => Some(mb as u64),
+        (None, Some(mb)) => bail!("replication.oplogSizeMB must be 1 to 1048576 (MiB), not {mb}"),
+        (None, None) => None,
+    };
+    Ok((repl_set, oplog_size_mb))
 }
 
 /// mongod's rules for a set name: not empty, no `/` (its seed-list separator).

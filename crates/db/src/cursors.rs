@@ -23,6 +23,7 @@ pub const CURSOR_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Something that yields documents one at a time (a find, or an aggregation's output).
 pub trait DocSource: Send {
+    /// The next document, or `None` when the source is dry.
     fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>>;
 
     /// A tailable source (the oplog's): running dry leaves the cursor open, since more may
@@ -77,7 +78,9 @@ struct Entry {
 /// One batch of a cursor: documents, and the cursor id to ask for more (0 when exhausted).
 #[derive(Debug, Default)]
 pub struct Batch {
+    /// The batch's documents.
     pub docs: Vec<RawDocumentBuf>,
+    /// The cursor to ask for more, 0 when exhausted.
     pub cursor_id: i64,
     /// A change stream's `postBatchResumeToken`.
     pub resume_token: Option<RawDocumentBuf>,
@@ -270,10 +273,12 @@ impl CursorTable {
         n
     }
 
+    /// Open cursors.
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    /// True when no cursor is open.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

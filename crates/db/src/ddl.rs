@@ -21,8 +21,11 @@ const KILLED_BY_DDL: &str = "a catalog change (drop, rename or index build) ende
 /// What `createIndexes` did.
 #[derive(Debug)]
 pub struct CreateIndexesResult {
+    /// Indexes before (`numIndexesBefore`).
     pub before: usize,
+    /// Indexes after (`numIndexesAfter`).
     pub after: usize,
+    /// True when the collection was created for the indexes.
     pub created_collection: bool,
     /// Set when every requested index already existed.
     pub note: Option<&'static str>,

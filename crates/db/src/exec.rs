@@ -470,6 +470,7 @@ pub struct ViewQuery {
 }
 
 impl ViewQuery {
+    /// A query over `view`'s snapshot.
     pub fn new(view: ReadView, query: Query) -> ViewQuery {
         ViewQuery {
             view,
@@ -492,6 +493,7 @@ impl ViewQuery {
         }
     }
 
+    /// The next document, or `None` at the end.
     pub fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
         match &mut self.query {
             Some(q) => q.next(Snap::View(&self.view)),
@@ -499,6 +501,7 @@ impl ViewQuery {
         }
     }
 
+    /// The planned query, unless the documents were computed.
     pub fn query(&self) -> Option<&Query> {
         self.query.as_ref()
     }

@@ -9,6 +9,8 @@
 //! A session transaction (`user_txn.rs`) spans operations without holding the lock between
 //! them; DDL that would change trees under it aborts it first.
 
+#![warn(missing_docs)]
+
 mod aggregate_ops;
 mod aggregate_write;
 mod bounds;
@@ -78,6 +80,7 @@ pub type DbResult<T> = Result<T, MongoError>;
 /// Options for opening a database directory.
 #[derive(Debug, Clone, Default)]
 pub struct DbOptions {
+    /// The engine's options.
     pub engine: EnvOptions,
     /// Send eligible updates as read-free messages (`fastUpdates`, `fast_update.rs`).
     pub fast_updates: bool,

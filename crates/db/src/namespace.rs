@@ -12,7 +12,9 @@ pub const MAX_DB_NAME_BYTES: usize = 63;
 /// A collection's full name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Namespace {
+    /// The database.
     pub db: String,
+    /// The collection (dots allowed).
     pub coll: String,
 }
 

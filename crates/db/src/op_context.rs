@@ -46,7 +46,9 @@ impl Interrupt {
 /// Work counted for the operation on this thread.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct OpWork {
+    /// Index keys read (`keysExamined`).
     pub keys_examined: u64,
+    /// Documents read (`docsExamined`).
     pub docs_examined: u64,
 }
 

@@ -19,12 +19,19 @@ use std::time::Instant;
 /// read (the command's `let`, `$$NOW`).
 #[derive(Debug, Default, Clone)]
 pub struct FindSpec {
+    /// The filter.
     pub filter: Document,
+    /// The sort, if any.
     pub sort: Option<Document>,
+    /// The projection, if any.
     pub projection: Option<Document>,
+    /// Documents to skip.
     pub skip: u64,
+    /// Documents to return at most.
     pub limit: Option<u64>,
+    /// The index hint (a name or a key pattern).
     pub hint: Option<Bson>,
+    /// The variables its expressions read.
     pub vars: Variables,
 }
 

@@ -38,6 +38,7 @@ pub struct RetryId {
     pub lsid: [u8; 16],
     /// Its user's digest (`lsid.uid`), for the oplog entries.
     pub uid: [u8; 32],
+    /// The transaction number.
     pub txn_number: i64,
 }
 
@@ -290,6 +291,10 @@ fn too_old(r: &RetryId, newest: i64) -> MongoError {
     )
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 fn to_bytes(d: &Document) -> Vec<u8> {
     bson::to_vec(d).expect("serialising an in-memory document cannot fail")
 }

@@ -139,6 +139,7 @@ pub struct SnapshotScope {
 }
 
 impl SnapshotScope {
+    /// Makes `read` this thread's snapshot read until the scope is dropped.
     pub fn enter(read: Arc<SnapshotRead>) -> SnapshotScope {
         let before = ACTIVE.with(|a| a.borrow_mut().replace(read));
         SnapshotScope { before }

@@ -49,6 +49,10 @@ struct Settings {
 }
 
 /// The layout `options` give over `base`: its top-level options and `storageEngine.shale`.
+#[allow(
+    clippy::expect_used,
+    reason = "the level was range-checked when the options were read"
+)]
 pub fn tree_options(base: TreeOptions, options: &Document) -> Result<TreeOptions, MongoError> {
     let s = settings(options)?;
     let mut t = base;

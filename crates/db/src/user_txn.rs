@@ -48,6 +48,7 @@ enum Slot {
 /// How a session transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnEnd {
+    /// Committed by its session (commitTransaction).
     Committed,
     /// Aborted by its session (abortTransaction, a failed statement, a failed commit).
     Aborted,

@@ -31,9 +31,11 @@ pub const MAX_VIEW_DEPTH: usize = 20;
 /// One view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct View {
+    /// The view's namespace.
     pub ns: Namespace,
     /// The collection or view it reads, in the same database.
     pub view_on: String,
+    /// Its pipeline.
     pub pipeline: Vec<Document>,
 }
 

@@ -32,9 +32,13 @@ const MAX_CONFLICT_RETRIES: u32 = 10_000;
 /// The outcome of a write command: counts and per-statement errors (by statement index).
 #[derive(Debug, Default)]
 pub struct WriteResult {
+    /// Documents inserted, matched or deleted.
     pub n: i64,
+    /// Documents an update changed.
     pub n_modified: i64,
+    /// Upserted `_id`s by statement index.
     pub upserted: Vec<(usize, Bson)>,
+    /// Errors by statement index.
     pub errors: Vec<(usize, MongoError)>,
 }
 
@@ -46,33 +50,51 @@ type ChunkOutcome = (usize, i64, Vec<(usize, MongoError)>);
 /// with the same.
 #[derive(Debug)]
 pub struct UpdateOp {
+    /// The documents to update.
     pub filter: Document,
+    /// The update.
     pub update: UpdateSpec,
+    /// Every matching document, not only the first.
     pub multi: bool,
+    /// Insert a document when none matches.
     pub upsert: bool,
+    /// The index hint.
     pub hint: Option<Bson>,
+    /// The variables its expressions read.
     pub vars: Variables,
 }
 
 /// One delete statement (`limit` 1 deletes at most one document); `vars` as for an update.
 #[derive(Debug)]
 pub struct DeleteOp {
+    /// The documents to delete.
     pub filter: Document,
+    /// At most one document.
     pub limit_one: bool,
+    /// The index hint.
     pub hint: Option<Bson>,
+    /// The variables its expressions read.
     pub vars: Variables,
 }
 
 /// A findAndModify request.
 #[derive(Debug, Default)]
 pub struct FindAndModifyOp {
+    /// The document to find.
     pub filter: Document,
+    /// Which of several matches comes first.
     pub sort: Option<Document>,
+    /// Delete it.
     pub remove: bool,
+    /// Or update it.
     pub update: Option<UpdateSpec>,
+    /// Return the document after the update, not before.
     pub return_new: bool,
+    /// The projection of the returned document.
     pub fields: Option<Document>,
+    /// Insert a document when none matches.
     pub upsert: bool,
+    /// The index hint.
     pub hint: Option<Bson>,
     /// What the query's `$expr` and the projection read; the update was parsed with the same.
     pub vars: Variables,
@@ -81,9 +103,13 @@ pub struct FindAndModifyOp {
 /// What findAndModify did.
 #[derive(Debug, Default)]
 pub struct FindAndModifyResult {
+    /// The document returned, if any.
     pub value: Option<RawDocumentBuf>,
+    /// Documents found (0 or 1).
     pub n: i64,
+    /// True when an existing document was updated.
     pub updated_existing: bool,
+    /// The upserted `_id`, if any.
     pub upserted: Option<Bson>,
 }
 

@@ -9,6 +9,12 @@
 //! before clustering indexes existed (record format 1) still opens. `SHALE_SEED` replays
 //! one seed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{compare_values, ApplyContext, ErrorCode, Matcher, UpdateSpec};

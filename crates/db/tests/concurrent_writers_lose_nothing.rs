@@ -4,6 +4,12 @@
 //! conflicts are retried inside the database), and afterwards the exact count, the size
 //! counter and every index agree with the documents (`validate`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document, RawDocumentBuf};
 use shale_db::{Database, FindSpec, Namespace, UpdateOp};
 use shale_doc::UpdateSpec;

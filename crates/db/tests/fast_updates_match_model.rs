@@ -8,6 +8,12 @@
 //! nodes and cache make messages wait in buffers, flush, and meet evicted leaves. Every
 //! round compares a full scan, the exact count, and `validate`. `SHALE_SEED` replays one seed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{ApplyContext, UpdateSpec};

@@ -6,6 +6,12 @@
 //! planned on the index returns what a model of the writer's changes says. A unique build
 //! that meets a duplicate fails with 11000 and leaves no index behind.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document};
 use shale_db::{Database, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::UpdateSpec;

@@ -8,6 +8,12 @@
 //! matcher (string bounds must leave the plan, other bounds stay).
 //! `SHALE_SEED` replays one seed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DbOptions, DeleteOp, FindSpec, Namespace, UpdateOp};
 use shale_doc::{compare_values, Collation, Matcher, UpdateSpec, Variables};

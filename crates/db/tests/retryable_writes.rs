@@ -5,6 +5,12 @@
 //! is TransactionTooOld; a newer one forgets the older write's statements; two runs of one
 //! statement at once write it once.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document, RawDocumentBuf};
 use shale_db::{Database, FindSpec, Namespace, RetryId, Statement, WriteResult};
 use shale_doc::{ErrorCode, MongoError};

@@ -4,6 +4,12 @@
 //! transaction (NoSuchTransaction afterwards), and a write set past the engine's limit fails
 //! the statement and leaves nothing once the transaction is aborted.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Database, DeleteOp, FindSpec, Namespace, TxnEnd, UpdateOp};
 use shale_doc::UpdateSpec;

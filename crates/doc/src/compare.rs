@@ -143,6 +143,10 @@ pub(crate) fn compare_num(a: Num, b: Num) -> Ordering {
 
 /// Namespace and ObjectId bytes of a DBPointer. The bson crate keeps them private, so they are
 /// read back from the value's own BSON serialization.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 pub(crate) fn db_pointer_parts(p: &DbPointer) -> (Vec<u8>, [u8; 12]) {
     let mut doc = Document::new();
     doc.insert("", Bson::DbPointer(p.clone()));

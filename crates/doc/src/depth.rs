@@ -28,9 +28,17 @@ pub const MAX_STORAGE_DEPTH: usize = MAX_WIRE_DEPTH - 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DepthError {
     /// Nested deeper than the limit given.
-    TooDeep { limit: usize },
+    TooDeep {
+        /// The limit.
+        limit: usize,
+    },
     /// Not well-formed BSON (a length, a type byte or a terminator is wrong), at this offset.
-    Malformed { offset: usize, reason: &'static str },
+    Malformed {
+        /// Byte offset of the fault.
+        offset: usize,
+        /// What is wrong there.
+        reason: &'static str,
+    },
 }
 
 impl DepthError {

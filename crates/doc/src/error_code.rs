@@ -10,6 +10,10 @@ macro_rules! error_codes {
         /// A MongoDB error code with its canonical name.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
+        #[allow(
+            missing_docs,
+            reason = "each variant is MongoDB's code of that name (error_codes.yml), which says what it means"
+        )]
         pub enum ErrorCode {
             $($(#[$doc])* $variant,)*
         }

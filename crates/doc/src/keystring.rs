@@ -15,7 +15,9 @@ pub const KEY_FORMAT_VERSION: u8 = 1;
 /// Sort direction of one field of a compound key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// Smaller values first.
     Ascending,
+    /// Larger values first.
     Descending,
 }
 

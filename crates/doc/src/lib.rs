@@ -3,6 +3,8 @@
 //! matcher, projection, update operators and aggregation as they are built. It knows no storage
 //! and no wire protocol.
 
+#![warn(missing_docs)]
+
 pub mod aggregate;
 pub mod collation;
 pub mod compare;

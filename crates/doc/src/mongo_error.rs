@@ -8,13 +8,16 @@ use crate::error_code::ErrorCode;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{} ({}): {message}", code.name(), code.code())]
 pub struct MongoError {
+    /// The error code (and so the `codeName`).
     pub code: ErrorCode,
+    /// The message for `errmsg`.
     pub message: String,
     /// Extra reply fields some errors carry (a duplicate key's `keyPattern` and `keyValue`).
     pub info: Option<Box<bson::Document>>,
 }
 
 impl MongoError {
+    /// An error with `code` and `message` and no extra fields.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         MongoError {
             code,

@@ -19,7 +19,9 @@ use crate::{ErrorCode, MongoError};
 /// One element: its key's bytes, type byte and value's bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Element<'a> {
+    /// The key's bytes, without its terminating NUL.
     pub key: &'a [u8],
+    /// The BSON type byte.
     pub kind: u8,
     value: &'a [u8],
 }

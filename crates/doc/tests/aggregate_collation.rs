@@ -3,6 +3,12 @@
 //! comparison expressions compare strings by it; the values that come out are the
 //! documents' own strings, never collation keys.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::sync::Arc;
 
 use bson::{doc, Bson, Document};

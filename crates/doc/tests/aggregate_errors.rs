@@ -2,6 +2,12 @@
 //! documents, each stage's parse errors, errors raised while running, and the raw-array entry
 //! point's element check.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::aggregate::NoCollections;
 use shale_doc::{MongoError, Pipeline};

@@ -2,6 +2,12 @@
 //! facet (its `$bucket`/`$bucketAuto` facets are not supported yet, so others stand in), a
 //! facet per stage family, facets over no input, and a `$lookup` inside a facet.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 use shale_doc::aggregate::{MemoryCollections, NoCollections};
 use shale_doc::Pipeline;

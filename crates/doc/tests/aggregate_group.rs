@@ -3,6 +3,12 @@
 //! their documented outputs (decimal128 prices written as doubles: decimal arithmetic is not
 //! supported yet). Groups come out in first-seen order; the tests state that order.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, DateTime, Document};
 
 mod common;

@@ -2,6 +2,12 @@
 //! null local values), an array `localField`, correlated subqueries with `let`, an
 //! uncorrelated subquery, the concise form (equality plus pipeline), and nested lookups.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, DateTime, Document};
 use shale_doc::aggregate::MemoryCollections;
 use shale_doc::{LookupResolver, MongoError, Pipeline};

@@ -3,6 +3,12 @@
 //! their smallest/largest element, missing as null, `[]` below null), and `$group` sums, counts
 //! and extremes equal a naive computation over the same documents.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::cmp::Ordering;
 
 use bson::{doc, Bson, Document};

@@ -2,6 +2,12 @@
 //! `$replaceRoot`/`$replaceWith` — against the examples of their MongoDB pages and the
 //! documented outputs (field order included).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, oid::ObjectId, Document};
 use shale_doc::aggregate::NoCollections;
 use shale_doc::Pipeline;

@@ -2,6 +2,12 @@
 //! smallest/largest element, missing as null), `$limit`, `$skip`, `$count`, `$sortByCount` —
 //! against their MongoDB pages' examples and the documented comparison/sort order rules.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document};
 use shale_doc::aggregate::NoCollections;
 use shale_doc::Pipeline;

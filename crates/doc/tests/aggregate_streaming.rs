@@ -3,6 +3,12 @@
 //! followed by `$limit` stays within it, input errors end the run, and the leading
 //! `$match`/`$sort`/`$skip`/`$limit` a planner may take over (`prefix`, `run_from`).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::cell::Cell;
 
 use bson::{doc, Document, RawDocumentBuf};

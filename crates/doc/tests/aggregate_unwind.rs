@@ -2,6 +2,12 @@
 //! `preserveNullAndEmptyArrays`, grouping by unwound values; prices as int32/doubles instead
 //! of decimal128) and the rules the page states for non-array values and nested paths.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 
 mod common;

@@ -5,6 +5,12 @@
 //! equals a naive edit of the document; and parsing random expression-shaped BSON never
 //! panics.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{bson, doc, Bson, Document, RawDocumentBuf};
 use proptest::prelude::*;
 use shale_doc::matcher::expr::Expr;

@@ -4,6 +4,12 @@
 //! place, and skipping a field costs no allocation. Counted by a global allocator wrapper,
 //! per thread (the test harness's own threads allocate too).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{Matcher, Projection};
 use shale_testkit::{allocations_during, CountingAlloc};

@@ -2,6 +2,12 @@
 //! allocate exactly as much as on a document with 1 field before `y`: nothing per skipped
 //! field. A counting global allocator counts the allocations of the current thread only.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document, RawDocumentBuf};
 use shale_doc::{Matcher, Projection};
 use shale_testkit::{allocations_during, CountingAlloc};

@@ -1,6 +1,12 @@
 //! Array semantics: a field matches if any element matches or the whole array does; `$all`,
 //! `$elemMatch` (both forms), `$size`, and the positional index reported for `$`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::doc;
 use shale_doc::Matcher;
 

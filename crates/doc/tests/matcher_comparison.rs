@@ -2,6 +2,12 @@
 //! `$eq $ne $gt $gte $lt $lte $in $nin`, type bracketing, null versus missing, nested paths
 //! and whole-document equality.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson};
 
 mod common;

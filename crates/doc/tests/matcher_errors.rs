@@ -1,5 +1,11 @@
 //! Filters MongoDB refuses at parse time, each with its exact code and message.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf, Regex};
 use shale_doc::{ErrorCode, Matcher};
 

@@ -2,6 +2,12 @@
 //! comparison, boolean, arithmetic, string and array operators, `$cond`/`$ifNull`/`$type`,
 //! and the runtime errors MongoDB raises while evaluating.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document};
 use shale_doc::matcher::expr::Expr;
 use shale_doc::Matcher;

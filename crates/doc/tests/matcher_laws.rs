@@ -3,6 +3,12 @@
 //! `$nor` negates, `$ne`/`$nin`/`$not` negate their positive forms, `$in` is an `$or` of
 //! equalities, and `$and`/`$or` are conjunction and disjunction.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use proptest::prelude::*;
 use shale_doc::Matcher;

@@ -1,6 +1,12 @@
 //! `$exists`, `$type`, `$regex`, `$mod`, `$not`, `$and/$or/$nor` and `$comment` cases from
 //! MongoDB's documented behaviour.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Binary, Bson, Regex};
 
 mod common;

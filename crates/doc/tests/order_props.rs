@@ -4,6 +4,12 @@
 //! collisions: small alphabets, the same number as int32/int64/double/decimal, values around
 //! 2^53 and the int64 extremes.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::cmp::Ordering;
 
 use bson::{

@@ -2,6 +2,12 @@
 //! through documents and arrays, `$slice`, `$elemMatch`, positional `$` with the matcher's
 //! index, computed fields, and the errors for invalid specifications.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 use shale_doc::{Matcher, Projection};
 

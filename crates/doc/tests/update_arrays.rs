@@ -1,6 +1,12 @@
 //! Array update operators on MongoDB's documented examples: `$push` with its modifiers,
 //! `$addToSet`, `$pop`, `$pull` with values and conditions, `$pullAll`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::doc;
 use shale_doc::{ErrorCode, UpdateSpec};
 

@@ -2,6 +2,12 @@
 //! (unknown or empty modifiers, bad arguments, conflicting paths, `$rename` rules, array filter
 //! rules, `$`-prefixed replacement fields) and apply-time ones (types, immutable `_id`, paths).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, DateTime, Document};
 use shale_doc::{ApplyContext, ErrorCode, MongoError, UpdateSpec};
 

@@ -1,6 +1,12 @@
 //! Field update operators on MongoDB's documented examples: before, update, exact after
 //! (field order and BSON types included), and whether the document counts as modified.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, DateTime, Document, Timestamp};
 use shale_doc::{ApplyContext, UpdateSpec};
 

@@ -1,6 +1,12 @@
 //! Positional updates on MongoDB's documented examples: `$` with the index the query matched,
 //! `$[]` on every element, `$[id]` with `arrayFilters`, and nested combinations.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 use shale_doc::{ApplyContext, ErrorCode, MongoError, UpdateSpec};
 

@@ -4,6 +4,12 @@
 //! `arrayFilters` use the first when they can and the second otherwise, so any disagreement
 //! would make an update's result depend on which form the user happened to write.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, Document};
 use proptest::prelude::*;
 use shale_doc::update::{ElementPredicate, QueryPredicate, SimplePredicate};

@@ -2,6 +2,12 @@
 //! `$unset` leaves no trace of the path, `$addToSet` and a repeated `$set` are idempotent (the
 //! second application reports no modification), `$push` then `$pop` restores the array.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, DateTime, Document};
 use proptest::prelude::*;
 use shale_doc::{ApplyContext, UpdateSpec};

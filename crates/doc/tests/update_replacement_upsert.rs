@@ -2,6 +2,12 @@
 //! has none), an unchanged replacement is not a modification, and an upsert's document is the
 //! filter's equalities with the update applied as an insert.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Document};
 use shale_doc::{upsert_seed, ErrorCode, UpdateSpec};
 

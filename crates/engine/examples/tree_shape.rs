@@ -6,10 +6,10 @@ use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};
 use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<u64> = std::env::args()
+    let args = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("numbers"))
-        .collect();
+        .map(|a| a.parse::<u64>())
+        .collect::<Result<Vec<_>, _>>()?;
     let data_mib = args.first().copied().unwrap_or(32);
     let cache_mib = args.get(1).copied().unwrap_or(8);
     let node_kib = args.get(2).copied().unwrap_or(4096);

@@ -21,6 +21,10 @@ const FLUSHER_IDLE: Duration = Duration::from_millis(100);
 /// freed pages, 10 ms is a few MiB of overshoot at most.
 const GOVERNOR_TICK: Duration = Duration::from_millis(10);
 
+#[allow(
+    clippy::expect_used,
+    reason = "a thread that cannot be spawned at open leaves no engine to run; the panic names which"
+)]
 pub(crate) fn start(env: &Arc<EnvInner>) -> Vec<JoinHandle<()>> {
     let mut threads = Vec::new();
     let e = env.clone();

@@ -6,6 +6,10 @@
 
 /// Appends `b` as a `u32` little-endian length and the bytes ([`Reader::bytes`] reads it).
 pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    #[allow(
+        clippy::expect_used,
+        reason = "keys and values are limited to MAX_KEY_OR_VALUE_BYTES upstream, far below 4 GiB"
+    )]
     let len = u32::try_from(b.len()).expect("byte strings are limited to 16 MiB upstream");
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(b);

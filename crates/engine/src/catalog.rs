@@ -87,6 +87,10 @@ impl Catalog {
         out
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "split_at leaves exactly 4 bytes, which convert to [u8; 4]"
+    )]
     pub fn decode(bytes: &[u8]) -> std::result::Result<Catalog, String> {
         if bytes.len() < MAGIC.len() + 16 {
             return Err(format!("catalog of {} bytes is truncated", bytes.len()));

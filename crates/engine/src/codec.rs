@@ -28,6 +28,10 @@ fn put_back<T>(pool: &Mutex<Vec<T>>, context: T) {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "zstd fails here only on allocation failure, which aborts elsewhere too; levels are range-checked by Compression::zstd"
+)]
 fn zstd_compress(raw: &[u8], level: i32) -> Vec<u8> {
     let taken = COMPRESSORS.lock().pop();
     // The compressor keeps the level it was last set to: trees of different levels share it.
@@ -64,6 +68,7 @@ fn zstd_decompress(stored: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 }
 
 /// Compresses `raw` with `codec`.
+#[allow(clippy::expect_used, reason = "a zstd codec always has a level")]
 pub fn compress(codec: Compression, raw: &[u8]) -> Vec<u8> {
     match codec {
         Compression::None => raw.to_vec(),

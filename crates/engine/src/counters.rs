@@ -55,22 +55,33 @@ impl EngineStats {
 /// A snapshot of every engine counter.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineCounters {
+    /// I/O by category, padding included.
     pub io: IoCounters,
+    /// The cache's byte budget.
     pub cache_budget_bytes: u64,
+    /// Bytes charged to the cache now.
     pub cache_used_bytes: u64,
+    /// The most bytes ever charged to the cache.
     pub cache_peak_bytes: u64,
+    /// Node lookups served from the cache.
     pub cache_hits: u64,
+    /// Node lookups that had to read.
     pub cache_misses: u64,
+    /// Whole nodes evicted.
     pub cache_evictions: u64,
+    /// Nodes that shed partitions but stayed cached.
     pub cache_partial_evictions: u64,
     /// How far the heap governor has lowered the cache's working limit below the budget.
     pub cache_shrink_bytes: u64,
     /// Times the governor had the allocator return freed pages, and the bytes it returned.
     pub heap_releases: u64,
+    /// Bytes those releases returned.
     pub heap_released_bytes: u64,
     /// The allocator's resident bytes at the governor's last reading (0 without a probe).
     pub heap_resident_bytes: u64,
+    /// Buffer flushes from a parent to a child.
     pub flushes: u64,
+    /// Messages moved down by those flushes.
     pub messages_flushed: u64,
     /// Messages added at tree roots: one per write of a batch or a transaction (a
     /// transaction's commit adds none), and one per key of an aborted transaction.
@@ -80,11 +91,17 @@ pub struct EngineCounters {
     /// Messages applied straight to a leaf they append to, skipping the buffers above it
     /// (`tree/promote.rs`): counted in `messages_injected` too, never in `messages_flushed`.
     pub messages_promoted: u64,
+    /// Leaves split.
     pub leaf_splits: u64,
+    /// Internal nodes split.
     pub internal_splits: u64,
+    /// Leaves merged into a sibling.
     pub leaf_merges: u64,
+    /// Internal nodes merged into a sibling.
     pub internal_merges: u64,
+    /// Node images written (checkpoints and eviction).
     pub nodes_written: u64,
+    /// Whole nodes read.
     pub nodes_read: u64,
     /// Leaf basements read alone (partial loads).
     pub basements_read: u64,
@@ -96,8 +113,11 @@ pub struct EngineCounters {
     pub buffer_read_bytes: u64,
     /// Node headers read alone (a node known by its pivots and descriptors only).
     pub headers_read: u64,
+    /// Checkpoints completed.
     pub checkpoints: u64,
+    /// Log commits (batches and transactions).
     pub commits: u64,
+    /// Writes that waited for the flusher because a root's buffers were over-full.
     pub backpressure_waits: u64,
     /// Transactions begun and not yet committed or aborted.
     pub active_txns: u64,
@@ -105,7 +125,9 @@ pub struct EngineCounters {
     pub open_snapshots: u64,
     /// Age of the oldest registered snapshot in milliseconds (0 with none).
     pub oldest_snapshot_age_ms: u64,
+    /// Transactions committed.
     pub txn_commits: u64,
+    /// Transactions aborted.
     pub txn_aborts: u64,
     /// Writes refused with `WriteConflict`.
     pub write_conflicts: u64,

@@ -77,6 +77,7 @@ impl Env {
         }
     }
 
+    /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.inner.dir
     }
@@ -86,6 +87,7 @@ impl Env {
         &self.inner
     }
 
+    /// The options the environment was opened with.
     pub fn options(&self) -> &EnvOptions {
         &self.inner.options
     }

@@ -10,13 +10,29 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// A tree node (block) by id, with the extent it was read from.
-    Block { node: u64, offset: u64, len: u64 },
+    Block {
+        /// The node's id.
+        node: u64,
+        /// Byte offset of its extent.
+        offset: u64,
+        /// Length of its extent.
+        len: u64,
+    },
     /// One of the two file headers (0 or 1).
-    Header { slot: u8 },
+    Header {
+        /// Which of the two.
+        slot: u8,
+    },
     /// The block translation table.
-    TranslationTable { offset: u64 },
+    TranslationTable {
+        /// Byte offset of the table.
+        offset: u64,
+    },
     /// A write-ahead log record at a byte offset in a log file.
-    LogRecord { offset: u64 },
+    LogRecord {
+        /// Byte offset of the record's frame.
+        offset: u64,
+    },
     /// Anything else, described.
     Other(String),
 }
@@ -48,8 +64,11 @@ pub enum Error {
     /// Bytes on disk are not what the engine wrote.
     #[error("corruption in {}: {location}: {reason}", file.display())]
     Corruption {
+        /// The file the bytes came from.
         file: PathBuf,
+        /// Where in the file.
         location: Location,
+        /// What was wrong with them.
         reason: String,
     },
     /// An earlier I/O error left the environment unable to guarantee durability.
@@ -67,8 +86,11 @@ pub enum Error {
     /// A key or value exceeds the engine's limit.
     #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
+        /// Which of them (key or value).
         what: &'static str,
+        /// Its length.
         len: usize,
+        /// The limit.
         max: usize,
     },
     /// The caller passed something the engine cannot accept.
@@ -80,12 +102,22 @@ pub enum Error {
     /// Another live transaction holds the key, or a commit newer than this transaction's
     /// snapshot wrote it (first writer wins). Nothing waits; abort and retry.
     #[error("write conflict on a key of tree {tree:?}: {reason}")]
-    WriteConflict { tree: String, reason: String },
+    WriteConflict {
+        /// The tree's name.
+        tree: String,
+        /// Who holds the key or when it was written.
+        reason: String,
+    },
     /// A transaction's write set would exceed the environment's limit
     /// (`EnvOptions::txn_limit`). The write is refused and the transaction stays open;
     /// retrying the same transaction meets the same limit.
     #[error("transaction too large: its writes would hold {bytes} bytes, the limit is {limit}")]
-    TransactionTooLarge { bytes: usize, limit: usize },
+    TransactionTooLarge {
+        /// What the write set would hold.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 impl Error {

@@ -50,21 +50,26 @@ impl TreeHandle {
         }
     }
 
+    /// The tree's name.
     pub fn name(&self) -> &str {
         self.tree.name()
     }
+    /// The tree's options.
     pub fn options(&self) -> &TreeOptions {
         self.tree.options()
     }
+    /// The newest committed value of `key`, if any.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.live().tree.get(key)
     }
+    /// Writes `key` = `value` as a batch of one.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let h = self.live();
         let mut b = WriteBatch::new();
         b.put(&h, key, value);
         h.env.write(b.ops, b.counts)
     }
+    /// Deletes `key` as a batch of one.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let h = self.live();
         let mut b = WriteBatch::new();
@@ -119,15 +124,19 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
+    /// An empty batch.
     pub fn new() -> Self {
         Self::default()
     }
+    /// Adds a put of `key` = `value` in `tree`.
     pub fn put(&mut self, tree: &TreeHandle, key: &[u8], value: &[u8]) {
         self.push(tree, key, Op::Put(value.to_vec()));
     }
+    /// Adds a delete of `key` in `tree`.
     pub fn delete(&mut self, tree: &TreeHandle, key: &[u8]) {
         self.push(tree, key, Op::Delete);
     }
+    /// Adds an update of `key` in `tree`, applied by the tree's merge callback.
     pub fn update(&mut self, tree: &TreeHandle, key: &[u8], payload: &[u8]) {
         self.push(tree, key, Op::Update(payload.to_vec()));
     }
@@ -138,9 +147,11 @@ impl WriteBatch {
     pub fn add_count(&mut self, tree: &TreeHandle, delta: i64) {
         self.counts.push((tree.live().tree.clone(), delta));
     }
+    /// Key operations in the batch.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
+    /// True when the batch holds no operation and no count change.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty() && self.counts.is_empty()
     }

@@ -39,7 +39,9 @@ pub(crate) type KeyOp = (Arc<Tree>, Vec<u8>, Op);
 /// Extras that are not plain options: the merge callback and, for tests, a fault injector.
 #[derive(Clone)]
 pub struct EnvHooks {
+    /// Applies update messages' payloads to values (`MergeFn`).
     pub merge: Arc<MergeFn>,
+    /// Fails or holds chosen writes and fsyncs (tests only).
     pub faults: Option<Arc<FaultInjector>>,
 }
 

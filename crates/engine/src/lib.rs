@@ -5,6 +5,8 @@
 //! it, the tree knows nothing of the log or of transactions; the environment (`env`)
 //! composes them. See `ARCHITECTURE.md`, `docs/format-*.md` and `docs/recovery.md`.
 
+#![warn(missing_docs)]
+
 mod background;
 pub mod block;
 mod bytes;

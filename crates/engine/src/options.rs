@@ -9,7 +9,9 @@ pub const MAX_KEY_OR_VALUE_BYTES: usize = 16 << 20;
 /// decoding needs no level) and, with its zstd level, in the tree's options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Stored as is.
     None,
+    /// lz4 block compression.
     Lz4,
     /// zstd at `RECORDED_AS_ZERO_ZSTD_LEVEL` (3): the level of every tree written before
     /// levels were recorded, whose options byte holds no level.
@@ -31,10 +33,12 @@ pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 /// The levels a tree may take: zstd's ordinary range (20-22 need windows of 32 MiB+ to
 /// gain anything over 19, and negative levels give less than lz4 here).
 pub const MIN_ZSTD_LEVEL: i32 = 1;
+/// The highest level a tree may take.
 pub const MAX_ZSTD_LEVEL: i32 = 19;
 
 impl Default for Compression {
     /// zstd at `DEFAULT_ZSTD_LEVEL`.
+    #[allow(clippy::expect_used, reason = "the default level is in range")]
     fn default() -> Self {
         Compression::zstd(DEFAULT_ZSTD_LEVEL).expect("the default level is in range")
     }
@@ -139,6 +143,7 @@ pub struct TreeOptions {
     pub read_page_bytes: usize,
     /// Children per internal node before it splits.
     pub fanout: usize,
+    /// The codec (and zstd level) of the tree's partitions.
     pub compression: Compression,
 }
 
@@ -216,6 +221,7 @@ pub struct EnvOptions {
     pub cache_bytes: usize,
     /// Defaults for trees created without explicit options.
     pub tree_defaults: TreeOptions,
+    /// When commits are fsynced.
     pub fsync: FsyncPolicy,
     /// Interval between background checkpoints; `None` checkpoints only when asked and at close.
     pub checkpoint_interval: Option<Duration>,

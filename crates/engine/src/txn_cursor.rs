@@ -37,20 +37,30 @@ impl TxnCursor {
         }
     }
 
+    /// True when the cursor is at an entry.
     pub fn valid(&self) -> bool {
         self.current.is_some()
     }
 
     /// Key at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn key(&self) -> &[u8] {
         &self.current.as_ref().expect("cursor is not positioned").0
     }
 
     /// Value at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn value(&self) -> &[u8] {
         &self.current.as_ref().expect("cursor is not positioned").1
     }
 
+    /// The key and value at the cursor, if it is at one.
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
         self.current
             .as_ref()
@@ -74,11 +84,13 @@ impl TxnCursor {
         self.settle(Dir::Backward, Bound::Included(key.to_vec()))
     }
 
+    /// Positions at the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.base.seek_to_first()?;
         self.settle(Dir::Forward, Bound::Unbounded)
     }
 
+    /// Positions at the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.base.seek_to_last()?;
         self.settle(Dir::Backward, Bound::Unbounded)
@@ -90,6 +102,10 @@ impl TxnCursor {
         reason = "a positioned cursor, not an iterator: next() can fail"
     )]
     pub fn next(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let (cur, _) = self.current.take().expect("next on an unpositioned cursor");
         if self.dir == Dir::Backward {
             self.base.seek(&cur)?;
@@ -102,6 +118,10 @@ impl TxnCursor {
 
     /// Moves to the previous entry (invalid before the first).
     pub fn prev(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let (cur, _) = self.current.take().expect("prev on an unpositioned cursor");
         if self.dir == Dir::Forward {
             self.base.seek_for_prev(&cur)?;

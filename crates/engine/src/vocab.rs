@@ -33,6 +33,7 @@ impl Ts {
         Ts(PROVISIONAL | txn)
     }
 
+    /// True for a transaction's provisional stamp, false for a commit timestamp.
     pub fn is_provisional(self) -> bool {
         self.0 & PROVISIONAL != 0
     }

@@ -3,6 +3,12 @@
 //! in). A renamed, removed or added module fails here until the map is brought up to date.
 //! It reads files only and never changes them.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::path::Path;
 
 fn root() -> std::path::PathBuf {

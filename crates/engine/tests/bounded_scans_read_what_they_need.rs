@@ -4,6 +4,12 @@
 //! bound is a hint: the cursor still returns every key, in order, past the bound as before
 //! it, the same as an unbounded cursor and a model.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, TreeHandle, TreeOptions, WriteBatch};
@@ -60,13 +66,11 @@ fn range(tree: &TreeHandle, from: u32, to: u32, bounded: bool) -> Vec<Vec<u8>> {
     c.seek(&key(from)).expect("seek");
     let mut got = Vec::new();
     while c.valid() && c.key() < &key(to)[..] {
-        assert_eq!(
-            c.value(),
-            &value(
-                u32::from_str_radix(std::str::from_utf8(&c.key()[3..]).expect("utf8"), 10)
-                    .expect("index")
-            )[..]
-        );
+        let i: u32 = std::str::from_utf8(&c.key()[3..])
+            .expect("utf8")
+            .parse()
+            .expect("index");
+        assert_eq!(c.value(), &value(i)[..]);
         got.push(c.key().to_vec());
         c.next().expect("next");
     }

@@ -5,6 +5,12 @@
 //! while the flusher flushed every over-full node it passed on its way to another: nodes
 //! below waiting for their turn kept taking in more, and buffers grew to 30x the node size.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::{Env, EnvOptions, TreeOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 

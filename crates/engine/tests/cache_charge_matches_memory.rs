@@ -11,6 +11,12 @@
 //! versions with room for four and every buffered key a list with room for four messages
 //! (0.67x after overwriting reopened data, a third of the memory uncharged).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};
 use shale_testkit::{live_bytes, CountingAlloc};
 

@@ -22,6 +22,12 @@
 //! The seed is printed on failure; rerun one with `SHALE_SEED=<seed>`. `SHALE_CRASH_KILLS`
 //! sets the number of kills (default 60).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeHandle, TreeOptions, Txn, WriteBatch};

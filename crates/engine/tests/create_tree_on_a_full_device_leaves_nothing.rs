@@ -2,6 +2,12 @@
 //! the next tree, which gets the same id, is created, and a reopen agrees (R7). Before,
 //! the leftover file made every later `create_tree` fail with "File exists".
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions};

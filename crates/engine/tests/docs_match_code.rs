@@ -2,6 +2,12 @@
 //! code cites exists in the documents, and the documents name the formats' magic numbers and
 //! versions as the code defines them.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {

@@ -11,6 +11,12 @@
 //! `tree/writeback.rs`: here, after the failure, whether a read gets its value or the
 //! eviction's error depends on timing.)
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::{Env, EnvOptions, TreeOptions, WriteBatch};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;

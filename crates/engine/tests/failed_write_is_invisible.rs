@@ -4,6 +4,12 @@
 //! it is still read (collection never passes the durable position), and a reopened
 //! environment agrees.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, FsyncPolicy, WriteBatch};

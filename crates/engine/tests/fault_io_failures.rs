@@ -13,6 +13,12 @@
 //!
 //! Seeds are printed on failure; rerun one with `SHALE_SEED=<seed>`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Env, EnvHooks, EnvOptions, Error, Fault, FaultInjector, WriteBatch};

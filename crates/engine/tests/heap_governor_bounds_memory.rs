@@ -7,6 +7,12 @@
 //! cache does not see) + `dirty`, which grows a little at every reading and falls to zero on
 //! release — so the test knows exactly what the governor should decide.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, HeapProbe, HeapSample, TreeHandle, WriteBatch};

@@ -14,6 +14,12 @@
 //! consumes the environment and its counters. The kernel's bytes outside the window (open +
 //! create_tree, with the catalog; close) are printed for reference.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use shale_engine::{Env, EnvOptions, FsyncPolicy, TreeOptions, WriteBatch};

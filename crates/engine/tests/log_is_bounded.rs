@@ -2,6 +2,12 @@
 //! one passes `checkpoint_log_bytes`, whatever the interval, and each checkpoint (a clean
 //! close's too) leaves only the log after its redo point, not the rest of a 64 MiB file.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use common::log_bytes;

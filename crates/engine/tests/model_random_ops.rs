@@ -2,6 +2,12 @@
 //! flushes, splits, merges, evictions, checkpoints and close/reopen happen in every run.
 //! The seed is printed on failure; rerun one with `SHALE_SEED=<seed>`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Env, EnvOptions, TreeHandle, WriteBatch};

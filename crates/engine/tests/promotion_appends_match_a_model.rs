@@ -6,6 +6,12 @@
 //! root, evictions and flushes happen throughout. The seed is printed on failure; rerun one
 //! with `SHALE_SEED=<seed>`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use rand::rngs::StdRng;

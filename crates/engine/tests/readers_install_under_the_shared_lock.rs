@@ -7,6 +7,12 @@
 //! is dropped the cache's charge must come back to exactly where it was: a basement
 //! installed twice, or charged without being installed, would leave a difference.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::{Env, EnvOptions, TreeOptions, WriteBatch};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

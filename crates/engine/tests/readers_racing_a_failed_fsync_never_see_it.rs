@@ -4,6 +4,12 @@
 //! environment is reopened in place. A commit whose fsync succeeds becomes visible once it
 //! returns, so a writer reads its own write.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, FaultInjector, FsyncPolicy, TreeHandle, WriteBatch};

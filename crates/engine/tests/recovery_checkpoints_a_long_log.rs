@@ -5,6 +5,12 @@
 //! log shrinks to what follows that checkpoint and the next crash replays little; a short
 //! recovery leaves the timed schedule alone.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use common::log_bytes;

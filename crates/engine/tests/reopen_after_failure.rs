@@ -5,6 +5,12 @@
 //! durable end when its write fails (W11), so whole frames a short write left behind are
 //! not replayed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, FaultInjector, FsyncPolicy, WriteBatch};

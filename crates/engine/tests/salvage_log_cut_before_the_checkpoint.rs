@@ -4,6 +4,12 @@
 //! checkpoint holds is there, and new writes — to the same keys, so their versions must
 //! stack above the checkpoint's (E1, M1) — are accepted, read back and survive a crash.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::salvage;
 use shale_engine::{add_i64_merge, Env, EnvOptions, MergeFn};
 use std::sync::Arc;

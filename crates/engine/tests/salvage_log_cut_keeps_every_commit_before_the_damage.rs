@@ -4,6 +4,12 @@
 //! names the file and offset; `repair` cuts the log there, and after it every commit before
 //! the damaged record is there whole and nothing after it is — never part of a commit (R1).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use shale_engine::salvage;
 use shale_engine::{add_i64_merge, Env, EnvOptions, WriteBatch};
 use std::sync::Arc;

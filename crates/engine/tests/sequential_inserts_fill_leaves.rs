@@ -3,6 +3,12 @@
 //! fill needs clearly fewer leaves than the same keys inserted in random order (whose even
 //! splits leave leaves about two-thirds full), and every key reads back.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use rand::seq::SliceRandom;

@@ -3,6 +3,12 @@
 //! smaller still at a high zstd level; the figures and the level survive a reopen, and data
 //! written at any level reads back.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use common::tiny_options;

@@ -4,6 +4,12 @@
 //! cursors. Every reader sees the constant total, however long its scan runs while commits,
 //! flushes, evictions and checkpoints go on.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use rand::{Rng, SeedableRng};

@@ -2,6 +2,12 @@
 //! on `WriteConflict`, lose no update: the final counters equal the number of commits. Tiny
 //! nodes and cache so flushes, splits and evictions run under the contention.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, Error, TreeHandle};

@@ -6,6 +6,12 @@
 //! then committed (redone whole, an increment counted once) or not (gone). Tiny nodes, so
 //! the provisional versions are flushed into leaves, written and read back.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, TreeHandle};

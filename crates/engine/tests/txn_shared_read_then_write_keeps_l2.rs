@@ -5,6 +5,12 @@
 //! transaction overwrote a version it never saw (a lost update the snapshot-isolation model
 //! test found).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, Error, TreeHandle};

@@ -15,6 +15,12 @@
 //! whether a key existed), and the engine's O(1) `count` must equal the committed model's size
 //! after every step, through commits, aborts, checkpoints and recovery.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{add_i64_merge, Env, Error, TreeHandle, Txn, WriteBatch};

@@ -4,6 +4,12 @@
 //! of one key do not add up, and the default limit still takes a 16 MiB value with a tiny
 //! cache.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 mod common;
 
 use shale_engine::{Env, EnvOptions, Error, MIN_TXN_MAX_BYTES};

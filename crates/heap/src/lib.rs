@@ -14,6 +14,8 @@
 //!
 //! The engine stays allocator-agnostic: it sees only the probe's trait.
 
+#![warn(missing_docs)]
+
 use shale_engine::{HeapProbe, HeapSample};
 
 /// jemalloc settings for binaries that use it with this engine (`shale`, `shale-bench`):

@@ -101,6 +101,10 @@ impl AlignedBuf {
         self.len = len;
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "PAGE_SIZE is a power of two and capacities are far below isize::MAX"
+    )]
     fn layout(capacity: usize) -> Layout {
         Layout::from_size_align(capacity, PAGE_SIZE).expect("page-aligned layout is valid")
     }

@@ -20,6 +20,7 @@ pub enum Category {
 }
 
 impl Category {
+    /// Every category, in the order of their counter slots.
     pub const ALL: [Category; 5] = [
         Category::Log,
         Category::Checkpoint,
@@ -62,20 +63,30 @@ pub struct IoStats {
 /// A snapshot of one category's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CategoryCounters {
+    /// Read calls issued.
     pub read_calls: u64,
+    /// Bytes read, alignment padding included.
     pub read_bytes: u64,
+    /// Write calls issued.
     pub write_calls: u64,
+    /// Bytes written, alignment padding included.
     pub write_bytes: u64,
+    /// fsync (or fdatasync) calls issued.
     pub fsyncs: u64,
 }
 
 /// A snapshot of all counters, by category.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IoCounters {
+    /// Write-ahead log appends and recovery's log reads.
     pub log: CategoryCounters,
+    /// What checkpoints wrote.
     pub checkpoint: CategoryCounters,
+    /// Dirty nodes written to make room in the cache.
     pub eviction: CategoryCounters,
+    /// Reads that served lookups, cursors and writes.
     pub user_read: CategoryCounters,
+    /// Everything else (file headers, verification, recovery's tree reads).
     pub meta: CategoryCounters,
 }
 

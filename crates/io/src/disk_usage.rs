@@ -10,7 +10,9 @@ use std::path::Path;
 /// The size of a file system and what of it an unprivileged writer may still use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FsSpace {
+    /// The file system's size.
     pub total_bytes: u64,
+    /// What an unprivileged writer may still use (`f_bavail`).
     pub available_bytes: u64,
 }
 

@@ -14,25 +14,36 @@ pub enum Error {
     /// The OS returned an error.
     #[error("{op} on {} at offset {offset}: {source}", path.display())]
     Os {
+        /// The file.
         path: PathBuf,
+        /// The operation that failed (`pread`, `fsync`, ...).
         op: &'static str,
+        /// Where in the file.
         offset: u64,
+        /// What the OS said.
         #[source]
         source: std::io::Error,
     },
     /// The fault injector failed this operation on purpose (tests only).
     #[error("injected fault: {op} on {} at offset {offset}", path.display())]
     Injected {
+        /// The file.
         path: PathBuf,
+        /// The operation the injector failed.
         op: &'static str,
+        /// Where in the file.
         offset: u64,
     },
     /// The file ended before the requested extent did.
     #[error("short read on {} at offset {offset}: wanted {wanted} bytes, file has {got}", path.display())]
     ShortRead {
+        /// The file.
         path: PathBuf,
+        /// Where the read started.
         offset: u64,
+        /// Bytes asked for.
         wanted: usize,
+        /// Bytes the read returned from `offset` on.
         got: usize,
     },
 }

@@ -11,15 +11,31 @@ use std::sync::{Condvar, Mutex};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// The `after`-th write fails with nothing written.
-    FailWrite { after: u64 },
+    FailWrite {
+        /// Which write, counting from 1.
+        after: u64,
+    },
     /// The `after`-th fsync fails.
-    FailSync { after: u64 },
+    FailSync {
+        /// Which fsync, counting from 1.
+        after: u64,
+    },
     /// The `after`-th write stores only its first `keep_bytes` bytes, then fails.
-    TornWrite { after: u64, keep_bytes: usize },
+    TornWrite {
+        /// Which write, counting from 1.
+        after: u64,
+        /// How many of its bytes reach the file.
+        keep_bytes: usize,
+    },
     /// The `after`-th write stores only its first `keep_bytes` bytes, then fails with
     /// ENOSPC (os error 28), as on a device that filled up mid-write. Unlike the others it
     /// does not stick: later calls proceed, as after the space is freed again.
-    NoSpace { after: u64, keep_bytes: usize },
+    NoSpace {
+        /// Which write, counting from 1.
+        after: u64,
+        /// How many of its bytes reach the file.
+        keep_bytes: usize,
+    },
 }
 
 /// What the file layer should do with one write call.
@@ -67,7 +83,12 @@ pub struct FaultInjector {
     hold_changed: Condvar,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a lock here is poisoned only by a test's assert failing while it is held; failing again is right"
+)]
 impl FaultInjector {
+    /// An injector with `fault` planned from the start.
     pub fn new(fault: Fault) -> Self {
         FaultInjector {
             plan: Mutex::new(Some(fault)),

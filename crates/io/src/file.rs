@@ -113,6 +113,7 @@ impl DataFile {
         })
     }
 
+    /// The path the file was opened at.
     pub fn path(&self) -> &Path {
         &self.path
     }

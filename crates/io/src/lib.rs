@@ -7,6 +7,8 @@
 //!
 //! It must never interpret the bytes it moves: formats belong to the engine.
 
+#![warn(missing_docs)]
+
 mod aligned;
 mod counters;
 mod disk_usage;

@@ -233,6 +233,10 @@ pub fn handle_message(ctx: &ConnectionCtx, whole: &[u8]) -> Result<Option<Vec<u8
 }
 
 /// Decodes and runs one message; returns the encoded reply, or `None` when none is due.
+#[allow(
+    clippy::expect_used,
+    reason = "decode_op_compressed rebuilds a whole, in-bounds header at the message's start"
+)]
 fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8>> {
     if header.op_code != OpCode::Compressed {
         return handle_plain(ctx, header, whole).map(|r| r.bytes);

@@ -24,7 +24,9 @@ pub const FAIL_GET_MORE: &str = "failGetMoreAfterCursorCheckout";
 /// When a fail point fires (mongod's `FailPoint::Mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Never fires.
     Off,
+    /// Fires for every matching command.
     AlwaysOn,
     /// Fires for the next `n` matching commands, then turns itself off.
     Times(i64),
@@ -88,7 +90,9 @@ pub struct FailPoints {
 /// blocks or fails the command) or the one after (it adds a `writeConcernError`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Check {
+    /// Before the command runs.
     Before,
+    /// After it ran.
     After,
 }
 

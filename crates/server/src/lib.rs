@@ -2,6 +2,8 @@
 //! (`wire`), runs commands (`commands`) against the embeddable database, and replies. It
 //! owns no storage: everything persistent goes through `shale_db`.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod command;
 pub mod commands;
@@ -146,7 +148,9 @@ impl ServerConfig {
 /// What every command handler may use: the database and who is asking.
 #[derive(Debug, Clone)]
 pub struct ConnectionCtx {
+    /// The database.
     pub db: Arc<Database>,
+    /// The connection's id (its number in logs and `currentOp`).
     pub connection_id: u64,
     /// The client's address as this server sees it (`whatsmyuri`).
     pub peer: SocketAddr,
@@ -188,6 +192,7 @@ pub struct ConnectionCtx {
 }
 
 impl ConnectionCtx {
+    /// A context for connection `connection_id` from `peer`.
     pub fn new(
         db: Arc<Database>,
         connection_id: u64,

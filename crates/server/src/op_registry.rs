@@ -31,6 +31,7 @@ pub struct OpRegistry {
 /// One connection's operation in flight, if any.
 #[derive(Debug)]
 pub struct OpSlot {
+    /// The connection's id.
     pub connection_id: u64,
     /// The client's address (`host:port`).
     pub client: String,
@@ -44,7 +45,9 @@ pub struct OpSlot {
 /// Who is on a connection: its handshake's application name and its logged-in users.
 #[derive(Debug, Clone, Default)]
 pub struct SlotOwner {
+    /// The application name the handshake gave, if any.
     pub app_name: Arc<Mutex<Option<String>>>,
+    /// The connection's logged-in users.
     pub auth: Arc<Mutex<AuthSession>>,
 }
 
@@ -61,22 +64,30 @@ struct Running {
 /// A copy of one connection's state, as `currentOp` reports it.
 #[derive(Debug, Clone)]
 pub struct OpView {
+    /// The connection's id.
     pub connection_id: u64,
+    /// The client's address (`host:port`).
     pub client: String,
+    /// The application name the handshake gave, if any.
     pub app_name: Option<String>,
     /// The users logged in on the connection.
     pub users: Vec<UserName>,
+    /// The operation running, if any.
     pub active: Option<ActiveOp>,
 }
 
 /// An operation in flight.
 #[derive(Debug, Clone)]
 pub struct ActiveOp {
+    /// Its operation id (`opid`).
     pub opid: u32,
+    /// The database it runs on.
     pub db: String,
     /// The command's body as it came (a valid BSON document: it was one when copied).
     pub command: Vec<u8>,
+    /// How long it has run.
     pub running_micros: u64,
+    /// True once `killOp` asked it to stop.
     pub killed: bool,
 }
 

@@ -57,10 +57,12 @@ impl RamLog {
         [&GLOBAL, &STARTUP_WARNINGS]
     }
 
+    /// The ring of that name (`global`, `startupWarnings`).
     pub fn by_name(name: &str) -> Option<&'static RamLog> {
         RamLog::all().into_iter().find(|l| l.name == name)
     }
 
+    /// The ring's name.
     pub fn name(&self) -> &'static str {
         self.name
     }

@@ -40,7 +40,9 @@ pub const DEFAULT_MAX_SESSIONS: usize = 1_000_000;
 /// A logical session's identity: `lsid.id` and the digest of its user's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Lsid {
+    /// `lsid.id`, as the client sent it.
     pub id: bson::Uuid,
+    /// The digest of the name of the user who uses it.
     pub uid: UserDigest,
 }
 
@@ -101,7 +103,9 @@ pub struct Session {
 /// When a session was last used: a monotonic time for expiry, a wall-clock one to report.
 #[derive(Debug, Clone, Copy)]
 pub struct LastUse {
+    /// For expiry.
     pub at: Instant,
+    /// To report.
     pub wall: bson::DateTime,
 }
 
@@ -119,6 +123,7 @@ impl LastUse {
 pub struct SessionState {
     /// The highest `txnNumber` the session has started, or `NO_TXN_NUMBER`.
     pub txn_number: i64,
+    /// Where that transaction stands.
     pub phase: TxnPhase,
     /// Client cursors the transaction opened (namespace, id): closed when it ends, as
     /// mongod closes them, since they hold its uncommitted reads.
@@ -132,7 +137,9 @@ pub enum TxnPhase {
     None,
     /// Open in the database (which may have killed it since: DDL, the lifetime limit).
     InProgress(UserTxn),
+    /// Committed.
     Committed,
+    /// Aborted.
     Aborted,
     /// The number belongs to a retryable write (`commands/retryable_writes.rs`).
     RetryableWrite,
@@ -152,6 +159,7 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The session's id (`lsid.id`).
     pub fn id(&self) -> bson::Uuid {
         self.key.id
     }
@@ -161,6 +169,7 @@ impl Session {
         self.key
     }
 
+    /// When the session was last used.
     pub fn last_use(&self) -> LastUse {
         *self.last_use.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -341,6 +350,7 @@ impl SessionTable {
         self.lock().len()
     }
 
+    /// True when the table holds no session.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

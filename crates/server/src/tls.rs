@@ -53,6 +53,7 @@ impl TlsMode {
 /// The TLS options as given.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TlsSettings {
+    /// `tlsMode`.
     pub mode: TlsMode,
     /// `tlsCertificateKeyFile`: the server's certificate chain and private key, PEM.
     pub certificate_key_file: Option<PathBuf>,
@@ -66,7 +67,9 @@ pub struct TlsSettings {
 /// TLS as the server runs it: the mode and, unless disabled, the rustls configuration.
 #[derive(Debug, Clone)]
 pub struct Tls {
+    /// `tlsMode`.
     pub mode: TlsMode,
+    /// The rustls configuration handshakes use.
     pub config: Arc<rustls::ServerConfig>,
 }
 
@@ -74,19 +77,45 @@ pub struct Tls {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TlsError {
+    /// The mode needs a certificate and key file and none was given.
     #[error("tlsMode {0} needs tlsCertificateKeyFile (the server's certificate and key, PEM)")]
     NoCertificateKeyFile(&'static str),
+    /// A TLS option was given with TLS disabled.
     #[error("{option} is set but tlsMode is disabled")]
-    OptionWithoutTls { option: &'static str },
+    OptionWithoutTls {
+        /// The option's name.
+        option: &'static str,
+    },
+    /// A PEM file could not be read or parsed.
     #[error("cannot read {path}: {message}")]
-    Pem { path: PathBuf, message: String },
+    Pem {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A PEM file lacks what it must hold.
     #[error("{path} holds no {what}")]
-    Missing { path: PathBuf, what: &'static str },
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// What it lacks (a certificate, a private key).
+        what: &'static str,
+    },
+    /// The CA file's certificates are unusable.
     #[error("the CA file {path}: {message}")]
-    BadCa { path: PathBuf, message: String },
+    BadCa {
+        /// The CA file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// rustls refused the certificate and key.
     #[error("the certificate and key in {path}: {source}")]
     Rustls {
+        /// The certificate and key file.
         path: PathBuf,
+        /// What rustls said.
         #[source]
         source: rustls::Error,
     },

@@ -74,6 +74,7 @@ fn event_of(name: &str) -> (usize, bool) {
 pub struct Active(bool);
 
 impl Active {
+    /// Counts a command `name` as running until the guard drops.
     pub fn start(name: &str) -> Active {
         let writes = event_of(name).1;
         let counter = if writes {

@@ -5,6 +5,8 @@
 //!
 //! Only ever a dev-dependency: nothing here is fit for production code.
 
+#![warn(missing_docs)]
+
 mod alloc;
 mod engine;
 mod rng;

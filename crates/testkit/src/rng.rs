@@ -31,6 +31,10 @@ impl Rng {
 }
 
 /// `SHALE_SEED` alone when set (to replay a failure), else `default_count` random seeds.
+#[allow(
+    clippy::expect_used,
+    reason = "a test setting: a SHALE_SEED that is not a number stops the run loudly"
+)]
 pub fn seeds(default_count: usize) -> Vec<u64> {
     match std::env::var("SHALE_SEED") {
         Ok(s) => vec![s.parse().expect("SHALE_SEED is a number")],

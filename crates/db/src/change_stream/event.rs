@@ -63,15 +63,23 @@ pub enum UpdateKind {
 /// One change event before rendering.
 #[derive(Debug, Clone)]
 pub struct Change {
+    /// The event's resume token (`_id`).
     pub token: ResumeToken,
+    /// `operationType` (`insert`, `update`, `drop`, ...).
     pub operation: &'static str,
+    /// `wallTime`.
     pub wall: RawBson,
     /// `(db, coll)`; `coll` empty for `dropDatabase`; `None` for `invalidate`.
     pub ns: Option<(String, String)>,
+    /// A rename's target `(db, coll)`.
     pub to: Option<(String, String)>,
+    /// `fullDocument`, when the event carries one.
     pub full_document: Option<RawDocumentBuf>,
+    /// `documentKey` (`{_id}`).
     pub document_key: Option<RawDocumentBuf>,
+    /// An update's `updateDescription`.
     pub update_description: Option<RawDocumentBuf>,
+    /// How the update entry became this event.
     pub update_kind: UpdateKind,
     /// `(txnNumber, lsid)` of a transaction's event.
     pub txn: Option<(i64, RawDocumentBuf)>,

@@ -12,7 +12,9 @@ use shale_doc::{type_name, ErrorCode, MongoError};
 /// `fullDocument`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FullDocument {
+    /// Only inserts and replacements carry `fullDocument`.
     Default,
+    /// Updates carry the document as it is when the event is read.
     UpdateLookup,
     /// Post-images: no collection here can keep them (`create`/`collMod` refuse
     /// `changeStreamPreAndPostImages`), so an update's `fullDocument` is null.
@@ -24,8 +26,11 @@ pub enum FullDocument {
 /// `fullDocumentBeforeChange` (pre-images: never kept here, as for `FullDocument`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BeforeChange {
+    /// No `fullDocumentBeforeChange`.
     Off,
+    /// The pre-image when one is kept, else null.
     WhenAvailable,
+    /// The pre-image; an event without one fails.
     Required,
 }
 
@@ -45,9 +50,13 @@ pub enum Start {
 /// A parsed `$changeStream` stage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeStreamSpec {
+    /// Where the stream starts.
     pub start: Start,
+    /// `fullDocument`.
     pub full_document: FullDocument,
+    /// `fullDocumentBeforeChange`.
     pub before_change: BeforeChange,
+    /// `allChangesForCluster`: the stream watches every database.
     pub all_changes_for_cluster: bool,
     /// DDL events beyond drop/rename, `collectionUUID`, `operationDescription`,
     /// `disambiguatedPaths`.

@@ -90,6 +90,7 @@ impl ResumeToken {
         }
     }
 
+    /// The token's cluster time.
     pub fn cluster_time(&self) -> Timestamp {
         Timestamp {
             time: (self.ts >> 32) as u32,
@@ -97,10 +98,12 @@ impl ResumeToken {
         }
     }
 
+    /// True for an event's token, false for a high-water mark.
     pub fn is_event(&self) -> bool {
         self.event
     }
 
+    /// True for the token of an `invalidate` event (for `startAfter`).
     pub fn from_invalidate(&self) -> bool {
         self.from_invalidate
     }

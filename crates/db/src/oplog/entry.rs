@@ -19,24 +19,38 @@ pub const OPLOG_VERSION: i64 = 2;
 pub enum Op {
     /// `i`: a document inserted (`o` the document, `o2` its key `{_id}`).
     Insert {
+        /// The document (`o`).
         doc: RawDocumentBuf,
+        /// Its key (`o2`).
         key: RawDocumentBuf,
     },
     /// `u`: a document updated (`o` the update: a `$v: 2` diff or a replacement; `o2`
     /// its key).
     Update {
+        /// The update (`o`).
         update: RawDocumentBuf,
+        /// The document's key (`o2`).
         key: RawDocumentBuf,
     },
     /// `d`: a document deleted (`o` its key).
-    Delete { key: RawDocumentBuf },
+    Delete {
+        /// The document's key (`o`).
+        key: RawDocumentBuf,
+    },
     /// `c`: a command (`create`, `drop`, `applyOps`, ...), `ns` is `<db>.$cmd`.
-    Command { command: RawDocumentBuf },
+    Command {
+        /// The command document (`o`).
+        command: RawDocumentBuf,
+    },
     /// `n`: a no-op (`o`: `{msg}`), e.g. "new primary" after an election.
-    Noop { msg: String },
+    Noop {
+        /// The message (`o.msg`).
+        msg: String,
+    },
 }
 
 impl Op {
+    /// The `op` field's code (`i`, `u`, `d`, `c`, `n`).
     pub fn code(&self) -> &'static str {
         match self {
             Op::Insert { .. } => "i",
@@ -51,7 +65,9 @@ impl Op {
 /// An optime: the entry's timestamp and the term it was written in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpTime {
+    /// The entry's timestamp.
     pub ts: Timestamp,
+    /// The term it was written in.
     pub term: i64,
 }
 
@@ -65,6 +81,7 @@ impl OpTime {
         term: -1,
     };
 
+    /// `{ts, t}`, as entries and replies show it.
     pub fn document(&self) -> Document {
         doc! {"ts": self.ts, "t": self.term}
     }
@@ -82,6 +99,7 @@ impl OpTime {
 pub struct SessionInfo {
     /// `lsid` as the client sent it (`{id: UUID}`, plus `uid` when authenticated).
     pub lsid: RawDocumentBuf,
+    /// `txnNumber`.
     pub txn_number: i64,
     /// The statement's id; `None` for a transaction's `applyOps` entry.
     pub stmt_id: Option<i32>,
@@ -113,6 +131,7 @@ pub fn lsid_document(id: [u8; 16], uid: [u8; 32]) -> RawDocumentBuf {
 /// One operation on a namespace: an entry's subject, or an element of `applyOps`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
+    /// What the operation does.
     pub op: Op,
     /// `<db>.<collection>`, or `<db>.$cmd` for commands; empty for a no-op.
     pub ns: String,

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 /// The oplog's namespace.
 pub const OPLOG_DB: &str = "local";
+/// The oplog's collection, in `OPLOG_DB`.
 pub const OPLOG_COLL: &str = "oplog.rs";
 
 /// Where `ts` and the term come from (the replica set's logical clock, `server/repl`).
@@ -52,7 +53,9 @@ pub(crate) enum Shape<'a> {
 /// The newest entry readers may see: its optime and wall time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LastEntry {
+    /// Its optime.
     pub at: OpTime,
+    /// Its wall time.
     pub wall: bson::DateTime,
 }
 

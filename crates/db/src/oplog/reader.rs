@@ -42,16 +42,22 @@ enum Position {
 /// What a read of the oplog asks.
 #[derive(Default)]
 pub struct OplogRead {
+    /// The filter, if any.
     pub matcher: Option<Matcher>,
+    /// The projection, if any.
     pub projection: Option<Projection>,
+    /// In `ts` order (`$natural: 1`); else newest first.
     pub forward: bool,
+    /// A tailable cursor: it stays open when it runs dry.
     pub tailable: bool,
     /// A tailable read's `getMore` waits for entries (`awaitData`).
     pub await_data: bool,
     /// Entries at or after this `ts` only (a filter's `ts: {$gte|$gt|$eq: T}`; the matcher
     /// still applies the exact condition).
     pub from: Option<Timestamp>,
+    /// Entries to skip.
     pub skip: u64,
+    /// Entries to return at most.
     pub limit: Option<u64>,
 }
 

@@ -228,6 +228,10 @@ impl Sum {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "each match arm's guard checked that the conversion succeeds"
+    )]
     fn total(&self) -> Bson {
         match self.width {
             Width::Int if i32::try_from(self.integers).is_ok() => {

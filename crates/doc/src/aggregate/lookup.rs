@@ -50,6 +50,7 @@ pub struct MemoryCollections {
 }
 
 impl MemoryCollections {
+    /// No collections.
     pub fn new() -> Self {
         Self::default()
     }

@@ -104,6 +104,7 @@ pub struct Prefix<'p> {
     pub sort: Option<&'p RawDocument>,
     /// Documents to skip after sorting (0 when there is no `$skip`).
     pub skip: u64,
+    /// Documents to return after skipping (`None` when there is no `$limit`).
     pub limit: Option<u64>,
     /// How many leading stages the fields above stand for; `run_from(stages, ..)` runs the rest.
     pub stages: usize,
@@ -313,10 +314,12 @@ impl Pipeline {
         Ok(Pipeline { stages })
     }
 
+    /// Number of stages.
     pub fn len(&self) -> usize {
         self.stages.len()
     }
 
+    /// True for a pipeline with no stage.
     pub fn is_empty(&self) -> bool {
         self.stages.is_empty()
     }

@@ -126,6 +126,7 @@ fn add_level(
             }
             v => Node::Computed(Expr::parse_in(v, vars)?),
         };
+        #[allow(clippy::expect_used, reason = "split() yields at least one part")]
         let (last, parents) = path.split_last().expect("split yields a part");
         let mut tree = &mut inclusion.tree;
         for part in parents {

@@ -170,6 +170,10 @@ fn show(d: &RawDocument) -> String {
 
 /// Add `expr` at `path`; overlapping paths were refused before, so the way is clear.
 fn insert(tree: &mut Tree, path: &[String], expr: Expr) {
+    #[allow(
+        clippy::expect_used,
+        reason = "field paths are never empty (parse refuses empty ones)"
+    )]
     let (first, rest) = path.split_first().expect("field paths are never empty");
     if rest.is_empty() {
         tree.children.push((first.clone(), Node::Expr(expr)));

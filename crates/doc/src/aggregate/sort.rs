@@ -245,6 +245,10 @@ fn descend<'a>(
 
 /// The smallest (ascending) or largest (descending) of the values found.
 fn pick<'a>(found: &[RawBsonRef<'a>], descending: bool) -> Result<RawBsonRef<'a>, MongoError> {
+    #[allow(
+        clippy::expect_used,
+        reason = "callers pass only the non-empty values collect found"
+    )]
     let mut best = *found.first().expect("collect finds at least one value");
     for candidate in &found[1..] {
         let ord = compare_raw_values(*candidate, best).map_err(bson_error)?;

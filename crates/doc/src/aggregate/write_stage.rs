@@ -24,23 +24,31 @@ use crate::{ErrorCode, MongoError};
 /// another one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteTarget {
+    /// The database, when not the aggregation's own.
     pub db: Option<String>,
+    /// The collection.
     pub coll: String,
 }
 
 /// A parsed `$out` or `$merge`.
 #[derive(Debug, Clone)]
 pub enum WriteStage {
+    /// `$out`: the target collection is replaced by the results.
     Out(WriteTarget),
+    /// `$merge`: the results are merged into the target.
     Merge(Box<MergeSpec>),
 }
 
 /// `$merge`'s `whenMatched`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WhenMatched {
+    /// The result replaces the matched document.
     Replace,
+    /// The matched document is kept as it is.
     KeepExisting,
+    /// The result's fields are merged into the matched document.
     Merge,
+    /// The stage fails.
     Fail,
     /// An update pipeline applied to the matched document (its stages as given).
     Pipeline(Vec<Document>),
@@ -49,18 +57,24 @@ pub enum WhenMatched {
 /// `$merge`'s `whenNotMatched`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenNotMatched {
+    /// The result is inserted.
     Insert,
+    /// The result is dropped.
     Discard,
+    /// The stage fails.
     Fail,
 }
 
 /// A parsed `$merge`.
 #[derive(Debug, Clone)]
 pub struct MergeSpec {
+    /// The target collection.
     pub into: WriteTarget,
     /// The fields that identify a target document: `["_id"]` unless `on` is given.
     pub on: Vec<String>,
+    /// What happens to a result that matches a target document.
     pub when_matched: WhenMatched,
+    /// What happens to a result that matches none.
     pub when_not_matched: WhenNotMatched,
     /// The `let` variables, evaluated per source document (`{new: "$$ROOT"}` by default).
     lets: Vec<(String, Expr)>,

@@ -84,6 +84,10 @@ impl Element {
 }
 
 /// The collation key of `s` under `c` (see the file header).
+#[allow(
+    clippy::expect_used,
+    reason = "a byte plus one is at most U+0100, a valid char"
+)]
 pub(super) fn collation_key(c: &Collation, s: &str) -> String {
     let decomposed: Vec<char> = s.nfd().collect();
     let elements = elements(c, &decomposed);
@@ -161,6 +165,10 @@ fn char_elements(c: &Collation, ch: char, out: &mut Vec<Element>) {
     out.push(Element::base((group << 24) | rank, Case::Lower, variable));
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the weight is at most 0x0700 + 0x7FF, below 0x0F00"
+)]
 fn mark_secondary(ch: char) -> u16 {
     let cp = u32::from(ch);
     let w = if (0x300..0x370).contains(&cp) {

@@ -27,8 +27,11 @@ use crate::{ErrorCode, MongoError};
 /// Which of upper and lower case sorts first at the tertiary (or case) level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaseFirst {
+    /// Neither: ordered as the locale orders them.
     Off,
+    /// Upper case first.
     Upper,
+    /// Lower case first.
     Lower,
 }
 
@@ -36,29 +39,41 @@ pub enum CaseFirst {
 /// the quaternary level (`Shifted`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Alternate {
+    /// Spaces and punctuation are base characters.
     NonIgnorable,
+    /// Spaces and punctuation are ignored below the quaternary level.
     Shifted,
 }
 
 /// Which characters `Alternate::Shifted` ignores: spaces and punctuation, or spaces only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MaxVariable {
+    /// Spaces and punctuation.
     Punct,
+    /// Spaces only.
     Space,
 }
 
 /// A non-simple collation (`locale: "simple"` parses to no collation at all).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Collation {
+    /// The ICU locale (`en`, `fr_CA`, ...).
     pub locale: String,
     /// 1 (base letters) to 5 (identical).
     pub strength: u8,
+    /// `caseLevel`: case compared at a level of its own.
     pub case_level: bool,
+    /// `caseFirst`.
     pub case_first: CaseFirst,
+    /// `numericOrdering`: digit runs compared as numbers.
     pub numeric_ordering: bool,
+    /// `alternate`.
     pub alternate: Alternate,
+    /// `maxVariable`.
     pub max_variable: MaxVariable,
+    /// `normalization`: strings decomposed before comparison.
     pub normalization: bool,
+    /// `backwards`: secondary differences compared from the end (French).
     pub backwards: bool,
 }
 

@@ -141,6 +141,10 @@ fn all_elem_match(field: &str, entries: &[RawBsonRef<'_>]) -> Result<Vec<Node>, 
         let (RawBsonRef::Document(d), Some("$elemMatch")) = (*entry, first_key(*entry)) else {
             return Err(bad_value("$all/$elemMatch has to be consistent"));
         };
+        #[allow(
+            clippy::expect_used,
+            reason = "first_key() just found $elemMatch as the first key"
+        )]
         let arg = d
             .get("$elemMatch")
             .map_err(bson_error)?

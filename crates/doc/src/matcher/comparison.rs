@@ -30,10 +30,15 @@ use crate::MongoError;
 /// The ordering test of a comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareOp {
+    /// `$eq`.
     Eq,
+    /// `$gt`.
     Gt,
+    /// `$gte`.
     Gte,
+    /// `$lt`.
     Lt,
+    /// `$lte`.
     Lte,
 }
 
@@ -56,13 +61,16 @@ impl CompareOp {
 /// `value <op> argument`.
 #[derive(Debug, Clone)]
 pub struct Compare {
+    /// The operator.
     pub op: CompareOp,
     /// Collated already when `collation` is set.
     pub argument: RawBson,
+    /// The collation strings are compared under, if any.
     pub collation: Option<Arc<Collation>>,
 }
 
 impl Compare {
+    /// `value == argument`, under no collation.
     pub fn eq(argument: RawBsonRef<'_>) -> Compare {
         Compare {
             op: CompareOp::Eq,
@@ -137,7 +145,9 @@ const SEARCHED_IN_LIST: usize = 8;
 /// The argument list of `$in`: values compared for equality, and regexes matched.
 #[derive(Debug, Clone, Default)]
 pub struct InList {
+    /// Values a match equals.
     pub equalities: Vec<RawBson>,
+    /// Regexes a match satisfies.
     pub regexes: Vec<RegexPred>,
     /// For a long list: the equalities' index-key encodings, sorted. The encoding orders
     /// and equates values exactly as the comparison does (index bounds rely on it: an `$in`
@@ -176,6 +186,7 @@ impl InList {
         self.sorted_keys = Some(keys);
     }
 
+    /// True when `value` equals one of the values or matches one of the regexes.
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> Result<bool, MongoError> {
         if let (Some(c), Some(v)) = (&self.collation, value) {
             if has_strings(v) {

@@ -61,6 +61,7 @@ pub struct TypeSet {
 }
 
 impl TypeSet {
+    /// True when `value`'s BSON type is in the set.
     pub fn contains(&self, value: RawBsonRef<'_>) -> bool {
         let code = type_code(value);
         (self.any_number && matches!(code, 1 | 16 | 18 | 19)) || self.codes.contains(&code)

@@ -22,6 +22,7 @@ pub struct RegexPred {
 }
 
 impl RegexPred {
+    /// Compiles `pattern` with MongoDB's regex `options` (`i`, `m`, `s`, `x`).
     pub fn new(pattern: &str, options: &str) -> Result<RegexPred, MongoError> {
         if pattern.contains('\0') {
             return Err(MongoError::new(
@@ -60,6 +61,7 @@ impl RegexPred {
         })
     }
 
+    /// The predicate of a BSON regular expression value.
     pub fn from_bson(re: RawRegexRef<'_>) -> Result<RegexPred, MongoError> {
         RegexPred::new(re.pattern, re.options)
     }
@@ -134,6 +136,7 @@ pub struct ModPred {
 }
 
 impl ModPred {
+    /// True when `value` is a number whose remainder by the divisor is the remainder.
     pub fn test(&self, value: Option<RawBsonRef<'_>>) -> bool {
         let truncated = match value {
             Some(RawBsonRef::Int32(i)) => i64::from(i),

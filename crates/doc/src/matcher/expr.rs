@@ -33,7 +33,9 @@ use crate::{ErrorCode, MongoError};
 pub enum Value<'a> {
     /// No value (a missing field, `$$REMOVE`); object expressions drop such fields.
     Missing,
+    /// A value borrowed from a document.
     Ref(RawBsonRef<'a>),
+    /// A value computed.
     Owned(RawBson),
 }
 
@@ -82,36 +84,64 @@ pub fn truthy(value: &Value<'_>) -> bool {
 /// An expression operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// A comparison (`$eq`, `$cmp`, ...).
     Compare(CompareKind),
+    /// `$and`.
     And,
+    /// `$or`.
     Or,
+    /// `$not`.
     Not,
+    /// An arithmetic operator (`$add`, `$mod`, ...).
     Arith(ArithOp),
+    /// `$concat`.
     Concat,
+    /// `$toLower`.
     ToLower,
+    /// `$toUpper`.
     ToUpper,
+    /// `$strLenCP`.
     StrLenCP,
+    /// `$size`.
     Size,
+    /// `$arrayElemAt`.
     ArrayElemAt,
+    /// `$in`.
     In,
+    /// `$ifNull`.
     IfNull,
+    /// `$cond`.
     Cond,
+    /// `$type`.
     Type,
+    /// `$mergeObjects`.
     MergeObjects,
+    /// `$objectToArray`.
     ObjectToArray,
+    /// `$concatArrays`.
     ConcatArrays,
+    /// `$isArray`.
     IsArray,
+    /// `$reverseArray`.
     ReverseArray,
 }
 
+/// A comparison expression operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareKind {
+    /// `$eq`.
     Eq,
+    /// `$ne`.
     Ne,
+    /// `$gt`.
     Gt,
+    /// `$gte`.
     Gte,
+    /// `$lt`.
     Lt,
+    /// `$lte`.
     Lte,
+    /// `$cmp`: -1, 0 or 1.
     Cmp,
 }
 
@@ -129,29 +159,41 @@ pub enum Expr {
     /// A `$let` variable (or `CURRENT` rebound by one): its slot on the evaluation stack, and
     /// a path into its value.
     Local {
+        /// Its slot on the stack.
         slot: usize,
+        /// The path into its value, if any.
         path: Option<FieldPath>,
     },
+    /// An array of expressions.
     Array(Vec<Expr>),
+    /// An object of expressions, fields in order.
     Object(Vec<(String, Expr)>),
+    /// An operator and its arguments.
     Call(Op, Vec<Expr>),
     /// An argument of a comparison under the command's collation: its value with strings
     /// replaced by their collation keys.
     Collated(Box<Expr>, Arc<Collation>),
     /// `$let`: the values of its variables (pushed on the stack, in order), then its `in`.
     Let {
+        /// The variables' values, in order.
         values: Vec<Expr>,
+        /// The `in` expression.
         body: Box<Expr>,
     },
     /// `$getField`: the field named exactly `field` (dots and `$` included) of `input`.
     GetField {
+        /// The field's name.
         field: String,
+        /// The document (`$$CURRENT` by default).
         input: Box<Expr>,
     },
     /// `$setField`/`$unsetField` (whose value is `$$REMOVE`).
     SetField {
+        /// The field's name.
         field: String,
+        /// The document (`$$CURRENT` by default).
         input: Box<Expr>,
+        /// The new value.
         value: Box<Expr>,
     },
     /// `$rand`: a double in [0, 1).
@@ -160,7 +202,9 @@ pub enum Expr {
     Arrays(Box<super::expr_arrays::ArrayExpr>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
+        /// `(case, then)` pairs, tried in order.
         branches: Vec<(Expr, Expr)>,
+        /// The value when no case holds (an error when absent).
         default: Option<Box<Expr>>,
     },
 }
@@ -291,6 +335,10 @@ impl Expr {
             Expr::Root => Ok(Value::Ref(RawBsonRef::Document(root))),
             Expr::Remove => Ok(Value::Missing),
             Expr::Local { slot, path } => {
+                #[allow(
+                    clippy::expect_used,
+                    reason = "parsing gave every variable a slot its $let pushes"
+                )]
                 let value = stack
                     .get(*slot)
                     .cloned()
@@ -669,6 +717,10 @@ fn if_null<'a>(
     root: &'a RawDocument,
     stack: &mut Stack<'a>,
 ) -> Result<Value<'a>, MongoError> {
+    #[allow(
+        clippy::expect_used,
+        reason = "parsing checked that $ifNull has at least two arguments"
+    )]
     let (last, rest) = args
         .split_last()
         .expect("parse checked at least two arguments");

@@ -12,13 +12,20 @@ use bson::DateTime;
 use super::expr::Value;
 use crate::{ErrorCode, MongoError};
 
+/// An arithmetic expression operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArithOp {
+    /// `$add`.
     Add,
+    /// `$subtract`.
     Subtract,
+    /// `$multiply`.
     Multiply,
+    /// `$divide`.
     Divide,
+    /// `$mod`.
     Mod,
+    /// `$abs`.
     Abs,
 }
 
@@ -187,6 +194,10 @@ fn subtract(a: &Value<'_>, b: &Value<'_>) -> Result<RawBson, MongoError> {
             d.timestamp_millis().wrapping_sub(e.timestamp_millis()),
         )),
         (Some(RawBsonRef::DateTime(d)), Some(other)) if number(other).is_some() => {
+            #[allow(
+                clippy::expect_used,
+                reason = "the match guard checked that the value is numeric"
+            )]
             let n = number(other).expect("checked numeric");
             let negated = widen(
                 Number::Int(0),

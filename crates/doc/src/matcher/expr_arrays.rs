@@ -17,19 +17,29 @@ use crate::{ErrorCode, MongoError};
 /// A parsed `$map`, `$filter` or `$reduce`.
 #[derive(Debug, Clone)]
 pub enum ArrayExpr {
+    /// `$map`.
     Map {
+        /// The array.
         input: Expr,
+        /// `in`: each element's new value (`$$this`).
         body: Expr,
     },
+    /// `$filter`.
     Filter {
+        /// The array.
         input: Expr,
+        /// The condition an element must meet (`$$this`).
         cond: Expr,
+        /// At most this many elements kept.
         limit: Option<Expr>,
     },
     /// `$$value` takes the first slot, `$$this` the second.
     Reduce {
+        /// The array.
         input: Expr,
+        /// The starting `$$value`.
         initial: Expr,
+        /// The next `$$value` from `$$value` and `$$this`.
         body: Expr,
     },
 }

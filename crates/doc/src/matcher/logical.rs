@@ -46,6 +46,7 @@ pub(crate) fn parse_not(field: &str, arg: RawBsonRef<'_>) -> Result<Node, MongoE
     Ok(Node::Not(Box::new(inner)))
 }
 
+#[allow(clippy::expect_used, reason = "the length was checked to be one")]
 fn parse_not_document(field: &str, ops: &RawDocument) -> Result<Node, MongoError> {
     if ops.is_empty() {
         return Err(bad_value("$not cannot be empty"));

@@ -204,6 +204,7 @@ pub(crate) fn bad_value(message: impl Into<String>) -> MongoError {
 }
 
 /// Parse a filter document into one node (an `And` of its fields).
+#[allow(clippy::expect_used, reason = "the length was checked to be one")]
 pub(crate) fn parse_filter(
     filter: &RawDocument,
     level: Level,

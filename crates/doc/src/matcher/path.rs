@@ -29,14 +29,17 @@ impl FieldPath {
         }
     }
 
+    /// The path as written, dots included.
     pub fn dotted(&self) -> &str {
         &self.dotted
     }
 
+    /// Number of components.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
+    /// True for the empty path.
     pub fn is_empty(&self) -> bool {
         self.dotted.is_empty()
     }

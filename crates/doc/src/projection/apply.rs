@@ -232,6 +232,10 @@ fn slice<'a>(
     Ok(Value::Owned(RawBson::Array(out)))
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "slice bounds are clamped to 0..=len before"
+)]
 fn to_usize(i: i64) -> usize {
     usize::try_from(i).expect("slice bounds are clamped to 0..=len")
 }

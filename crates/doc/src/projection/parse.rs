@@ -214,6 +214,10 @@ fn parse_expression(
     )
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the match guard checked that the value is an integer"
+)]
 fn parse_slice(full: &str, arg: RawBsonRef<'_>, state: &mut State) -> Result<(), MongoError> {
     let leaf = match arg {
         v if number_int(v).is_some() => Leaf::Slice {
@@ -359,6 +363,7 @@ fn parse_positional(
 fn insert(tree: &mut Tree, full: &str, leaf: Leaf) -> Result<(), MongoError> {
     let parts: Vec<&str> = full.split('.').collect();
     crate::depth::check_path_length(parts.len())?;
+    #[allow(clippy::expect_used, reason = "split() yields at least one part")]
     let (last, parents) = parts.split_last().expect("split yields at least one part");
     let mut node = tree;
     for part in parents {

@@ -342,6 +342,10 @@ fn insert_at(items: &mut Vec<Bson>, position: Option<i64>, values: &[Bson]) {
         Some(p) if p.unsigned_abs() < len as u64 => len + p,
         Some(_) => 0,
     };
+    #[allow(
+        clippy::expect_used,
+        reason = "the position is clamped to 0..=len just above"
+    )]
     let at = usize::try_from(at).expect("position clamped to 0..=len");
     items.splice(at..at, values.iter().cloned());
 }

@@ -71,11 +71,13 @@ impl ApplyContext {
         }
     }
 
+    /// The same context, applied to an upsert's new document when `is_insert`.
     pub fn with_insert(mut self, is_insert: bool) -> ApplyContext {
         self.is_insert = is_insert;
         self
     }
 
+    /// The same context, with the array index the query matched.
     pub fn with_matched_index(mut self, index: usize) -> ApplyContext {
         self.matched_index = Some(index);
         self

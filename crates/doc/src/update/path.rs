@@ -62,10 +62,12 @@ impl FieldPath {
         })
     }
 
+    /// The path as written, dots included.
     pub fn dotted(&self) -> &str {
         &self.dotted
     }
 
+    /// Its components.
     pub fn components(&self) -> &[Component] {
         &self.components
     }
@@ -220,6 +222,10 @@ pub fn array_ancestor(doc: &Document, parts: &[String]) -> Option<String> {
 }
 
 /// Set the value at a concrete path, creating documents and padding arrays on the way.
+#[allow(
+    clippy::expect_used,
+    reason = "update paths have at least one component (parse refuses empty ones); the field was present or has just been inserted"
+)]
 pub fn write(doc: &mut Document, parts: &[String], value: Bson) -> Result<(), MongoError> {
     let (first, rest) = parts
         .split_first()
@@ -257,6 +263,7 @@ fn write_in_array(
     parts: &[String],
     value: Bson,
 ) -> Result<(), MongoError> {
+    #[allow(clippy::expect_used, reason = "write_below passes a non-empty rest")]
     let (first, rest) = parts
         .split_first()
         .expect("write_below passes a non-empty rest");
@@ -306,6 +313,10 @@ pub fn cannot_create(field: &str, name: &str, blocker: &Bson) -> MongoError {
 /// Remove the value at a concrete path: a document field is deleted, an array element becomes
 /// null (the array keeps its length). Returns whether anything was there.
 pub fn remove(doc: &mut Document, parts: &[String]) -> bool {
+    #[allow(
+        clippy::expect_used,
+        reason = "update paths have at least one component (parse refuses empty ones)"
+    )]
     let (last, parent_parts) = parts
         .split_last()
         .expect("update paths have at least one component");

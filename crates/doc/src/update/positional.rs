@@ -226,6 +226,10 @@ impl Walker<'_> {
             }
             Component::AllElements => self.each_element(None, rest, prefix, out),
             Component::Filtered(id) => {
+                #[allow(
+                    clippy::expect_used,
+                    reason = "identifiers are checked against the array filters at parse time"
+                )]
                 let filter = self
                     .filters
                     .get(id)

@@ -63,8 +63,11 @@ pub struct NodeId(pub u64);
 /// the crc32c of the block's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Extent {
+    /// Page-aligned byte offset in the file.
     pub offset: u64,
+    /// Exact length of the block's bytes.
     pub len: u32,
+    /// CRC-32C of the block's bytes.
     pub crc: u32,
 }
 
@@ -75,16 +78,22 @@ pub struct Extent {
 /// the same bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Image {
+    /// Where the image is.
     pub extent: Extent,
+    /// Which block write since open made it (0: found at open).
     pub write: u64,
 }
 
 /// What the durable checkpoint recorded, as found by [`BlockFile::open`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointState {
+    /// The checkpoint's sequence number.
     pub seq: u64,
+    /// The tree's root node.
     pub root: NodeId,
+    /// The log position recorded with the checkpoint.
     pub lsn: u64,
+    /// The tree's metadata bytes (options, next MSN, entry count).
     pub meta: Vec<u8>,
 }
 
@@ -496,6 +505,10 @@ impl BlockFile {
     /// Ends the running checkpoint: writes C's BTT and the header in the order of B4, then
     /// D := C and the old D's unreferenced extents are freed (B5). I/O is `Checkpoint`.
     /// Writers are not blocked while it writes and syncs.
+    #[allow(
+        clippy::expect_used,
+        reason = "checkpoint_end is only called after checkpoint_begin set the checkpoint; the checkpoint set by checkpoint_begin is taken only here, under the same lock"
+    )]
     pub fn checkpoint_end(&self, root: NodeId, lsn: u64, meta: &[u8]) -> Result<()> {
         check_meta(meta)?;
         let (seq, table, btt_offset, btt_size) = {
@@ -616,6 +629,7 @@ impl BlockFile {
         self.state.lock().alloc.free_bytes()
     }
 
+    /// The tree file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

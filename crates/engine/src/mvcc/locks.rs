@@ -30,7 +30,9 @@ const SHARDS: usize = 64;
 /// How a key is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockMode {
+    /// Read under a shared lock: others may read-lock it too.
     Shared,
+    /// Written: no one else may lock it.
     Exclusive,
 }
 
@@ -40,7 +42,9 @@ pub type Held = (LockId, LockMode);
 /// A lock request was refused: someone else holds the key, or wrote it after the snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
+    /// This live transaction holds it.
     Held(TxnId),
+    /// A commit at this timestamp, newer than the snapshot, wrote it.
     NewerCommit(Ts),
 }
 
@@ -196,6 +200,7 @@ impl LockTable {
         self.entries.load(Ordering::Relaxed)
     }
 
+    /// True when no key is locked.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

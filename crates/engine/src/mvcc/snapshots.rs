@@ -50,6 +50,7 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
+    /// A registry whose newest visible commit is `visible`.
     pub fn new(visible: Ts) -> Arc<Snapshots> {
         Arc::new(Snapshots {
             visible: AtomicU64::new(visible.0),
@@ -155,6 +156,10 @@ impl Snapshots {
 
     fn release(&self, ts: Ts) {
         let mut open = self.open.lock();
+        #[allow(
+            clippy::expect_used,
+            reason = "a snapshot is released once, by the guard its registration returned"
+        )]
         let slot = open.get_mut(&ts).expect("released snapshot was registered");
         slot.0 -= 1;
         if slot.0 == 0 {
@@ -171,6 +176,7 @@ pub struct SnapshotGuard {
 }
 
 impl SnapshotGuard {
+    /// The commit timestamp the snapshot reads as of.
     pub fn ts(&self) -> Ts {
         self.ts
     }

@@ -118,6 +118,7 @@ impl TxnStatus {
         self.table.read().len()
     }
 
+    /// True when the table holds no transaction.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 /// The catalog file's state.
 #[derive(Debug, Clone)]
 pub struct CatalogCheck {
+    /// The catalog file.
     pub file: PathBuf,
+    /// Trees it names.
     pub trees: usize,
+    /// Why it did not read whole, if it did not.
     pub problem: Option<String>,
 }
 
@@ -21,11 +24,15 @@ pub struct CatalogCheck {
 pub struct TreeCheck {
     /// The catalog's name for it (empty when the catalog is unreadable).
     pub name: String,
+    /// The tree's id.
     pub id: u64,
+    /// The tree file.
     pub file: PathBuf,
     /// How its contents were read (`None`: the file is missing).
     pub source: Option<Source>,
+    /// Leaves read.
     pub leaves: u64,
+    /// Internal nodes read.
     pub internals: u64,
     /// Distinct keys found (deleted ones included).
     pub keys: u64,
@@ -38,6 +45,7 @@ pub struct TreeCheck {
 }
 
 impl TreeCheck {
+    /// True when it read through its table with nothing lost and no problem.
     pub fn is_clean(&self) -> bool {
         self.source == Some(Source::Table) && self.lost.is_empty() && self.problems.is_empty()
     }
@@ -46,9 +54,13 @@ impl TreeCheck {
 /// Everything `verify` found.
 #[derive(Debug, Clone)]
 pub struct VerifyReport {
+    /// The data directory checked.
     pub dir: PathBuf,
+    /// The catalog's state.
     pub catalog: CatalogCheck,
+    /// Each tree file's state.
     pub trees: Vec<TreeCheck>,
+    /// The log's state.
     pub log: LogCheck,
     /// Tree files the catalog does not name (a create interrupted by a crash; the next
     /// open removes them, R7).

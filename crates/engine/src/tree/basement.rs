@@ -131,6 +131,10 @@ impl<'a> EntryRef<'a> {
     }
 
     /// An owned copy.
+    #[allow(
+        clippy::expect_used,
+        reason = "packed entries were checked when the basement was decoded (P1)"
+    )]
     pub fn to_entry(self) -> Entry {
         match self {
             EntryRef::Owned(e) => e.clone(),
@@ -236,6 +240,10 @@ impl Basement {
         if range == (0..self.len()) {
             return self.encode();
         }
+        #[allow(
+            clippy::expect_used,
+            reason = "a basement's entries fit its arena, below 4 GiB"
+        )]
         let count = u32::try_from(range.len()).expect("a basement's entries fit its arena");
         let mut out = Vec::with_capacity(COUNT_BYTES + self.range_bytes(range.clone()));
         out.extend_from_slice(&count.to_le_bytes());
@@ -535,6 +543,10 @@ impl Basement {
 
     /// Marks a basement built in key order by `push_last` canonical: writes its count.
     fn seal(&mut self) {
+        #[allow(
+            clippy::expect_used,
+            reason = "a basement's entries fit its arena, below 4 GiB"
+        )]
         let count = u32::try_from(self.len()).expect("a basement's entries fit its arena");
         self.arena[..COUNT_BYTES].copy_from_slice(&count.to_le_bytes());
         self.arena.shrink_to_fit();
@@ -559,6 +571,10 @@ impl Basement {
             let step = self.arena.len() / if past_end { 2 } else { 8 };
             self.arena.reserve_exact(need.max(step));
         }
+        #[allow(
+            clippy::expect_used,
+            reason = "a basement's arena stays below 4 GiB (node sizes are bounded)"
+        )]
         let start = u32::try_from(self.arena.len()).expect("a basement's arena stays below 4 GiB");
         put_bytes(&mut self.arena, key);
         self.arena

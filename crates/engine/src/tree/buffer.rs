@@ -129,6 +129,10 @@ impl<'a> Iterator for Msgs<'a> {
 }
 
 /// The message starting at `at` of checked bytes (Q1).
+#[allow(
+    clippy::expect_used,
+    reason = "buffered messages were checked when the buffer was decoded (Q1)"
+)]
 fn msg_at(arena: &[u8], at: usize) -> MsgRef<'_> {
     let klen = u32_at(arena, at + KEY_LEN_AT);
     let p_at = at + KEY_LEN_AT + 4 + klen;
@@ -219,6 +223,10 @@ impl MsgBuffer {
         let start = self.starts[range.start] as usize;
         let last = self.starts[range.end - 1] as usize;
         let end = last + msg_len(&self.arena, last);
+        #[allow(
+            clippy::expect_used,
+            reason = "a buffer's messages fit its arena, below 4 GiB"
+        )]
         let count = u32::try_from(range.len()).expect("a buffer's messages fit its arena");
         let mut out = Vec::with_capacity(COUNT_BYTES + end - start);
         out.extend_from_slice(&count.to_le_bytes());
@@ -528,6 +536,10 @@ impl MsgBuffer {
         }
         out.bytes = bytes;
         out.canonical = true;
+        #[allow(
+            clippy::expect_used,
+            reason = "a buffer's messages fit its arena, below 4 GiB"
+        )]
         let count = u32::try_from(out.len()).expect("a buffer's messages fit its arena");
         out.arena[..COUNT_BYTES].copy_from_slice(&count.to_le_bytes());
         out
@@ -552,6 +564,10 @@ impl MsgBuffer {
         if self.arena.capacity() - self.arena.len() < need {
             self.arena.reserve_exact(need.max(self.arena.len() / 8));
         }
+        #[allow(
+            clippy::expect_used,
+            reason = "a buffer's arena stays below 4 GiB (node sizes are bounded)"
+        )]
         let start = u32::try_from(self.arena.len()).expect("a buffer's arena stays below 4 GiB");
         self.arena.extend_from_slice(&m.msn.0.to_le_bytes());
         self.arena.extend_from_slice(&m.ts.0.to_le_bytes());

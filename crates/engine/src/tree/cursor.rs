@@ -50,11 +50,19 @@ impl Cursor {
     }
 
     /// Key at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn key(&self) -> &[u8] {
         &self.batch.entries[self.pos.expect("cursor is not positioned")].0
     }
 
     /// Value at the cursor. Panics if not `valid()`.
+    #[allow(
+        clippy::expect_used,
+        reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+    )]
     pub fn value(&self) -> &[u8] {
         &self.batch.entries[self.pos.expect("cursor is not positioned")].1
     }
@@ -91,11 +99,13 @@ impl Cursor {
         self.settle_backward(i)
     }
 
+    /// Positions at the first entry.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.fetch(Target::First)?;
         self.settle_forward(0)
     }
 
+    /// Positions at the last entry.
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.fetch(Target::Last)?;
         let n = self.batch.entries.len();
@@ -108,12 +118,20 @@ impl Cursor {
         reason = "a positioned cursor, not an iterator: next() can fail"
     )]
     pub fn next(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let i = self.pos.expect("next on an unpositioned cursor");
         self.settle_forward(i + 1)
     }
 
     /// Moves to the previous entry (invalid before the first).
     pub fn prev(&mut self) -> Result<()> {
+        #[allow(
+            clippy::expect_used,
+            reason = "documented to panic on an unpositioned cursor: callers check valid() first"
+        )]
         let i = self.pos.expect("prev on an unpositioned cursor");
         self.settle_backward(i)
     }

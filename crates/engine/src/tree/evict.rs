@@ -43,6 +43,10 @@ impl Tree {
         if after == AfterWrite::StaysClean {
             self.pack_leaf(st, id);
         }
+        #[allow(
+            clippy::expect_used,
+            reason = "the node was found in the node table under the same lock"
+        )]
         let node = st.nodes.get(&id).expect("write of an uncached node");
         let descs = self.write_image(id, node, for_checkpoint, cat)?;
         let cache = self.cache.clone();
@@ -105,6 +109,10 @@ impl Tree {
         let pending = st.nodes[&id].checkpoint_pending;
         self.collect_versions(&mut st, id, !pending);
         let held = self.cache.in_flight(st.nodes[&id].mem_bytes());
+        #[allow(
+            clippy::expect_used,
+            reason = "the node was found in the node table under the same lock"
+        )]
         let node = st.remove_node(id, &self.cache).expect("in the clock");
         self.writeback.begin(id);
         drop(st);
@@ -210,6 +218,10 @@ impl Tree {
             if clean {
                 // Nothing left to drop (just dropped, or none found) until a load or a
                 // change sets the hint again.
+                #[allow(
+                    clippy::expect_used,
+                    reason = "the node was found in the node table under the same lock"
+                )]
                 let node = st.nodes.get_mut(&id).expect("in the clock");
                 node.may_have_evictable.store(false, Ordering::Relaxed);
             }

@@ -151,6 +151,10 @@ impl Tree {
             .min_by_key(|(id, (height, _))| (*height, **id))
             .map(|(id, _)| *id);
         if let Some(id) = lowest {
+            #[allow(
+                clippy::expect_used,
+                reason = "just found in this map, under the same lock"
+            )]
             let (height, key) = st.overfull.remove(&id).expect("just found");
             return Some(FlushTarget::Remembered { height, key });
         }
@@ -391,6 +395,7 @@ impl Tree {
         self.prepare_modify(st, parent)?;
         self.prepare_modify(st, child)?;
         let cache = self.cache.clone();
+        #[allow(clippy::expect_used, reason = "loaded and pinned by this flush")]
         let node = st.remove_node(child, &cache).expect("child is cached");
         let appends = node.appends;
         let right_edge = appends >= SEQUENTIAL_FLUSHES;
@@ -442,6 +447,10 @@ impl Tree {
     }
 
     /// Merges child `c` with a neighbour when the two fit in one node.
+    #[allow(
+        clippy::expect_used,
+        reason = "loaded and pinned by this flush; a changed node is fully loaded (N3)"
+    )]
     fn merge_child(&self, st: &mut TreeState, parent: NodeId, c: usize) -> Step<()> {
         let n_children = internal(st, parent).children.len();
         let left_idx = if c + 1 < n_children { c } else { c - 1 };
@@ -636,6 +645,7 @@ pub(super) fn apply_to_leaf(
 ) -> Applied {
     let b = l.basement_index(key);
     l.forget_image();
+    #[allow(clippy::expect_used, reason = "a changed node is fully loaded (N3)")]
     let basement = l.basements[b]
         .as_mut()
         .expect("a changed leaf is fully loaded (N3)");
@@ -656,6 +666,7 @@ pub(super) fn apply_to_leaf(
 /// (the usual case: basements are a small fraction of a node), so the basements move as
 /// they are — packed ones stay packed — and the leaf is never rebuilt entry by entry; a
 /// leaf of few, large basements is cut by entries.
+#[allow(clippy::expect_used, reason = "a changed node is fully loaded (N3)")]
 fn split_leaf(
     l: Leaf,
     target_bytes: usize,
@@ -787,6 +798,7 @@ fn split_leaf_by_entries(
     }
     pieces.push(NodeBody::Leaf(Leaf::from_entries(current, basement_bytes)));
     let mut pieces = pieces.into_iter();
+    #[allow(clippy::expect_used, reason = "the loop always pushes a last piece")]
     let first = pieces.next().expect("at least one piece");
     let rest = pieces.map(|p| (first_key(&p), p)).collect();
     (first, rest)
@@ -813,6 +825,7 @@ fn split_internal(mut n: Internal) -> (NodeBody, Vec<(Vec<u8>, NodeBody)>) {
 }
 
 /// The lowest key of a leaf piece.
+#[allow(clippy::expect_used, reason = "a changed node is fully loaded (N3)")]
 fn first_key(piece: &NodeBody) -> Vec<u8> {
     match piece {
         NodeBody::Leaf(l) => l

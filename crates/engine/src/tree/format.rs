@@ -208,6 +208,7 @@ fn units(body: &NodeBody, segment_bytes: usize, page_bytes: usize) -> Vec<Unit> 
 }
 
 /// Basement `b` of a leaf being encoded, which is fully loaded.
+#[allow(clippy::expect_used, reason = "encode takes only fully loaded nodes")]
 fn loaded(l: &Leaf, b: usize) -> &Basement {
     l.basements[b]
         .as_ref()
@@ -279,6 +280,7 @@ pub fn header_len_from_prefix(prefix: &[u8]) -> Result<usize, String> {
 }
 
 /// Decodes a node header from the first `header_len` (or more) bytes of a block.
+#[allow(clippy::expect_used, reason = "a 4-byte range converts to [u8; 4]")]
 pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
     let mut r = Reader::new(bytes);
     let version = check_magic(&mut r)?;

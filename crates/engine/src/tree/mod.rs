@@ -468,6 +468,10 @@ impl TreeState {
 
     /// Changes a node in place, keeping the cache charge right.
     pub fn modify<T>(&mut self, id: NodeId, cache: &Cache, f: impl FnOnce(&mut Node) -> T) -> T {
+        #[allow(
+            clippy::expect_used,
+            reason = "callers hold the node in the table under the same lock"
+        )]
         let node = self.nodes.get_mut(&id).expect("modify of an uncached node");
         let before = node.mem_bytes();
         node.may_have_evictable.store(true, Ordering::Relaxed);
@@ -481,6 +485,10 @@ impl TreeState {
     /// (`modify`), which were 1.3% of a point read's CPU at mid size (docs/bench/history/
     /// 2026-11-26-point-find-express-path-cursor-replies-pivot-heads.md).
     pub fn evict_partitions(&mut self, id: NodeId, cache: &Cache) {
+        #[allow(
+            clippy::expect_used,
+            reason = "callers hold the node in the table under the same lock"
+        )]
         let node = self
             .nodes
             .get_mut(&id)
@@ -520,12 +528,20 @@ pub(crate) fn encode_meta(o: &TreeOptions, next_msn: u64, count: i64) -> Vec<u8>
     m.push(o.compression.options_byte());
     m.extend_from_slice(&next_msn.to_le_bytes());
     m.extend_from_slice(&count.to_le_bytes());
+    #[allow(
+        clippy::expect_used,
+        reason = "the read page is at most the basement size, far below 4 GiB"
+    )]
     let page = u32::try_from(o.read_page_bytes).expect("a read page is below the basement");
     m.extend_from_slice(&page.to_le_bytes());
     assert_eq!(m.len(), META_BYTES);
     m
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "constant 4- and 8-byte ranges convert to arrays; the length was checked above"
+)]
 fn decode_meta(m: &[u8]) -> std::result::Result<(TreeOptions, u64, i64), String> {
     let known = matches!(
         (m.first(), m.len()),

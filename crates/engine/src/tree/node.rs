@@ -264,6 +264,10 @@ impl Leaf {
     pub fn into_entries(self) -> BTreeMap<Vec<u8>, Entry> {
         let mut all = BTreeMap::new();
         for mut b in self.basements {
+            #[allow(
+                clippy::expect_used,
+                reason = "into_entries takes only fully loaded leaves"
+            )]
             let b = b.take().expect("leaf must be fully loaded");
             all.append(&mut b.into_entries());
         }
@@ -344,12 +348,20 @@ impl Internal {
     }
 
     /// Buffer `c` of a node being changed, which is fully loaded (N3).
+    #[allow(
+        clippy::expect_used,
+        reason = "a changed internal node is fully loaded (N3)"
+    )]
     pub fn buf(&self, c: usize) -> &MsgBuffer {
         self.buffers[c]
             .as_ref()
             .expect("a changed internal node is fully loaded (N3)")
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "a changed internal node is fully loaded (N3)"
+    )]
     pub fn buf_mut(&mut self, c: usize) -> &mut MsgBuffer {
         self.buffers[c]
             .as_mut()
@@ -369,6 +381,10 @@ impl Internal {
     }
 
     /// Index of the child with the heaviest buffer.
+    #[allow(
+        clippy::expect_used,
+        reason = "an internal node has at least one child (N1)"
+    )]
     pub fn heaviest_child(&self) -> usize {
         (0..self.buffers.len())
             .max_by_key(|&c| self.child_bytes(c))
@@ -641,6 +657,7 @@ fn check_leaf_pieces(l: &Leaf, dirty: bool) -> Result<(), String> {
                 "pieces of basement {b} do not match its image (N6)"
             ));
         }
+        #[allow(clippy::expect_used, reason = "the match above returned on None")]
         let t = t.expect("matched above");
         for (s, piece) in slot.pieces().enumerate() {
             if let Some(p) = piece {

@@ -52,11 +52,15 @@ pub struct LostBlock {
     pub node: Option<u64>,
     /// The partition (basement or message buffer) lost, when the rest of the block read.
     pub partition: Option<usize>,
+    /// Byte offset of the block in the file.
     pub offset: u64,
+    /// Its length in bytes.
     pub len: u64,
+    /// Why it did not read.
     pub reason: String,
     /// Keys `[low, high)` its parent routed to it (`None` = unbounded or unknown).
     pub low: Option<Vec<u8>>,
+    /// See `low`.
     pub high: Option<Vec<u8>>,
     /// True when the parent's pivots gave the range.
     pub range_known: bool,
@@ -69,7 +73,9 @@ pub struct LostBlock {
 /// How the contents were found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// Through the checkpoint's translation table.
     Table,
+    /// By scanning the file's pages for blocks (the table did not read).
     Scan,
 }
 

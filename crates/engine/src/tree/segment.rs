@@ -109,6 +109,10 @@ pub struct SegTable {
 impl SegTable {
     /// A table of the segments `descs` (consecutive in the block) whose first keys, from the
     /// second segment on, are `lows`.
+    #[allow(
+        clippy::expect_used,
+        reason = "keys are limited to MAX_KEY_OR_VALUE_BYTES, far below 4 GiB"
+    )]
     pub fn new(descs: &[PartDesc], lows: &[Vec<u8>]) -> SegTable {
         assert_eq!(
             lows.len() + 1,

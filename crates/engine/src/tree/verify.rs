@@ -17,8 +17,11 @@ pub struct TreeShape {
     pub entries: u64,
     /// Levels above the leaves (0 = the root is a leaf).
     pub height: u32,
+    /// Internal nodes.
     pub internal_nodes: u64,
+    /// Leaves.
     pub leaves: u64,
+    /// Leaf basements.
     pub basements: u64,
     /// Messages waiting in internal nodes' buffers.
     pub buffered_messages: u64,

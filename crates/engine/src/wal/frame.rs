@@ -70,6 +70,10 @@ pub(crate) const COMBINE_FROM_BYTES: usize = 1 << 20;
 /// was known, is combined in when given, else the payload is hashed here.
 pub(crate) fn seal_frame(frame: &mut [u8], lsn: Lsn, payload_crc: Option<u32>) {
     let (header, payload) = frame.split_at_mut(FRAME_HEADER_BYTES);
+    #[allow(
+        clippy::expect_used,
+        reason = "payload lengths are checked against MAX_PAYLOAD_BYTES before a frame is built"
+    )]
     let len = u32::try_from(payload.len()).expect("payload length checked against MAX_PAYLOAD");
     let mut prefix = [0u8; 12];
     prefix[..8].copy_from_slice(&lsn.0.to_le_bytes());
@@ -87,7 +91,12 @@ pub(crate) fn seal_frame(frame: &mut [u8], lsn: Lsn, payload_crc: Option<u32>) {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Decoded<'a> {
     /// A valid frame at the expected LSN.
-    Frame { lsn: Lsn, payload: &'a [u8] },
+    Frame {
+        /// The frame's LSN.
+        lsn: Lsn,
+        /// Its checked payload.
+        payload: &'a [u8],
+    },
     /// Zeroes (or the end of the file): no more records here.
     End,
     /// A torn or corrupt frame, with the reason.
@@ -98,12 +107,20 @@ pub enum Decoded<'a> {
 /// complete header with a plausible length; the reader uses it to know how much to fetch.
 pub fn peek_frame_len(buf: &[u8]) -> Option<usize> {
     let head = buf.get(..FRAME_HEADER_BYTES)?;
+    #[allow(
+        clippy::expect_used,
+        reason = "constant 4- and 8-byte ranges of a slice of checked length convert to arrays"
+    )]
     let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
     (len > 0 && len <= MAX_PAYLOAD_BYTES).then(|| frame_len(len))
 }
 
 /// Decodes the frame at the start of `buf` (the bytes from its position to at least its end,
 /// or to the end of the file), which must sit at LSN `expected`. Never panics.
+#[allow(
+    clippy::expect_used,
+    reason = "constant 4- and 8-byte ranges of a slice of checked length convert to arrays"
+)]
 pub fn decode_frame(buf: &[u8], expected: Lsn) -> Decoded<'_> {
     if buf.len() < FRAME_HEADER_BYTES {
         return if buf.iter().all(|&b| b == 0) {
@@ -161,6 +178,10 @@ pub fn encode_file_header(first: Lsn) -> Vec<u8> {
 }
 
 /// Checks a file header page and returns the first LSN it records. Never panics.
+#[allow(
+    clippy::expect_used,
+    reason = "constant 4- and 8-byte ranges of a slice of checked length convert to arrays"
+)]
 pub fn decode_file_header(page: &[u8]) -> Result<Lsn, String> {
     if page.len() < FILE_HEADER_CHECKED + 4 {
         return Err(format!("file header cut short: {} bytes", page.len()));

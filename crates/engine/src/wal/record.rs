@@ -12,64 +12,96 @@ pub use crate::vocab::TxnId;
 pub enum LogRecord {
     /// Insert or overwrite `key` in `tree`.
     Put {
+        /// The writing transaction.
         txn: TxnId,
+        /// The tree's id.
         tree: u64,
+        /// The key.
         key: Vec<u8>,
+        /// Its new value.
         value: Vec<u8>,
     },
     /// Blind delete of `key` in `tree`.
     Delete {
+        /// The writing transaction.
         txn: TxnId,
+        /// The tree's id.
         tree: u64,
+        /// The key.
         key: Vec<u8>,
     },
     /// An opaque update applied by the tree's merge callback when it reaches the leaf.
     Update {
+        /// The writing transaction.
         txn: TxnId,
+        /// The tree's id.
         tree: u64,
+        /// The key.
         key: Vec<u8>,
+        /// What the merge callback applies.
         payload: Vec<u8>,
     },
+    /// The transaction committed: its changes are redone.
     Commit {
+        /// The transaction.
         txn: TxnId,
     },
+    /// The transaction aborted: its changes are not redone.
     Abort {
+        /// The transaction.
         txn: TxnId,
     },
+    /// A tree was created.
     CreateTree {
+        /// Its id.
         tree: u64,
+        /// Its name.
         name: String,
+        /// Its options, encoded.
         options: Vec<u8>,
     },
+    /// A tree was dropped.
     DropTree {
+        /// Its id.
         tree: u64,
     },
+    /// Checkpoint `checkpoint` began here.
     CheckpointBegin {
+        /// The checkpoint's number.
         checkpoint: u64,
     },
     /// Checkpoint `checkpoint`, begun at `begin_lsn`, is complete and durable.
     CheckpointEnd {
+        /// The checkpoint's number.
         checkpoint: u64,
+        /// Where its redo starts.
         begin_lsn: Lsn,
     },
     /// The transaction changes `tree`'s entry count (kept by the caller) by `delta`.
     Count {
+        /// The transaction.
         txn: TxnId,
+        /// The tree's id.
         tree: u64,
+        /// Entries added (negative: removed).
         delta: i64,
     },
     /// A whole commit in one record (format version 2): its changes in order, then the
     /// commit itself. Integers are LEB128 varints, so a 16-byte key with a 100-byte value
     /// costs 4 bytes of header instead of the 41 of a `Put` frame.
     Group {
+        /// The committing transaction.
         txn: TxnId,
+        /// Its changes, in order.
         changes: Vec<Change>,
     },
     /// Written by every checkpoint at its redo point (format version 3): the next
     /// transaction id (T3 in `mvcc::status`) and every live transaction with the keys its
     /// provisional writes may have reached, so recovery can abort them (R8).
     Live {
+        /// The next transaction id to hand out.
         next_txn: u64,
+        /// The transactions live at the redo point.
         txns: Vec<LiveTxn>,
     },
 }
@@ -77,7 +109,9 @@ pub enum LogRecord {
 /// A transaction live at a checkpoint's redo point, with the `(tree, key)`s it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveTxn {
+    /// The transaction.
     pub txn: TxnId,
+    /// The keys its provisional writes may have reached, by tree id.
     pub keys: Vec<(u64, Vec<u8>)>,
 }
 
@@ -122,11 +156,26 @@ impl LiveTxn {
 /// tree's entry count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Op { tree: u64, key: Vec<u8>, op: Op },
-    Count { tree: u64, delta: i64 },
+    /// A put, delete or update of a key.
+    Op {
+        /// The tree's id.
+        tree: u64,
+        /// The key.
+        key: Vec<u8>,
+        /// What is done to it.
+        op: Op,
+    },
+    /// A change of the tree's entry count.
+    Count {
+        /// The tree's id.
+        tree: u64,
+        /// Entries added (negative: removed).
+        delta: i64,
+    },
 }
 
 impl Change {
+    /// The tree the change is to.
     pub fn tree(&self) -> u64 {
         match self {
             Change::Op { tree, .. } | Change::Count { tree, .. } => *tree,

@@ -21,21 +21,26 @@ use std::sync::Arc;
 /// What the log holds.
 #[derive(Debug, Clone)]
 pub struct LogCheck {
+    /// Log files found.
     pub files: usize,
     /// Valid records before the end or the damage.
     pub records: u64,
     /// Where the valid log ends (the damage, if any).
     pub end: Lsn,
+    /// The first damaged record, if any.
     pub damage: Option<LogDamage>,
 }
 
 /// The first damaged record of a log and what lies beyond it.
 #[derive(Debug, Clone)]
 pub struct LogDamage {
+    /// The log file it is in.
     pub file: PathBuf,
     /// File offset of the damaged frame (0: the file's header, or the file is out of place).
     pub offset: u64,
+    /// The LSN expected there.
     pub lsn: Lsn,
+    /// Why it did not read.
     pub reason: String,
     /// Records that still read after the damaged one, in its file and the later ones.
     pub readable_after: u64,

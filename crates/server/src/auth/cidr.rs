@@ -19,8 +19,11 @@ pub struct Cidr {
 /// Why a string is not a CIDR range (mongod's `UnsupportedFormat` messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CidrError {
+    /// The part before `/` is not an IP address.
     InvalidAddress,
+    /// The prefix length is not a number.
     NonNumericLength,
+    /// The prefix length is too long for the address family.
     InvalidLength,
 }
 

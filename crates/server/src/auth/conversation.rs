@@ -50,7 +50,9 @@ pub struct Conversations {
 /// What one SASL step answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The server's message to send back.
     pub payload: Vec<u8>,
+    /// True when the exchange has ended (`done` in the reply).
     pub done: bool,
     /// Set on the step that completes a login.
     pub logged_in: Option<LoggedIn>,
@@ -65,9 +67,13 @@ pub fn failed() -> MongoError {
 /// client's first message, and its `skipEmptyExchange` option.
 #[derive(Debug, Clone, Copy)]
 pub struct StartRequest<'a> {
+    /// The mechanism's name (`SCRAM-SHA-256`, ...).
     pub mechanism: &'a str,
+    /// The database the user is defined in.
     pub db: &'a str,
+    /// The client's first message.
     pub payload: &'a [u8],
+    /// `options.skipEmptyExchange`: finish without the last empty round trip.
     pub skip_empty_exchange: bool,
 }
 

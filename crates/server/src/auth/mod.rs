@@ -59,6 +59,7 @@ impl Default for AuthConfig {
 }
 
 impl AuthConfig {
+    /// Settings with access control `enabled` or not, and a fresh random secret.
     pub fn new(enabled: bool) -> AuthConfig {
         let mut secret = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut secret);
@@ -72,6 +73,7 @@ impl AuthConfig {
         }
     }
 
+    /// This server's random secret (salts the fake keys of unknown users).
     pub fn secret(&self) -> &[u8] {
         &self.secret
     }
@@ -101,6 +103,7 @@ impl AuthConfig {
         }
     }
 
+    /// A number bumped whenever users change: logins are re-read when it moved.
     pub fn users_generation(&self) -> u64 {
         self.users_generation.load(Ordering::Acquire)
     }
@@ -122,11 +125,14 @@ pub fn iteration_parameter(mech: Mechanism) -> &'static str {
 /// A user's full name: the user and the database it is defined in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UserName {
+    /// The user.
     pub user: String,
+    /// The database it is defined in.
     pub db: String,
 }
 
 impl UserName {
+    /// The name of `user` defined in `db`.
     pub fn new(user: &str, db: &str) -> UserName {
         UserName {
             user: user.to_owned(),
@@ -150,11 +156,14 @@ impl fmt::Display for UserName {
 /// A role's full name: the role and the database it is defined in.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RoleName {
+    /// The role.
     pub role: String,
+    /// The database it is defined in.
     pub db: String,
 }
 
 impl RoleName {
+    /// The name of `role` defined in `db`.
     pub fn new(role: &str, db: &str) -> RoleName {
         RoleName {
             role: role.to_owned(),
@@ -191,7 +200,9 @@ impl fmt::Display for RoleName {
 /// An authenticated user of a connection and the roles it had when it logged in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoggedIn {
+    /// The user.
     pub name: UserName,
+    /// Its roles' documents (`{role, db}`) at login.
     pub roles: Vec<Document>,
 }
 

@@ -37,7 +37,9 @@ pub enum Pattern {
 /// A pattern and the actions it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Privilege {
+    /// The resources.
     pub pattern: Pattern,
+    /// The actions allowed on them (mongod's action names).
     pub actions: Vec<&'static str>,
 }
 
@@ -540,6 +542,7 @@ fn user_admin_any_database() -> Vec<Privilege> {
 
 /// `root`: `readWriteAnyDatabase`, `dbAdminAnyDatabase`, `userAdminAnyDatabase`,
 /// `clusterAdmin`, `restore` and `backup`, plus `validate` on system collections.
+#[allow(clippy::expect_used, reason = "root's roles are all built-in")]
 fn root() -> Vec<Privilege> {
     let mut p = Vec::new();
     for role in [

@@ -22,7 +22,9 @@ use std::net::IpAddr;
 /// when it is not an IP socket, which no address restriction admits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Environment {
+    /// The client's address.
     pub client: Option<IpAddr>,
+    /// The server's address the client connected to.
     pub server: Option<IpAddr>,
 }
 

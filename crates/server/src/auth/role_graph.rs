@@ -19,7 +19,9 @@ pub const MAX_ROLES: usize = 10_000;
 /// Every role held (the given ones first, then what they inherit) and their privileges.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resolved {
+    /// The roles, given ones first.
     pub roles: Vec<RoleName>,
+    /// Their privileges.
     pub privileges: Vec<Privilege>,
     /// Each held role with a non-empty `authenticationRestrictions` array, and that array.
     pub restrictions: Vec<(RoleName, Vec<Bson>)>,

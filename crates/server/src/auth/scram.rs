@@ -16,7 +16,9 @@ use subtle::ConstantTimeEq;
 /// The SCRAM variants MongoDB serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mechanism {
+    /// SCRAM-SHA-1.
     Sha1,
+    /// SCRAM-SHA-256.
     Sha256,
 }
 
@@ -32,6 +34,7 @@ impl Mechanism {
         }
     }
 
+    /// The mechanism with this SASL name.
     pub fn from_name(name: &str) -> Option<Mechanism> {
         Mechanism::ALL.into_iter().find(|m| m.name() == name)
     }
@@ -65,6 +68,7 @@ impl Mechanism {
         }
     }
 
+    /// HMAC of `data` under `key` with the mechanism's hash.
     pub fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha1 => hmac_with::<Hmac<Sha1>>(key, data),
@@ -72,6 +76,7 @@ impl Mechanism {
         }
     }
 
+    /// The mechanism's hash of `data`.
     pub fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
             Mechanism::Sha1 => Sha1::digest(data).to_vec(),
@@ -93,6 +98,7 @@ impl Mechanism {
 }
 
 fn hmac_with<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
+    #[allow(clippy::expect_used, reason = "HMAC takes a key of any length")]
     let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC takes a key of any length");
     mac.update(data);
     mac.finalize().into_bytes().to_vec()
@@ -101,9 +107,13 @@ fn hmac_with<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
 /// What the server keeps of a password: never the password, only its salted keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScramKeys {
+    /// The salt.
     pub salt: Vec<u8>,
+    /// PBKDF2 iterations.
     pub iterations: u32,
+    /// `StoredKey`: the hash of the client key.
     pub stored_key: Vec<u8>,
+    /// `ServerKey`: what the server proves itself with.
     pub server_key: Vec<u8>,
 }
 
@@ -134,13 +144,16 @@ pub enum ScramError {
 /// The client's first message: `gs2-header` then `n=user,r=nonce`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientFirst {
+    /// The user name (`n=`), unescaped.
     pub user: String,
+    /// The client's nonce (`r=`).
     pub client_nonce: String,
     /// The message less its GS2 header (`client-first-message-bare`).
     pub bare: String,
 }
 
 impl ClientFirst {
+    /// Parses the client's first message.
     pub fn parse(message: &str) -> Result<ClientFirst, ScramError> {
         let bare = message
             .strip_prefix("n,,")
@@ -204,14 +217,18 @@ pub fn server_first(nonce: &str, keys: &ScramKeys) -> String {
 /// The client's final message: `c=binding,r=nonce,p=proof`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientFinal {
+    /// The channel binding (`c=`), base64.
     pub channel_binding: String,
+    /// The combined nonce (`r=`).
     pub nonce: String,
+    /// The client's proof (`p=`), decoded.
     pub proof: Vec<u8>,
     /// The message less `,p=proof` (`client-final-message-without-proof`).
     pub without_proof: String,
 }
 
 impl ClientFinal {
+    /// Parses the client's final message.
     pub fn parse(message: &str) -> Result<ClientFinal, ScramError> {
         let (without_proof, proof) = message.rsplit_once(",p=").ok_or(ScramError::Malformed(
             "SCRAM: the final message has no proof",

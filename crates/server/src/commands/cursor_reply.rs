@@ -14,6 +14,10 @@ use shale_db::Batch;
 const APPEND_ROOM: usize = 160;
 
 /// The reply of a command that returns a cursor's batch.
+#[allow(
+    clippy::expect_used,
+    reason = "the bytes were written as one BSON document just above, its length asserted"
+)]
 pub fn cursor_reply_raw(ns: &str, batch: Batch, batch_field: &str) -> RawDocumentBuf {
     let array = array_len(&batch);
     let token = batch.resume_token.as_ref().map(|t| t.as_bytes());
@@ -84,6 +88,10 @@ fn head(out: &mut Vec<u8>, kind: u8, key: &str) {
 }
 
 fn put_len(out: &mut Vec<u8>, n: usize) {
+    #[allow(
+        clippy::expect_used,
+        reason = "replies are within BSON's 16 MiB size limit"
+    )]
     let n = i32::try_from(n).expect("a reply within BSON's size limit");
     out.extend_from_slice(&n.to_le_bytes());
 }

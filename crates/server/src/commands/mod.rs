@@ -69,12 +69,18 @@ pub(crate) type RawBodyHandler = fn(&ConnectionCtx, &str, &Command<'_>) -> Comma
 /// A reply body, owned or already serialised.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
+    /// An owned document, serialised when sent.
     Doc(Document),
+    /// Bytes already serialised.
     Raw(RawDocumentBuf),
 }
 
 impl Reply {
     /// The body's BSON bytes (a raw reply's own buffer, not a copy).
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising a document built in memory into a Vec cannot fail"
+    )]
     pub fn into_bytes(self) -> Vec<u8> {
         match self {
             Reply::Doc(d) => {

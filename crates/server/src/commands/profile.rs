@@ -71,6 +71,7 @@ impl Profiler {
         self.slow_ms.load(Ordering::Relaxed)
     }
 
+    /// The fraction of slow operations profiled (`sampleRate`).
     pub fn sample_rate(&self) -> f64 {
         f64::from_bits(self.sample_rate_bits.load(Ordering::Relaxed))
     }

@@ -70,6 +70,10 @@ fn owned_doc(d: &RawDocument) -> Result<Document, MongoError> {
     })
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the match guard checked that it is Some"
+)]
 pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     if let Some(reply) = super::express::find(ctx, db, cmd) {
         return reply;

@@ -35,6 +35,7 @@ const RETRYABLE: &[&str] = &[
 /// answered from the record.
 #[derive(Debug)]
 pub struct Retrying {
+    /// The session and transaction number.
     pub id: RetryId,
     fields: RetryFields,
     retried: Mutex<Vec<i32>>,

@@ -29,6 +29,7 @@ pub fn top(_ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
     Ok(doc! {"totals": crate::top::totals_document()})
 }
 
+/// `serverStatus`.
 pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
     let uptime = STARTED.get_or_init(Instant::now).elapsed();
     Ok(doc! {

@@ -9,14 +9,18 @@ use shale_doc::{ErrorCode, MongoError};
 /// Which write produced the outcome (each reports `n` its own way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {
+    /// An insert.
     Insert,
+    /// An update.
     Update,
+    /// A delete.
     Delete,
 }
 
 /// The outcome `getLastError` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LastError {
+    /// Documents the write affected.
     pub n: i64,
     /// The error message and code, when the write failed.
     pub err: Option<(String, i32)>,

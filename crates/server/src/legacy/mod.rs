@@ -110,6 +110,10 @@ pub fn failure_reply(request_id: i32, e: &MongoError) -> Vec<u8> {
 
 fn failure_reply_parts(request_id: i32, message: &str, code: i32) -> Vec<u8> {
     let body = doc! { "$err": message, "code": code, "ok": 0.0 };
+    #[allow(
+        clippy::expect_used,
+        reason = "serialising a document built in memory into a Vec cannot fail"
+    )]
     let bytes = bson::to_vec(&body).expect("serialising an in-memory document cannot fail");
     let head = ReplyHead {
         response_flags: reply_flags::QUERY_FAILURE,
@@ -139,6 +143,10 @@ fn split_namespace(full: &str) -> Result<(&str, &str), MongoError> {
 }
 
 /// A command's reply as raw bytes.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 fn reply_raw(reply: Reply) -> RawDocumentBuf {
     match reply {
         Reply::Raw(r) => r,

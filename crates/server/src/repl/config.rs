@@ -42,6 +42,7 @@ const CONFIG_FIELDS: &[&str] = &[
 pub struct SelfHost {
     /// `host:port` for a generated config and for `me` until a config names this member.
     pub me: String,
+    /// The port this server listens on.
     pub port: u16,
     /// Addresses this server listens on.
     pub addresses: Vec<IpAddr>,
@@ -226,18 +227,22 @@ impl ReplSetConfig {
         ReplSetConfig { doc }
     }
 
+    /// The config document as stored.
     pub fn document(&self) -> &Document {
         &self.doc
     }
 
+    /// The set's name (`_id`).
     pub fn set_name(&self) -> &str {
         self.doc.get_str("_id").unwrap_or_default()
     }
 
+    /// The config's `version` (1 when absent).
     pub fn version(&self) -> i64 {
         self.doc.get("version").and_then(number).unwrap_or(1)
     }
 
+    /// The config's `term` (0 when absent).
     pub fn term(&self) -> i64 {
         self.doc.get("term").and_then(number).unwrap_or(0)
     }

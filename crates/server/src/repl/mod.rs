@@ -51,8 +51,11 @@ pub enum MemberState {
 /// An optime: a timestamp from the clock and the term it was made in, with its wall time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpTime {
+    /// The timestamp.
     pub ts: Timestamp,
+    /// The term it was made in.
     pub term: i64,
+    /// Its wall time.
     pub wall: bson::DateTime,
 }
 
@@ -80,6 +83,7 @@ struct Inner {
 /// oplog as its `OplogClock`).
 #[derive(Debug, Default)]
 pub struct Stamp {
+    /// The logical clock.
     pub clock: LogicalClock,
     term: AtomicI64,
 }
@@ -169,10 +173,12 @@ impl Repl {
         self.set_name.as_deref()
     }
 
+    /// True when started with `--replSet`.
     pub fn is_replica_set(&self) -> bool {
         self.set_name.is_some()
     }
 
+    /// The member's state now.
     pub fn state(&self) -> MemberState {
         self.lock().state
     }

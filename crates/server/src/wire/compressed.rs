@@ -15,8 +15,11 @@ const COMPRESSION_HEADER_LEN: usize = 4 + 4 + 1;
 pub enum Compressor {
     /// Id 0: the body is stored as is (the spec's test compressor; never advertised).
     Noop,
+    /// Id 1: snappy's raw block format.
     Snappy,
+    /// Id 2: zlib.
     Zlib,
+    /// Id 3: zstd.
     Zstd,
 }
 
@@ -30,6 +33,7 @@ const ZLIB_LEVEL: u32 = 6;
 const ZSTD_LEVEL: i32 = 3;
 
 impl Compressor {
+    /// The compressor with this wire id.
     pub fn from_id(id: u8) -> Option<Compressor> {
         match id {
             0 => Some(Compressor::Noop),
@@ -40,6 +44,7 @@ impl Compressor {
         }
     }
 
+    /// The compressor's wire id.
     pub fn id(self) -> u8 {
         match self {
             Compressor::Noop => 0,
@@ -67,6 +72,10 @@ impl Compressor {
     }
 
     /// Compresses `input` (cannot fail for in-memory data).
+    #[allow(
+        clippy::expect_used,
+        reason = "compressing into memory cannot fail for messages below the 48 MB limit"
+    )]
     pub fn compress(self, input: &[u8]) -> Vec<u8> {
         match self {
             Compressor::Noop => input.to_vec(),
@@ -140,6 +149,7 @@ pub fn negotiate<'a>(offered: impl IntoIterator<Item = &'a str>) -> Vec<Compress
 /// What decoding an OP_COMPRESSED gives: the original message, whole, and how it came.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decompressed {
+    /// The compressor it came with (replies use the same).
     pub compressor: Compressor,
     /// The original message: a standard header (length, ids, original opcode) and its body.
     pub message: Vec<u8>,
@@ -196,6 +206,10 @@ pub fn decode_op_compressed(whole: &[u8]) -> Result<Decompressed, WireError> {
 
 /// Wraps an encoded message (header included) in OP_COMPRESSED. Returns the message
 /// unchanged when compression would not fit in the message limit, as mongod does.
+#[allow(
+    clippy::expect_used,
+    reason = "the message was encoded here, starting with a whole header"
+)]
 pub fn encode_op_compressed(message: &[u8], compressor: Compressor) -> Vec<u8> {
     let head: [u8; HEADER_LEN] = message[..HEADER_LEN]
         .try_into()

@@ -10,19 +10,30 @@ pub const MAX_MESSAGE_BYTES: usize = 48_000_000;
 /// Opcodes of the wire protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpCode {
+    /// OP_REPLY (1).
     Reply,
+    /// OP_UPDATE (2001).
     Update,
+    /// OP_INSERT (2002).
     Insert,
+    /// OP_QUERY (2004).
     Query,
+    /// OP_GET_MORE (2005).
     GetMore,
+    /// OP_DELETE (2006).
     Delete,
+    /// OP_KILL_CURSORS (2007).
     KillCursors,
+    /// OP_COMPRESSED (2012).
     Compressed,
+    /// OP_MSG (2013).
     Msg,
+    /// Any other number.
     Other(i32),
 }
 
 impl OpCode {
+    /// The opcode of a header's number.
     pub fn from_i32(v: i32) -> Self {
         match v {
             1 => OpCode::Reply,
@@ -38,6 +49,7 @@ impl OpCode {
         }
     }
 
+    /// The opcode's number.
     pub fn as_i32(self) -> i32 {
         match self {
             OpCode::Reply => 1,
@@ -59,8 +71,11 @@ impl OpCode {
 pub struct MsgHeader {
     /// Total message length, header included.
     pub message_length: usize,
+    /// The sender's id for the message.
     pub request_id: i32,
+    /// The request this message answers (0 in requests).
     pub response_to: i32,
+    /// The opcode.
     pub op_code: OpCode,
 }
 

@@ -21,39 +21,53 @@ const MAX_KILL_IDS: i32 = 6_000_000;
 /// A decoded OP_GET_MORE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpGetMore {
+    /// `db.collection`.
     pub full_collection_name: String,
+    /// How many documents to return.
     pub number_to_return: i32,
+    /// The cursor.
     pub cursor_id: i64,
 }
 
 /// A decoded OP_KILL_CURSORS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpKillCursors {
+    /// The cursors to close.
     pub cursor_ids: Vec<i64>,
 }
 
 /// A decoded OP_INSERT.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpInsert {
+    /// Flag bits (bit 0: ContinueOnError).
     pub flags: u32,
+    /// `db.collection`.
     pub full_collection_name: String,
+    /// The documents to insert.
     pub documents: Vec<Document>,
 }
 
 /// A decoded OP_UPDATE.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpUpdate {
+    /// Flag bits (bit 0: Upsert, bit 1: MultiUpdate).
     pub flags: u32,
+    /// `db.collection`.
     pub full_collection_name: String,
+    /// Which documents.
     pub selector: Document,
+    /// The update or replacement.
     pub update: Document,
 }
 
 /// A decoded OP_DELETE.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpDelete {
+    /// Flag bits (bit 0: SingleRemove).
     pub flags: u32,
+    /// `db.collection`.
     pub full_collection_name: String,
+    /// Which documents.
     pub selector: Document,
 }
 
@@ -78,6 +92,7 @@ fn finish(r: &Reader<'_>, op: &str) -> Result<(), WireError> {
 }
 
 impl OpGetMore {
+    /// Decodes a whole message, header included.
     pub fn decode(whole: &[u8]) -> Result<OpGetMore, WireError> {
         let mut r = body(whole);
         r.i32("ZERO")?;
@@ -94,6 +109,7 @@ impl OpGetMore {
 }
 
 impl OpKillCursors {
+    /// Decodes a whole message, header included.
     pub fn decode(whole: &[u8]) -> Result<OpKillCursors, WireError> {
         let mut r = body(whole);
         r.i32("ZERO")?;
@@ -112,6 +128,7 @@ impl OpKillCursors {
 }
 
 impl OpInsert {
+    /// Decodes a whole message, header included.
     pub fn decode(whole: &[u8]) -> Result<OpInsert, WireError> {
         let mut r = body(whole);
         let flags = r.u32("flags")?;
@@ -132,6 +149,7 @@ impl OpInsert {
 }
 
 impl OpUpdate {
+    /// Decodes a whole message, header included.
     pub fn decode(whole: &[u8]) -> Result<OpUpdate, WireError> {
         let mut r = body(whole);
         r.i32("ZERO")?;
@@ -150,6 +168,7 @@ impl OpUpdate {
 }
 
 impl OpDelete {
+    /// Decodes a whole message, header included.
     pub fn decode(whole: &[u8]) -> Result<OpDelete, WireError> {
         let mut r = body(whole);
         r.i32("ZERO")?;

@@ -35,12 +35,16 @@ pub const MAX_BSON_INTERNAL_BYTES: usize = MAX_BSON_OBJECT_BYTES + 16 * 1024;
 /// Why a message could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
+    /// The message ended before the named part.
     #[error("message truncated: {0}")]
     Truncated(&'static str),
+    /// The message is malformed, as described.
     #[error("invalid message: {0}")]
     Invalid(String),
+    /// An opcode this server does not serve.
     #[error("unsupported opcode {0}")]
     UnsupportedOpCode(i32),
+    /// The OP_MSG checksum does not match its bytes.
     #[error("OP_MSG checksum mismatch")]
     ChecksumMismatch,
     /// A document's bytes are not valid BSON.
@@ -51,10 +55,20 @@ pub enum WireError {
         "BSONObj size: {len} (0x{len:X}) is invalid. Size must be between 0 and \
          {MAX_BSON_INTERNAL_BYTES}(16MB) ({what})"
     )]
-    ObjectTooLarge { what: &'static str, len: usize },
+    ObjectTooLarge {
+        /// Which document.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+    },
     /// A document nested deeper than [`shale_doc::MAX_WIRE_DEPTH`] (mongod's `Overflow`).
     #[error("{what}: BSONObj exceeded maximum nested object depth: {limit}")]
-    TooDeep { what: &'static str, limit: usize },
+    TooDeep {
+        /// Which document.
+        what: &'static str,
+        /// The depth limit.
+        limit: usize,
+    },
 }
 
 /// A little-endian reader over untrusted bytes.

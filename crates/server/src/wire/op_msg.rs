@@ -19,6 +19,7 @@ const KNOWN_BITS: u32 = MSG_FLAG_CHECKSUM | MSG_FLAG_MORE_TO_COME | MSG_FLAG_EXH
 /// A decoded OP_MSG request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpMsg<'a> {
+    /// The flag bits (checksumPresent, moreToCome, exhaustAllowed).
     pub flags: u32,
     /// The body section, raw and checked, borrowed from the message.
     pub body: &'a RawDocument,
@@ -103,6 +104,10 @@ fn verify_checksum(whole: &[u8]) -> Result<(), WireError> {
 }
 
 /// Encodes a reply OP_MSG carrying `body` in response to `response_to`.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<u8> {
     let mut doc = Vec::new();
     body.to_writer(&mut doc)

@@ -8,10 +8,15 @@ use bson::Document;
 /// A decoded OP_QUERY.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpQuery {
+    /// Flag bits (`query_flags`).
     pub flags: u32,
+    /// `db.collection` (`db.$cmd` for a command).
     pub full_collection_name: String,
+    /// Documents to skip.
     pub number_to_skip: i32,
+    /// Documents to return (negative: one batch, then close).
     pub number_to_return: i32,
+    /// The query or command document.
     pub query: Document,
     /// The projection (`returnFieldsSelector`), when the message carries one.
     pub fields: Option<Document>,
@@ -19,27 +24,40 @@ pub struct OpQuery {
 
 /// OP_QUERY flag bits (the legacy opcode documentation's names).
 pub mod query_flags {
+    /// Keep the cursor open after its last document.
     pub const TAILABLE_CURSOR: u32 = 1 << 1;
+    /// May read from a secondary.
     pub const SLAVE_OK: u32 = 1 << 2;
+    /// `oplogReplay`: a read of the oplog from a timestamp.
     pub const OPLOG_REPLAY: u32 = 1 << 3;
+    /// The cursor never times out.
     pub const NO_CURSOR_TIMEOUT: u32 = 1 << 4;
+    /// A tailable cursor's getMore waits for data.
     pub const AWAIT_DATA: u32 = 1 << 5;
+    /// Stream every batch without getMores.
     pub const EXHAUST: u32 = 1 << 6;
+    /// Partial results from a sharded cluster are fine.
     pub const PARTIAL: u32 = 1 << 7;
 }
 
 /// OP_REPLY responseFlags bits.
 pub mod reply_flags {
+    /// The getMore's cursor does not exist.
     pub const CURSOR_NOT_FOUND: u32 = 1;
+    /// The query failed: the document is `{$err}`.
     pub const QUERY_FAILURE: u32 = 1 << 1;
+    /// The server supports awaitData.
     pub const AWAIT_CAPABLE: u32 = 1 << 3;
 }
 
 /// The fields of an OP_REPLY other than its documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplyHead {
+    /// Flag bits (`reply_flags`).
     pub response_flags: u32,
+    /// The cursor to ask for more (0: none).
     pub cursor_id: i64,
+    /// Where in the cursor this batch starts.
     pub starting_from: i32,
 }
 
@@ -88,6 +106,10 @@ impl OpQuery {
 }
 
 /// Encodes an OP_REPLY with one document.
+#[allow(
+    clippy::expect_used,
+    reason = "serialising a document built in memory into a Vec cannot fail"
+)]
 pub fn encode_op_reply(request_id: i32, response_to: i32, doc: &Document) -> Vec<u8> {
     let mut body = Vec::new();
     doc.to_writer(&mut body)
@@ -125,6 +147,10 @@ pub fn encode_op_reply_docs<B: AsRef<[u8]>>(
     out.extend_from_slice(&head.response_flags.to_le_bytes());
     out.extend_from_slice(&head.cursor_id.to_le_bytes());
     out.extend_from_slice(&head.starting_from.to_le_bytes());
+    #[allow(
+        clippy::expect_used,
+        reason = "a batch holds far fewer than 2^31 documents"
+    )]
     let returned = i32::try_from(docs.len()).expect("a batch holds far fewer than 2^31 documents");
     out.extend_from_slice(&returned.to_le_bytes());
     for d in docs {
