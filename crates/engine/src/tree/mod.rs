@@ -60,7 +60,7 @@ const MAX_STALLS_PER_OPERATION: usize = 10_000;
 /// Something an operation needs from disk before it can go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Load {
-    /// The whole node (a node that will be changed).
+    /// The whole node (a node that will be changed, or read by a scan with no upper bound).
     Node(NodeId),
     /// A node's header: pivots, child ids and partition descriptors, no partitions.
     Header(NodeId),

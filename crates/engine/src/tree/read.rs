@@ -143,8 +143,14 @@ impl Tree {
         let mut buffers: Vec<&MsgBuffer> = Vec::new();
         let (mut lo, mut hi): (Option<&Vec<u8>>, Option<&Vec<u8>>) = (None, None);
         let mut id = st.root;
+        // A bounded scan reads the headers on its path, then the partitions it needs; an
+        // unbounded one (a whole-tree scan) reads each node whole, in one read.
+        let miss = |id| match upper {
+            Some(_) => Stall::Load(Load::Header(id)),
+            None => Stall::Load(Load::Node(id)),
+        };
         let leaf = loop {
-            let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
+            let node = st.node(id).ok_or_else(|| miss(id))?;
             node.touch();
             match &node.body {
                 NodeBody::Internal(n) => {
