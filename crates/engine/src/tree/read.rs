@@ -195,21 +195,17 @@ impl Tree {
             // entries are the batch as they come, with no merge.
             seen.map(|(k, v)| (k.to_vec(), v)).collect()
         } else {
-            let mut merged: BTreeMap<&[u8], Option<Vec<u8>>> =
-                seen.map(|(k, v)| (k, Some(v))).collect();
-            for (k, list) in &msgs {
+            // Both sides are in key order: one pass merges them.
+            let apply = |k: &[u8], cur: Option<Vec<u8>>, list: &[MsgRef<'_>]| {
                 let view = view_of(k);
                 let seen: Vec<MsgRef<'_>> = list.iter().copied().filter(|m| view.sees(m)).collect();
                 if seen.is_empty() {
-                    continue;
+                    cur
+                } else {
+                    fold_messages(&*self.merge, k, cur, seen)
                 }
-                let cur = merged.get(k).cloned().flatten();
-                merged.insert(k, fold_messages(&*self.merge, k, cur, seen));
-            }
-            merged
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k.to_vec(), v)))
-                .collect()
+            };
+            merge_in_order(seen, &msgs, apply)
         };
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
         Ok(LeafBatch {
@@ -271,6 +267,46 @@ fn scan_span(
         }
     }
     Ok(start..end)
+}
+
+/// A basement run's visible entries (`seen`, in key order) with the messages buffered above
+/// it for keys of its range (`msgs`): each key with messages gets `apply(key, its entry,
+/// its messages)` (what the reader sees of it, `None` if nothing), the others stay as they
+/// are; one pass, in key order.
+fn merge_in_order<'a>(
+    seen: impl Iterator<Item = (&'a [u8], Vec<u8>)>,
+    msgs: &BTreeMap<&'a [u8], Vec<MsgRef<'a>>>,
+    apply: impl Fn(&[u8], Option<Vec<u8>>, &[MsgRef<'a>]) -> Option<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let mut out = Vec::new();
+    let (mut seen, mut pending) = (seen.peekable(), msgs.iter().peekable());
+    loop {
+        let order = match (seen.peek(), pending.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Less,
+            (None, Some(_)) => Greater,
+            (Some((k, _)), Some((m, _))) => (*k).cmp(**m),
+        };
+        let (key, value) = match order {
+            Less => match seen.next() {
+                Some((k, v)) => (k, Some(v)),
+                None => break,
+            },
+            Equal => match (seen.next(), pending.next()) {
+                (Some((k, v)), Some((_, list))) => (k, apply(k, Some(v), list)),
+                _ => break,
+            },
+            Greater => match pending.next() {
+                Some((m, list)) => (*m, apply(m, None, list)),
+                None => break,
+            },
+        };
+        if let Some(v) = value {
+            out.push((key.to_vec(), v));
+        }
+    }
+    out
 }
 
 /// What one reader at `snapshot` sees of one key: commits at or below the snapshot and
