@@ -14,6 +14,7 @@
 //! the snapshot sees: nothing below can change the answer, so a key whose newest write is
 //! still buffered costs that buffer's read, not the leaf's too.
 
+use super::basement::EntryRef;
 use super::buffer::MsgRef;
 use super::msg::OpRef;
 use super::msg::{self, MsgBuffer};
@@ -177,27 +178,25 @@ impl Tree {
                 msgs.entry(k).or_default().extend(list);
             }
         }
-        // Each key is read with the aborts among its own messages (they lie above what
-        // they abort, so one view per key sees them all before its versions).
-        let view_of = |k: &[u8]| {
-            let mut view = View::new(self.snapshots.status(), snapshot);
-            view.note_aborts(msgs.get(k).into_iter().flatten().copied());
-            view
-        };
-        // The basements' entries the scan sees, in key order.
-        let seen = basements.flat_map(|b| b.iter()).filter_map(|(k, e)| {
-            let view = view_of(k);
-            e.value_seen(|ts| view.sees_stamp(ts))
-                .map(|v| (k, v.to_vec()))
-        });
+        // A key with no message above it is read with one plain view; a key with messages
+        // with the aborts among its own (they lie above what they abort, so one view per
+        // key sees them all before its versions).
+        let plain = View::new(self.snapshots.status(), snapshot);
+        let alone = |e: EntryRef<'_>| e.value_seen(|ts| plain.sees_stamp(ts)).map(<[u8]>::to_vec);
+        let entries = basements.flat_map(|b| b.iter());
         let entries = if msgs.is_empty() {
             // Nothing buffered above this range (the common case after flushes): the
             // entries are the batch as they come, with no merge.
-            seen.map(|(k, v)| (k.to_vec(), v)).collect()
+            entries
+                .filter_map(|(k, e)| alone(e).map(|v| (k.to_vec(), v)))
+                .collect()
         } else {
-            // Both sides are in key order: one pass merges them.
-            let apply = |k: &[u8], cur: Option<Vec<u8>>, list: &[MsgRef<'_>]| {
-                let view = view_of(k);
+            let with_msgs = |k: &[u8], e: Option<EntryRef<'_>>, list: &[MsgRef<'_>]| {
+                let mut view = View::new(self.snapshots.status(), snapshot);
+                view.note_aborts(list.iter().copied());
+                let cur = e
+                    .and_then(|e| e.value_seen(|ts| view.sees_stamp(ts)))
+                    .map(<[u8]>::to_vec);
                 let seen: Vec<MsgRef<'_>> = list.iter().copied().filter(|m| view.sees(m)).collect();
                 if seen.is_empty() {
                     cur
@@ -205,7 +204,8 @@ impl Tree {
                     fold_messages(&*self.merge, k, cur, seen)
                 }
             };
-            merge_in_order(seen, &msgs, apply)
+            // Both sides are in key order: one pass merges them.
+            merge_in_order(entries, &msgs, alone, with_msgs)
         };
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
         Ok(LeafBatch {
@@ -269,36 +269,37 @@ fn scan_span(
     Ok(start..end)
 }
 
-/// A basement run's visible entries (`seen`, in key order) with the messages buffered above
-/// it for keys of its range (`msgs`): each key with messages gets `apply(key, its entry,
-/// its messages)` (what the reader sees of it, `None` if nothing), the others stay as they
-/// are; one pass, in key order.
-fn merge_in_order<'a>(
-    seen: impl Iterator<Item = (&'a [u8], Vec<u8>)>,
+/// A basement run's entries (in key order) with the messages buffered above it for keys of
+/// its range (`msgs`, in key order), in one pass: a key with messages is read by
+/// `with_msgs(key, its entry, its messages)`, one without by `alone(its entry)`; each gives
+/// what the reader sees of the key (`None`: nothing).
+fn merge_in_order<'a, E: Copy>(
+    entries: impl Iterator<Item = (&'a [u8], E)>,
     msgs: &BTreeMap<&'a [u8], Vec<MsgRef<'a>>>,
-    apply: impl Fn(&[u8], Option<Vec<u8>>, &[MsgRef<'a>]) -> Option<Vec<u8>>,
+    alone: impl Fn(E) -> Option<Vec<u8>>,
+    with_msgs: impl Fn(&[u8], Option<E>, &[MsgRef<'a>]) -> Option<Vec<u8>>,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     use std::cmp::Ordering::{Equal, Greater, Less};
     let mut out = Vec::new();
-    let (mut seen, mut pending) = (seen.peekable(), msgs.iter().peekable());
+    let (mut entries, mut pending) = (entries.peekable(), msgs.iter().peekable());
     loop {
-        let order = match (seen.peek(), pending.peek()) {
+        let order = match (entries.peek(), pending.peek()) {
             (None, None) => break,
             (Some(_), None) => Less,
             (None, Some(_)) => Greater,
             (Some((k, _)), Some((m, _))) => (*k).cmp(**m),
         };
         let (key, value) = match order {
-            Less => match seen.next() {
-                Some((k, v)) => (k, Some(v)),
+            Less => match entries.next() {
+                Some((k, e)) => (k, alone(e)),
                 None => break,
             },
-            Equal => match (seen.next(), pending.next()) {
-                (Some((k, v)), Some((_, list))) => (k, apply(k, Some(v), list)),
+            Equal => match (entries.next(), pending.next()) {
+                (Some((k, e)), Some((_, list))) => (k, with_msgs(k, Some(e), list)),
                 _ => break,
             },
             Greater => match pending.next() {
-                Some((m, list)) => (*m, apply(m, None, list)),
+                Some((m, list)) => (*m, with_msgs(m, None, list)),
                 None => break,
             },
         };
