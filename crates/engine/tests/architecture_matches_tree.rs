@@ -9,34 +9,9 @@
     reason = "an integration test: a failed unwrap or expect is a failed test"
 )]
 
-use std::path::Path;
+mod common;
 
-fn root() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every file and directory under `dir` (relative to the root, `/`-separated), skipping
-/// build output and tool state.
-fn tree(dir: &Path, rel: &str, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || name == "target" || name == "node_modules" {
-            continue;
-        }
-        let path = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        if e.path().is_dir() {
-            tree(&e.path(), &path, out);
-        }
-        out.push(path);
-    }
-}
+use common::{repo_paths as tree, repo_root as root};
 
 /// The crate directory a line of `ARCHITECTURE.md` talks about: a crate table row
 /// (`| \`shale-db\` | ...`) or the "Inside the engine" section; `None` elsewhere.

@@ -8,15 +8,10 @@
     reason = "an integration test: a failed unwrap or expect is a failed test"
 )]
 
-use std::path::{Path, PathBuf};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read(p: &str) -> String {
-    std::fs::read_to_string(root().join(p)).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
+use common::{read_repo as read, repo_root as root};
+use std::path::Path;
 
 /// Invariant labels like R4, W1, B3 cited in `text`.
 fn cited(text: &str, prefix: char) -> Vec<String> {

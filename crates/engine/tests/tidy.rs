@@ -25,15 +25,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn read(rel: &str) -> String {
-    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
+use common::{read_repo as read, repo_root as root};
+use std::path::Path;
 
 /// `ARCHITECTURE.md`'s crate map, the one place the layers are written down here: each
 /// workspace crate and the crates drawn right below it. A crate's `[dependencies]` may name
@@ -379,25 +374,9 @@ fn raw_string_start(c: &[char], i: usize) -> Option<(usize, usize)> {
 /// Every `.rs` file under `dir` (relative to the root, `/`-separated), skipping build
 /// output and tool state.
 fn rust_files(dir: &Path, rel: &str, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || name == "target" || name == "node_modules" {
-            continue;
-        }
-        let path = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        if e.path().is_dir() {
-            rust_files(&e.path(), &path, out);
-        } else if name.ends_with(".rs") {
-            out.push(path);
-        }
-    }
+    let mut all = Vec::new();
+    common::repo_paths(dir, rel, &mut all);
+    out.extend(all.into_iter().filter(|p| p.ends_with(".rs")));
 }
 
 /// True when the blanked source `code` names the crate `lib` as a path root (`lib::`, not

@@ -49,3 +49,37 @@ pub fn scan_all(t: &shale_engine::TreeHandle) -> Vec<(Vec<u8>, Vec<u8>)> {
     }
     got
 }
+
+/// The repository's root, for the tests that check documents and sources against each
+/// other (`architecture_matches_tree`, `docs_match_code`, `tidy`).
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A repository file's text, by its path from the root.
+pub fn read_repo(rel: &str) -> String {
+    std::fs::read_to_string(repo_root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every file and directory under `dir` (whose path from the root is `rel`), as
+/// `/`-separated paths from the root, skipping build output and tool state.
+pub fn repo_paths(dir: &std::path::Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" || name == "node_modules" {
+            continue;
+        }
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.path().is_dir() {
+            repo_paths(&e.path(), &path, out);
+        }
+        out.push(path);
+    }
+}
