@@ -46,6 +46,7 @@ pub struct Lsid {
     pub uid: UserDigest,
 }
 
+#[cfg(test)]
 impl Lsid {
     /// The session `id` of no user (authentication off, or nobody logged in).
     pub fn no_auth(id: bson::Uuid) -> Lsid {

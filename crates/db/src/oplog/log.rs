@@ -347,7 +347,7 @@ impl Oplog {
 /// pass a document's 16 MiB cannot commit on a member: `TransactionTooLarge`, as mongod 4.0
 /// answers, before anything is written.
 fn refuse_past_the_document_limit(bytes: usize) -> DbResult<()> {
-    const LIMIT: usize = 16 * 1024 * 1024;
+    const LIMIT: usize = crate::doc_write::MAX_DOCUMENT_BYTES;
     if bytes <= LIMIT {
         return Ok(());
     }

@@ -492,13 +492,13 @@ fn leaf_segment(l: &Leaf, b: usize, s: usize) -> Option<(PartDesc, SegRead)> {
 fn basement_run(l: &Leaf, i: usize, max_bytes: u32, last: usize) -> Option<Vec<Wanted1>> {
     let mut descs: Vec<Wanted1> = Vec::new();
     let mut end = 0u64;
-    let wanted = |j: usize| j == i || j <= last;
+    let last = last.max(i);
     for (j, d) in l
         .parts
         .iter()
         .enumerate()
         .skip(i)
-        .take_while(|(j, _)| wanted(*j))
+        .take_while(|(j, _)| *j <= last)
     {
         let next_end = d.offset as u64 + d.stored_len as u64;
         let fits = descs.first().is_none_or(|(_, f, _)| {
