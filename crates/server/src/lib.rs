@@ -230,8 +230,12 @@ impl ConnectionCtx {
     }
 
     /// The session `id` as this connection's user has it: mongod keys sessions by id and the
-    /// digest of the name of the user logged in.
+    /// digest of the name of the user logged in. The command's own session, found by
+    /// dispatch, is reused (no second lock and digest).
     pub fn session_key(&self, id: bson::Uuid) -> session_table::Lsid {
+        if let Some(own) = self.lsid.filter(|l| l.id == id) {
+            return own;
+        }
         session_table::Lsid {
             id,
             uid: self.session_uid(),
