@@ -92,37 +92,54 @@ cargo test --workspace --locked --no-run
 
 # The tests wait on fsyncs and processes more than they compute (the engine's model and
 # bit-flip suites: 143 s of wall time for 72 s of CPU), so they run in three processes side
-# by side: the engine's two longest suites, the engine's other targets (every file under
-# crates/engine/tests/ but those two, found here, so a new file is never left out), and the
-# rest of the workspace with the engine's doctests.
+# by side: the engine's two longest suites, the engine's other integration tests (every file
+# under crates/engine/tests/ but those two, found here, so a new file is never left out),
+# and the rest: every crate's unit tests, the other crates' integration tests, the doctests.
+# Each names its targets with --workspace, never -p: `-p shale-engine` resolves the
+# dependencies' features for the engine alone, which rebuilt syn, proptest, the engine and
+# all 34 of its test binaries a second time (minutes on a fresh machine).
 engine_longest=(model_random_ops fault_bit_flips)
+# Test-target arguments (--test NAME) for the files under a tests/ directory, less `skip`.
+test_targets() {
+    local skip=" $1 " f name
+    shift
+    for f in "$@"; do
+        name=$(basename "$f" .rs)
+        [[ "$skip" == *" $name "* ]] || printf -- '--test\n%s\n' "$name"
+    done
+}
 cargo_test_engine_longest() {
-    local args=() name
+    local name args=()
     for name in "${engine_longest[@]}"; do
         args+=(--test "$name")
     done
-    cargo test --locked -p shale-engine "${args[@]}"
+    cargo test --workspace --locked "${args[@]}"
 }
 cargo_test_engine_others() {
-    local args=(--lib) f name
-    for f in crates/engine/tests/*.rs; do
-        name=$(basename "$f" .rs)
-        if [[ " ${engine_longest[*]} " != *" $name "* ]]; then
-            args+=(--test "$name")
-        fi
-    done
-    cargo test --locked -p shale-engine "${args[@]}"
+    local args
+    mapfile -t args < <(test_targets "${engine_longest[*]}" crates/engine/tests/*.rs)
+    cargo test --workspace --locked "${args[@]}"
 }
 cargo_test_rest_of_workspace() {
-    cargo test --workspace --locked --exclude shale-engine &&
-        cargo test --locked -p shale-engine --doc
+    local args f others=()
+    for f in crates/*/tests/*.rs; do
+        [[ "$f" == crates/engine/* ]] || others+=("$f")
+    done
+    mapfile -t args < <(test_targets "" "${others[@]}")
+    cargo test --workspace --locked --lib --bins "${args[@]}" &&
+        cargo test --workspace --locked --doc
 }
 step "cargo test: three processes side by side (the engine's two longest suites, the engine's others, the rest of the workspace)"
 side_by_side cargo_test_engine_longest cargo_test_engine_others cargo_test_rest_of_workspace
 
-step "build the shale binary for the end-to-end suite"
-cargo build --locked -p shale-cli
+# The end-to-end suites drive the debug `shale` binary that the test build above made (the
+# cli crate's integration test needs it): no `cargo build -p shale-cli`, which resolves the
+# dependencies' features for the cli alone and compiled the server stack a second time.
 export SHALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/shale"
+if [ ! -x "$SHALE_BIN" ]; then
+    echo "the test build made no $SHALE_BIN" >&2
+    exit 1
+fi
 
 # What the last step needs compiles in the background, niced, while the wire suites below
 # mostly wait on their servers (fresh, the fuzz build alone took 274 s on this 2-core
