@@ -77,6 +77,14 @@ impl AnyCursor {
     fn entry(&self) -> Option<(&[u8], &[u8])> {
         both!(self, c => c.entry())
     }
+    /// The value at the cursor, owned: moved out of a snapshot cursor's batch (no copy), or
+    /// copied from a transaction's cursor. The caller then moves the cursor on.
+    fn take_value(&mut self) -> Option<Vec<u8>> {
+        match self {
+            AnyCursor::View(c) => c.take_value(),
+            AnyCursor::Txn(c) => c.entry().map(|(_, v)| v.to_vec()),
+        }
+    }
 }
 
 /// Work counters, for `explain` and the profiler.
@@ -136,24 +144,16 @@ impl Scan {
         &self.plan
     }
 
-    fn tree(&self) -> &TreeHandle {
-        match &self.plan.access {
-            Access::Index(i) => &i.tree,
-            _ => &self.coll.docs,
-        }
-    }
-
-    fn current_range(&self) -> Option<&KeyRange> {
+    /// Index into `plan.ranges` of the range being read, if any is left.
+    fn current_range(&self) -> Option<usize> {
         let n = self.plan.ranges.len();
         if self.range >= n {
             return None;
         }
-        let i = if self.plan.backward {
-            n - 1 - self.range
-        } else {
-            self.range
-        };
-        Some(&self.plan.ranges[i])
+        Some(match self.plan.backward {
+            true => n - 1 - self.range,
+            false => self.range,
+        })
     }
 
     /// The next document the plan reaches, or `None` at the end. Each call first checks
@@ -181,63 +181,76 @@ impl Scan {
             return self.next_of_clauses(snap);
         }
         loop {
-            let Some(range) = self.current_range().cloned() else {
+            let Some(ri) = self.current_range() else {
                 return Ok(None);
             };
+            let range = &self.plan.ranges[ri];
             let backward = self.plan.backward;
             match &mut self.cursor {
                 None => {
-                    let mut c = snap.cursor(self.tree());
-                    position(&mut c, &range, backward)?;
+                    let mut c = snap.cursor(tree_of(&self.plan, &self.coll));
+                    position(&mut c, range, backward)?;
                     self.cursor = Some(c);
                 }
                 Some(c) if self.reposition => {
-                    position(c, &range, backward)?;
+                    position(c, range, backward)?;
                     self.reposition = false;
                 }
                 Some(c) => c.step(backward)?,
             }
-            let Some(c) = &self.cursor else { continue };
-            let in_range = match c.entry() {
-                None => false,
-                Some((k, _)) if backward => k >= &range.start[..],
-                Some((k, _)) => range.end.as_ref().is_none_or(|e| k < &e[..]),
+            let Some(c) = &mut self.cursor else { continue };
+            let id_key = match c.entry() {
+                None => None,
+                Some((k, _)) if backward && k < &range.start[..] => None,
+                Some((k, _)) if !backward && range.end.as_ref().is_some_and(|e| k >= &e[..]) => {
+                    None
+                }
+                Some((_, value)) => Some(match &self.plan.access {
+                    Access::Index(i) if i.def.clustering && self.plan.dedupe => {
+                        Some(i.def.value_id_key(value)?)
+                    }
+                    Access::Index(i) if !i.def.clustering => Some(value.to_vec()),
+                    _ => None,
+                }),
             };
-            if !in_range {
+            let Some(id_key) = id_key else {
                 self.reposition = true;
                 self.range += 1;
                 continue;
-            }
-            let Some((_, value)) = c.entry() else {
-                continue;
             };
             self.stats.keys_examined += 1;
-            match &self.plan.access {
-                Access::Index(i) if i.def.clustering => {
-                    // The entry is the document: no read of the document tree.
-                    if self.plan.dedupe && !self.seen.insert(i.def.value_id_key(value)?) {
-                        continue;
-                    }
-                    self.stats.docs_examined += 1;
-                    return Ok(Some(raw(value.to_vec())?));
-                }
-                Access::Index(_) => {
-                    let idk = value.to_vec();
-                    if self.plan.dedupe && !self.seen.insert(idk.clone()) {
-                        continue;
-                    }
-                    self.stats.docs_examined += 1;
-                    // A document deleted by the reading transaction itself is skipped.
+            if self.plan.dedupe
+                && id_key
+                    .as_ref()
+                    .is_some_and(|k| !self.seen.insert(k.clone()))
+            {
+                continue;
+            }
+            self.stats.docs_examined += 1;
+            match (&self.plan.access, id_key) {
+                // An index entry names a document: read it from the document tree. One
+                // deleted by the reading transaction itself is skipped.
+                (Access::Index(i), Some(idk)) if !i.def.clustering => {
                     if let Some(bytes) = snap.get(&self.coll.docs, &idk)? {
                         return Ok(Some(raw(bytes)?));
                     }
                 }
+                // The entry is the document (the document tree, or a clustering index):
+                // moved out of the cursor's batch, not copied.
                 _ => {
-                    self.stats.docs_examined += 1;
-                    return Ok(Some(raw(value.to_vec())?));
+                    let value = c.take_value().unwrap_or_default();
+                    return Ok(Some(raw(value)?));
                 }
             }
         }
+    }
+}
+
+/// The tree a plan reads: its index's, or the document tree.
+fn tree_of<'a>(plan: &'a Plan, coll: &'a Collection) -> &'a TreeHandle {
+    match &plan.access {
+        Access::Index(i) => &i.tree,
+        _ => &coll.docs,
     }
 }
 
@@ -289,12 +302,12 @@ impl Scan {
     }
 
     fn next_point(&mut self, snap: Snap<'_>) -> DbResult<Option<RawDocumentBuf>> {
-        let Some(range) = self.current_range().cloned() else {
+        let Some(ri) = self.current_range() else {
             return Ok(None);
         };
         self.range += 1;
         self.stats.keys_examined += 1;
-        match snap.get(&self.coll.docs, &range.start)? {
+        match snap.get(&self.coll.docs, &self.plan.ranges[ri].start)? {
             Some(bytes) => {
                 self.stats.docs_examined += 1;
                 Ok(Some(raw(bytes)?))

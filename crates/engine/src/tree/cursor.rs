@@ -22,6 +22,9 @@ pub struct Cursor {
     fetched: bool,
     /// Where the caller's forward scan ends, if it said (`set_upper_bound`).
     upper: Option<Vec<u8>>,
+    /// Entries of `batch` whose values `take_value` moved out (a bit per entry); landing on
+    /// one again reads the leaf anew.
+    taken: Vec<u64>,
 }
 
 impl Cursor {
@@ -33,6 +36,7 @@ impl Cursor {
             pos: None,
             fetched: false,
             upper: None,
+            taken: Vec::new(),
         }
     }
 
@@ -65,6 +69,30 @@ impl Cursor {
     )]
     pub fn value(&self) -> &[u8] {
         &self.batch.entries[self.pos.expect("cursor is not positioned")].1
+    }
+
+    /// The value at the cursor moved out to the caller, with no copy (a scan that returns
+    /// each value it passes, as the executor's document scans do, would otherwise copy each
+    /// one). The cursor stays where it is; if it lands on this entry again it reads the leaf
+    /// anew. `None` when not positioned.
+    pub fn take_value(&mut self) -> Option<Vec<u8>> {
+        let i = self.pos?;
+        let word = i / 64;
+        if self.taken.len() <= word {
+            self.taken.resize(word + 1, 0);
+        }
+        self.taken[word] |= 1 << (i % 64);
+        self.batch
+            .entries
+            .get_mut(i)
+            .map(|(_, v)| std::mem::take(v))
+    }
+
+    /// Whether `take_value` moved entry `i`'s value out of the batch in hand.
+    fn was_taken(&self, i: usize) -> bool {
+        self.taken
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// The current entry, if any.
@@ -152,12 +180,19 @@ impl Cursor {
             .tree
             .with_read(|t, st| t.scan_leaf(st, &target, ts, upper))?;
         self.fetched = true;
+        self.taken.clear();
         Ok(())
     }
 
     /// Lands on entry `i` of the batch, or on the first entry of later leaves.
     fn settle_forward(&mut self, mut i: usize) -> Result<()> {
         loop {
+            if i < self.batch.entries.len() && self.was_taken(i) {
+                let key = self.batch.entries[i].0.clone();
+                self.fetch(Target::Containing(key.clone()))?;
+                i = self.batch.entries.partition_point(|(k, _)| *k < key);
+                continue;
+            }
             if i < self.batch.entries.len() {
                 self.pos = Some(i);
                 return Ok(());
@@ -175,6 +210,12 @@ impl Cursor {
     /// Lands on the entry before index `i`, or on the last entry of earlier leaves.
     fn settle_backward(&mut self, mut i: usize) -> Result<()> {
         loop {
+            if i > 0 && self.was_taken(i - 1) {
+                let key = self.batch.entries[i - 1].0.clone();
+                self.fetch(Target::Containing(key.clone()))?;
+                i = self.batch.entries.partition_point(|(k, _)| *k <= key);
+                continue;
+            }
             if i > 0 {
                 self.pos = Some(i - 1);
                 return Ok(());

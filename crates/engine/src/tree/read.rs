@@ -280,7 +280,7 @@ fn merge_in_order<'a, E: Copy>(
     with_msgs: impl Fn(&[u8], Option<E>, &[MsgRef<'a>]) -> Option<Vec<u8>>,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     use std::cmp::Ordering::{Equal, Greater, Less};
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(entries.size_hint().0 + msgs.len());
     let (mut entries, mut pending) = (entries.peekable(), msgs.iter().peekable());
     loop {
         let order = match (entries.peek(), pending.peek()) {
