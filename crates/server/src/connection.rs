@@ -13,16 +13,16 @@
 use crate::command::Command;
 use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
 use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
+use crate::outgoing::Outgoing;
 use crate::transport::Transport;
 use crate::wire::{
-    decode_op_compressed, encode_op_compressed, encode_op_msg_raw, encode_op_reply_raw,
+    decode_op_compressed, encode_op_compressed, encode_op_reply_raw, op_msg_reply_head,
     original_op_code, MsgHeader, OpCode, OpMsg, OpQuery, WireError, HEADER_LEN,
     MAX_BSON_INTERNAL_BYTES, MSG_FLAG_MORE_TO_COME,
 };
 use crate::{inflight, legacy, net_stats, ConnectionCtx};
 use bson::{Document, RawBsonRef};
 use shale_doc::{ErrorCode, MongoError};
-use std::io::Write;
 use std::net::TcpStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -140,7 +140,7 @@ pub fn serve_connection(stream: &TcpStream, ctx: ConnectionCtx) {
             continue;
         };
         net_stats::reply(reply.len());
-        if let Err(e) = writer.write_all(&reply).and_then(|()| writer.flush()) {
+        if let Err(e) = reply.write_to(&mut writer) {
             tracing::debug!(conn = ctx.connection_id, error = %e, "write failed");
             break;
         }
@@ -159,7 +159,7 @@ fn refusal_reply(
     head: &[u8],
     bytes: usize,
     no_room: inflight::NoRoom,
-) -> Option<Vec<u8>> {
+) -> Option<Outgoing> {
     let e = MongoError::new(
         ErrorCode::ExceededMemoryLimit,
         format!(
@@ -179,7 +179,10 @@ fn refusal_reply(
         .and_then(|f| f.try_into().ok())
         .map_or(0, u32::from_le_bytes);
     match op {
-        OpCode::Query | OpCode::GetMore => Some(legacy::failure_reply(header.request_id, &e)),
+        OpCode::Query | OpCode::GetMore => Some(Outgoing::whole(legacy::failure_reply(
+            header.request_id,
+            &e,
+        ))),
         OpCode::KillCursors | OpCode::Insert | OpCode::Update | OpCode::Delete => None,
         OpCode::Msg if header.op_code == OpCode::Msg && flags & MSG_FLAG_MORE_TO_COME != 0 => None,
         _ => Some(encode_reply(
@@ -192,7 +195,7 @@ fn refusal_reply(
 
 /// Runs one message. A handler that panics costs its request an `InternalError` reply, not
 /// the connection or the server.
-fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option<Vec<u8>> {
+fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option<Outgoing> {
     match catch_unwind(AssertUnwindSafe(|| handle(ctx, header, message))) {
         Ok(reply) => reply,
         Err(_) => {
@@ -204,7 +207,10 @@ fn run_guarded(ctx: &ConnectionCtx, header: MsgHeader, message: &[u8]) -> Option
             match header.op_code {
                 OpCode::Query | OpCode::GetMore => {
                     let e = MongoError::new(ErrorCode::InternalError, "internal error");
-                    Some(legacy::failure_reply(header.request_id, &e))
+                    Some(Outgoing::whole(legacy::failure_reply(
+                        header.request_id,
+                        &e,
+                    )))
                 }
                 OpCode::KillCursors | OpCode::Insert | OpCode::Update | OpCode::Delete => None,
                 _ => Some(encode_reply(OpCode::Msg, header.request_id, reply.into())),
@@ -229,7 +235,7 @@ pub fn handle_message(ctx: &ConnectionCtx, whole: &[u8]) -> Result<Option<Vec<u8
             whole.len()
         )));
     }
-    Ok(handle(ctx, header, whole))
+    Ok(handle(ctx, header, whole).map(Outgoing::into_vec))
 }
 
 /// Decodes and runs one message; returns the encoded reply, or `None` when none is due.
@@ -237,7 +243,7 @@ pub fn handle_message(ctx: &ConnectionCtx, whole: &[u8]) -> Result<Option<Vec<u8
     clippy::expect_used,
     reason = "decode_op_compressed rebuilds a whole, in-bounds header at the message's start"
 )]
-fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8>> {
+fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Outgoing> {
     if header.op_code != OpCode::Compressed {
         return handle_plain(ctx, header, whole).map(|r| r.bytes);
     }
@@ -250,9 +256,10 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
             let inner = MsgHeader::decode(inner_head).expect("the rebuilt header is in bounds");
             let reply = handle_plain(ctx, inner, &d.message)?;
             Some(if reply.compressible {
-                let packed = encode_op_compressed(&reply.bytes, d.compressor);
-                net_stats::compressed(d.compressor, reply.bytes.len(), packed.len());
-                packed
+                let plain = reply.bytes.into_vec();
+                let packed = encode_op_compressed(&plain, d.compressor);
+                net_stats::compressed(d.compressor, plain.len(), packed.len());
+                Outgoing::whole(packed)
             } else {
                 reply.bytes
             })
@@ -261,9 +268,8 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
             tracing::warn!(conn = ctx.connection_id, error = %e, "bad OP_COMPRESSED");
             // Answer in the reply format of the opcode it claims to wrap, uncompressed.
             match original_op_code(whole) {
-                Some(OpCode::Query | OpCode::GetMore) => Some(legacy::failure_reply(
-                    header.request_id,
-                    &legacy::wire_error(&e),
+                Some(OpCode::Query | OpCode::GetMore) => Some(Outgoing::whole(
+                    legacy::failure_reply(header.request_id, &legacy::wire_error(&e)),
                 )),
                 _ => Some(encode_reply(
                     OpCode::Msg,
@@ -277,7 +283,7 @@ fn handle(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<Vec<u8
 
 /// An encoded reply and whether it may go back compressed.
 struct Reply {
-    bytes: Vec<u8>,
+    bytes: Outgoing,
     compressible: bool,
 }
 
@@ -332,7 +338,7 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
 /// A legacy opcode's encoded reply (always compressible: no handshake goes this way).
 fn legacy_reply(bytes: Vec<u8>) -> Reply {
     Reply {
-        bytes,
+        bytes: Outgoing::whole(bytes),
         compressible: true,
     }
 }
@@ -377,7 +383,7 @@ fn wire_error_reply(e: &WireError) -> Document {
 /// Encodes `reply` as the reply to a request of opcode `request_op` (OP_REPLY for OP_QUERY,
 /// OP_MSG otherwise). A reply document over the BSON limit becomes a `BSONObjectTooLarge`
 /// error instead, so an oversized result never leaves as an unreadable message.
-fn encode_reply(request_op: OpCode, response_to: i32, reply: ReplyBody) -> Vec<u8> {
+fn encode_reply(request_op: OpCode, response_to: i32, reply: ReplyBody) -> Outgoing {
     let reply_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
     let mut body = reply.into_bytes();
     if body.len() > MAX_BSON_INTERNAL_BYTES {
@@ -395,8 +401,8 @@ fn encode_reply(request_op: OpCode, response_to: i32, reply: ReplyBody) -> Vec<u
         body = ReplyBody::Doc(error_reply(&e)).into_bytes();
     }
     match request_op {
-        OpCode::Query => encode_op_reply_raw(reply_id, response_to, &body),
-        _ => encode_op_msg_raw(reply_id, response_to, &body),
+        OpCode::Query => Outgoing::whole(encode_op_reply_raw(reply_id, response_to, &body)),
+        _ => Outgoing::split(op_msg_reply_head(reply_id, response_to, body.len()), body),
     }
 }
 
@@ -416,7 +422,7 @@ mod tests {
 
     fn run(ctx: &ConnectionCtx, message: &[u8]) -> Option<Vec<u8>> {
         let head: [u8; HEADER_LEN] = message[..HEADER_LEN].try_into().expect("header");
-        handle(ctx, MsgHeader::decode(&head).expect("header"), message)
+        handle(ctx, MsgHeader::decode(&head).expect("header"), message).map(Outgoing::into_vec)
     }
 
     /// The reply's opcode, compressor (if compressed) and body document.

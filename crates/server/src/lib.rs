@@ -15,6 +15,7 @@ mod message_reader;
 pub mod net_stats;
 pub mod op_counters;
 pub mod op_registry;
+mod outgoing;
 pub mod ram_log;
 pub mod repl;
 pub mod session_table;

@@ -158,6 +158,17 @@ impl Write for &Transport<'_> {
         }
     }
 
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let mut sock = self.socket;
+        match &self.tls {
+            None => sock.write_vectored(bufs),
+            Some(conn) => {
+                let mut conn = conn.borrow_mut();
+                rustls::Stream::new(&mut *conn, &mut sock).write_vectored(bufs)
+            }
+        }
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
         let mut sock = self.socket;
         match &self.tls {

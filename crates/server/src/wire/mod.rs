@@ -19,7 +19,8 @@ pub use legacy::{
     INSERT_CONTINUE_ON_ERROR, UPDATE_MULTI, UPDATE_UPSERT,
 };
 pub use op_msg::{
-    encode_op_msg, encode_op_msg_raw, OpMsg, MSG_FLAG_CHECKSUM, MSG_FLAG_MORE_TO_COME,
+    encode_op_msg, encode_op_msg_raw, op_msg_reply_head, OpMsg, MSG_FLAG_CHECKSUM,
+    MSG_FLAG_MORE_TO_COME,
 };
 pub use op_query::{
     encode_op_reply, encode_op_reply_docs, encode_op_reply_raw, query_flags, reply_flags, OpQuery,

@@ -117,12 +117,22 @@ pub fn encode_op_msg(request_id: i32, response_to: i32, body: &Document) -> Vec<
 
 /// Encodes a reply OP_MSG around an already serialised body document.
 pub fn encode_op_msg_raw(request_id: i32, response_to: i32, body: &[u8]) -> Vec<u8> {
-    let len = HEADER_LEN + 4 + 1 + body.len();
+    let mut out = op_msg_reply_head(request_id, response_to, body.len());
+    out.reserve_exact(body.len());
+    out.extend_from_slice(body);
+    out
+}
+
+/// The bytes of a reply OP_MSG in front of its body document of `body_len` bytes: the
+/// header, no flags, section kind 0. A server sends them and the body with one vectored
+/// write, not copying the body behind them.
+pub fn op_msg_reply_head(request_id: i32, response_to: i32, body_len: usize) -> Vec<u8> {
+    let len = HEADER_LEN + 4 + 1 + body_len;
     assert!(
         len <= MAX_MESSAGE_BYTES,
         "reply of {len} bytes exceeds the message limit"
     );
-    let mut out = Vec::with_capacity(len);
+    let mut out = Vec::with_capacity(HEADER_LEN + 5);
     MsgHeader {
         message_length: len,
         request_id,
@@ -132,7 +142,6 @@ pub fn encode_op_msg_raw(request_id: i32, response_to: i32, body: &[u8]) -> Vec<
     .encode(&mut out);
     out.extend_from_slice(&0u32.to_le_bytes());
     out.push(0);
-    out.extend_from_slice(body);
     out
 }
 
