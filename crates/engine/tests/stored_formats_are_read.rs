@@ -6,7 +6,7 @@
 //! with buffered messages, version stacks, tombstones and, from node format 3, a live
 //! transaction's provisional versions; a log tail after it), with the contents a reader
 //! must see in `expected.txt`, written from the writer's own model. Its README.md names the
-//! commit and holds the commands that wrote it; `writer.rs` beside it is the program.
+//! commit and holds the commands that wrote it; `fixtures/writer.rs` is the program (one for all of them).
 //!
 //! For each fixture, on a copy (the committed files are never opened for writing): the
 //! stored versions are the ones the fixture's name promises (so a regenerated fixture
