@@ -35,7 +35,9 @@ pub fn cursor_reply_raw(ns: &str, batch: Batch, batch_field: &str) -> RawDocumen
     head(&mut out, 0x04, batch_field);
     put_len(&mut out, array);
     for (i, d) in batch.docs.iter().enumerate() {
-        head(&mut out, 0x03, &i.to_string());
+        out.push(0x03);
+        put_decimal(&mut out, i);
+        out.push(0);
         out.extend_from_slice(d.as_bytes());
     }
     out.push(0);
@@ -81,6 +83,22 @@ fn decimal_len(mut i: usize) -> usize {
     n
 }
 
+/// Appends `i` in decimal (an array element's key), with no `String` made per document.
+fn put_decimal(out: &mut Vec<u8>, i: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = i;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 fn head(out: &mut Vec<u8>, kind: u8, key: &str) {
     out.push(kind);
     out.extend_from_slice(key.as_bytes());
@@ -121,7 +139,7 @@ mod tests {
 
     #[test]
     fn the_reply_is_the_bytes_the_bson_crate_writes() {
-        for n in [0usize, 1, 9, 10, 11, 105] {
+        for n in [0usize, 1, 9, 10, 11, 105, 1001] {
             for token in [None, Some(rawdoc! {"_data": "82abc"})] {
                 let batch = Batch {
                     docs: (0..n)
