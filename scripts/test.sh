@@ -89,6 +89,15 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test: build every test target"
 cargo test --workspace --locked --no-run
+# The debug `shale` binary that build made (the cli crate's integration test needs it) is the
+# one the bench's wire_quick test and the end-to-end suites drive: no `cargo build -p
+# shale-cli`, which resolves the dependencies' features for the cli alone and compiled the
+# server stack a second time.
+export SHALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/shale"
+if [ ! -x "$SHALE_BIN" ]; then
+    echo "the test build made no $SHALE_BIN" >&2
+    exit 1
+fi
 
 # The tests wait on fsyncs and processes more than they compute (the engine's model and
 # bit-flip suites: 143 s of wall time for 72 s of CPU), so they run in three processes side
@@ -132,14 +141,6 @@ cargo_test_rest_of_workspace() {
 step "cargo test: three processes side by side (the engine's two longest suites, the engine's others, the rest of the workspace)"
 side_by_side cargo_test_engine_longest cargo_test_engine_others cargo_test_rest_of_workspace
 
-# The end-to-end suites drive the debug `shale` binary that the test build above made (the
-# cli crate's integration test needs it): no `cargo build -p shale-cli`, which resolves the
-# dependencies' features for the cli alone and compiled the server stack a second time.
-export SHALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/shale"
-if [ ! -x "$SHALE_BIN" ]; then
-    echo "the test build made no $SHALE_BIN" >&2
-    exit 1
-fi
 
 # What the last step needs compiles in the background, niced, while the wire suites below
 # mostly wait on their servers (fresh, the fuzz build alone took 274 s on this 2-core

@@ -1,5 +1,5 @@
-//! Runs every wire workload of `shale-bench` with `--quick` at the tiniest sizes against a
-//! freshly built `shale` binary (built here with the same profile and target directory as
+//! Runs every wire workload of `shale-bench` with `--quick` at the tiniest sizes against the
+//! `shale` binary (`SHALE_BIN`, or built here with the same profile and target directory as
 //! the test), and checks that each completes and that its JSON has the envelope and every
 //! summary field the issue names. No timing is asserted. One workload also writes its
 //! `--report` directory.
@@ -15,21 +15,36 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Builds `shale` next to the `shale-bench` binary under test, once per test process.
+/// The `shale` binary to run: `SHALE_BIN` when set (scripts/test.sh sets it to the one its
+/// test build made), else built next to the `shale-bench` binary under test, once per test
+/// process. It is built as `cargo test --workspace --no-run` builds it (for the cli crate's
+/// integration test), so after a workspace test build it is already there: `cargo build -p
+/// shale-cli` resolved features for the cli alone and compiled the server stack again (258 s
+/// of this test's 329 s on a fresh machine).
 fn shale_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("SHALE_BIN").map(PathBuf::from) {
+            assert!(bin.exists(), "SHALE_BIN={} does not exist", bin.display());
+            return bin;
+        }
         let bench = PathBuf::from(env!("CARGO_BIN_EXE_shale-bench"));
         let profile_dir = bench.parent().expect("profile dir").to_owned();
         let target_dir = profile_dir.parent().expect("target dir").to_owned();
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "shale-cli", "--bin", "shale"])
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd.args([
+            "test",
+            "--workspace",
+            "--no-run",
+            "--test",
+            "serve_answers_and_stops_cleanly",
+        ])
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
-        let out = cmd.output().expect("run cargo build");
+        let out = cmd.output().expect("run cargo test --no-run");
         assert!(
             out.status.success(),
             "building shale failed:\n{}",
