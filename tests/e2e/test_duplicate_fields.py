@@ -7,7 +7,9 @@ collapsed silently:
 - a field given twice in a command that mongod parses with its IDL parsers (every CRUD and
   DDL command) fails the command, `Location40413` "BSON field 'insert.ordered' is a
   duplicate field"; the command's own name again is an unknown field (`Location40415`);
-- other commands read a repeated field's first value, as mongod's hand-written parsers do.
+- other commands read a repeated field's first value, as mongod's hand-written parsers do;
+- an update operator given twice applies both (`update`, `findAndModify`); a field given
+  twice within an operator is `ConflictingUpdateOperators` (40).
 Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
 
 import struct
@@ -22,6 +24,11 @@ from wire_client import OP_MSG, RawConnection, read_reply
 def element(name: str, value) -> bytes:
     """One BSON element, as `encode` writes it inside a document."""
     return encode({name: value})[4:-1]
+
+
+def raw_element(name: str, raw_document: bytes) -> bytes:
+    """An element whose value is a document given as its bytes (names may repeat in it)."""
+    return b"\x03" + name.encode() + b"\x00" + raw_document
 
 
 def document(*elements: bytes) -> bytes:
@@ -114,3 +121,65 @@ def test_a_field_given_twice_fails_a_command_mongod_parses_with_idl(server, clie
         assert reply["ok"] == 1.0, reply
     assert client.dup.c.count_documents({}) == 0
     assert "d" not in client.dup.list_collection_names()
+
+
+def test_an_update_operator_given_twice_applies_both(server, client):
+    """`{$set: {a: 1}, $set: {b: 2}}`: mongod applies both; decoding the update into a
+    dictionary kept only the second (`a` was silently not set)."""
+    client.dup.ops.insert_many([{"_id": 1, "n": 0}, {"_id": 2, "n": 0}])
+    twice = document(
+        element("$set", {"a": 1}),
+        element("$inc", {"n": 5}),
+        element("$set", {"b": 2}),
+    )
+    statement = document(element("q", {"_id": 1}), raw_element("u", twice))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("update", "ops"), array_element("updates", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 1 and reply["nModified"] == 1, reply
+        assert "writeErrors" not in reply, reply
+
+        reply = command(
+            conn,
+            element("findAndModify", "ops"),
+            element("query", {"_id": 2}),
+            raw_element("update", twice),
+            element("new", True),
+        )
+        assert reply["ok"] == 1.0, reply
+        assert reply["value"] == {"_id": 2, "n": 5, "a": 1, "b": 2}, reply
+    assert client.dup.ops.find_one({"_id": 1}) == {"_id": 1, "n": 5, "a": 1, "b": 2}
+
+
+def test_an_update_field_given_twice_is_mongods_conflict(server, client):
+    """`{$set: {a: 1, a: 2}}` and `{$set: {a: 1}, $set: {a: 2}}`: ConflictingUpdateOperators
+    (40) as mongod reports a path set twice, a write error of that statement only."""
+    client.dup.conflict.insert_one({"_id": 1})
+    inner = document(raw_element("$set", document(element("a", 1), element("a", 2))))
+    across = document(element("$set", {"a.b": 1}), element("$set", {"a.b": 2}))
+    fine = document(element("$set", {"ok": True}))
+    statements = [
+        document(element("q", {"_id": 1}), raw_element("u", u)) for u in (inner, fine, across)
+    ]
+    with RawConnection(server.port) as conn:
+        reply = command(
+            conn,
+            element("update", "conflict"),
+            array_element("updates", *statements),
+            element("ordered", False),
+        )
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+        errors = [(e["index"], e["code"], e["errmsg"]) for e in reply["writeErrors"]]
+        assert errors == [
+            (0, 40, "Updating the path 'a' would create a conflict at 'a'"),
+            (2, 40, "Updating the path 'a.b' would create a conflict at 'a.b'"),
+        ], reply
+
+        reply = command(
+            conn,
+            element("findAndModify", "conflict"),
+            element("query", {"_id": 1}),
+            raw_element("update", inner),
+        )
+        assert reply["ok"] == 0.0 and reply["code"] == 40, reply
+        assert reply["codeName"] == "ConflictingUpdateOperators", reply
+    assert client.dup.conflict.find_one({"_id": 1}) == {"_id": 1, "ok": True}

@@ -30,5 +30,7 @@ pub use matcher::Matcher;
 pub use mongo_error::MongoError;
 pub use projection::Projection;
 pub use update::render::type_name;
-pub use update::{upsert_seed, ApplyContext, ApplyOutcome, RawApply, UpdateSpec};
+pub use update::{
+    operators_as_sent, upsert_seed, ApplyContext, ApplyOutcome, RawApply, UpdateSpec,
+};
 pub use variables::Variables;

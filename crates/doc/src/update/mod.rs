@@ -23,6 +23,7 @@ mod positional;
 mod predicate;
 mod raw_apply;
 pub(crate) mod render;
+mod repeated;
 mod replacement;
 mod upsert;
 
@@ -33,6 +34,7 @@ use bson::{Bson, DateTime, Document, Timestamp};
 pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use raw_apply::RawApply;
+pub use repeated::operators_as_sent;
 pub use upsert::upsert_seed;
 
 use crate::variables::Variables;

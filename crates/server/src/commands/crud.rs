@@ -101,8 +101,9 @@ fn insert_documents(
 
 pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
     let ns = raw_args::namespace(db, cmd, "update")?;
-    let statements = raw_args::statements(cmd, "update", "updates")?;
+    let mut statements = raw_args::statements(cmd, "update", "updates")?;
     check_batch_len(statements.len())?;
+    let repeats = updates_as_sent(cmd, &mut statements)?;
     let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // An unknown statement field fails the whole command, as mongod's parser does.
     for s in &statements {
@@ -118,7 +119,11 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         let statement_vars = vars
             .clone()
             .and_then(|v| with_collation(v, s, "update.updates"));
-        match statement_vars.and_then(|vars| parse_update(s, &vars)) {
+        let parsed = match &repeats[i] {
+            Some(e) => Err(e.clone()),
+            None => statement_vars.and_then(|vars| parse_update(s, &vars)),
+        };
+        match parsed {
             Ok(op) => {
                 ops.push(op);
                 offset.push(i);
@@ -197,6 +202,30 @@ fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), Mongo
         )),
         None => Ok(()),
     }
+}
+
+/// Each statement's update as sent where a name repeats in it (decoding kept only the last
+/// value of a repeated name): an operator given twice becomes one with both's fields, and a
+/// field given twice is that statement's `ConflictingUpdateOperators` (40), as in mongod.
+fn updates_as_sent(
+    cmd: &Command<'_>,
+    statements: &mut [Document],
+) -> Result<Vec<Option<MongoError>>, MongoError> {
+    let raw = raw_args::raw_statements(cmd, "update", "updates")?;
+    let mut errors = vec![None; statements.len()];
+    for ((s, r), error) in statements.iter_mut().zip(raw).zip(&mut errors) {
+        let Some(RawBsonRef::Document(u)) = crate::command::get(r, "u") else {
+            continue;
+        };
+        match shale_doc::operators_as_sent(u) {
+            Ok(None) => {}
+            Ok(Some(merged)) => {
+                s.insert("u", merged);
+            }
+            Err(e) => *error = Some(e),
+        }
+    }
+    Ok(errors)
 }
 
 fn parse_update(s: &Document, vars: &Variables) -> Result<UpdateOp, MongoError> {
@@ -315,7 +344,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     write_reply(result, false)
 }
 
-pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let as_sent = find_and_modify_as_sent(cmd)?;
+    let body: &Document = &as_sent;
     let c = command_name(body);
     let ns = namespace(db, body, c)?;
     let remove = opt_bool(body, c, "remove")?.unwrap_or(false);
@@ -440,6 +471,26 @@ fn write_error(index: usize, e: &MongoError) -> Document {
     }
     d.insert("errmsg", e.message.clone());
     d
+}
+
+/// findAndModify's body with its `update` as sent where a name repeats in it (as for each
+/// statement of `update`: `updates_as_sent`); a field given twice fails the command.
+fn find_and_modify_as_sent<'c>(
+    cmd: &'c Command<'_>,
+) -> Result<std::borrow::Cow<'c, Document>, MongoError> {
+    let merged = match cmd.get("update") {
+        Some(RawBsonRef::Document(u)) => shale_doc::operators_as_sent(u)?,
+        _ => None,
+    };
+    let body = cmd.doc()?;
+    Ok(match merged {
+        None => std::borrow::Cow::Borrowed(body),
+        Some(update) => {
+            let mut body = body.clone();
+            body.insert("update", update);
+            std::borrow::Cow::Owned(body)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -10,8 +10,6 @@ use shale_doc::{ErrorCode, MongoError, Variables};
 
 /// Data and catalog commands, by the names clients send.
 pub const COMMANDS: &[(&str, Handler)] = &[
-    ("findAndModify", crud::find_and_modify),
-    ("findandmodify", crud::find_and_modify),
     ("killCursors", query::kill_cursors),
     ("count", query::count),
     ("distinct", query::distinct),
@@ -39,12 +37,15 @@ pub const COMMANDS: &[(&str, Handler)] = &[
 pub const RAW_COMMANDS: &[(&str, RawHandler)] =
     &[("find", query::find), ("getMore", query::get_more)];
 
-/// Commands that read their arguments from the raw body (the hot write path): the body is
-/// never decoded into an owned document.
+/// Commands that read their arguments from the raw body: the hot write path, whose body is
+/// never decoded into an owned document, and `findAndModify`, which decodes it once but reads
+/// its update as sent (a repeated name in it: `update::operators_as_sent`).
 pub const RAW_BODY_COMMANDS: &[(&str, RawBodyHandler)] = &[
     ("insert", crud::insert),
     ("update", crud::update),
     ("delete", crud::delete),
+    ("findAndModify", crud::find_and_modify),
+    ("findandmodify", crud::find_and_modify),
 ];
 
 /// The name a command was sent under (its first key): an alias (`findandmodify`,

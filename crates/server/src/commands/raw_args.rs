@@ -146,21 +146,34 @@ pub fn statements(
     command: &str,
     field: &str,
 ) -> Result<Vec<Document>, MongoError> {
+    raw_statements(cmd, command, field)?
+        .into_iter()
+        .map(|d| {
+            Document::try_from(d)
+                .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
+        })
+        .collect()
+}
+
+/// The statements of `field` as sent: the body's array of documents or the document
+/// sequence of that name.
+pub fn raw_statements<'a>(
+    cmd: &'a Command<'_>,
+    command: &str,
+    field: &str,
+) -> Result<Vec<&'a RawDocument>, MongoError> {
     let path = format!("{command}.{field}");
-    let owned = |d: &RawDocument| {
-        Document::try_from(d).map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
-    };
     match (cmd.get(field), cmd.sequence(field)) {
         (Some(RawBsonRef::Array(items)), _) => items
             .into_iter()
             .map(|v| match v {
-                Ok(RawBsonRef::Document(d)) => owned(d),
+                Ok(RawBsonRef::Document(d)) => Ok(d),
                 Ok(other) => Err(wrong(&path, other, "object")),
                 Err(e) => Err(MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
             })
             .collect(),
         (Some(v), _) => Err(wrong(&path, v, "array")),
-        (None, Some(seq)) => seq.iter().map(|d| owned(d)).collect(),
+        (None, Some(seq)) => Ok(seq.iter().map(|d| d.as_ref()).collect()),
         (None, None) => Err(missing(&path)),
     }
 }
