@@ -1,52 +1,11 @@
-//! The commands that read and change data and the catalog, and the argument helpers the
-//! commands share: typed field access with mongod's IDL messages (`TypeMismatch` for a wrong
-//! type, `Location40414` for a missing field), namespaces, and the cursor reply shape
-//! (`cursor: {firstBatch|nextBatch, id, ns}`).
+//! The argument helpers the data and catalog commands share (their handlers are in their
+//! families' files, their names in `table.rs`): typed field access with mongod's IDL messages
+//! (`TypeMismatch` for a wrong type, `Location40414` for a missing field), namespaces, and the
+//! cursor reply shape (`cursor: {firstBatch|nextBatch, id, ns}`).
 
-use super::{aggregate, crud, ddl, query, Handler, RawBodyHandler, RawHandler};
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Batch, Namespace};
 use shale_doc::{ErrorCode, MongoError, Variables};
-
-/// Data and catalog commands, by the names clients send.
-pub const COMMANDS: &[(&str, Handler)] = &[
-    ("killCursors", query::kill_cursors),
-    ("count", query::count),
-    ("distinct", query::distinct),
-    ("explain", query::explain),
-    ("aggregate", aggregate::aggregate),
-    ("create", ddl::create),
-    ("collMod", super::coll_mod::coll_mod),
-    ("drop", ddl::drop),
-    ("dropDatabase", ddl::drop_database),
-    ("listCollections", ddl::list_collections),
-    ("listDatabases", ddl::list_databases),
-    ("renameCollection", ddl::rename_collection),
-    ("createIndexes", ddl::create_indexes),
-    ("listIndexes", ddl::list_indexes),
-    ("dropIndexes", ddl::drop_indexes),
-    ("deleteIndexes", ddl::drop_indexes),
-    ("collStats", ddl::coll_stats),
-    ("dbStats", ddl::db_stats),
-    ("dbstats", ddl::db_stats),
-    ("validate", ddl::validate),
-];
-
-/// Commands whose replies are built as raw BSON: the documents they return go from the
-/// engine to the socket without being decoded (the hot read path).
-pub const RAW_COMMANDS: &[(&str, RawHandler)] =
-    &[("find", query::find), ("getMore", query::get_more)];
-
-/// Commands that read their arguments from the raw body: the hot write path, whose body is
-/// never decoded into an owned document, and `findAndModify`, which decodes it once but reads
-/// its update as sent (a repeated name in it: `update::operators_as_sent`).
-pub const RAW_BODY_COMMANDS: &[(&str, RawBodyHandler)] = &[
-    ("insert", crud::insert),
-    ("update", crud::update),
-    ("delete", crud::delete),
-    ("findAndModify", crud::find_and_modify),
-    ("findandmodify", crud::find_and_modify),
-];
 
 /// The name a command was sent under (its first key): an alias (`findandmodify`,
 /// `deleteIndexes`) names its fields in errors by the name the client used.

@@ -1,17 +1,13 @@
-//! Catalog commands: `create`, `drop`, `dropDatabase`, `listCollections`, `listDatabases`,
-//! `renameCollection`, `createIndexes`, `listIndexes`, `dropIndexes`, `collStats`, `dbStats`,
-//! `validate`.
+//! Collection and database DDL: `create` (collections and views, with mongod's option
+//! checks), `drop`, `dropDatabase`, `renameCollection`. The listings are `listings.rs`'s, the
+//! index commands `indexes.rs`'s, the size and check commands `storage_stats.rs`'s.
 
-use super::data::{
-    command_name, cursor_reply, doc_array, missing, namespace, opt_bool, opt_doc, opt_i64, to_raw,
-    type_name,
-};
+use super::data::{missing, namespace, opt_bool, type_name};
 use super::{require_admin, CommandResult};
-use crate::auth::authorize;
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document, RawDocumentBuf};
-use shale_db::{default_index_name, Batch, Namespace, VecSource};
-use shale_doc::{ErrorCode, Matcher, MongoError};
+use bson::{doc, Bson, Document};
+use shale_db::Namespace;
+use shale_doc::{ErrorCode, MongoError};
 
 /// `create` options kept in the collection's catalog entry.
 const STORED_OPTIONS: &[&str] = &[
@@ -243,108 +239,6 @@ pub fn drop_database(ctx: &ConnectionCtx, db: &str, _body: &Document) -> Command
     Ok(doc! { "dropped": db })
 }
 
-pub fn list_collections(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    shale_db::validate_db_name(db)?;
-    let filter = opt_doc(body, "listCollections", "filter")?;
-    let matcher = filter
-        .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
-        .transpose()?;
-    let name_only = opt_bool(body, "listCollections", "nameOnly")?.unwrap_or(false);
-    let visible = authorize::collection_filter(ctx, db, body);
-    let mut out = Vec::new();
-    for entry in ctx.db.list_collections(db) {
-        if let (Some(privileges), Ok(name)) = (&visible, entry.get_str("name")) {
-            if !authorize::sees_collection(privileges, db, name) {
-                continue;
-            }
-        }
-        let raw = to_raw(&entry)?;
-        if let Some(m) = &matcher {
-            if !m.matches(&raw)? {
-                continue;
-            }
-        }
-        out.push(if name_only {
-            to_raw(&doc! {
-                "name": entry.get("name").cloned().unwrap_or(Bson::Null),
-                "type": entry.get("type").cloned().unwrap_or(Bson::Null),
-            })?
-        } else {
-            raw
-        });
-    }
-    cursor_of(
-        ctx,
-        &format!("{db}.$cmd.listCollections"),
-        out,
-        body,
-        "listCollections",
-    )
-}
-
-/// A cursor over documents computed whole (listCollections, listIndexes).
-fn cursor_of(
-    ctx: &ConnectionCtx,
-    ns: &str,
-    docs: Vec<RawDocumentBuf>,
-    body: &Document,
-    c: &str,
-) -> CommandResult {
-    let batch_size = match opt_doc(body, c, "cursor")? {
-        Some(cur) => opt_i64(cur, c, "batchSize")?.map(|b| b.max(0) as usize),
-        None => None,
-    };
-    let batch = match batch_size {
-        None => Batch {
-            docs,
-            ..Batch::default()
-        },
-        Some(n) => ctx.db.cursors().first_batch(
-            ns,
-            Box::new(VecSource(docs.into_iter())),
-            Some(n),
-            false,
-            ctx.cursor_owner(),
-        )?,
-    };
-    cursor_reply(ns, batch, "firstBatch")
-}
-
-pub fn list_databases(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    require_admin(db, "listDatabases")?;
-    let filter = opt_doc(body, "listDatabases", "filter")?;
-    let matcher = filter
-        .map(|f| to_raw(f).and_then(|r| Matcher::parse(&r)))
-        .transpose()?;
-    let name_only = opt_bool(body, "listDatabases", "nameOnly")?.unwrap_or(false);
-    let visible = authorize::database_filter(ctx, body)?;
-    let mut dbs = Vec::new();
-    let mut total = 0i64;
-    for (name, bytes) in ctx.db.list_databases() {
-        if let Some(privileges) = &visible {
-            if !authorize::sees_database(privileges, &name) {
-                continue;
-            }
-        }
-        let entry = if name_only {
-            doc! { "name": name }
-        } else {
-            doc! { "name": name, "sizeOnDisk": bytes as i64, "empty": false }
-        };
-        if let Some(m) = &matcher {
-            if !m.matches(&to_raw(&entry)?)? {
-                continue;
-            }
-        }
-        total += bytes as i64;
-        dbs.push(Bson::Document(entry));
-    }
-    if name_only {
-        return Ok(doc! { "databases": dbs });
-    }
-    Ok(doc! { "databases": dbs, "totalSize": total, "totalSizeMb": total >> 20 })
-}
-
 pub fn rename_collection(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     require_admin(db, "renameCollection")?;
     let from = match body.get("renameCollection") {
@@ -378,101 +272,4 @@ pub fn rename_collection(ctx: &ConnectionCtx, db: &str, body: &Document) -> Comm
     let drop_target = opt_bool(body, "renameCollection", "dropTarget")?.unwrap_or(false);
     ctx.db.rename_collection(&from, &to, drop_target)?;
     Ok(Document::new())
-}
-
-pub fn create_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "createIndexes")?;
-    let specs = doc_array(body, "createIndexes", "indexes")?;
-    if specs.is_empty() {
-        return Err(MongoError::new(
-            ErrorCode::BadValue,
-            "Must specify at least one index to create",
-        ));
-    }
-    let specs: Vec<Document> = specs
-        .into_iter()
-        .map(|s| {
-            let mut s = s.clone();
-            if !s.contains_key("name") {
-                if let Ok(key) = s.get_document("key") {
-                    let name = default_index_name(key);
-                    s.insert("name", name);
-                }
-            }
-            s
-        })
-        .collect();
-    let r = match &ctx.txn {
-        Some(t) => ctx.db.create_indexes_in(t, &ns, &specs)?,
-        None => ctx.db.create_indexes(&ns, &specs)?,
-    };
-    let mut reply = doc! {
-        "numIndexesBefore": r.before as i32,
-        "numIndexesAfter": r.after as i32,
-        "createdCollectionAutomatically": r.created_collection,
-    };
-    if let Some(note) = r.note {
-        reply.insert("note", note);
-    }
-    Ok(reply)
-}
-
-pub fn list_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "listIndexes")?;
-    let specs = ctx
-        .db
-        .list_indexes(&ns)?
-        .iter()
-        .map(to_raw)
-        .collect::<Result<Vec<_>, _>>()?;
-    cursor_of(
-        ctx,
-        &format!("{db}.$cmd.listIndexes.{}", ns.coll),
-        specs,
-        body,
-        "listIndexes",
-    )
-}
-
-pub fn drop_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let name = command_name(body);
-    let ns = namespace(db, body, name)?;
-    let which = body
-        .get("index")
-        .ok_or_else(|| missing(&format!("{name}.index")))?;
-    let before = ctx.db.drop_indexes(&ns, which)?;
-    Ok(doc! { "nIndexesWas": before as i32 })
-}
-
-fn scale(body: &Document, c: &str) -> Result<i64, MongoError> {
-    match opt_i64(body, c, "scale")? {
-        Some(s) if s < 1 => Err(MongoError::new(
-            ErrorCode::BadValue,
-            "Scale factor must be greater than zero",
-        )),
-        s => Ok(s.unwrap_or(1)),
-    }
-}
-
-pub fn coll_stats(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "collStats")?;
-    ctx.db.coll_stats(&ns, scale(body, "collStats")?)
-}
-
-/// `dbStats`; with `freeStorage: 1` also mongod's free-space figures, which are 0 here: a
-/// tree punches the blocks it retires out of its file, so its file holds no reusable free
-/// space (as `collStats.freeStorageSize` says).
-pub fn db_stats(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let mut stats = ctx.db.db_stats(db, scale(body, "dbStats")?)?;
-    if opt_i64(body, "dbStats", "freeStorage")?.is_some_and(|n| n != 0) {
-        stats.insert("freeStorageSize", 0.0);
-        stats.insert("indexFreeStorageSize", 0.0);
-        stats.insert("totalFreeStorageSize", 0.0);
-    }
-    Ok(stats)
-}
-
-pub fn validate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let ns = namespace(db, body, "validate")?;
-    ctx.db.validate(&ns)
 }

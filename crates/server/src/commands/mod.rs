@@ -24,8 +24,10 @@ mod get_last_error;
 mod get_log;
 mod hello;
 mod host_info;
+mod indexes;
 mod list_commands;
 mod list_local_sessions;
+mod listings;
 mod parameters;
 pub mod profile;
 mod query;
@@ -38,6 +40,8 @@ mod sasl;
 pub mod server_status;
 mod sessions;
 mod snapshot_read;
+mod storage_stats;
+mod table;
 mod transactions;
 mod txn_fields;
 mod users;
@@ -96,84 +100,6 @@ impl From<Document> for Reply {
         Reply::Doc(d)
     }
 }
-
-/// Every command the server knows, by the names clients send (aliases included).
-const COMMANDS: &[(&str, Handler)] = &[
-    ("hello", hello::hello),
-    ("isMaster", hello::is_master),
-    ("ismaster", hello::is_master),
-    ("ping", diagnostics::ping),
-    ("buildInfo", diagnostics::build_info),
-    ("buildinfo", diagnostics::build_info),
-    ("serverStatus", server_status::server_status),
-    ("top", server_status::top),
-    ("hostInfo", host_info::host_info),
-    ("getParameter", parameters::get_parameter),
-    ("setParameter", parameters::set_parameter),
-    ("getCmdLineOpts", parameters::get_cmd_line_opts),
-    ("getLog", get_log::get_log),
-    ("getLastError", get_last_error::get_last_error),
-    ("getlasterror", get_last_error::get_last_error),
-    ("resetError", get_last_error::reset_error),
-    ("reseterror", get_last_error::reset_error),
-    ("listCommands", list_commands::list_commands),
-    ("whatsmyuri", connection_info::whatsmyuri),
-    ("connectionStatus", connection_info::connection_status),
-    ("logout", connection_info::logout),
-    ("saslStart", sasl::sasl_start),
-    ("saslContinue", sasl::sasl_continue),
-    ("authenticate", sasl::authenticate),
-    ("createUser", users::create_user),
-    ("updateUser", users::update_user),
-    ("dropUser", users::drop_user),
-    (
-        "dropAllUsersFromDatabase",
-        users::drop_all_users_from_database,
-    ),
-    ("grantRolesToUser", users::grant_roles_to_user),
-    ("revokeRolesFromUser", users::revoke_roles_from_user),
-    ("usersInfo", users_info::users_info),
-    ("createRole", roles::create_role),
-    ("updateRole", roles::update_role),
-    ("dropRole", roles::drop_role),
-    (
-        "dropAllRolesFromDatabase",
-        roles::drop_all_roles_from_database,
-    ),
-    ("grantPrivilegesToRole", roles::grant_privileges_to_role),
-    (
-        "revokePrivilegesFromRole",
-        roles::revoke_privileges_from_role,
-    ),
-    ("grantRolesToRole", roles::grant_roles_to_role),
-    ("revokeRolesFromRole", roles::revoke_roles_from_role),
-    ("rolesInfo", roles_info::roles_info),
-    ("startSession", sessions::start_session),
-    ("endSessions", sessions::end_sessions),
-    ("refreshSessions", sessions::refresh_sessions),
-    ("killSessions", sessions::kill_sessions),
-    ("killAllSessions", sessions::kill_all_sessions),
-    (
-        "killAllSessionsByPattern",
-        sessions::kill_all_sessions_by_pattern,
-    ),
-    ("commitTransaction", transactions::commit_plain),
-    ("abortTransaction", transactions::abort_plain),
-    ("beginTransaction", connection_txn::begin_transaction),
-    ("rollbackTransaction", connection_txn::rollback_transaction),
-    ("replSetInitiate", repl_set::repl_set_initiate),
-    ("replSetReconfig", repl_set::repl_set_reconfig),
-    ("replSetGetConfig", repl_set::repl_set_get_config),
-    ("replSetGetStatus", repl_set::repl_set_get_status),
-    ("currentOp", current_op::current_op),
-    ("killOp", current_op::kill_op),
-    ("fsync", fsync::fsync),
-    ("fsyncUnlock", fsync::fsync_unlock),
-    ("profile", profile::profile),
-    ("dataSize", data_size::data_size),
-    ("datasize", data_size::data_size),
-    ("compact", compact::compact),
-];
 
 /// Runs a command built in memory (the legacy opcodes, OP_QUERY commands, tests) against
 /// database `db` and returns the reply.
@@ -490,28 +416,12 @@ fn error_labels(kind: &Kind, name: &str, code: i32) -> Vec<&'static str> {
 
 /// Whether `name` reads or writes collections (the `data` tables).
 fn is_data_command(name: &str) -> bool {
-    command_table().get(name) == Some(&true)
+    table::find(name).is_some_and(|e| e.data)
 }
 
 /// Whether `name` is one of the server's commands (test commands aside).
 fn is_command(name: &str) -> bool {
-    command_table().contains_key(name)
-}
-
-/// Every command name, and whether it is a data command: looked up by hash a few times per
-/// command, where a walk of the tables compared ~150 names each time.
-fn command_table() -> &'static std::collections::HashMap<&'static str, bool> {
-    static TABLE: std::sync::OnceLock<std::collections::HashMap<&'static str, bool>> =
-        std::sync::OnceLock::new();
-    TABLE.get_or_init(|| {
-        let data = data::COMMANDS
-            .iter()
-            .map(|(n, _)| *n)
-            .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
-            .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n));
-        let other = COMMANDS.iter().map(|(n, _)| (*n, false));
-        other.chain(data.map(|n| (n, true))).collect()
-    })
+    table::find(name).is_some()
 }
 
 /// Routes a command to its handler: raw insert documents, a raw handler (the hot paths,
@@ -526,26 +436,21 @@ fn route(
     if let Some(docs) = raw_documents {
         return Reply::Doc(finish(crud::insert_raw(ctx, db, cmd, docs)));
     }
-    if let Some((_, raw)) = data::RAW_COMMANDS.iter().find(|(n, _)| *n == name) {
-        return match raw(ctx, db, cmd) {
-            Ok(mut reply) => {
-                reply.append("ok", 1.0);
-                Reply::Raw(reply)
-            }
-            Err(e) => Reply::Doc(error_reply(&e)),
-        };
-    }
-    if let Some((_, raw)) = data::RAW_BODY_COMMANDS.iter().find(|(n, _)| *n == name) {
-        return Reply::Doc(finish(raw(ctx, db, cmd)));
-    }
-    let handler = COMMANDS
-        .iter()
-        .chain(data::COMMANDS)
-        .find(|(n, _)| *n == name)
-        .map(|(_, h)| *h)
-        .or_else(|| test_command(ctx, name));
-    let result = match handler {
-        Some(handler) => cmd.doc().and_then(|body| handler(ctx, db, body)),
+    let run = table::find(name)
+        .map(|e| e.run)
+        .or_else(|| test_command(ctx, name).map(table::Run::Doc));
+    let result = match run {
+        Some(table::Run::Raw(raw)) => {
+            return match raw(ctx, db, cmd) {
+                Ok(mut reply) => {
+                    reply.append("ok", 1.0);
+                    Reply::Raw(reply)
+                }
+                Err(e) => Reply::Doc(error_reply(&e)),
+            };
+        }
+        Some(table::Run::RawBody(raw)) => raw(ctx, db, cmd),
+        Some(table::Run::Doc(handler)) => cmd.doc().and_then(|body| handler(ctx, db, body)),
         None => Err(MongoError::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
@@ -596,12 +501,7 @@ pub(crate) fn require_admin(db: &str, command: &str) -> Result<(), MongoError> {
 
 /// Names of all commands, for `listCommands` and tests.
 pub fn command_names() -> impl Iterator<Item = &'static str> {
-    COMMANDS
-        .iter()
-        .chain(data::COMMANDS)
-        .map(|(n, _)| *n)
-        .chain(data::RAW_COMMANDS.iter().map(|(n, _)| *n))
-        .chain(data::RAW_BODY_COMMANDS.iter().map(|(n, _)| *n))
+    table::COMMANDS.iter().map(|e| e.name)
 }
 
 /// Fields any command may carry besides its own (mongod's generic arguments).
