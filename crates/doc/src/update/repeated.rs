@@ -19,27 +19,50 @@ const PAIRWISE_FIELDS: usize = 8;
 /// is named twice within one operator. Malformed parts read as `Ok(None)`: the update's parse
 /// reports them.
 pub fn operators_as_sent(update: &RawDocument) -> Result<Option<Document>, MongoError> {
-    let mut names: Vec<&str> = Vec::new();
+    // One pass, allocating nothing unless a name repeats: this runs on every update.
     let mut repeated_operator = false;
-    for element in update {
-        let Ok((name, value)) = element else {
+    for (i, element) in update.into_iter().enumerate() {
+        let Ok((name, RawBsonRef::Document(fields))) = element else {
             return Ok(None);
         };
-        if !name.starts_with('$') || !matches!(value, RawBsonRef::Document(_)) {
+        if !name.starts_with('$') {
             return Ok(None);
         }
-        repeated_operator |= names.contains(&name);
-        names.push(name);
+        repeated_operator |= names_before(update, i).any(|n| n == name);
+        if let Some(path) = first_repeat(fields) {
+            return Err(conflict(path));
+        }
     }
     if !repeated_operator {
-        for element in update.into_iter().flatten() {
-            if let (_, RawBsonRef::Document(fields)) = element {
-                refuse_repeated_fields(&field_names(fields))?;
-            }
-        }
         return Ok(None);
     }
+    let names: Vec<&str> = update.into_iter().flatten().map(|(n, _)| n).collect();
     merge(update, &names).map(Some)
+}
+
+/// The names of `doc`'s first `n` elements.
+fn names_before(doc: &RawDocument, n: usize) -> impl Iterator<Item = &str> {
+    doc.into_iter().take(n).flatten().map(|(k, _)| k)
+}
+
+/// The first name `fields` gives a second time: pairwise for a few fields (no allocation),
+/// with a set past `PAIRWISE_FIELDS`.
+fn first_repeat(fields: &RawDocument) -> Option<&str> {
+    let count = fields.into_iter().take(PAIRWISE_FIELDS + 1).count();
+    if count <= PAIRWISE_FIELDS {
+        return fields
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .find(|(i, (k, _))| names_before(fields, *i).any(|n| n == *k))
+            .map(|(_, (k, _))| k);
+    }
+    let mut seen = std::collections::HashSet::new();
+    fields
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !seen.insert(*k))
 }
 
 /// One document per operator, in the order operators first appear, each with the fields of
@@ -73,26 +96,22 @@ fn field_names(fields: &RawDocument) -> Vec<&str> {
     fields.into_iter().flatten().map(|(k, _)| k).collect()
 }
 
-/// mongod's conflict for a path set twice: "Updating the path 'a' would create a conflict at
-/// 'a'".
+/// The names of a merged operator's fields, refused if one repeats.
 fn refuse_repeated_fields(names: &[&str]) -> Result<(), MongoError> {
-    let repeated = if names.len() <= PAIRWISE_FIELDS {
-        names
-            .iter()
-            .enumerate()
-            .find(|(i, n)| names[..*i].contains(n))
-            .map(|(_, n)| *n)
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(names.len());
-        names.iter().find(|n| !seen.insert(**n)).copied()
-    };
-    match repeated {
-        Some(path) => Err(MongoError::new(
-            ErrorCode::ConflictingUpdateOperators,
-            format!("Updating the path '{path}' would create a conflict at '{path}'"),
-        )),
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    match names.iter().find(|n| !seen.insert(**n)) {
+        Some(path) => Err(conflict(path)),
         None => Ok(()),
     }
+}
+
+/// mongod's conflict for a path set twice: "Updating the path 'a' would create a conflict at
+/// 'a'".
+fn conflict(path: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::ConflictingUpdateOperators,
+        format!("Updating the path '{path}' would create a conflict at '{path}'"),
+    )
 }
 
 fn owned(value: RawBsonRef<'_>) -> Bson {

@@ -12,7 +12,7 @@ use super::data::{
 use super::{raw_args, retryable_writes, CommandResult};
 use crate::command::{to_bson, Command};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document, RawBsonRef, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
 use shale_doc::{ErrorCode, MongoError, UpdateSpec, Variables};
 
@@ -101,9 +101,10 @@ fn insert_documents(
 
 pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
     let ns = raw_args::namespace(db, cmd, "update")?;
-    let mut statements = raw_args::statements(cmd, "update", "updates")?;
+    let raw = raw_args::raw_statements(cmd, "update", "updates")?;
+    let mut statements = raw_args::owned(&raw)?;
     check_batch_len(statements.len())?;
-    let repeats = updates_as_sent(cmd, &mut statements)?;
+    let repeats = updates_as_sent(&raw, &mut statements);
     let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // An unknown statement field fails the whole command, as mongod's parser does.
     for s in &statements {
@@ -207,11 +208,7 @@ fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), Mongo
 /// Each statement's update as sent where a name repeats in it (decoding kept only the last
 /// value of a repeated name): an operator given twice becomes one with both's fields, and a
 /// field given twice is that statement's `ConflictingUpdateOperators` (40), as in mongod.
-fn updates_as_sent(
-    cmd: &Command<'_>,
-    statements: &mut [Document],
-) -> Result<Vec<Option<MongoError>>, MongoError> {
-    let raw = raw_args::raw_statements(cmd, "update", "updates")?;
+fn updates_as_sent(raw: &[&RawDocument], statements: &mut [Document]) -> Vec<Option<MongoError>> {
     let mut errors = vec![None; statements.len()];
     for ((s, r), error) in statements.iter_mut().zip(raw).zip(&mut errors) {
         let Some(RawBsonRef::Document(u)) = crate::command::get(r, "u") else {
@@ -225,7 +222,7 @@ fn updates_as_sent(
             Err(e) => *error = Some(e),
         }
     }
-    Ok(errors)
+    errors
 }
 
 fn parse_update(s: &Document, vars: &Variables) -> Result<UpdateOp, MongoError> {

@@ -146,10 +146,15 @@ pub fn statements(
     command: &str,
     field: &str,
 ) -> Result<Vec<Document>, MongoError> {
-    raw_statements(cmd, command, field)?
-        .into_iter()
+    owned(&raw_statements(cmd, command, field)?)
+}
+
+/// Owned copies of raw statements.
+pub fn owned(statements: &[&RawDocument]) -> Result<Vec<Document>, MongoError> {
+    statements
+        .iter()
         .map(|d| {
-            Document::try_from(d)
+            Document::try_from(*d)
                 .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
         })
         .collect()
