@@ -9,9 +9,10 @@
 //! Decoding never panics: every length is checked and a failure is a reason string that the
 //! caller turns into a corruption error naming the file and block.
 
+use super::filter::KeyFilter;
 use super::msg::MsgBuffer;
 use super::node::{Basement, Internal, Leaf, NodeBody, PartDesc};
-use super::segment::{self, BufferDesc, SegTable};
+use super::segment::{self, BufferDesc, Seg, SegTable};
 use super::slot::Slot;
 use crate::block::NodeId;
 use crate::bytes::{put_bytes, Reader};
@@ -22,12 +23,15 @@ pub const NODE_MAGIC: &[u8; 4] = b"SHND";
 /// Version 2: leaf entries hold version stacks and messages carry commit timestamps (MVCC);
 /// version 3: a stamp may be provisional and a message may be an abort; version 4: an
 /// internal node's header ends with a segment table per child (buffers in segments);
-/// version 5: a leaf's header ends with a segment table per basement too.
-pub const NODE_FORMAT_VERSION: u8 = 5;
+/// version 5: a leaf's header ends with a segment table per basement too; version 6: an
+/// internal node's header ends with a key filter per buffer segment (`filter.rs`).
+pub const NODE_FORMAT_VERSION: u8 = 6;
 /// The first version whose internal nodes carry segment tables.
 const SEGMENTS_VERSION: u8 = 4;
 /// The first version whose leaves carry segment tables.
 const LEAF_SEGMENTS_VERSION: u8 = 5;
+/// The first version whose internal nodes carry key filters.
+const FILTERS_VERSION: u8 = 6;
 /// The oldest node format version read (2 holds no provisional stamps or aborts).
 pub const OLDEST_NODE_FORMAT_VERSION: u8 = 2;
 const KIND_LEAF: u8 = 0;
@@ -48,6 +52,9 @@ pub struct Header {
     /// Each partition's segment table (`None` = one segment); empty for an internal node
     /// of version 3 or older and a leaf of version 4 or older.
     pub segs: Vec<Option<Box<SegTable>>>,
+    /// An internal node's key filters (version 6 or later): per partition, one per segment
+    /// (`None`: an empty segment); empty for a leaf or an older internal node.
+    pub filters: Vec<Vec<Option<KeyFilter>>>,
 }
 
 /// The descriptors of a node just encoded, in the form its kind keeps them.
@@ -107,6 +114,7 @@ pub fn encode(
             .iter()
             .map(|c| segment::table_len(c.count, &c.lows))
             .sum::<usize>()
+        + filters_len(body, &units)
         + 4;
     let mut out = vec![0u8; header_len];
     let mut unit_descs = Vec::with_capacity(units.len());
@@ -156,6 +164,7 @@ pub fn encode(
     for t in &tables {
         segment::put_table(&mut h, t.as_deref());
     }
+    put_filters(&mut h, body, &units);
     let crc = checksum(&h);
     h.extend_from_slice(&crc.to_le_bytes());
     assert_eq!(h.len(), header_len, "header length computed wrongly");
@@ -204,6 +213,35 @@ fn units(body: &NodeBody, segment_bytes: usize, page_bytes: usize) -> Vec<Unit> 
                     .map(move |range| Unit { part, range })
             })
             .collect(),
+    }
+}
+
+/// Bytes of an internal node's filter table: a filter per unit (segment) sized by its
+/// message count (`KeyFilter::build` sizes by the count it is given; a key repeated in the
+/// segment only makes the filter sparser).
+fn filters_len(body: &NodeBody, units: &[Unit]) -> usize {
+    match body {
+        NodeBody::Leaf(_) => 0,
+        NodeBody::Internal(_) => units
+            .iter()
+            .map(|u| KeyFilter::stored_len(u.range.len()))
+            .sum(),
+    }
+}
+
+/// Appends an internal node's filter table (`docs/format-node.md`): each unit's filter, in
+/// block order (partition by partition, segment by segment).
+fn put_filters(h: &mut Vec<u8>, body: &NodeBody, units: &[Unit]) {
+    let NodeBody::Internal(n) = body else {
+        return;
+    };
+    for u in units {
+        if u.range.is_empty() {
+            KeyFilter::put_none(h);
+            continue;
+        }
+        let b = n.buf(u.part);
+        KeyFilter::build(u.range.len(), u.range.clone().map(|i| b.key(i))).put(h);
     }
 }
 
@@ -350,6 +388,14 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
             .map(|d| segment::read_table(&mut r, d))
             .collect::<Result<Vec<_>, _>>()?
     };
+    let filters = if leaf || version < FILTERS_VERSION {
+        Vec::new()
+    } else {
+        let per_part = segs.iter().map(|t| t.as_ref().map_or(1, |t| t.len()));
+        per_part
+            .map(|k| (0..k).map(|_| KeyFilter::read(&mut r)).collect())
+            .collect::<Result<Vec<_>, _>>()?
+    };
     if r.pos() + 4 != header_len {
         return Err("header fields do not fill the header length".into());
     }
@@ -361,6 +407,7 @@ pub fn decode_header(bytes: &[u8]) -> Result<Header, String> {
         pivots,
         children,
         segs,
+        filters,
     })
 }
 
@@ -453,6 +500,7 @@ pub fn skeleton(h: Header) -> NodeBody {
             tables: h.segs,
         })
     } else {
+        let (segments, filters) = image_filters(&h.parts, h.filters);
         NodeBody::Internal(Internal {
             height: h.height,
             buffers: h
@@ -463,10 +511,38 @@ pub fn skeleton(h: Header) -> NodeBody {
             pivots: h.pivots.into(),
             children: h.children,
             parts: buffer_descs(h.parts, h.segs),
-            segments: Vec::new(),
-            filters: Vec::new(),
+            segments,
+            filters,
         })
     }
+}
+
+/// The key filters a skeleton starts with, from its image's filter table (version 6): a
+/// buffer written whole keeps its filter as the buffer's (N4), one written in segments one
+/// per segment, as evicted segments (N5, S3). Empty buffers, which a skeleton holds loaded,
+/// get none, so a node whose buffers are all empty (fully loaded) has none (N4).
+fn image_filters(
+    parts: &[PartDesc],
+    filters: Vec<Vec<Option<KeyFilter>>>,
+) -> (Vec<Vec<Seg>>, Vec<Option<KeyFilter>>) {
+    let mut segments: Vec<Vec<Seg>> = Vec::new();
+    let mut whole: Vec<Option<KeyFilter>> = Vec::new();
+    for (c, (d, mut per_seg)) in parts.iter().zip(filters).enumerate() {
+        if d.raw_len == EMPTY_PARTITION_RAW_LEN {
+            continue;
+        }
+        if per_seg.len() == 1 {
+            whole.resize(c + 1, None);
+            whole[c] = per_seg.pop().flatten();
+        } else {
+            segments.resize_with(c + 1, Vec::new);
+            segments[c] = per_seg
+                .into_iter()
+                .map(|f| f.map_or(Seg::Unread, Seg::Evicted))
+                .collect();
+        }
+    }
+    (segments, whole)
 }
 
 /// An internal node's buffer descriptors from its header's partitions and segment tables
@@ -499,6 +575,7 @@ mod tests {
     use crate::tree::buffer::MsgRef;
     use crate::tree::entry::Entry;
     use crate::tree::msg::{Msg, Msn, OpRef};
+    use crate::tree::node::{Node, Reach};
     use crate::vocab::Op;
     use crate::vocab::Ts;
 
@@ -639,13 +716,25 @@ mod tests {
         }
     }
 
-    /// `bytes` (a version-5 node whose partitions are single segments) as the block of
-    /// `version` it would have been without segment tables (3 for an internal node, 4 for
-    /// a leaf).
-    fn without_tables(bytes: &[u8], version: u8) -> Vec<u8> {
+    /// `bytes` (a version-6 node whose partitions are single segments) as the block of
+    /// `version` it would have been: without its filter table (an internal node before
+    /// version 6) and its segment tables (before 4 for an internal node, 5 for a leaf).
+    fn as_version(bytes: &[u8], version: u8) -> Vec<u8> {
         let h = decode_header(bytes).expect("header");
         assert!(h.segs.iter().all(Option::is_none));
-        let cut = 4 * h.parts.len();
+        let filters: usize = h
+            .filters
+            .iter()
+            .flatten()
+            .map(|f| 4 + f.as_ref().map_or(0, KeyFilter::bytes))
+            .sum();
+        let tables_from = if h.leaf { 5 } else { 4 };
+        let cut = if version < 6 { filters } else { 0 }
+            + if version < tables_from {
+                4 * h.parts.len()
+            } else {
+                0
+            };
         let end = h.header_len - 4;
         let mut b = [&bytes[..end - cut], &[0u8; 4], &bytes[h.header_len..]].concat();
         b[4] = version;
@@ -665,7 +754,7 @@ mod tests {
     fn versions_2_and_3_are_read_and_other_versions_refused() {
         let body = sample_internal();
         let (bytes, _) = encode(&body, Compression::None, 1 << 20, 0);
-        let v3 = without_tables(&bytes, 3);
+        let v3 = as_version(&bytes, 3);
         assert_eq!(strip_parts(decode(&v3).expect("version 3 is read")), body);
         let header_len = decode_header(&v3).expect("header").header_len;
         let with_version = |v: u8| {
@@ -676,21 +765,80 @@ mod tests {
             decode(&b)
         };
         assert!(with_version(2).is_ok(), "version 2 is still read");
-        for v in [4, 5] {
+        for v in [4, 5, 6] {
             let err = with_version(v).expect_err("tables expected");
             assert!(!err.contains("unsupported"), "version {v}: {err}");
         }
-        for v in [0, 1, 6, u8::MAX] {
+        for v in [0, 1, 7, u8::MAX] {
             let err = with_version(v).expect_err("refused");
             assert!(err.contains("unsupported node format version"), "{err}");
         }
     }
 
     #[test]
+    fn internal_nodes_carry_filters_from_version_6_and_skeletons_start_with_them() {
+        let keys_of = |n: &Internal, c: usize| -> Vec<Vec<u8>> {
+            n.buf(c).iter().map(|(k, _)| k.to_vec()).collect()
+        };
+        for (body, segment_bytes) in [(big_internal(300), 1024), (sample_internal(), 1 << 20)] {
+            let NodeBody::Internal(n) = &body else {
+                panic!("internal")
+            };
+            let (bytes, _) = encode(&body, Compression::Zstd, segment_bytes, 0);
+            let h = decode_header(&bytes).expect("header");
+            assert_eq!(h.filters.len(), n.buffers.len());
+            let NodeBody::Internal(skel) = skeleton(h) else {
+                panic!("internal")
+            };
+            let node = Node::new(NodeBody::Internal(skel.clone()), false);
+            node.check()
+                .expect("a skeleton with filters is a valid node (N4, N5)");
+            let (mut ruled_out, mut considered) = (0, 0);
+            for c in 0..n.buffers.len() {
+                let keys = keys_of(n, c);
+                for k in &keys {
+                    let passes = !skel.filter_rules_out(c, k)
+                        && !matches!(skel.reach(c, k), Reach::RuledOut);
+                    assert!(passes, "a buffered key is never ruled out");
+                }
+                if keys.is_empty() {
+                    assert!(skel.buffers[c].is_some(), "an empty buffer is held loaded");
+                    continue;
+                }
+                let absent = (0..200u32).map(|i| format!("zz-absent-{i}").into_bytes());
+                let absent: Vec<_> = absent.filter(|k| n.child_index(k) == c).collect();
+                considered += absent.len();
+                ruled_out += absent
+                    .iter()
+                    .filter(|k| {
+                        skel.filter_rules_out(c, k) || matches!(skel.reach(c, k), Reach::RuledOut)
+                    })
+                    .count();
+            }
+            assert!(considered > 0);
+            assert!(
+                ruled_out * 10 >= considered * 9,
+                "{ruled_out} of {considered} absent keys ruled out"
+            );
+        }
+        // Version 5: the same internal node without its filter table; a skeleton has none.
+        let body = sample_internal();
+        let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20, 0);
+        let v5 = as_version(&bytes, 5);
+        let h = decode_header(&v5).expect("version 5 is read");
+        assert!(h.filters.is_empty());
+        let NodeBody::Internal(skel) = skeleton(h) else {
+            panic!("internal")
+        };
+        assert!(skel.filters.is_empty() && skel.segments.is_empty());
+        assert_eq!(strip_parts(decode(&v5).expect("whole")), body);
+    }
+
+    #[test]
     fn leaves_of_version_4_are_read_without_tables() {
         let body = sample_leaf();
         let (bytes, _) = encode(&body, Compression::Zstd, 1 << 20, 0);
-        let v4 = without_tables(&bytes, 4);
+        let v4 = as_version(&bytes, 4);
         let back = decode(&v4).expect("version 4 is read");
         let NodeBody::Leaf(l) = &back else {
             panic!("a leaf")

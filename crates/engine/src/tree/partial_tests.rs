@@ -487,49 +487,9 @@ fn a_lookup_through_an_evicted_buffer_reads_one_segment_of_it() {
     use super::{Load, Stall};
     let (_dir, env, t) = filled_with_first();
     let tree = &t.tree;
-    // flush_all forgets the nodes it emptied, but a background flush that was already under
-    // way when it ran may leave a hint of its own (seen under a loaded machine): flush until
-    // none is left, so the flusher has nowhere to walk once the lock below is taken (a hint
-    // sent it through the root, loading it whole in the middle of the reads below).
-    let mut st = (0..100)
-        .find_map(|_| {
-            env.flush_all()
-                .expect("every buffer emptied into the leaves");
-            let st = tree.write_state();
-            if st.overfull.is_empty() {
-                return Some(st);
-            }
-            drop(st);
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            None
-        })
-        .expect("the flusher's hints drain");
-    // Under one lock: put 24 keys of the root's first child with 100-byte values into its
-    // buffer (~3.2 KB, under the 4 KiB node size, so the flusher leaves the root alone),
-    // write the root in segments of the tiny tree's 512 bytes and evict its buffers.
-    let root = st.root;
-    let NodeBody::Internal(n) = &st.nodes[&root].body else {
-        panic!("the root is a leaf: nothing to test")
-    };
-    assert_eq!(n.buffer_bytes(), 0, "flush_all left messages in the root");
-    let mut keys: Vec<Vec<u8>> = (0..2000)
-        .map(key)
-        .filter(|k| n.child_index(k) == 0)
-        .collect();
-    keys.sort();
-    keys.truncate(24);
-    let value = |k: &[u8]| -> Vec<u8> { (0..100u8).map(|i| i ^ k[k.len() - 1]).collect() };
+    let (mut st, root, keys) = root_with_segmented_buffer(&env, tree);
+    let value = value_of;
     let ts = tree.snapshots.visible();
-    for k in &keys {
-        let put = crate::vocab::Op::Put(value(k));
-        assert!(
-            tree.inject(&mut st, k, ts, put.as_op_ref()).is_ok(),
-            "root is cached"
-        );
-    }
-    let (cat, after) = (crate::Category::Eviction, AfterWrite::ChangesOrGoes);
-    tree.write_node(&mut st, root, false, cat, after)
-        .expect("write root");
     let cache = tree.cache.clone();
     st.modify(root, &cache, |n| n.body.evict_partitions());
     // Nothing above gave the flusher work (the buffer stays under the node size).
@@ -695,5 +655,146 @@ fn a_lookup_of_an_evicted_basement_reads_one_segment_of_it() {
     tree.shed_clean_partitions();
     check(&t, &model);
     t.verify().expect("verify");
+    env.close().expect("close");
+}
+
+/// 100-byte values that differ by key.
+fn value_of(k: &[u8]) -> Vec<u8> {
+    (0..100u8).map(|i| i ^ k[k.len() - 1]).collect()
+}
+
+/// Empties the tree's buffers, then, under one lock (returned): puts 24 keys of the root's
+/// first child with 100-byte values into its buffer (~3.2 KB, under the 4 KiB node size, so
+/// the flusher leaves the root alone) and writes the root, cutting that buffer in segments
+/// of the tiny tree's 512 bytes. Returns the lock, the root's id and the keys, sorted.
+fn root_with_segmented_buffer<'t>(
+    env: &Env,
+    tree: &'t Tree,
+) -> (
+    parking_lot::RwLockWriteGuard<'t, super::TreeState>,
+    crate::block::NodeId,
+    Vec<Vec<u8>>,
+) {
+    // flush_all forgets the nodes it emptied, but a background flush that was already under
+    // way when it ran may leave a hint of its own (seen under a loaded machine): flush until
+    // none is left, so the flusher has nowhere to walk once the lock below is taken (a hint
+    // sent it through the root, loading it whole in the middle of the reads below).
+    let mut st = (0..100)
+        .find_map(|_| {
+            env.flush_all()
+                .expect("every buffer emptied into the leaves");
+            let st = tree.write_state();
+            if st.overfull.is_empty() {
+                return Some(st);
+            }
+            drop(st);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            None
+        })
+        .expect("the flusher's hints drain");
+    let root = st.root;
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        panic!("the root is a leaf: nothing to test")
+    };
+    assert_eq!(n.buffer_bytes(), 0, "flush_all left messages in the root");
+    let mut keys: Vec<Vec<u8>> = (0..2000)
+        .map(key)
+        .filter(|k| n.child_index(k) == 0)
+        .collect();
+    keys.sort();
+    keys.truncate(24);
+    let ts = tree.snapshots.visible();
+    for k in &keys {
+        let put = crate::vocab::Op::Put(value_of(k));
+        assert!(
+            tree.inject(&mut st, k, ts, put.as_op_ref()).is_ok(),
+            "root is cached"
+        );
+    }
+    let (cat, after) = (crate::Category::Eviction, AfterWrite::ChangesOrGoes);
+    tree.write_node(&mut st, root, false, cat, after)
+        .expect("write root");
+    (st, root, keys)
+}
+
+/// Node format 6: an internal node's image carries its buffers' key filters, so a node
+/// read from disk (its header only: every buffer evicted, none ever loaded) has them at
+/// once, and a lookup of a key its buffer does not hold reads nothing.
+#[test]
+fn a_node_read_from_disk_has_its_buffers_filters() {
+    use super::segment::Seg;
+    use super::{Load, Stall};
+    let (_dir, env, t) = filled_with_first();
+    let tree = &t.tree;
+    let (mut st, root, keys) = root_with_segmented_buffer(&env, tree);
+    // Drop the clean root from the cache: the next lookup reads its header from disk.
+    let cache = tree.cache.clone();
+    st.remove_node(root, &cache).expect("the root was cached");
+    drop(st);
+    assert_eq!(t.get(&keys[0]).expect("get"), Some(value_of(&keys[0])));
+    let st = tree.read_state();
+    let NodeBody::Internal(n) = &st.nodes[&root].body else {
+        panic!("the root is internal")
+    };
+    st.nodes[&root].check().expect("N4, N5");
+    let table = n.parts[0]
+        .segs
+        .clone()
+        .expect("a 3 KB buffer is cut at 512 bytes");
+    let table_index = |k: &[u8]| table.index(k);
+    let segments = table.len();
+    assert!(segments >= 4, "{segments} segments");
+    let filtered = n.segments[0]
+        .iter()
+        .filter(|s| matches!(s, Seg::Evicted(_)))
+        .count();
+    // One segment was read for keys[0]; every other one has its stored filter.
+    assert_eq!(filtered, segments - 1, "segments with a filter");
+    let ts = tree.snapshots.visible();
+    let absent: Vec<Vec<u8>> = (2000..40_000)
+        .map(key)
+        .filter(|k| n.child_index(k) == 0 && !keys.contains(k))
+        .take(300)
+        .collect();
+    let reads_root = |k: &Vec<u8>| matches!(tree.lookup(&st, k, ts), Err(Stall::Load(Load::Segment(id, 0, _))) if id == root);
+    let passed = absent.iter().filter(|k| reads_root(k)).count();
+    // About 1% pass a filter (and a few fall in the segment already loaded).
+    assert!(
+        absent.len() >= 200 && passed * 20 < absent.len(),
+        "{passed} of {} absent keys",
+        absent.len()
+    );
+    for k in &keys {
+        assert!(
+            reads_root(k) || matches!(n.reach(0, k), super::node::Reach::Loaded(_)),
+            "a buffered key was ruled out"
+        );
+    }
+    drop(st);
+    // A filter that rules out a key its segment holds is what verify must catch.
+    let set_filter = |s: usize, f: Seg| {
+        let mut st = tree.write_state();
+        let Some(NodeBody::Internal(n)) = st.nodes.get_mut(&root).map(|n| &mut n.body) else {
+            panic!("the root is cached and internal")
+        };
+        std::mem::replace(&mut n.segments[0][s], f)
+    };
+    let empty = super::filter::KeyFilter::build(0, std::iter::empty());
+    let s = (0..segments)
+        .find(|&s| s != table_index(&keys[0]))
+        .expect("another segment");
+    let kept = set_filter(s, Seg::Evicted(empty));
+    assert!(matches!(kept, Seg::Evicted(_)));
+    let err = t.verify().expect_err("a filter ruling out its own keys");
+    assert!(
+        err.to_string().contains("rules out a key it holds"),
+        "{err}"
+    );
+    set_filter(s, kept);
+    for k in &keys {
+        assert_eq!(t.get(k).expect("get"), Some(value_of(k)));
+    }
+    t.verify()
+        .expect("verify checks the stored filters against the image");
     env.close().expect("close");
 }

@@ -3,7 +3,8 @@
 //! is reachable twice, and (through the block file) checksums, the translation table and
 //! free space. Nodes not in the cache are read from disk without being cached.
 
-use super::node::{Leaf, NodeBody, PartDesc};
+use super::node::{Internal, Leaf, NodeBody, PartDesc};
+use super::segment::Seg;
 use super::{Stall, Tree};
 use crate::block::NodeId;
 use crate::{Category, Error, Location, Result};
@@ -272,6 +273,11 @@ impl Tree {
                         self.check_pieces_against_image(id, l).map_err(Stall::Err)?;
                         Ok(None)
                     }
+                    NodeBody::Internal(x) if !x.all_loaded() => {
+                        self.check_filters_against_image(id, x)
+                            .map_err(Stall::Err)?;
+                        Ok(None)
+                    }
                     body if !body.all_loaded() => Ok(None),
                     body => Ok(Some(body.clone())),
                 }
@@ -330,6 +336,45 @@ impl Tree {
                     .collect();
                 if want != have {
                     let what = format!("basement {b} segment {s} differs from the image (N6)");
+                    return Err(self.bad(id, what));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every key filter of cached internal node `x` (a buffer's, N4, or an
+    /// evicted segment's, S3: read from the image's filter table or built in memory) passes
+    /// every key its buffer or segment holds in the node's on-disk image: a filter that
+    /// ruled out a buffered key would hide the key's newest messages from lookups.
+    fn check_filters_against_image(&self, id: NodeId, x: &Internal) -> Result<()> {
+        let has_segment_filters = x
+            .segments
+            .iter()
+            .flatten()
+            .any(|s| matches!(s, Seg::Evicted(_)));
+        if x.filters.iter().all(Option::is_none) && !has_segment_filters {
+            return Ok(());
+        }
+        let (_, image) = self.read_node_image(id, Category::Meta)?;
+        let NodeBody::Internal(disk) = image else {
+            return Err(self.bad(id, "a cached internal node is a leaf on disk"));
+        };
+        for c in 0..x.buffers.len() {
+            let Some(keys) = disk.buffers.get(c).and_then(Option::as_ref) else {
+                return Err(self.bad(id, format!("buffer {c} missing from the image")));
+            };
+            let table = x.parts.get(c).and_then(|d| d.segs.as_deref());
+            for (k, _) in keys.iter() {
+                let whole = x.filters.get(c).and_then(Option::as_ref);
+                let seg = table.and_then(|t| x.segments.get(c)?.get(t.index(k)));
+                let seg = match seg {
+                    Some(Seg::Evicted(f)) => Some(f),
+                    _ => None,
+                };
+                if whole.into_iter().chain(seg).any(|f| !f.may_contain(k)) {
+                    let what =
+                        format!("a key filter of buffer {c} rules out a key it holds (N4, S3)");
                     return Err(self.bad(id, what));
                 }
             }
