@@ -106,6 +106,9 @@ pub struct Collection {
     pub indexes: Vec<Arc<Index>>,
     /// The validator `options` give, parsed (`validation.rs`).
     pub validator: Option<Arc<Validator>>,
+    /// A capped collection's bounds and natural order (`capped.rs`); `None` for every
+    /// other collection and for the oplog, which keeps its own.
+    pub capped: Option<Arc<crate::capped::Capped>>,
 }
 
 impl std::fmt::Debug for Index {
@@ -372,6 +375,7 @@ impl Catalog {
             .create_tree(&size_tree_name(id), Some(catalog_tree_options()))
             .map_err(engine_error)?;
         let validator = Validator::from_options(&options)?.map(Arc::new);
+        let capped = capped_state(ns, &options, &size)?;
         let coll = Collection {
             ns: ns.clone(),
             id,
@@ -381,6 +385,7 @@ impl Catalog {
             size,
             indexes: Vec::new(),
             validator,
+            capped,
         };
         Ok(coll)
     }
@@ -493,6 +498,7 @@ impl Catalog {
             size: source.size.clone(),
             indexes: source.indexes.clone(),
             validator: source.validator.clone(),
+            capped: source.capped.clone(),
         };
         let mut change = CatalogChange::new(&self.tree);
         change.delete(from);
@@ -510,6 +516,20 @@ impl Catalog {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<Namespace, Arc<Collection>>> {
         self.colls.write().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The capped state of a collection whose options say `capped` (not the oplog's).
+fn capped_state(
+    ns: &Namespace,
+    options: &Document,
+    size: &TreeHandle,
+) -> DbResult<Option<Arc<crate::capped::Capped>>> {
+    if crate::oplog::is_oplog(ns) {
+        return Ok(None);
+    }
+    crate::capped::CappedOptions::from_stored(options)
+        .map(|o| crate::capped::Capped::open(o, size).map(Arc::new))
+        .transpose()
 }
 
 /// Drops a collection's trees (after its catalog entry is gone).
@@ -587,6 +607,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
             None
         }
     };
+    let capped = capped_state(&ns, &options, &size)?;
     Ok(Collection {
         ns,
         id,
@@ -596,6 +617,7 @@ fn load_collection(env: &Env, record: &Document) -> DbResult<Collection> {
         size,
         indexes,
         validator,
+        capped,
     })
 }
 

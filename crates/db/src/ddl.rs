@@ -42,6 +42,7 @@ impl Collection {
             size: self.size.clone(),
             indexes,
             validator: self.validator.clone(),
+            capped: self.capped.clone(),
         }
     }
 }
@@ -213,13 +214,17 @@ impl Database {
             .list(Some(db))
             .iter()
             .map(|c| {
-                doc! {
+                let mut listing = doc! {
                     "name": c.ns.coll.clone(),
                     "type": "collection",
                     "options": c.options.clone(),
                     "info": { "readOnly": false, "uuid": c.uuid },
-                    "idIndex": id_index_spec(),
+                };
+                // A clustered collection has no separate `_id` index to list (mongod).
+                if !c.options.contains_key("clusteredIndex") {
+                    listing.insert("idIndex", id_index_spec());
                 }
+                listing
             })
             .collect();
         out.extend(
@@ -309,7 +314,7 @@ impl Database {
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
         let coll = self.existing(ns)?;
-        let mut id = id_index_spec();
+        let mut id = crate::clustered::listed_index(&coll.options).unwrap_or_else(id_index_spec);
         if let Some(c) = coll.options.get("collation") {
             id.insert("collation", c.clone());
         }

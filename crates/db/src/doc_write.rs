@@ -30,6 +30,9 @@ pub fn insert(
     refuse_oplog(coll)?;
     check_size(doc)?;
     check_depth(doc, true)?;
+    if let Some(c) = &coll.capped {
+        crate::capped::check_fits(c, doc)?;
+    }
     if let Some(v) = &coll.validator {
         v.check(&coll.ns, doc, None)?;
     }
@@ -59,6 +62,9 @@ pub fn insert(
                     .map_err(engine_error)?;
             }
         }
+    }
+    if let Some(c) = &coll.capped {
+        crate::capped::record_insert(txn, coll, c, &idk)?;
     }
     mark_multikey(coll, &keys);
     log.insert(coll, doc);
@@ -134,6 +140,9 @@ pub fn remove(
             txn.delete(&index.tree, &index.def.entry_key(tuple, &idk))
                 .map_err(engine_error)?;
         }
+    }
+    if coll.capped.is_some() {
+        crate::capped::record_remove(txn, coll, &idk)?;
     }
     log.delete(coll, doc);
     txn.add_count(&coll.docs, -1);

@@ -160,7 +160,10 @@ fn fast_target<'a>(coll: &Collection, op: &'a UpdateOp) -> Option<(&'a Bson, &'a
     let update = op.update.operator_document()?;
     let paths = op.update.blind_paths()?;
     // A validator must see the updated document, so such a collection's updates read it.
-    if paths.is_empty() || coll.validator.is_some() || coll.indexes.iter().any(|i| i.def.clustering)
+    if paths.is_empty()
+        || coll.validator.is_some()
+        || coll.capped.is_some()
+        || coll.indexes.iter().any(|i| i.def.clustering)
     {
         return None;
     }

@@ -14,8 +14,11 @@
 mod aggregate_ops;
 mod aggregate_write;
 mod bounds;
+pub mod capped;
+mod capped_read;
 mod catalog;
 pub mod change_stream;
+pub mod clustered;
 mod collation_scope;
 mod cursors;
 mod ddl;
@@ -50,6 +53,7 @@ mod validation;
 mod views;
 mod write_ops;
 
+pub use capped_read::CappedLog;
 pub use cursors::{
     Batch, CursorOwner, CursorTable, DocSource, VecSource, DEFAULT_FIRST_BATCH, MAX_BATCH_BYTES,
 };

@@ -92,7 +92,8 @@ impl Database {
             index_sizes.insert(i.def.name.clone(), number(b / scale));
         }
         let storage = (coll.docs.file_bytes() + coll.size.file_bytes()) as i64;
-        Ok(doc! {
+        let capped = crate::capped::CappedOptions::from_stored(&coll.options);
+        let mut stats = doc! {
             "ns": ns.to_string(),
             "size": number(size / scale),
             "count": number(count),
@@ -108,7 +109,14 @@ impl Database {
             "scaleFactor": number(scale),
             "maxSize": MAX_DOCUMENT_BYTES as i64,
             "shale": tree_figures(&coll, scale)?,
-        })
+        };
+        // A capped collection's bounds, as mongod reports them (no `max`: 2^63 - 1).
+        if let Some(c) = capped {
+            stats.insert("capped", true);
+            stats.insert("max", c.max.unwrap_or(i64::MAX));
+            stats.insert("maxSize", c.size / scale);
+        }
+        Ok(stats)
     }
 
     /// `dbStats` figures divided by `scale`.

@@ -25,25 +25,35 @@ impl Database {
     pub fn expire_ttl(&self, now: DateTime) -> DbResult<TtlPass> {
         let mut pass = TtlPass::default();
         for coll in self.catalog.list(None) {
+            // A clustered collection's `expireAfterSeconds`: dates in `_id` (`clustered.rs`).
+            if let Some(filter) = crate::clustered::expiry_filter(&coll.options, now) {
+                pass.indexes += 1;
+                pass.deleted += self.expire_with(&coll.ns, filter, "_id_")?;
+            }
             for index in coll.ready_indexes() {
                 let Some(filter) = expiry_filter(&index.spec, now) else {
                     continue;
                 };
                 pass.indexes += 1;
-                let op = DeleteOp {
-                    filter,
-                    limit_one: false,
-                    hint: None,
-                    vars: Default::default(),
-                };
-                let r = self.delete(&coll.ns, &[op], true)?;
-                if let Some((_, e)) = r.errors.first() {
-                    tracing::warn!(ns = %coll.ns, index = %index.def.name, error = %e.message, "TTL deletes failed");
-                }
-                pass.deleted += u64::try_from(r.n).unwrap_or(0);
+                pass.deleted += self.expire_with(&coll.ns, filter, &index.def.name)?;
             }
         }
         Ok(pass)
+    }
+
+    /// Deletes what `filter` matches in `ns` (one TTL index's expired documents).
+    fn expire_with(&self, ns: &crate::Namespace, filter: Document, index: &str) -> DbResult<u64> {
+        let op = DeleteOp {
+            filter,
+            limit_one: false,
+            hint: None,
+            vars: Default::default(),
+        };
+        let r = self.delete(ns, &[op], true)?;
+        if let Some((_, e)) = r.errors.first() {
+            tracing::warn!(%ns, index, error = %e.message, "TTL deletes failed");
+        }
+        Ok(u64::try_from(r.n).unwrap_or(0))
     }
 }
 

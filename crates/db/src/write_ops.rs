@@ -180,14 +180,40 @@ impl Database {
         f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
     ) -> DbResult<T> {
         match mode {
-            Mode::Own => self.in_write_txn(coll, f),
+            Mode::Own => match &coll.capped {
+                None => self.in_write_txn(coll, f),
+                Some(capped) => self.capped_write(coll, capped, f),
+            },
             Mode::User(st) => {
+                crate::capped::refuse_in_transaction(coll)?;
                 st.touch_written(coll);
                 let mut f = f;
                 let (txn, log) = st.parts();
                 f(txn, log)
             }
         }
+    }
+
+    /// A write to a capped collection: under its writer lock (so commits keep sequence
+    /// order), trimmed to its bounds in the same transaction when it inserted, and its
+    /// tailing readers woken after (`capped.rs`).
+    fn capped_write<T>(
+        &self,
+        coll: &Collection,
+        capped: &crate::capped::Capped,
+        mut f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,
+    ) -> DbResult<T> {
+        let _writer = capped.lock_writer();
+        let result = self.in_write_txn(coll, |txn, log| {
+            let start = capped.sequence();
+            let value = f(txn, log)?;
+            if capped.sequence() != start {
+                crate::capped::trim(txn, coll, capped)?;
+            }
+            Ok(value)
+        });
+        capped.published();
+        result
     }
 
     /// `run_write` for writes that cannot make an index multikey (deletes).
@@ -433,6 +459,9 @@ impl Database {
         let vars = statement_vars(coll, &op.vars);
         let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
+        if mode.in_session() {
+            crate::capped::refuse_in_transaction(coll)?;
+        }
         self.run_txn(mode, |txn, log| {
             let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {

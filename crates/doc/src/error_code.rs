@@ -429,8 +429,14 @@ error_codes! {
     Location51191 = 51191,
     Location51199 = 51199,
     Location5858203 = 5858203,
-    // Collation documents (`collation/`).
+    // Collation documents (`collation/`); `create`'s capped `size`/`max` ranges too.
     Location51024 = 51024,
+    // Clustered collections (`create.clusteredIndex`, shale_db::clustered).
+    Location5979700 = 5979700,
+    Location5979703 = 5979703,
+    Location5979704 = 5979704,
+    Location6026501 = 6026501,
+    Location6127800 = 6127800,
 }
 
 /// The `codeName` mongod sends for any number: the table's name, else `Location<N>`.

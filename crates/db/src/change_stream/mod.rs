@@ -68,7 +68,7 @@ impl Database {
                 forward: true,
                 tailable: true,
                 await_data: true,
-                from: Some(from),
+                from: Some(crate::oplog::pack(from)),
                 ..OplogRead::default()
             },
         );

@@ -116,7 +116,7 @@ impl Database {
         let Some(oplog) = self.oplog.get() else {
             return Ok(None);
         };
-        let Some(forward) = natural_direction(spec) else {
+        let Some(forward) = natural_direction(spec, Some("ts")) else {
             if tailable {
                 return Err(MongoError::new(
                     ErrorCode::BadValue,
@@ -148,7 +148,7 @@ impl Database {
             forward,
             tailable,
             await_data,
-            from: ts_lower_bound(&spec.filter),
+            from: ts_lower_bound(&spec.filter).map(pack),
             skip: spec.skip,
             limit: spec.limit,
         };
@@ -226,8 +226,8 @@ impl Database {
 }
 
 /// The direction of a find that reads in `$natural` order: no sort, `{$natural: ±1}` (as
-/// sort or hint) or `{ts: ±1}` (the key is `ts`); `None` for any other order.
-fn natural_direction(spec: &FindSpec) -> Option<bool> {
+/// sort or hint) or `{<key>: ±1}` (the oplog's key is `ts`); `None` for any other order.
+pub(crate) fn natural_direction(spec: &FindSpec, key: Option<&str>) -> Option<bool> {
     let dir = |v: &Bson| match v {
         Bson::Int32(n) => Some(*n >= 0),
         Bson::Int64(n) => Some(*n >= 0),
@@ -245,7 +245,7 @@ fn natural_direction(spec: &FindSpec) -> Option<bool> {
     let sorted = match &spec.sort {
         Some(s) if s.len() == 1 => {
             let (k, v) = s.iter().next()?;
-            if k != "$natural" && k != "ts" {
+            if k != "$natural" && Some(k.as_str()) != key {
                 return None;
             }
             Some(dir(v)?)

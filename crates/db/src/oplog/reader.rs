@@ -9,22 +9,61 @@
 //!
 //! Change streams (`change_stream/`) sit on this: a tailable forward source from a resume
 //! `ts`, whose entries they turn into events; `scanned_to` is their high-water mark.
+//!
+//! The source is generic over a `NaturalLog`, so capped collections (`capped.rs`) read and
+//! tail with the same code: a log is a run of keys `prefix` + 8-byte big-endian position
+//! in one tree, a visibility point, a wait for it to move, and what an entry's value
+//! stands for (the oplog's values are its entries; a capped collection's name a document).
 
-use super::entry::{entry_key, key_ts};
 use super::log::Oplog;
-use super::pack;
+use super::{pack, unpack};
 use crate::cursors::DocSource;
 use crate::{engine_error, DbResult};
 use bson::{RawDocument, RawDocumentBuf, Timestamp};
 use shale_doc::{ErrorCode, Matcher, MongoError, Projection};
+use shale_engine::TreeHandle;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-const ZERO: Timestamp = Timestamp {
-    time: 0,
-    increment: 0,
-};
+/// A log read in natural order: the oplog, or a capped collection's insertion order.
+pub trait NaturalLog: Send + Sync {
+    /// The tree holding the log's entries.
+    fn tree(&self) -> &TreeHandle;
+    /// What every entry key starts with, before its 8-byte position.
+    fn prefix(&self) -> &[u8];
+    /// The newest position readers may see.
+    fn visible(&self) -> u64;
+    /// Blocks until the visibility point passes `after` or `deadline` comes.
+    fn wait_past(&self, after: u64, deadline: Instant);
+    /// The document an entry's value stands for; `None` if it is gone.
+    fn document<'v>(&self, value: &'v [u8]) -> DbResult<Option<Cow<'v, RawDocument>>>;
+    /// The log's name, for errors.
+    fn name(&self) -> String;
+}
+
+impl NaturalLog for Arc<Oplog> {
+    fn tree(&self) -> &TreeHandle {
+        &self.coll.docs
+    }
+    fn prefix(&self) -> &[u8] {
+        &[]
+    }
+    fn visible(&self) -> u64 {
+        pack(Oplog::visible(self))
+    }
+    fn wait_past(&self, after: u64, deadline: Instant) {
+        Oplog::wait_past(self, unpack(after), deadline);
+    }
+    fn document<'v>(&self, value: &'v [u8]) -> DbResult<Option<Cow<'v, RawDocument>>> {
+        let doc = RawDocument::from_bytes(value).map_err(|_| corrupt_key("local.oplog.rs"))?;
+        Ok(Some(Cow::Borrowed(doc)))
+    }
+    fn name(&self) -> String {
+        "local.oplog.rs".to_owned()
+    }
+}
 
 /// Entries one refill reads at most.
 const REFILL_ENTRIES: usize = 256;
@@ -33,15 +72,21 @@ const REFILL_ENTRIES: usize = 256;
 #[derive(Debug, Clone, Copy)]
 enum Position {
     /// Not read yet: from the first entry (forwards) or the newest visible (backwards),
-    /// or from `ts` on (a filter's `ts` lower bound).
-    Start(Option<Timestamp>),
-    /// After (forwards) or before (backwards) the entry under this key.
-    After([u8; 8]),
+    /// or from this position on (a filter's `ts` lower bound).
+    Start(Option<u64>),
+    /// After (forwards) or before (backwards) the entry at this position.
+    After(u64),
 }
 
 /// What a read of the oplog asks.
+pub type OplogRead = NaturalRead;
+
+/// A cursor's source over the oplog (see the header).
+pub type OplogSource = NaturalSource<Arc<Oplog>>;
+
+/// What a read of a natural log asks.
 #[derive(Default)]
-pub struct OplogRead {
+pub struct NaturalRead {
     /// The filter, if any.
     pub matcher: Option<Matcher>,
     /// The projection, if any.
@@ -52,19 +97,19 @@ pub struct OplogRead {
     pub tailable: bool,
     /// A tailable read's `getMore` waits for entries (`awaitData`).
     pub await_data: bool,
-    /// Entries at or after this `ts` only (a filter's `ts: {$gte|$gt|$eq: T}`; the matcher
-    /// still applies the exact condition).
-    pub from: Option<Timestamp>,
+    /// Entries at or after this position only (the oplog: a filter's `ts: {$gte|$gt|$eq:
+    /// T}`, packed; the matcher still applies the exact condition).
+    pub from: Option<u64>,
     /// Entries to skip.
     pub skip: u64,
     /// Entries to return at most.
     pub limit: Option<u64>,
 }
 
-/// A cursor's source over the oplog (see the header).
-pub struct OplogSource {
-    oplog: Arc<Oplog>,
-    read: OplogRead,
+/// A cursor's source over a natural log (see the header).
+pub struct NaturalSource<L: NaturalLog> {
+    log: L,
+    read: NaturalRead,
     pos: Position,
     buf: VecDeque<RawDocumentBuf>,
     skipped: u64,
@@ -73,22 +118,36 @@ pub struct OplogSource {
     finished: bool,
     /// The visibility point of the last refill that read every visible entry: everything
     /// up to it has been read (a change stream's high-water mark).
-    dry_at: Timestamp,
+    dry_at: u64,
 }
 
 impl OplogSource {
-    pub(crate) fn new(oplog: Arc<Oplog>, read: OplogRead) -> OplogSource {
+    /// The newest `ts` up to which every visible entry has been read: the later of the
+    /// last entry read and the visibility point of the last refill that ran dry.
+    pub(crate) fn scanned_to(&self) -> Timestamp {
+        unpack(self.read_up_to().max(self.dry_at))
+    }
+}
+
+impl<L: NaturalLog> NaturalSource<L> {
+    pub(crate) fn new(log: L, read: NaturalRead) -> NaturalSource<L> {
         let pos = Position::Start(if read.forward { read.from } else { None });
-        OplogSource {
-            oplog,
+        NaturalSource {
+            log,
             read,
             pos,
             buf: VecDeque::new(),
             skipped: 0,
             returned: 0,
             finished: false,
-            dry_at: ZERO,
+            dry_at: 0,
         }
+    }
+
+    fn key(&self, pos: u64) -> Vec<u8> {
+        let mut k = self.log.prefix().to_vec();
+        k.extend_from_slice(&pos.to_be_bytes());
+        k
     }
 
     fn limit_met(&self) -> bool {
@@ -97,31 +156,29 @@ impl OplogSource {
 
     /// Reads the next run of visible entries into the buffer.
     fn refill(&mut self) -> DbResult<()> {
-        let visible_ts = self.oplog.visible();
-        let visible = entry_key(visible_ts);
-        let mut cursor = self.oplog.coll.docs.cursor();
+        let visible_pos = self.log.visible();
+        let visible = self.key(visible_pos);
+        let prefix = self.log.prefix().to_vec();
+        let mut cursor = self.log.tree().cursor();
         let forward = self.read.forward;
         match self.pos {
-            Position::Start(Some(ts)) => cursor.seek(&entry_key(ts)).map_err(engine_error)?,
-            Position::Start(None) if forward => cursor.seek_to_first().map_err(engine_error)?,
+            Position::Start(Some(p)) => cursor.seek(&self.key(p)).map_err(engine_error)?,
+            Position::Start(None) if forward => cursor.seek(&prefix).map_err(engine_error)?,
             Position::Start(None) => cursor.seek_for_prev(&visible).map_err(engine_error)?,
-            Position::After(key) => {
+            Position::After(p) => {
+                let key = self.key(p);
                 cursor.seek(&key).map_err(engine_error)?;
                 if cursor.entry().map(|(k, _)| k) != Some(&key[..]) {
                     self.finished = true;
-                    return Err(position_lost(&key));
+                    return Err(position_lost(p));
                 }
-                if forward {
-                    cursor.next().map_err(engine_error)?;
-                } else {
-                    cursor.prev().map_err(engine_error)?;
-                }
+                self.step(&mut cursor, forward)?;
             }
         }
         let mut read = 0;
         let mut dry = true;
         while let Some((k, v)) = cursor.entry() {
-            if forward && k > &visible[..] {
+            if (forward && k > &visible[..]) || !k.starts_with(&prefix) {
                 break;
             }
             if read >= REFILL_ENTRIES {
@@ -129,11 +186,16 @@ impl OplogSource {
                 break;
             }
             read += 1;
-            let key: [u8; 8] = k.try_into().map_err(|_| corrupt_key())?;
-            self.pos = Position::After(key);
-            let doc = RawDocument::from_bytes(v).map_err(|_| corrupt_key())?;
+            let pos: [u8; 8] = k[prefix.len()..]
+                .try_into()
+                .map_err(|_| corrupt_key(&self.log.name()))?;
+            self.pos = Position::After(u64::from_be_bytes(pos));
+            let Some(doc) = self.log.document(v)? else {
+                self.step(&mut cursor, forward)?;
+                continue;
+            };
             if let Some(m) = &self.read.matcher {
-                if !m.matches(doc)? {
+                if !m.matches(&doc)? {
                     self.step(&mut cursor, forward)?;
                     continue;
                 }
@@ -142,8 +204,8 @@ impl OplogSource {
                 self.skipped += 1;
             } else {
                 let out = match &self.read.projection {
-                    Some(p) => p.apply(doc, None)?,
-                    None => doc.to_owned(),
+                    Some(p) => p.apply(&doc, None)?,
+                    None => doc.into_owned(),
                 };
                 self.buf.push_back(out);
                 self.returned += 1;
@@ -154,21 +216,10 @@ impl OplogSource {
             }
             self.step(&mut cursor, forward)?;
         }
-        if dry && forward && pack(visible_ts) > pack(self.dry_at) {
-            self.dry_at = visible_ts;
+        if dry && forward && visible_pos > self.dry_at {
+            self.dry_at = visible_pos;
         }
         Ok(())
-    }
-
-    /// The newest `ts` up to which every visible entry has been read: the later of the
-    /// last entry read and the visibility point of the last refill that ran dry.
-    pub(crate) fn scanned_to(&self) -> Timestamp {
-        let read = self.read_up_to();
-        if pack(self.dry_at) > pack(read) {
-            self.dry_at
-        } else {
-            read
-        }
     }
 
     fn step(&self, cursor: &mut shale_engine::Cursor, forward: bool) -> DbResult<()> {
@@ -179,26 +230,17 @@ impl OplogSource {
         }
     }
 
-    /// The `ts` this source has read up to (for waiting).
-    fn read_up_to(&self) -> Timestamp {
+    /// The position this source has read up to (for waiting).
+    fn read_up_to(&self) -> u64 {
         match self.pos {
-            Position::After(k) => key_ts(&k).unwrap_or(ZERO),
-            Position::Start(Some(ts)) => match ts.increment {
-                0 => Timestamp {
-                    time: ts.time.saturating_sub(1),
-                    increment: if ts.time == 0 { 0 } else { u32::MAX },
-                },
-                i => Timestamp {
-                    time: ts.time,
-                    increment: i - 1,
-                },
-            },
-            Position::Start(None) => ZERO,
+            Position::After(p) => p,
+            Position::Start(Some(p)) => p.saturating_sub(1),
+            Position::Start(None) => 0,
         }
     }
 }
 
-impl DocSource for OplogSource {
+impl<L: NaturalLog> DocSource for NaturalSource<L> {
     fn next_doc(&mut self) -> DbResult<Option<RawDocumentBuf>> {
         loop {
             if let Some(d) = self.buf.pop_front() {
@@ -208,9 +250,9 @@ impl DocSource for OplogSource {
                 self.finished = true;
                 return Ok(None);
             }
-            let before = pack(self.read_up_to());
+            let before = self.read_up_to();
             self.refill()?;
-            if self.buf.is_empty() && pack(self.read_up_to()) == before {
+            if self.buf.is_empty() && self.read_up_to() == before {
                 // Nothing new is visible: a plain read is over, a tailable one waits.
                 if !self.read.tailable {
                     self.finished = true;
@@ -226,25 +268,24 @@ impl DocSource for OplogSource {
 
     fn wait(&mut self, deadline: Instant) {
         if self.read.await_data {
-            self.oplog.wait_past(self.read_up_to(), deadline);
+            self.log.wait_past(self.read_up_to(), deadline);
         }
     }
 }
 
-fn position_lost(key: &[u8; 8]) -> MongoError {
+fn position_lost(pos: u64) -> MongoError {
     MongoError::new(
         ErrorCode::CappedPositionLost,
         format!(
             "CollectionScan died due to position in capped collection being deleted. Last \
-             seen record id: RecordId({})",
-            u64::from_be_bytes(*key)
+             seen record id: RecordId({pos})"
         ),
     )
 }
 
-fn corrupt_key() -> MongoError {
+fn corrupt_key(name: &str) -> MongoError {
     MongoError::new(
         ErrorCode::DataCorruptionDetected,
-        "local.oplog.rs: an entry with a malformed key or value",
+        format!("{name}: an entry with a malformed key or value"),
     )
 }

@@ -53,29 +53,49 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
             "'pipeline' requires 'viewOn' to also be specified",
         ));
     }
+    let present = |k: &str| body.get(k).filter(|v| !matches!(v, Bson::Null));
+    let capped = shale_db::capped::CappedOptions::from_create(
+        present("capped"),
+        present("size"),
+        present("max"),
+    )?;
+    let clustered = shale_db::clustered::from_create(
+        present("clusteredIndex"),
+        present("expireAfterSeconds"),
+        capped.is_some(),
+        present("idIndex").is_some(),
+    )?;
+    if ctx.txn.is_some() && capped.is_some() {
+        return Err(MongoError::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            format!("Cannot create a capped collection {ns} in a multi-document transaction."),
+        ));
+    }
     let mut options = Document::new();
+    if let Some(c) = capped {
+        c.store(&mut options);
+    }
+    options.extend(clustered);
     for (k, v) in body.iter().skip(1) {
         match k.as_str() {
             k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
             // A transaction statement's fields, checked by the transaction runner.
             "autocommit" | "startTransaction" | "readConcern" if ctx.txn.is_some() => {}
-            "capped" if v == &Bson::Boolean(false) => {}
+            // Checked above (`shale_db::capped`, `shale_db::clustered`).
+            "capped" | "size" | "max" | "clusteredIndex" | "expireAfterSeconds" => {}
             // Every collection here has its `_id` index: a spec for it is checked, and
             // `autoIndexId: true` asks for what is always there. `flags` were MMAPv1's
             // padding switches; mongod 7.0 accepts and ignores them too.
             "idIndex" => check_id_index(v, body.get("collation"))?,
             "autoIndexId" if v == &Bson::Boolean(true) => {}
             "flags" if matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {}
-            "capped"
-            | "timeseries"
-            | "clusteredIndex"
-            | "expireAfterSeconds"
-            | "encryptedFields"
-            | "autoIndexId"
-            | "temp"
-            | "recordIdsReplicated"
-            | "size"
-            | "max" => {
+            "autoIndexId" if options.contains_key("clusteredIndex") => {
+                return Err(MongoError::new(
+                    ErrorCode::Location6026501,
+                    "The 'clusteredIndex' option does not support {autoIndexId: false}",
+                ));
+            }
+            "timeseries" | "encryptedFields" | "autoIndexId" | "temp" | "recordIdsReplicated" => {
                 return Err(MongoError::new(
                     ErrorCode::CommandNotSupported,
                     format!("create option '{k}' is not supported by shale"),

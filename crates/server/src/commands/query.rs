@@ -82,12 +82,19 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let (spec, batch_size, single) = find_spec(cmd, "find")?;
     let (tailable, await_data) = check_tailable(ctx, cmd, &ns)?;
     let batch_size = batch_size.map(|b| b as usize);
-    let oplog = match (&ctx.txn, shale_db::oplog::is_oplog(&ns)) {
-        (None, true) => ctx.db.find_oplog(&spec, tailable, await_data)?,
+    let natural: Option<Box<dyn DocSource>> = match (&ctx.txn, shale_db::oplog::is_oplog(&ns)) {
+        (None, true) => ctx
+            .db
+            .find_oplog(&spec, tailable, await_data)?
+            .map(|s| Box::new(s) as Box<dyn DocSource>),
+        (None, false) => ctx
+            .db
+            .find_capped(&ns, &spec, tailable, await_data)?
+            .map(|s| Box::new(s) as Box<dyn DocSource>),
         _ => None,
     };
     let source: Box<dyn DocSource> = match &ctx.txn {
-        _ if oplog.is_some() => Box::new(oplog.expect("checked")),
+        _ if natural.is_some() => natural.expect("checked"),
         // Read whole on the transaction's snapshot: later getMores cannot reach it.
         Some(t) => Box::new(VecSource(ctx.db.find_in(t, &ns, &spec)?.into_iter())),
         None => Box::new(ctx.db.find(&ns, &spec)?),
@@ -100,11 +107,10 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     Ok(cursor_reply_raw(&ns, batch, "firstBatch"))
 }
 
-/// `tailable` and `awaitData`. A tailable cursor needs a capped collection; the only one
-/// ShaleDB has is a replica-set member's oplog (`create` refuses `capped: true`), so a
-/// tailable find on any other existing collection is refused as mongod refuses one on a
-/// collection that is not capped (on a missing one mongod answers an empty batch, and so
-/// does this find). Returns the two flags.
+/// `tailable` and `awaitData`. A tailable cursor needs a capped collection (one created
+/// `capped`, or a replica-set member's oplog): a tailable find on any other existing
+/// collection is refused as mongod refuses it (on a missing one mongod answers an empty
+/// batch, and so does this find). Returns the two flags.
 fn check_tailable(
     ctx: &ConnectionCtx,
     cmd: &Command<'_>,
@@ -124,7 +130,7 @@ fn check_tailable(
             .iter()
             .any(|c| c.get_str("name") == Ok(ns.coll.as_str()))
     };
-    let capped = shale_db::oplog::is_oplog(ns) && ctx.db.oplog().is_some();
+    let capped = ctx.db.is_capped(ns);
     if tailable && !capped && exists() {
         return Err(MongoError::new(
             ErrorCode::BadValue,
