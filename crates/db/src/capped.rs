@@ -194,9 +194,7 @@ impl Capped {
     /// natural entry gives the next sequence number).
     pub(crate) fn open(options: CappedOptions, size: &TreeHandle) -> DbResult<Capped> {
         let mut cursor = size.cursor();
-        let mut end = NATURAL.to_vec();
-        end.push(0xff);
-        cursor.seek_for_prev(&end).map_err(engine_error)?;
+        cursor.seek_for_prev(&natural_end()).map_err(engine_error)?;
         let newest = cursor
             .entry()
             .and_then(|(k, _)| natural_seq(k))
@@ -261,6 +259,13 @@ pub(crate) fn natural_prefix() -> &'static [u8] {
 pub(crate) fn natural_seq(key: &[u8]) -> Option<u64> {
     let rest = key.strip_prefix(NATURAL)?;
     Some(u64::from_be_bytes(rest.try_into().ok()?))
+}
+
+/// A key past every natural-order key and before every other entry.
+fn natural_end() -> Vec<u8> {
+    let mut k = NATURAL.to_vec();
+    k.extend_from_slice(&[0xff; 9]);
+    k
 }
 
 fn by_id_key(idk: &[u8]) -> Vec<u8> {
@@ -471,8 +476,7 @@ mod tests {
         assert!(natural_key(255) < natural_key(256));
         assert_eq!(natural_seq(&natural_key(77)), Some(77));
         assert_eq!(natural_seq(b"fastUpdated"), None);
-        let mut end = NATURAL.to_vec();
-        end.push(0xff);
+        let end = natural_end();
         assert!(natural_key(u64::MAX) < end && end < by_id_key(b""));
     }
 }
