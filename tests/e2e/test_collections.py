@@ -37,7 +37,8 @@ def test_create_options(db):
                writeConcern={"w": 1}, comment="kept out of the options", capped=False)
     [entry] = db.command("listCollections", filter={"name": "v"})["cursor"]["firstBatch"]
     assert entry["options"] == {"validator": validator, "validationLevel": "moderate"}
-    for option in [{"capped": True, "size": 4096}, {"timeseries": {"timeField": "t"}}]:
+    # Capped and clustered collections are built (test_capped.py, test_clustered.py).
+    for option in [{"timeseries": {"timeField": "t"}}, {"recordIdsReplicated": True}]:
         with pytest.raises(OperationFailure) as err:
             db.command("create", "refused", **option)
         assert err.value.code == 115, option

@@ -10,7 +10,7 @@ use crate::oplog::reader::{NaturalLog, NaturalRead, NaturalSource};
 use crate::query_ops::FindSpec;
 use crate::{engine_error, Database, DbResult};
 use bson::RawDocument;
-use shale_doc::{ErrorCode, Matcher, MongoError, Projection};
+use shale_doc::{ErrorCode, MongoError};
 use shale_engine::TreeHandle;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -85,25 +85,12 @@ impl Database {
         };
         let direction = crate::oplog::natural_direction(spec, None);
         if tailable && direction != Some(true) {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                "cannot use tailable option with a sort other than {$natural: 1}",
-            ));
+            return Err(crate::oplog::tailable_backwards());
         }
         let Some(forward) = direction else {
             return Ok(None);
         };
-        let raw = crate::doc_prepare::to_raw(&spec.filter)?;
-        let matcher = (!spec.filter.is_empty())
-            .then(|| Matcher::parse_with(&raw, &spec.vars))
-            .transpose()?;
-        let projection = match &spec.projection {
-            Some(p) if !p.is_empty() => Some(Projection::parse_with(
-                &crate::doc_prepare::to_raw(p)?,
-                &spec.vars,
-            )?),
-            _ => None,
-        };
+        let (matcher, projection) = crate::oplog::natural_filter(spec)?;
         let read = NaturalRead {
             matcher,
             projection,

@@ -118,30 +118,14 @@ impl Database {
         };
         let Some(forward) = natural_direction(spec, Some("ts")) else {
             if tailable {
-                return Err(MongoError::new(
-                    ErrorCode::BadValue,
-                    "cannot use tailable option with a sort other than {$natural: 1}",
-                ));
+                return Err(tailable_backwards());
             }
             return Ok(None);
         };
         if tailable && !forward {
-            return Err(MongoError::new(
-                ErrorCode::BadValue,
-                "cannot use tailable option with a sort other than {$natural: 1}",
-            ));
+            return Err(tailable_backwards());
         }
-        let raw = crate::doc_prepare::to_raw(&spec.filter)?;
-        let matcher = (!spec.filter.is_empty())
-            .then(|| Matcher::parse_with(&raw, &spec.vars))
-            .transpose()?;
-        let projection = match &spec.projection {
-            Some(p) if !p.is_empty() => Some(Projection::parse_with(
-                &crate::doc_prepare::to_raw(p)?,
-                &spec.vars,
-            )?),
-            _ => None,
-        };
+        let (matcher, projection) = natural_filter(spec)?;
         let read = OplogRead {
             matcher,
             projection,
@@ -223,6 +207,31 @@ impl Database {
         };
         oplog.commit(self.engine().begin(), &[op], &[], Shape::Each(None), None)
     }
+}
+
+/// The refusal of a tailable find that does not read forwards in `$natural` order.
+pub(crate) fn tailable_backwards() -> MongoError {
+    MongoError::new(
+        ErrorCode::BadValue,
+        "cannot use tailable option with a sort other than {$natural: 1}",
+    )
+}
+
+/// A natural-order read's filter and projection, parsed (the oplog's and a capped
+/// collection's reads apply them to each entry they pass).
+pub(crate) fn natural_filter(spec: &FindSpec) -> DbResult<(Option<Matcher>, Option<Projection>)> {
+    let raw = crate::doc_prepare::to_raw(&spec.filter)?;
+    let matcher = (!spec.filter.is_empty())
+        .then(|| Matcher::parse_with(&raw, &spec.vars))
+        .transpose()?;
+    let projection = match &spec.projection {
+        Some(p) if !p.is_empty() => Some(Projection::parse_with(
+            &crate::doc_prepare::to_raw(p)?,
+            &spec.vars,
+        )?),
+        _ => None,
+    };
+    Ok((matcher, projection))
 }
 
 /// The direction of a find that reads in `$natural` order: no sort, `{$natural: ±1}` (as
