@@ -334,18 +334,19 @@ pub(crate) fn refuse_in_transaction(coll: &Collection) -> DbResult<()> {
 /// Deletes the oldest documents until `coll` is within its bounds, in `txn` (see the
 /// header). Returns how many it deleted.
 pub(crate) fn trim(txn: &mut Txn, coll: &Collection, capped: &Capped) -> DbResult<u64> {
-    let mut count = txn.count(&coll.docs);
-    let mut bytes = txn.count(&coll.size);
+    let count = txn.count(&coll.docs);
+    let bytes = txn.count(&coll.size);
     let max = capped.options.max.unwrap_or(i64::MAX);
     let over = |count: i64, bytes: i64| count > max || bytes > capped.options.size;
     if !over(count, bytes) {
         return Ok(0);
     }
     let mut doomed = Vec::new();
+    // What is left once the doomed documents are gone.
+    let (mut c, mut b) = (count, bytes);
     {
         let mut cursor = txn.cursor(&coll.size);
         cursor.seek(NATURAL).map_err(engine_error)?;
-        let (mut c, mut b) = (count, bytes);
         while let Some((k, idk)) = cursor.entry() {
             if !k.starts_with(NATURAL) || !over(c, b) {
                 break;
@@ -371,8 +372,6 @@ pub(crate) fn trim(txn: &mut Txn, coll: &Collection, capped: &Capped) -> DbResul
                     )
                 })?;
                 crate::doc_write::remove(txn, &mut unlogged, coll, d)?;
-                count -= 1;
-                bytes -= d.as_bytes().len() as i64;
                 deleted += 1;
             }
             // A natural entry whose document is gone: dropped with it.
@@ -383,7 +382,7 @@ pub(crate) fn trim(txn: &mut Txn, coll: &Collection, capped: &Capped) -> DbResul
             }
         }
     }
-    debug_assert!(!over(count, bytes) || count <= 0);
+    debug_assert!(!over(c, b) || c <= 0);
     Ok(deleted)
 }
 
