@@ -16,12 +16,19 @@
 //!
 //! The helper is one thread for the process ("shale-compress"), started on first use; if it
 //! cannot be started or has gone, every partition is compressed on the calling thread.
+//!
+//! A run handed over is taken back when the helper has not started it by the time the caller
+//! reaches it: the helper is shared by every thread that writes nodes, and a caller that
+//! waited for a busy helper to come to its run sat idle while it could have compressed the
+//! run itself (two threads evicting at once spent a third of their waits there). So a caller
+//! waits only for a run the helper is compressing at that moment.
 
 use crate::codec::compress;
 use crate::Compression;
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Raw bytes a hand-over to the helper carries, about (a run of partitions).
 pub(crate) const JOB_BYTES: usize = 64 << 10;
@@ -29,10 +36,12 @@ pub(crate) const JOB_BYTES: usize = 64 << 10;
 /// A compressed partition and its raw length.
 type Compressed = (Vec<u8>, usize);
 
-/// A run of partitions to compress and where to send the results.
+/// A run of partitions to compress and where to send the results. `claimed` is set by
+/// whichever of the helper and the caller starts the run first; the other leaves it alone.
 struct Job {
     codec: Compression,
     raws: Vec<Vec<u8>>,
+    claimed: Arc<AtomicBool>,
     reply: Sender<Vec<Compressed>>,
 }
 
@@ -53,6 +62,10 @@ fn helper() -> Option<&'static Sender<Job>> {
 
 fn serve(rx: Receiver<Job>) {
     for job in rx {
+        if job.claimed.swap(true, Ordering::AcqRel) {
+            // The caller took this run back and compressed it itself.
+            continue;
+        }
         let out = job
             .raws
             .iter()
@@ -63,10 +76,17 @@ fn serve(rx: Receiver<Job>) {
     }
 }
 
+/// A run handed to the helper, as the caller sees it.
+struct Handed {
+    claimed: Arc<AtomicBool>,
+    result: Receiver<Vec<Compressed>>,
+}
+
 /// Compresses partitions `0..n` (`raw(i)` gives partition i's raw bytes, copied when it
-/// goes to the helper; each is asked for once) and hands each to `emit(stored, raw_len)` in
-/// order. Runs of `per_job` partitions alternate between this thread and the helper; the
-/// caller picks `per_job` so that a run holds about `JOB_BYTES` (`units_per_job`).
+/// goes to the helper) and hands each to `emit(stored, raw_len)` in order. Runs of
+/// `per_job` partitions alternate between this thread and the helper; the caller picks
+/// `per_job` so that a run holds about `JOB_BYTES` (`units_per_job`). A handed run the
+/// helper has not started when its turn comes is compressed here (module doc).
 pub(crate) fn compress_in_order<'a>(
     codec: Compression,
     n: usize,
@@ -93,11 +113,17 @@ pub(crate) fn compress_in_order<'a>(
     };
     // One reply channel per job: if the helper dies on a job, its sender is dropped with the
     // job and the wait below ends with an error instead of blocking for ever.
-    let send = |run: std::ops::Range<usize>| -> Option<Receiver<Vec<Compressed>>> {
+    let send = |run: std::ops::Range<usize>| -> Option<Handed> {
         let (reply, result) = channel();
+        let claimed = Arc::new(AtomicBool::new(false));
         let raws = run.map(|i| raw(i).into_owned()).collect();
-        let job = Job { codec, raws, reply };
-        helper.send(job).ok().map(|()| result)
+        let job = Job {
+            codec,
+            raws,
+            claimed: claimed.clone(),
+            reply,
+        };
+        helper.send(job).ok().map(|()| Handed { claimed, result })
     };
     // Runs in pairs: the helper compresses run r + 1 while this thread compresses run r.
     let runs = n.div_ceil(per_job);
@@ -113,11 +139,19 @@ pub(crate) fn compress_in_order<'a>(
         if r == runs {
             break;
         }
-        match ahead.map(|result| result.recv()) {
-            Some(Ok(done)) if done.len() == run_of(r).len() => {
+        // The helper's result if it started the run; `None` if it never will (taken back
+        // here, never reached, or the helper is gone).
+        let done = ahead.and_then(|h| {
+            if h.claimed.swap(true, Ordering::AcqRel) {
+                h.result.recv().ok()
+            } else {
+                None
+            }
+        });
+        match done {
+            Some(done) if done.len() == run_of(r).len() => {
                 done.into_iter().for_each(|(stored, len)| emit(stored, len));
             }
-            // The helper is gone (or was never reached): this run is done here.
             _ => {
                 for i in run_of(r) {
                     let (stored, len) = local(i);
@@ -172,6 +206,39 @@ mod tests {
                     let back = decompress(codec, &stored, len).expect("decompress");
                     assert_eq!(back, part(i), "{codec:?} partition {i} of {n}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_helper_skips_a_run_its_caller_took_back() {
+        let (tx, rx) = channel::<Job>();
+        let server = std::thread::spawn(move || serve(rx));
+        let mut waits = Vec::new();
+        for taken_back in [true, false] {
+            let (reply, result) = channel();
+            let claimed = Arc::new(AtomicBool::new(taken_back));
+            let job = Job {
+                codec: Compression::Zstd,
+                raws: vec![part(1)],
+                claimed: claimed.clone(),
+                reply,
+            };
+            tx.send(job).expect("the helper is running");
+            waits.push((taken_back, claimed, result));
+        }
+        drop(tx);
+        server.join().expect("the helper ends with its queue");
+        for (taken_back, claimed, result) in waits {
+            assert!(claimed.load(Ordering::Acquire));
+            match result.recv() {
+                Ok(done) => {
+                    assert!(!taken_back, "a run taken back was compressed twice");
+                    let (stored, len) = &done[0];
+                    let back = decompress(Compression::Zstd, stored, *len).expect("back");
+                    assert_eq!(back, part(1));
+                }
+                Err(_) => assert!(taken_back, "a run the helper claimed got no reply"),
             }
         }
     }
