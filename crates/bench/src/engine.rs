@@ -240,7 +240,7 @@ fn tree_options(args: &EngineArgs) -> Result<TreeOptions> {
 
 /// The figures of one phase. Byte and read counts are deltas over the phase except
 /// `db_bytes_on_disk` (at its end) and `rss_peak_bytes` (process-wide, monotone).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct Phase {
     name: &'static str,
     ops: u64,
@@ -309,6 +309,8 @@ struct Phase {
     heap_releases: u64,
     heap_released_bytes: u64,
     flushes: u64,
+    /// Flush units writers ran while waiting out backpressure (`Tree::help_flush`).
+    writer_flush_units: u64,
     /// Messages applied straight to the leaf they append to (`tree/promote.rs`).
     messages_promoted: u64,
     leaf_splits: u64,
@@ -333,7 +335,7 @@ struct Phase {
 }
 
 /// `IoCounters` in JSON form.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct IoByCategory {
     log: CategoryIo,
     checkpoint: CategoryIo,
@@ -342,7 +344,7 @@ struct IoByCategory {
     meta: CategoryIo,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct CategoryIo {
     read_calls: u64,
     read_bytes: u64,
@@ -587,6 +589,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         heap_releases: d(|c| c.heap_releases),
         heap_released_bytes: d(|c| c.heap_released_bytes),
         flushes: d(|c| c.flushes),
+        writer_flush_units: d(|c| c.writer_flush_units),
         messages_promoted: d(|c| c.messages_promoted),
         leaf_splits: d(|c| c.leaf_splits),
         nodes_read: d(|c| c.nodes_read),
@@ -1083,45 +1086,8 @@ mod tests {
             logical_bytes: 1000,
             engine_bytes_written: 0,
             os_write_bytes: Some(os_write_bytes),
-            write_ratio_engine_to_os: None,
-            engine_reads: 0,
-            reads_per_op: 0.0,
-            device_probe: None,
-            fraction_of_device_reads: None,
-            bytes_per_read: None,
             db_bytes_on_disk,
-            rss_peak_bytes: None,
-            rss_peak_over_baseline_bytes: None,
-            cache_bytes: 0,
-            engine_bytes_read: 0,
-            os_read_bytes: None,
-            os_cancelled_write_bytes: None,
-            tree_file_bytes: 0,
-            engine_io: IoByCategory::from(&IoCounters::default()),
-            cache_hits: 0,
-            cache_misses: 0,
-            cache_evictions: 0,
-            cache_peak_bytes: 0,
-            cache_used_bytes: 0,
-            allocated_bytes: None,
-            resident_bytes: None,
-            memory: MemPeaks::default(),
-            cache_shrink_bytes: 0,
-            heap_releases: 0,
-            heap_released_bytes: 0,
-            flushes: 0,
-            messages_promoted: 0,
-            leaf_splits: 0,
-            nodes_read: 0,
-            basements_read: 0,
-            basement_read_bytes: 0,
-            bytes_per_basement_read: None,
-            buffers_read: 0,
-            buffer_read_bytes: 0,
-            headers_read: 0,
-            checkpoint_seconds: None,
-            threads: None,
-            misses: None,
+            ..Phase::default()
         }
     }
 

@@ -236,6 +236,7 @@ pub fn engine_counters_document(c: &shale_engine::EngineCounters) -> bson::Docum
         "checkpoints": c.checkpoints as i64,
         "commits": c.commits as i64,
         "backpressureWaits": c.backpressure_waits as i64,
+        "writerFlushUnits": c.writer_flush_units as i64,
         "transactions": { "active": c.active_txns as i64, "committed": c.txn_commits as i64,
                           "aborted": c.txn_aborts as i64, "writeConflicts": c.write_conflicts as i64,
                           "openSnapshots": c.open_snapshots as i64,

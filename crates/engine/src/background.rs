@@ -1,5 +1,6 @@
 //! The environment's background threads: the flusher, which moves messages down wherever a
-//! root's buffers exceed the node size (so writers never flush on their own thread), and the
+//! root's buffers exceed the node size (writers flush on their own thread only while they
+//! wait out backpressure, one per tree: `Tree::help_flush`), and the
 //! checkpointer, which checkpoints at the configured interval, and — when the binary gave
 //! the environment a `HeapProbe` — the heap governor, which keeps the process's heap under
 //! the cache budget plus its headroom (`heap.rs`). All stop when the environment shuts down;

@@ -26,6 +26,7 @@ pub struct EngineStats {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) backpressure_waits: AtomicU64,
+    pub(crate) writer_flush_units: AtomicU64,
     pub(crate) versions_retained: AtomicU64,
     pub(crate) versions_collected: AtomicU64,
     pub(crate) txn_commits: AtomicU64,
@@ -119,6 +120,8 @@ pub struct EngineCounters {
     pub commits: u64,
     /// Writes that waited for the flusher because a root's buffers were over-full.
     pub backpressure_waits: u64,
+    /// Flush units run by writers while they waited out backpressure (`Tree::help_flush`).
+    pub writer_flush_units: u64,
     /// Transactions begun and not yet committed or aborted.
     pub active_txns: u64,
     /// Registered snapshots (transactions and cursors).
@@ -197,6 +200,7 @@ impl EngineCounters {
             checkpoints: g(&s.checkpoints),
             commits: g(&s.commits),
             backpressure_waits: g(&s.backpressure_waits),
+            writer_flush_units: g(&s.writer_flush_units),
             active_txns: m.active_txns,
             open_snapshots: m.open_snapshots,
             oldest_snapshot_age_ms: m.oldest_snapshot_age_ms,

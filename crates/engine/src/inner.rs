@@ -260,6 +260,7 @@ impl EnvInner {
     }
 
     /// Wakes the flusher, waits out backpressure and evicts, after writes to these trees.
+    /// While it waits, one writer per tree flushes beside the flusher (`Tree::help_flush`).
     pub(crate) fn after_write<'a>(
         &self,
         trees: impl IntoIterator<Item = &'a Arc<Tree>>,
@@ -272,7 +273,19 @@ impl EnvInner {
             while tree.needs_backpressure() && !self.life.is_shut_down() {
                 self.check_usable()?;
                 waited = true;
-                self.life.wake_and_wait(Some(Duration::from_millis(50)));
+                let helped = match tree.help_flush() {
+                    Some(Ok(worked)) => worked,
+                    // An I/O failure poisons the environment, as the flusher's would. Any
+                    // other (a cache too small for the unit's nodes) is not this committed
+                    // write's: the flusher meets it on its own turn.
+                    Some(Err(e)) if matches!(e, Error::Io(_) | Error::Poisoned(_)) => {
+                        return self.poison_on(Err(e));
+                    }
+                    Some(Err(_)) | None => false,
+                };
+                if !helped {
+                    self.life.wake_and_wait(Some(Duration::from_millis(50)));
+                }
             }
             self.poison_on(tree.evict_if_needed())?;
         }
