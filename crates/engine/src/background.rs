@@ -1,6 +1,7 @@
 //! The environment's background threads: the flusher, which moves messages down wherever a
 //! root's buffers exceed the node size (writers flush on their own thread only while they
-//! wait out backpressure, one per tree: `Tree::help_flush`), and the
+//! wait out backpressure, one per tree: `Tree::help_flush`) and evicts ahead of writers
+//! when one finds the cache near its limit (`Cache::evict_ahead`), and the
 //! checkpointer, which checkpoints at the configured interval, and — when the binary gave
 //! the environment a `HeapProbe` — the heap governor, which keeps the process's heap under
 //! the cache budget plus its headroom (`heap.rs`). All stop when the environment shuts down;
@@ -90,6 +91,11 @@ fn flusher(env: &EnvInner) {
                 }
             }
             let _ = env.poison_on(t.evict_if_needed());
+        }
+        if env.poison_on(env.cache.evict_ahead()).is_err() {
+            // Poisoned (an I/O failure) or the cache too small for one eviction: writers
+            // evict on their own thread as before, and see the poison if there is one.
+            tracing::warn!("the flusher could not evict ahead of writers");
         }
         env.life.wake_and_wait((!worked).then_some(FLUSHER_IDLE));
     }

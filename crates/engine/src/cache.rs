@@ -20,7 +20,7 @@
 
 use crate::Result;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 /// What the cache evicts from (a tree), seen only through this: the cache does not know the
@@ -33,6 +33,10 @@ pub(crate) trait Evictable: Send + Sync {
 
 /// Eviction frees down to the budget less this fraction of it (`eviction_target`).
 const EVICTION_SLACK_DIVISOR: usize = 50;
+
+/// The flusher keeps this share of the budget free ahead of writers once one asks
+/// (`request_room_ahead`, `evict_ahead`): a twenty-fifth.
+const AHEAD_DIVISOR: usize = 25;
 
 /// Shared cache accounting.
 #[derive(Debug)]
@@ -54,6 +58,9 @@ pub struct Cache {
     pub(crate) heap_resident_bytes: AtomicU64,
     trees: Mutex<Vec<Weak<dyn Evictable>>>,
     next_victim: AtomicUsize,
+    /// Set by a writer that found the cache within `headroom` of its limit, cleared by the
+    /// flusher when it evicts ahead.
+    ahead_requested: AtomicBool,
 }
 
 impl Cache {
@@ -73,6 +80,7 @@ impl Cache {
             heap_resident_bytes: AtomicU64::new(0),
             trees: Mutex::new(Vec::new()),
             next_victim: AtomicUsize::new(0),
+            ahead_requested: AtomicBool::new(false),
         }
     }
 
@@ -147,6 +155,32 @@ impl Cache {
         Ok(())
     }
 
+    /// Bytes the flusher keeps free ahead of writers (`evict_ahead`).
+    fn headroom(&self) -> usize {
+        self.budget_bytes / AHEAD_DIVISOR
+    }
+
+    /// Called by a writer after its write: when the cache is within the headroom of its
+    /// limit, asks the flusher to make room ahead and returns true if the flusher should be
+    /// woken (the first ask since it last evicted ahead). Eviction writes dirty nodes, which
+    /// is mostly compression: in a sequential fill, where the writer is the busy thread and
+    /// the flusher idle, the writer spent a third of its time evicting the leaves it filled.
+    /// Reads never ask, so a read-only cache keeps its whole budget.
+    pub(crate) fn request_room_ahead(&self) -> bool {
+        self.used_bytes() + self.headroom() > self.limit_bytes()
+            && !self.ahead_requested.swap(true, Ordering::AcqRel)
+    }
+
+    /// The flusher's side of `request_room_ahead`: if a writer asked, evicts until the
+    /// headroom is free (`make_room`). Writers still evict on their own thread whenever the
+    /// cache is over its limit, so the budget holds however far behind this falls.
+    pub(crate) fn evict_ahead(&self) -> Result<()> {
+        if self.ahead_requested.swap(false, Ordering::AcqRel) {
+            self.make_room(self.headroom())?;
+        }
+        Ok(())
+    }
+
     /// Trees to evict from, starting with a different one each call.
     fn victims(&self) -> Vec<Arc<dyn Evictable>> {
         let trees: Vec<Arc<dyn Evictable>> =
@@ -189,5 +223,68 @@ impl InFlight<'_> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.cache.recharge(self.bytes, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree stand-in holding `held` bytes of the cache's charge; a pass frees chunks until
+    /// the cache is at its eviction target, as a tree's clock pass does.
+    struct Holder {
+        cache: Arc<Cache>,
+        held: Mutex<usize>,
+        calls: AtomicUsize,
+    }
+
+    impl Evictable for Holder {
+        fn evict_some(&self, incoming: usize) -> Result<()> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let mut held = self.held.lock();
+            while *held > 0 && self.cache.used_bytes() + incoming > self.cache.eviction_target() {
+                let chunk = (*held).min(1000);
+                self.cache.recharge(chunk, 0);
+                *held -= chunk;
+            }
+            Ok(())
+        }
+    }
+
+    fn cache_holding(bytes: usize) -> (Arc<Cache>, Arc<Holder>) {
+        let cache = Arc::new(Cache::new(100_000));
+        let holder = Arc::new(Holder {
+            cache: cache.clone(),
+            held: Mutex::new(bytes),
+            calls: AtomicUsize::new(0),
+        });
+        cache.recharge(0, bytes);
+        cache.register(&holder);
+        (cache, holder)
+    }
+
+    #[test]
+    fn room_ahead_is_asked_for_once_near_the_limit_and_made_by_the_flusher() {
+        // 90% used: a twenty-fifth of the budget is still free, nothing to ask.
+        let (cache, holder) = cache_holding(90_000);
+        assert!(!cache.request_room_ahead());
+        cache.evict_ahead().expect("evict ahead");
+        assert_eq!(holder.calls.load(Ordering::Relaxed), 0, "nobody asked");
+        // 97% used: the first writer asks (and wakes the flusher), the next finds it asked.
+        cache.recharge(0, 7_000);
+        *holder.held.lock() += 7_000;
+        assert!(cache.request_room_ahead());
+        assert!(!cache.request_room_ahead());
+        cache.evict_ahead().expect("evict ahead");
+        assert!(
+            cache.used_bytes() + cache.headroom() <= cache.eviction_target(),
+            "the headroom is free: {} used",
+            cache.used_bytes()
+        );
+        // Asked again only once the writers bring the cache near its limit again.
+        assert!(!cache.request_room_ahead());
+        let calls = holder.calls.load(Ordering::Relaxed);
+        cache.evict_ahead().expect("evict ahead");
+        assert_eq!(holder.calls.load(Ordering::Relaxed), calls, "no second ask");
     }
 }

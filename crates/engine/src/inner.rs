@@ -260,7 +260,8 @@ impl EnvInner {
     }
 
     /// Wakes the flusher, waits out backpressure and evicts, after writes to these trees.
-    /// While it waits, one writer per tree flushes beside the flusher (`Tree::help_flush`).
+    /// While it waits, one writer per tree flushes beside the flusher (`Tree::help_flush`);
+    /// a cache near its limit asks the flusher to evict ahead (`Cache::request_room_ahead`).
     pub(crate) fn after_write<'a>(
         &self,
         trees: impl IntoIterator<Item = &'a Arc<Tree>>,
@@ -286,6 +287,9 @@ impl EnvInner {
                 if !helped {
                     self.life.wake_and_wait(Some(Duration::from_millis(50)));
                 }
+            }
+            if self.cache.request_room_ahead() {
+                self.life.wake();
             }
             self.poison_on(tree.evict_if_needed())?;
         }
