@@ -1084,7 +1084,6 @@ mod tests {
             cpu_us_per_op: Some(cpu_us_per_op),
             user_cpu_us_per_op: Some(cpu_us_per_op / 2.0),
             logical_bytes: 1000,
-            engine_bytes_written: 0,
             os_write_bytes: Some(os_write_bytes),
             db_bytes_on_disk,
             ..Phase::default()

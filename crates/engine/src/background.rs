@@ -92,10 +92,10 @@ fn flusher(env: &EnvInner) {
             }
             let _ = env.poison_on(t.evict_if_needed());
         }
-        if env.poison_on(env.cache.evict_ahead()).is_err() {
-            // Poisoned (an I/O failure) or the cache too small for one eviction: writers
-            // evict on their own thread as before, and see the poison if there is one.
-            tracing::warn!("the flusher could not evict ahead of writers");
+        if let Err(e) = env.poison_on(env.cache.evict_ahead()) {
+            // Writers evict on their own thread as before, and see the poison if an I/O
+            // failure caused it.
+            tracing::warn!(error = %e, "the flusher could not evict ahead of writers");
         }
         env.life.wake_and_wait((!worked).then_some(FLUSHER_IDLE));
     }

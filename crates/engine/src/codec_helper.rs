@@ -6,7 +6,8 @@
 //! runs of about `JOB_BYTES` raw bytes, hands every other run to one process-wide helper
 //! thread and compresses the rest itself, one run ahead of the helper, appending each result
 //! in order as soon as it is its turn. What it holds is what the plain loop held plus about
-//! one run's raw and stored bytes on the helper.
+//! one run's raw and stored bytes on the helper, and the raw copies of runs taken back (see
+//! below) until the helper reaches them in its queue and drops them.
 //!
 //! Runs, not single partitions: every hand-over costs a channel, a wake-up of the helper and
 //! usually a wait for its reply, and with one partition per hand-over a 4 MiB leaf of 4 KiB

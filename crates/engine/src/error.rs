@@ -121,6 +121,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this error leaves the environment failed until reopened (an I/O failure, or
+    /// one already recorded): `EnvInner::poison_on` records it.
+    pub(crate) fn poisons(&self) -> bool {
+        matches!(self, Error::Io(_) | Error::Poisoned(_))
+    }
+
     /// Builds a corruption error.
     pub fn corruption(
         file: impl Into<PathBuf>,

@@ -139,7 +139,7 @@ impl EnvInner {
     /// Records an I/O failure: the environment refuses writes until reopened.
     pub(crate) fn poison_on<T>(&self, r: Result<T>) -> Result<T> {
         if let Err(e) = &r {
-            if matches!(e, Error::Io(_) | Error::Poisoned(_)) {
+            if e.poisons() {
                 self.life.poison(|| e.to_string());
                 self.snapshots.freeze();
             }
@@ -279,7 +279,7 @@ impl EnvInner {
                     // An I/O failure poisons the environment, as the flusher's would. Any
                     // other (a cache too small for the unit's nodes) is not this committed
                     // write's: the flusher meets it on its own turn.
-                    Some(Err(e)) if matches!(e, Error::Io(_) | Error::Poisoned(_)) => {
+                    Some(Err(e)) if e.poisons() => {
                         return self.poison_on(Err(e));
                     }
                     Some(Err(_)) | None => false,
@@ -288,10 +288,10 @@ impl EnvInner {
                     self.life.wake_and_wait(Some(Duration::from_millis(50)));
                 }
             }
-            if self.cache.request_room_ahead() {
-                self.life.wake();
-            }
             self.poison_on(tree.evict_if_needed())?;
+        }
+        if self.cache.request_room_ahead() {
+            self.life.wake();
         }
         if waited {
             EngineStats::bump(&self.stats.backpressure_waits);
