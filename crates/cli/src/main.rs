@@ -37,7 +37,7 @@ use tokio::net::TcpListener;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[export_name = "_rjem_malloc_conf"]
-static JEMALLOC_CONF: &[u8; 69] = shale_heap::JEMALLOC_CONF;
+static JEMALLOC_CONF: &[u8; 85] = shale_heap::SERVER_JEMALLOC_CONF;
 
 #[derive(Parser)]
 #[command(

@@ -1,6 +1,7 @@
 //! The allocator ShaleDB's binaries (`shale`, `shale-bench`) run on — jemalloc — as far as
-//! anything but the binaries themselves needs to know it: its settings (`JEMALLOC_CONF`,
-//! which each binary exports as `_rjem_malloc_conf` next to its `#[global_allocator]`), its
+//! anything but the binaries themselves needs to know it: its settings (`JEMALLOC_CONF`, and
+//! `SERVER_JEMALLOC_CONF` for the server, which each binary exports as `_rjem_malloc_conf`
+//! next to its `#[global_allocator]`), its
 //! statistics (`stats`), and the [`JemallocProbe`] through which the engine's heap governor
 //! reads resident memory and has freed pages returned (`shale_engine::HeapProbe`).
 //!
@@ -32,6 +33,18 @@ use shale_engine::{HeapProbe, HeapSample};
 /// (`JemallocProbe`).
 pub const JEMALLOC_CONF: &[u8; 69] =
     b"narenas:1,background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0\0";
+
+/// The server's settings: [`JEMALLOC_CONF`] with each thread's cache limited to sizes up to
+/// 4 KiB (`tcache_max`, 32 KiB by default). The server runs a thread per connection, and
+/// each thread's cache keeps up to twenty freed blocks of each size class it has used
+/// until that thread allocates again, outside anything the cache charges: in the quick
+/// soak (40 clients, a 32 MiB cache, `shale-bench soak --quick --kills 0`) the default's RSS
+/// peaked at 93.5-101.6 MiB and passed cache + 64 MiB in 0-3 of 60 samples, with 4 KiB
+/// at 74.8 MiB (median 67.5 against 70-77). Blocks over 4 KiB (a connection's read
+/// buffer, a batch's reply) then come from the one arena; the engine's own threads are
+/// few, so `shale-bench` keeps the default (docs/operations.md, Memory).
+pub const SERVER_JEMALLOC_CONF: &[u8; 85] =
+    b"narenas:1,background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0,tcache_max:4096\0";
 
 /// `MALLCTL_ARENAS_ALL`: in a mallctl name, every arena at once.
 const ALL_ARENAS: &str = "4096";
