@@ -326,6 +326,13 @@ struct Phase {
     /// Seconds of the closing checkpoint, included in `seconds` (fills only).
     #[serde(skip_serializing_if = "Option::is_none")]
     checkpoint_seconds: Option<f64>,
+    /// The filled tree after its closing checkpoint (fills only): the bytes its live node
+    /// images take, and the bytes on its free list (freed, not yet reused; on disk unless
+    /// punched out), from `TreeHandle::space`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree_stored_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree_free_bytes: Option<u64>,
     /// Reader threads (read-random only).
     #[serde(skip_serializing_if = "Option::is_none")]
     threads: Option<usize>,
@@ -601,6 +608,8 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         buffer_read_bytes: d(|c| c.buffer_read_bytes),
         headers_read: d(|c| c.headers_read),
         checkpoint_seconds: None,
+        tree_stored_bytes: None,
+        tree_free_bytes: None,
         threads: None,
         misses: None,
     }
@@ -670,7 +679,20 @@ fn fill(
         },
     );
     phase.checkpoint_seconds = Some(checkpoint_seconds);
+    // After `finish`, so its header reads are not counted in the phase.
+    let space = tree
+        .space()
+        .with_context(|| format!("{name}: tree space"))?;
+    phase.tree_stored_bytes = Some(space.stored_bytes);
+    phase.tree_free_bytes = Some(space.free_bytes);
     progress.done(&phase);
+    eprintln!(
+        "{name}: the tree's node images {} MiB, its free list {} MiB, its file {} MiB, the directory on disk {} MiB",
+        space.stored_bytes >> 20,
+        space.free_bytes >> 20,
+        space.file_bytes >> 20,
+        phase.db_bytes_on_disk >> 20
+    );
     Ok(phase)
 }
 

@@ -149,6 +149,34 @@ impl Allocator {
         self.free.insert(off, len);
     }
 
+    /// Takes off the free list whatever of `[off, off + len)` is on it, and returns those
+    /// pieces in offset order (B11: they are punched, then freed again). Parts of the range
+    /// that were reused meanwhile stay where they are.
+    pub(crate) fn take_free_in(&mut self, off: u64, len: u64) -> Vec<(u64, u64)> {
+        let stop = off.saturating_add(len);
+        let first = self.free.range(..=off).next_back().map_or(off, |(&o, _)| o);
+        let overlapping: Vec<(u64, u64)> = self
+            .free
+            .range(first..stop)
+            .map(|(&o, &l)| (o, l))
+            .filter(|&(o, l)| o + l > off)
+            .collect();
+        let mut taken = Vec::with_capacity(overlapping.len());
+        for (o, l) in overlapping {
+            let (from, to) = (o.max(off), (o + l).min(stop));
+            self.free.remove(&o);
+            if from > o {
+                self.free.insert(o, from - o);
+            }
+            if o + l > to {
+                self.free.insert(to, o + l - to);
+            }
+            self.free_bytes -= to - from;
+            taken.push((from, to - from));
+        }
+        taken
+    }
+
     /// Allocated length of the file (end of the data area).
     pub(crate) fn end(&self) -> u64 {
         self.end
@@ -170,6 +198,31 @@ mod tests {
     use super::*;
 
     const P: u64 = PAGE_SIZE as u64;
+
+    #[test]
+    fn take_free_in_takes_only_the_free_parts_of_a_range() {
+        let mut a = Allocator::new(DATA_START);
+        let base = a.allocate(8 * P);
+        a.free(base, 3 * P);
+        a.free(base + 4 * P, 2 * P);
+        // Pages 1..5 of the eight: pages 1-2 and 4 are free, page 3 is in use.
+        let taken = a.take_free_in(base + P, 4 * P);
+        assert_eq!(taken, vec![(base + P, 2 * P), (base + 4 * P, P)]);
+        assert_eq!(
+            a.extents().collect::<Vec<_>>(),
+            vec![(base, P), (base + 5 * P, P)]
+        );
+        assert_eq!(a.free_bytes(), 2 * P);
+        // Nothing free in the range: nothing taken; freeing what was taken merges back.
+        assert!(a.take_free_in(base + 2 * P, 2 * P).is_empty());
+        for (o, l) in taken {
+            a.free(o, l);
+        }
+        assert_eq!(
+            a.extents().collect::<Vec<_>>(),
+            vec![(base, 3 * P), (base + 4 * P, 2 * P)]
+        );
+    }
 
     #[test]
     fn alloc_len_rounds_to_pages() {

@@ -42,18 +42,24 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Sorts `ranges` and merges those that touch, so each run of freed pages is one call.
+/// Sorts `ranges` and merges those that touch or overlap, so each run of freed pages is one
+/// call and a range freed twice (freed, reused, freed again) is one range.
 fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     ranges.sort_unstable();
     let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
     for (offset, len) in ranges {
         match out.last_mut() {
-            Some(last) if last.0 + last.1 == offset => last.1 += len,
+            Some(last) if last.0 + last.1 >= offset => {
+                last.1 = last.1.max(offset + len - last.0);
+            }
             _ => out.push((offset, len)),
         }
     }
     out
 }
+
+/// Ranges B3 freed that `State` keeps for the next checkpoint's punch before it merges them.
+const FREED_RANGES_COMPACT_AT: usize = 1 << 16;
 
 /// The id of a node (block) in one tree file. `NodeId(0)` means "no node".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -129,6 +135,9 @@ struct State {
     writes: u64,
     stamps: HashMap<NodeId, u64>,
     poisoned: Option<String>,
+    /// Extents B3 freed since the last checkpoint ended, possibly reused since: what of them
+    /// is still free when the next one ends is punched out with what it retires (B11).
+    freed: Vec<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -164,7 +173,12 @@ impl State {
             .is_some_and(|c| btt::references(&c.map, id, &e));
         if !in_c && !btt::references(&self.durable, id, &e) && !btt::references(&self.live, id, &e)
         {
-            self.alloc.free(e.offset, alloc_len(u64::from(e.len)));
+            let len = alloc_len(u64::from(e.len));
+            self.alloc.free(e.offset, len);
+            self.freed.push((e.offset, len));
+            if self.freed.len() >= FREED_RANGES_COMPACT_AT {
+                self.freed = merge_ranges(std::mem::take(&mut self.freed));
+            }
         }
     }
 }
@@ -219,6 +233,7 @@ impl BlockFile {
                 live: Btt::new(),
                 alloc: Allocator::new(DATA_START + btt_size),
                 in_flight: 0,
+                freed: Vec::new(),
                 writes: 0,
                 stamps: HashMap::new(),
                 poisoned: None,
@@ -310,6 +325,7 @@ impl BlockFile {
                 ckpt: None,
                 alloc,
                 in_flight: 0,
+                freed: Vec::new(),
                 writes: 0,
                 stamps: HashMap::new(),
                 poisoned: None,
@@ -574,8 +590,14 @@ impl BlockFile {
             })
             .map(|(_, e)| (e.offset, alloc_len(u64::from(e.len))))
             .collect();
-        // The old D's table is freed but not punched: it is small, and while nothing
-        // reuses it the older header slot stays a fallback (docs/format-blockfile.md).
+        // B11: so do the extents B3 freed since the last checkpoint that are still free;
+        // they leave the free list for the punch. Taken before the old D's table is freed,
+        // which is not punched: it is small, and while nothing reuses it the older header
+        // slot stays a fallback (docs/format-blockfile.md).
+        let mut retired = retired;
+        for (offset, len) in merge_ranges(std::mem::take(&mut st.freed)) {
+            retired.extend(st.alloc.take_free_in(offset, len));
+        }
         st.alloc.free(old_btt.0, old_btt.1);
         // B11: the blocks' pages go back to the filesystem before the allocator can hand
         // them out; meanwhile they count as in flight (B2).
