@@ -3,8 +3,8 @@
 //! half of `{$set: {a: 1}, $set: {b: 2}}`). Read from the raw bytes as sent: an operator named
 //! twice is one operator with both operators' fields, as mongod applies both; a field named
 //! twice among one operator's fields (after that merge) is the conflict mongod reports for
-//! it, `ConflictingUpdateOperators` (40). Replacement documents and pipelines are left to the
-//! decoded form (docs/compat.md: a repeated name in a replacement keeps its last value).
+//! it, `ConflictingUpdateOperators` (40). Replacement documents are kept raw, as sent
+//! (`replacement.rs`); pipelines are arrays, whose names do not repeat.
 
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
