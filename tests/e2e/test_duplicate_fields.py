@@ -9,7 +9,13 @@ collapsed silently:
   duplicate field"; the command's own name again is an unknown field (`Location40415`);
 - other commands read a repeated field's first value, as mongod's hand-written parsers do;
 - an update operator given twice applies both (`update`, `findAndModify`); a field given
-  twice within an operator is `ConflictingUpdateOperators` (40).
+  twice within an operator is `ConflictingUpdateOperators` (40);
+- an update's replacement document is stored as sent, upserted ones too; a second `_id` in
+  it is `BadValue` (2) "Can't have multiple _id fields in one document" (mongod's
+  `storage_validation::scanDocument`);
+- a field given twice inside an `update` or `delete` statement fails the command with
+  `Location40413` "BSON field 'update.updates.q' is a duplicate field" (mongod parses the
+  statements with IDL before any runs).
 Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
 
 import struct
@@ -183,3 +189,101 @@ def test_an_update_field_given_twice_is_mongods_conflict(server, client):
         assert reply["ok"] == 0.0 and reply["code"] == 40, reply
         assert reply["codeName"] == "ConflictingUpdateOperators", reply
     assert client.dup.conflict.find_one({"_id": 1}) == {"_id": 1, "ok": True}
+
+
+def test_a_replacement_keeps_a_repeated_field_name_as_sent(server, client):
+    """`update` and `findAndModify` replacements, upserted or not, stored as sent; decoding
+    one into a dictionary kept only the last `a`."""
+    client.dup.r.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "x": 0}])
+    replacement = document(element("a", 1), element("b", 2), element("a", 3))
+    with RawConnection(server.port) as conn:
+        statements = [
+            document(element("q", {"_id": 1}), raw_element("u", replacement)),
+            document(element("q", {"_id": 3}), raw_element("u", replacement), element("upsert", True)),
+        ]
+        reply = command(conn, element("update", "r"), array_element("updates", *statements))
+        assert reply["ok"] == 1.0 and reply["n"] == 2 and reply["nModified"] == 1, reply
+        assert reply["upserted"] == [{"index": 1, "_id": 3}], reply
+        for _id in (2, 4):
+            reply = command(
+                conn,
+                element("findAndModify", "r"),
+                element("query", {"_id": _id}),
+                raw_element("update", replacement),
+                element("upsert", True),
+            )
+            assert reply["ok"] == 1.0, reply
+    for _id in (1, 2, 3, 4):
+        assert stored(client, "r", _id) == document(element("_id", _id), replacement[4:-1]), _id
+
+
+def test_a_second_id_in_a_replacement_is_refused(server, client):
+    """mongod validates a replaced document for storage: a second `_id` is `BadValue` (2),
+    a write error of that statement (a command error of `findAndModify`); decoding kept the
+    last `_id` and stored the document."""
+    client.dup.ids.insert_one({"_id": 1, "x": 0})
+    two_ids = document(element("_id", 1), element("a", 1), element("_id", 1))
+    with RawConnection(server.port) as conn:
+        statements = [
+            document(element("q", {"_id": 1}), raw_element("u", two_ids)),
+            document(element("q", {"_id": 5}), raw_element("u", two_ids), element("upsert", True)),
+            document(element("q", {"_id": 1}), element("u", {"$set": {"ok": True}})),
+        ]
+        reply = command(
+            conn,
+            element("update", "ids"),
+            array_element("updates", *statements),
+            element("ordered", False),
+        )
+        assert reply["ok"] == 1.0 and reply["n"] == 1 and reply["nModified"] == 1, reply
+        errors = [(e["index"], e["code"], e["errmsg"]) for e in reply["writeErrors"]]
+        message = "Can't have multiple _id fields in one document"
+        assert errors == [(0, 2, message), (1, 2, message)], reply
+        for query in ({"_id": 1}, {"_id": 6}):
+            reply = command(
+                conn,
+                element("findAndModify", "ids"),
+                element("query", query),
+                raw_element("update", two_ids),
+                element("upsert", True),
+            )
+            assert reply["ok"] == 0.0 and reply["code"] == 2, reply
+            assert reply["errmsg"] == message, reply
+    assert list(client.dup.ids.find()) == [{"_id": 1, "x": 0, "ok": True}]
+
+
+def test_a_field_given_twice_in_a_statement_fails_the_command(server, client):
+    """mongod parses `updates` and `deletes` with IDL before running any statement: a field
+    given twice in one is `Location40413` and nothing is written; decoding kept the last
+    value and ran the statement (an upsert turned off, a delete of every document)."""
+    client.dup.s.insert_many([{"_id": 1}, {"_id": 2}])
+    fine = document(element("q", {"_id": 1}), element("u", {"$set": {"a": 1}}))
+    twice = {
+        "q": document(element("q", {"_id": 1}), element("u", {"$set": {"a": 1}}), element("q", {"_id": 2})),
+        "u": document(element("q", {"_id": 2}), element("u", {"$set": {"a": 1}}), element("u", {"$set": {"b": 1}})),
+        "upsert": document(
+            element("q", {"_id": 9}),
+            element("u", {"$set": {"a": 1}}),
+            element("upsert", True),
+            element("upsert", False),
+        ),
+    }
+    with RawConnection(server.port) as conn:
+        for field, statement in twice.items():
+            for ordered in (True, False):
+                reply = command(
+                    conn,
+                    element("update", "s"),
+                    array_element("updates", fine, statement),
+                    element("ordered", ordered),
+                )
+                assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+                assert reply["codeName"] == "Location40413", reply
+                assert reply["errmsg"] == f"BSON field 'update.updates.{field}' is a duplicate field", reply
+
+        limit_twice = document(element("q", {}), element("limit", 1), element("limit", 0))
+        reply = command(conn, element("delete", "s"), array_element("deletes", limit_twice))
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert reply["errmsg"] == "BSON field 'delete.deletes.limit' is a duplicate field", reply
+    assert list(client.dup.s.find()) == [{"_id": 1}, {"_id": 2}]
+

@@ -138,18 +138,8 @@ pub fn bind_let(spec: Option<&RawDocument>) -> Result<Variables, MongoError> {
     }
 }
 
-/// A write command's statements (`updates`, `deletes`), from the body's array or the
-/// document sequence of that name, each decoded on its own (the statement parsers take
-/// owned documents); the rest of the command stays raw.
-pub fn statements(
-    cmd: &Command<'_>,
-    command: &str,
-    field: &str,
-) -> Result<Vec<Document>, MongoError> {
-    owned(&raw_statements(cmd, command, field)?)
-}
-
-/// Owned copies of raw statements.
+/// Owned copies of raw statements (a write command's `deletes`: the statement parsers take
+/// owned documents; the rest of the command stays raw).
 pub fn owned(statements: &[&RawDocument]) -> Result<Vec<Document>, MongoError> {
     statements
         .iter()
@@ -158,6 +148,20 @@ pub fn owned(statements: &[&RawDocument]) -> Result<Vec<Document>, MongoError> {
                 .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
         })
         .collect()
+}
+
+/// An owned copy of `doc` without its field `skip`, which the caller reads raw (an update
+/// kept as sent); the rest decoded once, as `Document::try_from` decodes it.
+pub fn owned_except(doc: &RawDocument, skip: &str) -> Result<Document, MongoError> {
+    let invalid = |e: bson::raw::Error| MongoError::new(ErrorCode::InvalidBSON, e.to_string());
+    let mut out = Document::new();
+    for element in doc {
+        let (k, v) = element.map_err(invalid)?;
+        if k != skip {
+            out.insert(k, Bson::try_from(v).map_err(invalid)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The statements of `field` as sent: the body's array of documents or the document
