@@ -15,7 +15,8 @@ collapsed silently:
   `storage_validation::scanDocument`);
 - a field given twice inside an `update` or `delete` statement fails the command with
   `Location40413` "BSON field 'update.updates.q' is a duplicate field" (mongod parses the
-  statements with IDL before any runs).
+  statements with IDL before any runs);
+- a filter that names a field twice is the AND of both conditions.
 Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
 
 import struct
@@ -287,3 +288,36 @@ def test_a_field_given_twice_in_a_statement_fails_the_command(server, client):
         assert reply["errmsg"] == "BSON field 'delete.deletes.limit' is a duplicate field", reply
     assert list(client.dup.s.find()) == [{"_id": 1}, {"_id": 2}]
 
+
+def test_a_filter_naming_a_field_twice_is_the_and_of_both(server, client):
+    """`{a: {$gte: 1}, a: {$lte: 2}}` matches what both conditions match, as mongod's
+    matcher reads every element of a filter (`find`, and the filters of `update`,
+    `findAndModify` and `delete`); decoding kept only the last condition."""
+    client.dup.f.insert_many([{"_id": i, "a": i} for i in range(4)])
+    filters = [
+        (document(element("a", {"$gte": 1}), element("a", {"$lte": 2})), [1, 2]),
+        (document(element("_id", {"$gte": 1}), element("_id", {"$lte": 2})), [1, 2]),
+        (document(element("_id", 1), element("_id", 2)), []),
+    ]
+    with RawConnection(server.port) as conn:
+        for both, want in filters:
+            reply = command(conn, element("find", "f"), raw_element("filter", both), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
+
+        a_in_1_2 = filters[0][0]
+        statement = document(raw_element("q", a_in_1_2), element("u", {"$set": {"u": 1}}), element("multi", True))
+        reply = command(conn, element("update", "f"), array_element("updates", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = command(
+            conn,
+            element("findAndModify", "f"),
+            raw_element("query", a_in_1_2),
+            element("sort", {"_id": 1}),
+            element("update", {"$set": {"fam": 1}}),
+        )
+        assert reply["ok"] == 1.0 and reply["value"]["_id"] == 1, reply
+        statement = document(raw_element("q", a_in_1_2), element("limit", 0))
+        reply = command(conn, element("delete", "f"), array_element("deletes", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+    assert list(client.dup.f.find()) == [{"_id": 0, "a": 0}, {"_id": 3, "a": 3}]

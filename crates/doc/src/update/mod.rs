@@ -38,6 +38,7 @@ use bson::{Bson, DateTime, Document, RawBsonRef, RawDocumentBuf, Timestamp};
 pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use raw_apply::RawApply;
+pub(crate) use repeated::first_repeat;
 pub use repeated::operators_as_sent;
 pub use upsert::upsert_seed;
 

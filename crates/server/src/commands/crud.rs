@@ -112,7 +112,9 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     }
     let mut statements = Vec::with_capacity(raw.len());
     for r in &raw {
-        statements.push(raw_args::owned_except(r, "u")?);
+        let mut s = raw_args::owned_except(r, "u")?;
+        raw_args::filter_as_sent(&mut s, r, "q")?;
+        statements.push(s);
     }
     let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
@@ -285,7 +287,10 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     let ns = raw_args::namespace(db, cmd, "delete")?;
     let raw = raw_args::raw_statements(cmd, "delete", "deletes")?;
     check_batch_len(raw.len())?;
-    let statements = raw_args::owned(&raw)?;
+    let mut statements = raw_args::owned(&raw)?;
+    for (s, r) in statements.iter_mut().zip(&raw) {
+        raw_args::filter_as_sent(s, r, "q")?;
+    }
     let ordered = raw_args::opt_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     // A `let` of the wrong type fails the command; its contents are bound after the
     // statements are parsed, as each statement's own.
@@ -348,7 +353,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
 /// sent (`UpdateSpec::parse_as_sent`: a replacement stored as sent, operators given twice
 /// applied).
 pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
-    let body = &raw_args::owned_except(cmd.raw(), "update")?;
+    let mut body = raw_args::owned_except(cmd.raw(), "update")?;
+    raw_args::filter_as_sent(&mut body, cmd.raw(), "query")?;
+    let body = &body;
     let c = command_name(body);
     let ns = namespace(db, body, c)?;
     let remove = opt_bool(body, c, "remove")?.unwrap_or(false);

@@ -164,6 +164,31 @@ pub fn owned_except(doc: &RawDocument, skip: &str) -> Result<Document, MongoErro
     Ok(out)
 }
 
+/// A filter decoded, a top-level name it gives twice read as mongod reads it (the `$and` of
+/// its elements, `shale_doc::filter_as_sent`) rather than kept at its last value.
+pub fn owned_filter(filter: &RawDocument) -> Result<Document, MongoError> {
+    match shale_doc::filter_as_sent(filter)? {
+        Some(and) => Ok(and),
+        None => Document::try_from(filter)
+            .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
+    }
+}
+
+/// `doc`'s filter field `field` (decoded in `doc`, sent in `raw`) as `owned_filter` reads
+/// it, when it names a field twice.
+pub fn filter_as_sent(
+    doc: &mut Document,
+    raw: &RawDocument,
+    field: &str,
+) -> Result<(), MongoError> {
+    if let Some(RawBsonRef::Document(filter)) = crate::command::get(raw, field) {
+        if let Some(and) = shale_doc::filter_as_sent(filter)? {
+            doc.insert(field, and);
+        }
+    }
+    Ok(())
+}
+
 /// The statements of `field` as sent: the body's array of documents or the document
 /// sequence of that name.
 pub fn raw_statements<'a>(
@@ -192,6 +217,25 @@ mod tests {
     use super::*;
     use crate::command::raw_of;
     use bson::doc;
+
+    #[test]
+    fn a_filter_naming_a_field_twice_is_not_collapsed() {
+        let mut q = bson::RawDocumentBuf::new();
+        q.append("a", 1);
+        q.append("a", 2);
+        let and = doc! {"$and": [{"a": 1}, {"a": 2}]};
+        assert_eq!(owned_filter(&q), Ok(and.clone()));
+        let once = raw_of(&doc! {"a": 1, "b": 2}).expect("raw");
+        assert_eq!(owned_filter(&once), Ok(doc! {"a": 1, "b": 2}));
+        let mut statement = bson::RawDocumentBuf::new();
+        statement.append("q", q);
+        statement.append("u", bson::RawDocumentBuf::new());
+        statement.append("multi", true);
+        let mut owned = owned_except(&statement, "u").expect("decodes");
+        assert_eq!(owned, doc! {"q": {"a": 2}, "multi": true});
+        filter_as_sent(&mut owned, &statement, "q").expect("reads");
+        assert_eq!(owned, doc! {"q": and, "multi": true});
+    }
 
     #[test]
     fn raw_fields_are_checked_as_the_owned_helpers_check_them() {
