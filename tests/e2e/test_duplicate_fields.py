@@ -16,8 +16,11 @@ collapsed silently:
 - a field given twice inside an `update` or `delete` statement fails the command with
   `Location40413` "BSON field 'update.updates.q' is a duplicate field" (mongod parses the
   statements with IDL before any runs);
+- the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
+  `update` command does;
 - a filter that names a field twice is the AND of both conditions.
-Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
+Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
+dictionaries cannot hold a name twice."""
 
 import struct
 
@@ -25,6 +28,7 @@ from bson import encode
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
+from legacy_client import OP_INSERT, OP_UPDATE, LegacyClient
 from wire_client import OP_MSG, RawConnection, read_reply
 
 
@@ -287,6 +291,64 @@ def test_a_field_given_twice_in_a_statement_fails_the_command(server, client):
         assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
         assert reply["errmsg"] == "BSON field 'delete.deletes.limit' is a duplicate field", reply
     assert list(client.dup.s.find()) == [{"_id": 1}, {"_id": 2}]
+
+
+def legacy_insert(c: LegacyClient, ns: str, *docs: bytes, flags: int = 0) -> None:
+    c.raw(OP_INSERT, struct.pack("<i", flags) + ns.encode() + b"\x00" + b"".join(docs))
+
+
+def legacy_update(c: LegacyClient, ns: str, selector: bytes, update: bytes, flags: int = 0) -> None:
+    body = struct.pack("<i", 0) + ns.encode() + b"\x00" + struct.pack("<i", flags)
+    c.raw(OP_UPDATE, body + selector + update)
+
+
+def test_op_insert_keeps_its_documents_as_sent(server, client):
+    """The legacy OP_INSERT stores each document as the OP_MSG insert does; decoding kept
+    the last `a` and the last `_id`."""
+    c = LegacyClient(server.port)
+    try:
+        doc = document(element("_id", 1), element("a", 1), element("a", 2), element("b", 3))
+        legacy_insert(c, "dup.legacy", doc)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["n"] == 0, gle
+        two_ids = document(element("_id", 2), element("a", 1), element("_id", 3))
+        legacy_insert(c, "dup.legacy", two_ids)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["code"] == 2, gle
+        assert gle["err"] == "can't have multiple _id fields in one document", gle
+    finally:
+        c.close()
+    assert stored(client, "legacy", 1) == doc
+    assert client.dup.legacy.count_documents({}) == 1
+
+
+def test_op_update_reads_its_update_as_sent(server, client):
+    """The legacy OP_UPDATE's replacement is stored as sent (upserted too), and its operator
+    document is read as the `update` command reads one."""
+    client.dup.lu.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "n": 0}, {"_id": 3}])
+    replacement = document(element("a", 1), element("a", 2))
+    operators = document(element("$set", {"a": 1}), element("$inc", {"n": 5}), element("$set", {"b": 2}))
+    conflict = document(raw_element("$set", document(element("c", 1), element("c", 2))))
+    c = LegacyClient(server.port)
+    try:
+        legacy_update(c, "dup.lu", encode({"_id": 1}), replacement)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["n"] == 1 and gle["updatedExisting"], gle
+        legacy_update(c, "dup.lu", encode({"_id": 4}), replacement, flags=1)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["upserted"] == 4, gle
+        legacy_update(c, "dup.lu", encode({"_id": 2}), operators)
+        assert c.command("dup", {"getLastError": 1})["err"] is None
+        legacy_update(c, "dup.lu", encode({"_id": 3}), conflict)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["code"] == 40, gle
+        assert gle["err"] == "Updating the path 'c' would create a conflict at 'c'", gle
+    finally:
+        c.close()
+    for _id in (1, 4):
+        assert stored(client, "lu", _id) == document(element("_id", _id), replacement[4:-1]), _id
+    assert client.dup.lu.find_one({"_id": 2}) == {"_id": 2, "n": 5, "a": 1, "b": 2}
+    assert client.dup.lu.find_one({"_id": 3}) == {"_id": 3}
 
 
 def test_a_filter_naming_a_field_twice_is_the_and_of_both(server, client):
