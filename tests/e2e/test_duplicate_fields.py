@@ -9,8 +9,18 @@ collapsed silently:
   duplicate field"; the command's own name again is an unknown field (`Location40415`);
 - other commands read a repeated field's first value, as mongod's hand-written parsers do;
 - an update operator given twice applies both (`update`, `findAndModify`); a field given
-  twice within an operator is `ConflictingUpdateOperators` (40).
-Commands are sent as raw OP_MSG bodies: a driver's dictionaries cannot hold a name twice."""
+  twice within an operator is `ConflictingUpdateOperators` (40);
+- an update's replacement document is stored as sent, upserted ones too; a second `_id` in
+  it is `BadValue` (2) "Can't have multiple _id fields in one document" (mongod's
+  `storage_validation::scanDocument`);
+- a field given twice inside an `update` or `delete` statement fails the command with
+  `Location40413` "BSON field 'update.updates.q' is a duplicate field" (mongod parses the
+  statements with IDL before any runs);
+- the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
+  `update` command does;
+- a filter that names a field twice is the AND of both conditions.
+Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
+dictionaries cannot hold a name twice."""
 
 import struct
 
@@ -18,6 +28,7 @@ from bson import encode
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
+from legacy_client import OP_INSERT, OP_UPDATE, LegacyClient
 from wire_client import OP_MSG, RawConnection, read_reply
 
 
@@ -183,3 +194,192 @@ def test_an_update_field_given_twice_is_mongods_conflict(server, client):
         assert reply["ok"] == 0.0 and reply["code"] == 40, reply
         assert reply["codeName"] == "ConflictingUpdateOperators", reply
     assert client.dup.conflict.find_one({"_id": 1}) == {"_id": 1, "ok": True}
+
+
+def test_a_replacement_keeps_a_repeated_field_name_as_sent(server, client):
+    """`update` and `findAndModify` replacements, upserted or not, stored as sent; decoding
+    one into a dictionary kept only the last `a`."""
+    client.dup.r.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "x": 0}])
+    replacement = document(element("a", 1), element("b", 2), element("a", 3))
+    with RawConnection(server.port) as conn:
+        statements = [
+            document(element("q", {"_id": 1}), raw_element("u", replacement)),
+            document(element("q", {"_id": 3}), raw_element("u", replacement), element("upsert", True)),
+        ]
+        reply = command(conn, element("update", "r"), array_element("updates", *statements))
+        assert reply["ok"] == 1.0 and reply["n"] == 2 and reply["nModified"] == 1, reply
+        assert reply["upserted"] == [{"index": 1, "_id": 3}], reply
+        for _id in (2, 4):
+            reply = command(
+                conn,
+                element("findAndModify", "r"),
+                element("query", {"_id": _id}),
+                raw_element("update", replacement),
+                element("upsert", True),
+            )
+            assert reply["ok"] == 1.0, reply
+    for _id in (1, 2, 3, 4):
+        assert stored(client, "r", _id) == document(element("_id", _id), replacement[4:-1]), _id
+
+
+def test_a_second_id_in_a_replacement_is_refused(server, client):
+    """mongod validates a replaced document for storage: a second `_id` is `BadValue` (2),
+    a write error of that statement (a command error of `findAndModify`); decoding kept the
+    last `_id` and stored the document."""
+    client.dup.ids.insert_one({"_id": 1, "x": 0})
+    two_ids = document(element("_id", 1), element("a", 1), element("_id", 1))
+    with RawConnection(server.port) as conn:
+        statements = [
+            document(element("q", {"_id": 1}), raw_element("u", two_ids)),
+            document(element("q", {"_id": 5}), raw_element("u", two_ids), element("upsert", True)),
+            document(element("q", {"_id": 1}), element("u", {"$set": {"ok": True}})),
+        ]
+        reply = command(
+            conn,
+            element("update", "ids"),
+            array_element("updates", *statements),
+            element("ordered", False),
+        )
+        assert reply["ok"] == 1.0 and reply["n"] == 1 and reply["nModified"] == 1, reply
+        errors = [(e["index"], e["code"], e["errmsg"]) for e in reply["writeErrors"]]
+        message = "Can't have multiple _id fields in one document"
+        assert errors == [(0, 2, message), (1, 2, message)], reply
+        for query in ({"_id": 1}, {"_id": 6}):
+            reply = command(
+                conn,
+                element("findAndModify", "ids"),
+                element("query", query),
+                raw_element("update", two_ids),
+                element("upsert", True),
+            )
+            assert reply["ok"] == 0.0 and reply["code"] == 2, reply
+            assert reply["errmsg"] == message, reply
+    assert list(client.dup.ids.find()) == [{"_id": 1, "x": 0, "ok": True}]
+
+
+def test_a_field_given_twice_in_a_statement_fails_the_command(server, client):
+    """mongod parses `updates` and `deletes` with IDL before running any statement: a field
+    given twice in one is `Location40413` and nothing is written; decoding kept the last
+    value and ran the statement (an upsert turned off, a delete of every document)."""
+    client.dup.s.insert_many([{"_id": 1}, {"_id": 2}])
+    fine = document(element("q", {"_id": 1}), element("u", {"$set": {"a": 1}}))
+    twice = {
+        "q": document(element("q", {"_id": 1}), element("u", {"$set": {"a": 1}}), element("q", {"_id": 2})),
+        "u": document(element("q", {"_id": 2}), element("u", {"$set": {"a": 1}}), element("u", {"$set": {"b": 1}})),
+        "upsert": document(
+            element("q", {"_id": 9}),
+            element("u", {"$set": {"a": 1}}),
+            element("upsert", True),
+            element("upsert", False),
+        ),
+    }
+    with RawConnection(server.port) as conn:
+        for field, statement in twice.items():
+            for ordered in (True, False):
+                reply = command(
+                    conn,
+                    element("update", "s"),
+                    array_element("updates", fine, statement),
+                    element("ordered", ordered),
+                )
+                assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+                assert reply["codeName"] == "Location40413", reply
+                assert reply["errmsg"] == f"BSON field 'update.updates.{field}' is a duplicate field", reply
+
+        limit_twice = document(element("q", {}), element("limit", 1), element("limit", 0))
+        reply = command(conn, element("delete", "s"), array_element("deletes", limit_twice))
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert reply["errmsg"] == "BSON field 'delete.deletes.limit' is a duplicate field", reply
+    assert list(client.dup.s.find()) == [{"_id": 1}, {"_id": 2}]
+
+
+def legacy_insert(c: LegacyClient, ns: str, *docs: bytes, flags: int = 0) -> None:
+    c.raw(OP_INSERT, struct.pack("<i", flags) + ns.encode() + b"\x00" + b"".join(docs))
+
+
+def legacy_update(c: LegacyClient, ns: str, selector: bytes, update: bytes, flags: int = 0) -> None:
+    body = struct.pack("<i", 0) + ns.encode() + b"\x00" + struct.pack("<i", flags)
+    c.raw(OP_UPDATE, body + selector + update)
+
+
+def test_op_insert_keeps_its_documents_as_sent(server, client):
+    """The legacy OP_INSERT stores each document as the OP_MSG insert does; decoding kept
+    the last `a` and the last `_id`."""
+    c = LegacyClient(server.port)
+    try:
+        doc = document(element("_id", 1), element("a", 1), element("a", 2), element("b", 3))
+        legacy_insert(c, "dup.legacy", doc)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["n"] == 0, gle
+        two_ids = document(element("_id", 2), element("a", 1), element("_id", 3))
+        legacy_insert(c, "dup.legacy", two_ids)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["code"] == 2, gle
+        assert gle["err"] == "can't have multiple _id fields in one document", gle
+    finally:
+        c.close()
+    assert stored(client, "legacy", 1) == doc
+    assert client.dup.legacy.count_documents({}) == 1
+
+
+def test_op_update_reads_its_update_as_sent(server, client):
+    """The legacy OP_UPDATE's replacement is stored as sent (upserted too), and its operator
+    document is read as the `update` command reads one."""
+    client.dup.lu.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "n": 0}, {"_id": 3}])
+    replacement = document(element("a", 1), element("a", 2))
+    operators = document(element("$set", {"a": 1}), element("$inc", {"n": 5}), element("$set", {"b": 2}))
+    conflict = document(raw_element("$set", document(element("c", 1), element("c", 2))))
+    c = LegacyClient(server.port)
+    try:
+        legacy_update(c, "dup.lu", encode({"_id": 1}), replacement)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["n"] == 1 and gle["updatedExisting"], gle
+        legacy_update(c, "dup.lu", encode({"_id": 4}), replacement, flags=1)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["err"] is None and gle["upserted"] == 4, gle
+        legacy_update(c, "dup.lu", encode({"_id": 2}), operators)
+        assert c.command("dup", {"getLastError": 1})["err"] is None
+        legacy_update(c, "dup.lu", encode({"_id": 3}), conflict)
+        gle = c.command("dup", {"getLastError": 1})
+        assert gle["code"] == 40, gle
+        assert gle["err"] == "Updating the path 'c' would create a conflict at 'c'", gle
+    finally:
+        c.close()
+    for _id in (1, 4):
+        assert stored(client, "lu", _id) == document(element("_id", _id), replacement[4:-1]), _id
+    assert client.dup.lu.find_one({"_id": 2}) == {"_id": 2, "n": 5, "a": 1, "b": 2}
+    assert client.dup.lu.find_one({"_id": 3}) == {"_id": 3}
+
+
+def test_a_filter_naming_a_field_twice_is_the_and_of_both(server, client):
+    """`{a: {$gte: 1}, a: {$lte: 2}}` matches what both conditions match, as mongod's
+    matcher reads every element of a filter (`find`, and the filters of `update`,
+    `findAndModify` and `delete`); decoding kept only the last condition."""
+    client.dup.f.insert_many([{"_id": i, "a": i} for i in range(4)])
+    filters = [
+        (document(element("a", {"$gte": 1}), element("a", {"$lte": 2})), [1, 2]),
+        (document(element("_id", {"$gte": 1}), element("_id", {"$lte": 2})), [1, 2]),
+        (document(element("_id", 1), element("_id", 2)), []),
+    ]
+    with RawConnection(server.port) as conn:
+        for both, want in filters:
+            reply = command(conn, element("find", "f"), raw_element("filter", both), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
+
+        a_in_1_2 = filters[0][0]
+        statement = document(raw_element("q", a_in_1_2), element("u", {"$set": {"u": 1}}), element("multi", True))
+        reply = command(conn, element("update", "f"), array_element("updates", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = command(
+            conn,
+            element("findAndModify", "f"),
+            raw_element("query", a_in_1_2),
+            element("sort", {"_id": 1}),
+            element("update", {"$set": {"fam": 1}}),
+        )
+        assert reply["ok"] == 1.0 and reply["value"]["_id"] == 1, reply
+        statement = document(raw_element("q", a_in_1_2), element("limit", 0))
+        reply = command(conn, element("delete", "f"), array_element("deletes", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+    assert list(client.dup.f.find()) == [{"_id": 0, "a": 0}, {"_id": 3, "a": 3}]

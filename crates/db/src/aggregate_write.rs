@@ -185,7 +185,11 @@ impl Database {
         let update = match &spec.when_matched {
             WhenMatched::Fail => return self.insert_new(target, doc),
             WhenMatched::KeepExisting => None,
-            WhenMatched::Replace => Some(UpdateSpec::parse(&to_document(doc)?, None)?),
+            WhenMatched::Replace => Some(UpdateSpec::parse_as_sent(
+                RawBsonRef::Document(doc),
+                None,
+                vars,
+            )?),
             WhenMatched::Merge => {
                 let fields = to_document(doc)?;
                 (!fields.is_empty())

@@ -123,7 +123,8 @@ pub(crate) fn updated_document(
     if let Some(p) = pos {
         ctx = ctx.with_matched_index(p);
     }
-    // Top-level field operators change the raw bytes in one pass; the rest decode.
+    // Top-level field operators and replacements change the raw bytes in one pass (a
+    // replacement's repeated names kept as sent); the rest decode.
     match update.apply_raw(doc, &ctx)? {
         Some(RawApply::Unchanged) => return Ok(None),
         Some(RawApply::Changed(d)) => return prepare_for_insert(d).map(Some),
@@ -141,7 +142,7 @@ pub(crate) fn updated_document(
                 && a.element_type() == b.element_type()
         }
         (Some(a), None) => {
-            // A replacement without `_id` keeps the old one.
+            // A pipeline that drops `_id` keeps the old one.
             let mut with_id = Document::new();
             with_id.insert("_id", a.clone());
             with_id.extend(std::mem::take(&mut d));
@@ -159,14 +160,14 @@ pub(crate) fn updated_document(
     prepare_for_insert(to_raw(&d)?).map(Some)
 }
 
-/// The document an upsert inserts: the update applied to the filter's equality fields.
+/// The document an upsert inserts: the update applied to the filter's equality fields (a
+/// replacement as sent, after the filter's `_id`).
 pub(crate) fn upsert_document(
     update: &UpdateSpec,
     filter: &Document,
     now: bson::DateTime,
 ) -> DbResult<RawDocumentBuf> {
-    let seed = update.build_upsert(filter, &ApplyContext::new(now))?;
-    prepare_for_insert(to_raw(&seed)?)
+    prepare_for_insert(update.build_upsert_raw(filter, &ApplyContext::new(now))?)
 }
 
 /// `d` as raw BSON.
@@ -244,6 +245,48 @@ mod tests {
         let moved = UpdateSpec::parse(&doc! {"$set": {"_id": 2}}, None).expect("parse");
         let e = updated_document(&moved, &old, None, now()).expect_err("refused");
         assert_eq!(e.code, ErrorCode::ImmutableField);
+    }
+
+    #[test]
+    fn a_replacement_is_stored_as_sent() {
+        let mut sent = RawDocumentBuf::new();
+        sent.append("a", 1);
+        sent.append(
+            "zero",
+            bson::Timestamp {
+                time: 0,
+                increment: 0,
+            },
+        );
+        sent.append("a", 2);
+        let vars = shale_doc::Variables::new();
+        let replace = UpdateSpec::parse_as_sent(bson::RawBsonRef::Document(&sent), None, &vars)
+            .expect("parse");
+        let names = |d: &RawDocument| -> Vec<String> {
+            d.iter().map(|e| e.expect("element").0.to_owned()).collect()
+        };
+        let old = raw(doc! {"_id": 1, "x": 0});
+        let new = updated_document(&replace, &old, None, now())
+            .expect("ok")
+            .expect("a change");
+        assert_eq!(names(&new), ["_id", "a", "zero", "a"]);
+        assert_eq!(new.get_i32("a"), Ok(1));
+        assert!(matches!(new.get("zero"), Ok(Some(bson::RawBsonRef::Timestamp(t))) if t.time != 0));
+        let upserted = upsert_document(&replace, &doc! {"_id": 5, "b": 1}, now()).expect("ok");
+        assert_eq!(names(&upserted), ["_id", "a", "zero", "a"]);
+        assert_eq!(upserted.get_i32("_id"), Ok(5));
+
+        let mut two_ids = RawDocumentBuf::new();
+        two_ids.append("_id", 1);
+        two_ids.append("_id", 1);
+        let refused = UpdateSpec::parse_as_sent(bson::RawBsonRef::Document(&two_ids), None, &vars)
+            .expect("parse");
+        for e in [
+            updated_document(&refused, &old, None, now()).expect_err("two ids"),
+            upsert_document(&refused, &doc! {}, now()).expect_err("two ids"),
+        ] {
+            assert_eq!(e.code, ErrorCode::BadValue);
+        }
     }
 
     #[test]

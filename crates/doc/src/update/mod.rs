@@ -1,6 +1,8 @@
 //! MongoDB 7.0 update semantics as pure functions over owned `bson::Document`s: parse an update
-//! once (`UpdateSpec::parse`), then apply it to each matched document (`UpdateSpec::apply`), or
-//! build an upsert's document (`upsert_seed`, `UpdateSpec::build_upsert`). Operator documents,
+//! once (`UpdateSpec::parse`, or `UpdateSpec::parse_as_sent` from the raw bytes a client sent),
+//! then apply it to each matched document (`UpdateSpec::apply`, `UpdateSpec::apply_raw`), or
+//! build an upsert's document (`upsert_seed`, `UpdateSpec::build_upsert`,
+//! `UpdateSpec::build_upsert_raw`). A replacement is held raw, as sent. Operator documents,
 //! replacement documents, pipeline-style updates (the reshaping stages only) and their `_id`
 //! rules are supported. It knows no storage and no wire protocol, and never matches a query
 //! against a document (the caller says which array index the query matched).
@@ -9,9 +11,11 @@
 //! `field.rs` and `array.rs` (the operators), `positional.rs` (`$`, `$[]`, `$[id]`,
 //! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
 //! evaluated directly, the rest by the crate's `Matcher`),
-//! `replacement.rs`, `pipeline.rs`, `upsert.rs`, `render.rs` (values in messages), `blind.rs`
-//! (what an update applied without reading the document first may write), `raw_apply.rs`
-//! (top-level field operators applied to raw BSON without decoding the document).
+//! `replacement.rs` (replacements kept and applied raw), `repeated.rs` (an operator document
+//! read as sent when a name repeats in it), `pipeline.rs`, `upsert.rs`, `render.rs` (values in
+//! messages), `blind.rs` (what an update applied without reading the document first may
+//! write), `raw_apply.rs` (top-level field operators and replacements applied to raw BSON
+//! without decoding the document).
 
 mod array;
 mod blind;
@@ -29,11 +33,12 @@ mod upsert;
 
 use std::collections::BTreeSet;
 
-use bson::{Bson, DateTime, Document, Timestamp};
+use bson::{Bson, DateTime, Document, RawBsonRef, RawDocumentBuf, Timestamp};
 
 pub use path::{Component, FieldPath, MAX_ARRAY_PADDING};
 pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredicate};
 pub use raw_apply::RawApply;
+pub(crate) use repeated::first_repeat;
 pub use repeated::operators_as_sent;
 pub use upsert::upsert_seed;
 
@@ -105,7 +110,8 @@ pub struct UpdateSpec {
 
 #[derive(Debug)]
 enum Form {
-    Replacement(Document),
+    /// The replacement document as sent (a name may repeat in it).
+    Replacement(RawDocumentBuf),
     Operators(Vec<Operation>),
     Pipeline(crate::aggregate::Pipeline),
 }
@@ -198,6 +204,37 @@ impl UpdateSpec {
         }
     }
 
+    /// Parse an update from the bytes the client sent: a replacement kept as sent (a name
+    /// given twice stays twice, as mongod stores it), an operator document read as sent
+    /// (`operators_as_sent`: an operator given twice applies both, a field given twice is
+    /// `ConflictingUpdateOperators`), a pipeline as `parse_value_with` reads it. Decodes
+    /// only an operator document or a pipeline, each once.
+    pub fn parse_as_sent(
+        update: RawBsonRef<'_>,
+        array_filters: Option<&[Document]>,
+        vars: &Variables,
+    ) -> Result<UpdateSpec, MongoError> {
+        let RawBsonRef::Document(raw) = update else {
+            let value = Bson::try_from(update).map_err(invalid_bson)?;
+            return UpdateSpec::parse_value_with(&value, array_filters, vars);
+        };
+        let first = raw.iter().next().transpose().map_err(invalid_bson)?;
+        if first.is_some_and(|(name, _)| name.starts_with('$')) {
+            let operators = match operators_as_sent(raw)? {
+                Some(merged) => merged,
+                None => Document::try_from(raw).map_err(invalid_bson)?,
+            };
+            return UpdateSpec::parse(&operators, array_filters);
+        }
+        let filters = ArrayFilters::parse(array_filters.unwrap_or(&[]))?;
+        let (form, array_filters) = parse::replacement_form(raw.to_owned(), filters)?;
+        Ok(UpdateSpec {
+            form,
+            array_filters,
+            source: None,
+        })
+    }
+
     /// True for a replacement-style update.
     pub fn is_replacement(&self) -> bool {
         matches!(self.form, Form::Replacement(_))
@@ -238,6 +275,25 @@ impl UpdateSpec {
         self.apply(&mut seed, &insert_ctx)?;
         Ok(seed)
     }
+
+    /// `build_upsert` as raw BSON, ready to store once its `_id` is settled: a replacement's
+    /// document is built from its bytes as sent, never decoded.
+    pub fn build_upsert_raw(
+        &self,
+        filter: &Document,
+        ctx: &ApplyContext,
+    ) -> Result<RawDocumentBuf, MongoError> {
+        if let Form::Replacement(r) = &self.form {
+            let seed_id = upsert_seed(filter)?.remove("_id");
+            return replacement::upsert_raw(r, seed_id.as_ref());
+        }
+        RawDocumentBuf::from_document(&self.build_upsert(filter, ctx)?)
+            .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+    }
+}
+
+fn invalid_bson(e: bson::raw::Error) -> MongoError {
+    MongoError::new(ErrorCode::InvalidBSON, e.to_string())
 }
 
 fn apply_operators(

@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
 use super::array::ArrayOp;
 use super::field::FieldOp;
@@ -53,8 +53,9 @@ pub fn parse(
     let filters = ArrayFilters::parse(raw_filters.unwrap_or(&[]))?;
     let is_operator_form = update.keys().next().is_some_and(|k| k.starts_with('$'));
     if !is_operator_form {
-        replacement::validate(update)?;
-        return Ok((Form::Replacement(update.clone()), filters));
+        let raw = RawDocumentBuf::from_document(update)
+            .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))?;
+        return replacement_form(raw, filters);
     }
     let mut ops = Vec::new();
     let mut registered: Vec<Vec<String>> = Vec::new();
@@ -65,6 +66,15 @@ pub fn parse(
     check_identifiers(&paths, &filters, update)?;
     ops.sort_by(|a, b| compare_paths(application_path(a), application_path(b)));
     Ok((Form::Operators(ops), filters))
+}
+
+/// A replacement document as sent, with its (already parsed) `arrayFilters`.
+pub fn replacement_form(
+    update: RawDocumentBuf,
+    filters: ArrayFilters,
+) -> Result<(Form, ArrayFilters), MongoError> {
+    replacement::validate(&update)?;
+    Ok((Form::Replacement(update), filters))
 }
 
 /// `$rename` is applied where it writes (its destination), like the server's tree.

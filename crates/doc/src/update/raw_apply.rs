@@ -5,9 +5,10 @@
 //! dropped, new fields appended in application order — without decoding the document.
 //! Only the targeted values are decoded, to compute each change with the same code the
 //! owned path runs (`FieldOp::compute`), so both paths give the same bytes, the same
-//! `modified` answer and the same errors. Anything else (dotted or positional paths, array
-//! operators, `$rename`, replacements, pipelines, a document that repeats a targeted name)
-//! answers `None` and the caller takes the owned path.
+//! `modified` answer and the same errors. A replacement is applied here too, from its bytes
+//! as sent (`replacement::apply_raw`). Anything else (dotted or positional paths, array
+//! operators, `$rename`, pipelines, a document that repeats a targeted name) answers `None`
+//! and the caller takes the owned path.
 
 use bson::{Bson, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
@@ -39,8 +40,10 @@ impl UpdateSpec {
         doc: &RawDocument,
         ctx: &ApplyContext,
     ) -> Result<Option<RawApply>, MongoError> {
-        let Form::Operators(ops) = &self.form else {
-            return Ok(None);
+        let ops = match &self.form {
+            Form::Operators(ops) => ops,
+            Form::Replacement(r) => return super::replacement::apply_raw(r, doc).map(Some),
+            Form::Pipeline(_) => return Ok(None),
         };
         let mut fields: Vec<(&str, &FieldOp)> = Vec::with_capacity(ops.len());
         for op in ops {
@@ -214,6 +217,24 @@ mod tests {
     }
 
     #[test]
+    fn replacements_give_the_owned_paths_bytes() {
+        let d = doc! {"_id": 1, "a": {"b": 1}, "arr": [1, 2]};
+        for replacement in [
+            doc! {"x": 1},
+            doc! {},
+            doc! {"a": {"b": 1}, "arr": [1, 2]},
+            doc! {"_id": 1, "a": {"b": 1}, "arr": [1, 2]},
+            doc! {"x": 1, "_id": 1},
+            doc! {"_id": 2},
+        ] {
+            assert!(
+                both(replacement.clone(), d.clone()).is_some(),
+                "{replacement} declined"
+            );
+        }
+    }
+
+    #[test]
     fn other_updates_and_repeated_names_take_the_owned_path() {
         let d = doc! {"_id": 1, "a": {"b": 1}, "arr": [1, 2]};
         for update in [
@@ -221,7 +242,6 @@ mod tests {
             doc! {"$push": {"arr": 3}},
             doc! {"$rename": {"a": "z"}},
             doc! {"$set": {"arr.$": 3}},
-            doc! {"x": 1},
         ] {
             assert!(both(update.clone(), d.clone()).is_none(), "{update} taken");
         }

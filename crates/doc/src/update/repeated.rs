@@ -3,8 +3,8 @@
 //! half of `{$set: {a: 1}, $set: {b: 2}}`). Read from the raw bytes as sent: an operator named
 //! twice is one operator with both operators' fields, as mongod applies both; a field named
 //! twice among one operator's fields (after that merge) is the conflict mongod reports for
-//! it, `ConflictingUpdateOperators` (40). Replacement documents and pipelines are left to the
-//! decoded form (docs/compat.md: a repeated name in a replacement keeps its last value).
+//! it, `ConflictingUpdateOperators` (40). Replacement documents are kept raw, as sent
+//! (`replacement.rs`); pipelines are arrays, whose names do not repeat.
 
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
@@ -46,8 +46,9 @@ fn names_before(doc: &RawDocument, n: usize) -> impl Iterator<Item = &str> {
 }
 
 /// The first name `fields` gives a second time: pairwise for a few fields (no allocation),
-/// with a set past `PAIRWISE_FIELDS`.
-fn first_repeat(fields: &RawDocument) -> Option<&str> {
+/// with a set past `PAIRWISE_FIELDS`. Also how a filter finds a repeated name
+/// (`matcher::filter_as_sent`).
+pub(crate) fn first_repeat(fields: &RawDocument) -> Option<&str> {
     let count = fields.into_iter().take(PAIRWISE_FIELDS + 1).count();
     if count <= PAIRWISE_FIELDS {
         return fields

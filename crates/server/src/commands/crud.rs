@@ -99,17 +99,24 @@ fn insert_documents(
     write_reply(result, false)
 }
 
+/// `update`: each statement's fields checked as mongod's IDL parser checks them, its update
+/// read from the bytes as sent (`UpdateSpec::parse_as_sent`), the rest of it decoded.
 pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
     let ns = raw_args::namespace(db, cmd, "update")?;
     let raw = raw_args::raw_statements(cmd, "update", "updates")?;
-    let mut statements = raw_args::owned(&raw)?;
-    check_batch_len(statements.len())?;
-    let repeats = updates_as_sent(&raw, &mut statements);
-    let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
-    // An unknown statement field fails the whole command, as mongod's parser does.
-    for s in &statements {
-        known_fields(s, "update.updates", UPDATE_FIELDS)?;
+    check_batch_len(raw.len())?;
+    // A statement field unknown or given twice fails the whole command, as mongod's parser
+    // does before any statement runs.
+    for s in &raw {
+        statement_fields(s, "update.updates", UPDATE_FIELDS)?;
     }
+    let mut statements = Vec::with_capacity(raw.len());
+    for r in &raw {
+        let mut s = raw_args::owned_except(r, "u")?;
+        raw_args::filter_as_sent(&mut s, r, "q")?;
+        statements.push(s);
+    }
+    let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
     // each statement's write error.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "update", "let")?);
@@ -120,10 +127,8 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         let statement_vars = vars
             .clone()
             .and_then(|v| with_collation(v, s, "update.updates"));
-        let parsed = match &repeats[i] {
-            Some(e) => Err(e.clone()),
-            None => statement_vars.and_then(|vars| parse_update(s, &vars)),
-        };
+        let u = crate::command::get(raw[i], "u");
+        let parsed = statement_vars.and_then(|vars| parse_update(s, u, &vars));
         match parsed {
             Ok(op) => {
                 ops.push(op);
@@ -194,44 +199,43 @@ const UPDATE_FIELDS: &[&str] = &[
 /// Fields a delete statement may carry.
 const DELETE_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
 
-/// Refuses a statement field mongod 7.0's parser does not know (`Location40415`).
-fn known_fields(s: &Document, context: &str, known: &[&str]) -> Result<(), MongoError> {
-    match s.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(MongoError::new(
-            ErrorCode::Location40415,
-            format!("BSON field '{context}.{k}' is an unknown field."),
-        )),
-        None => Ok(()),
-    }
-}
+// Each statement field's bit in `statement_fields`' set of names seen.
+const _: () = assert!(UPDATE_FIELDS.len() <= 32 && DELETE_FIELDS.len() <= 32);
 
-/// Each statement's update as sent where a name repeats in it (decoding kept only the last
-/// value of a repeated name): an operator given twice becomes one with both's fields, and a
-/// field given twice is that statement's `ConflictingUpdateOperators` (40), as in mongod.
-fn updates_as_sent(raw: &[&RawDocument], statements: &mut [Document]) -> Vec<Option<MongoError>> {
-    let mut errors = vec![None; statements.len()];
-    for ((s, r), error) in statements.iter_mut().zip(raw).zip(&mut errors) {
-        let Some(RawBsonRef::Document(u)) = crate::command::get(r, "u") else {
-            continue;
+/// Refuses the first statement field mongod 7.0's IDL parser refuses: one it does not know
+/// (`Location40415`) or one given twice (`Location40413`, which decoding the statement
+/// would have hidden by keeping the last value). No allocation: a statement has a few fields.
+fn statement_fields(s: &RawDocument, context: &str, known: &[&str]) -> Result<(), MongoError> {
+    let mut seen = 0u32;
+    for element in s {
+        let (k, _) = element.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+        let Some(bit) = known.iter().position(|n| *n == k).map(|i| 1u32 << i) else {
+            return Err(MongoError::new(
+                ErrorCode::Location40415,
+                format!("BSON field '{context}.{k}' is an unknown field."),
+            ));
         };
-        match shale_doc::operators_as_sent(u) {
-            Ok(None) => {}
-            Ok(Some(merged)) => {
-                s.insert("u", merged);
-            }
-            Err(e) => *error = Some(e),
+        if seen & bit != 0 {
+            return Err(super::duplicate_field(context, k));
         }
+        seen |= bit;
     }
-    errors
+    Ok(())
 }
 
-fn parse_update(s: &Document, vars: &Variables) -> Result<UpdateOp, MongoError> {
+/// One `update` statement: `s` is the statement decoded but for its update, `u` the update
+/// as sent.
+fn parse_update(
+    s: &Document,
+    u: Option<RawBsonRef<'_>>,
+    vars: &Variables,
+) -> Result<UpdateOp, MongoError> {
     let filter = opt_doc(s, "update.updates", "q")?
         .cloned()
         .ok_or_else(|| missing("update.updates.q"))?;
-    let u = s.get("u").ok_or_else(|| missing("update.updates.u"))?;
+    let u = u.ok_or_else(|| missing("update.updates.u"))?;
     let filters = array_filters(s)?;
-    let update = UpdateSpec::parse_value_with(u, filters.as_deref(), vars)?;
+    let update = UpdateSpec::parse_as_sent(u, filters.as_deref(), vars)?;
     let multi = opt_bool(s, "update.updates", "multi")?.unwrap_or(false);
     if multi && update.is_replacement() {
         return Err(MongoError::new(
@@ -281,15 +285,19 @@ fn hint(s: &Document) -> Option<Bson> {
 
 pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
     let ns = raw_args::namespace(db, cmd, "delete")?;
-    let statements = raw_args::statements(cmd, "delete", "deletes")?;
-    check_batch_len(statements.len())?;
+    let raw = raw_args::raw_statements(cmd, "delete", "deletes")?;
+    check_batch_len(raw.len())?;
+    let mut statements = raw_args::owned(&raw)?;
+    for (s, r) in statements.iter_mut().zip(&raw) {
+        raw_args::filter_as_sent(s, r, "q")?;
+    }
     let ordered = raw_args::opt_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     // A `let` of the wrong type fails the command; its contents are bound after the
     // statements are parsed, as each statement's own.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "delete", "let")?);
     let mut ops = Vec::new();
-    for s in &statements {
-        known_fields(s, "delete.deletes", DELETE_FIELDS)?;
+    for (s, raw) in statements.iter().zip(&raw) {
+        statement_fields(raw, "delete.deletes", DELETE_FIELDS)?;
         let filter = opt_doc(s, "delete.deletes", "q")?
             .cloned()
             .ok_or_else(|| missing("delete.deletes.q"))?;
@@ -341,18 +349,22 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     write_reply(result, false)
 }
 
+/// `findAndModify`: the body decoded but for its update, which is read from the bytes as
+/// sent (`UpdateSpec::parse_as_sent`: a replacement stored as sent, operators given twice
+/// applied).
 pub fn find_and_modify(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
-    let as_sent = find_and_modify_as_sent(cmd)?;
-    let body: &Document = &as_sent;
+    let mut body = raw_args::owned_except(cmd.raw(), "update")?;
+    raw_args::filter_as_sent(&mut body, cmd.raw(), "query")?;
+    let body = &body;
     let c = command_name(body);
     let ns = namespace(db, body, c)?;
     let remove = opt_bool(body, c, "remove")?.unwrap_or(false);
     let return_new = opt_bool(body, c, "new")?.unwrap_or(false);
     let upsert = opt_bool(body, c, "upsert")?.unwrap_or(false);
     let vars = command_vars(body, c)?;
-    let update = match body.get("update") {
-        None | Some(Bson::Null) => None,
-        Some(u) => Some(UpdateSpec::parse_value_with(
+    let update = match cmd.get("update") {
+        None | Some(RawBsonRef::Null) => None,
+        Some(u) => Some(UpdateSpec::parse_as_sent(
             u,
             array_filters(body)?.as_deref(),
             &vars,
@@ -470,29 +482,38 @@ fn write_error(index: usize, e: &MongoError) -> Document {
     d
 }
 
-/// findAndModify's body with its `update` as sent where a name repeats in it (as for each
-/// statement of `update`: `updates_as_sent`); a field given twice fails the command.
-fn find_and_modify_as_sent<'c>(
-    cmd: &'c Command<'_>,
-) -> Result<std::borrow::Cow<'c, Document>, MongoError> {
-    let merged = match cmd.get("update") {
-        Some(RawBsonRef::Document(u)) => shale_doc::operators_as_sent(u)?,
-        _ => None,
-    };
-    let body = cmd.doc()?;
-    Ok(match merged {
-        None => std::borrow::Cow::Borrowed(body),
-        Some(update) => {
-            let mut body = body.clone();
-            body.insert("update", update);
-            std::borrow::Cow::Owned(body)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_field_unknown_or_given_twice_is_mongods_idl_error() {
+        let mut s = RawDocumentBuf::new();
+        s.append("q", RawDocumentBuf::new());
+        s.append("limit", 1);
+        assert_eq!(
+            statement_fields(&s, "delete.deletes", DELETE_FIELDS),
+            Ok(())
+        );
+        s.append("limit", 0);
+        s.append("bogus", 1);
+        let e = statement_fields(&s, "delete.deletes", DELETE_FIELDS).expect_err("twice");
+        assert_eq!(e.code, ErrorCode::Location40413);
+        assert_eq!(
+            e.message,
+            "BSON field 'delete.deletes.limit' is a duplicate field"
+        );
+        let mut s = RawDocumentBuf::new();
+        s.append("sort", RawDocumentBuf::new());
+        s.append("q", RawDocumentBuf::new());
+        s.append("q", RawDocumentBuf::new());
+        let e = statement_fields(&s, "update.updates", UPDATE_FIELDS).expect_err("unknown");
+        assert_eq!(e.code, ErrorCode::Location40415);
+        assert_eq!(
+            e.message,
+            "BSON field 'update.updates.sort' is an unknown field."
+        );
+    }
 
     #[test]
     fn write_error_messages_past_one_mib_are_sent_empty() {

@@ -245,11 +245,18 @@ fn refuse_duplicate_field(cmd: &Command<'_>) -> Result<(), MongoError> {
             ErrorCode::Location40415,
             format!("BSON field '{name}.{f}' is an unknown field."),
         )),
-        Some(f) => Err(MongoError::new(
-            ErrorCode::Location40413,
-            format!("BSON field '{name}.{f}' is a duplicate field"),
-        )),
+        Some(f) => Err(duplicate_field(name, f)),
     }
+}
+
+/// mongod's IDL error for field `field` given twice where `context` (`insert`,
+/// `update.updates`) is parsed: `Location40413` "BSON field 'insert.ordered' is a duplicate
+/// field".
+pub(crate) fn duplicate_field(context: &str, field: &str) -> MongoError {
+    MongoError::new(
+        ErrorCode::Location40413,
+        format!("BSON field '{context}.{field}' is a duplicate field"),
+    )
 }
 
 /// Checks access and session fields, then runs the command: as it is, as a statement of

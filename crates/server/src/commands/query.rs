@@ -23,7 +23,10 @@ fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool)
     // `limit: 0` means no limit.
     let limit = raw_args::opt_count(cmd, c, "limit")?.filter(|n| *n > 0);
     let spec = FindSpec {
-        filter: owned(raw_args::opt_doc(cmd, c, "filter")?)?.unwrap_or_default(),
+        filter: raw_args::opt_doc(cmd, c, "filter")?
+            .map(raw_args::owned_filter)
+            .transpose()?
+            .unwrap_or_default(),
         sort: owned(raw_args::opt_doc(cmd, c, "sort")?)?.filter(|s| !s.is_empty()),
         projection: owned(raw_args::opt_doc(cmd, c, "projection")?)?,
         skip: raw_args::opt_count(cmd, c, "skip")?.unwrap_or(0),

@@ -138,18 +138,8 @@ pub fn bind_let(spec: Option<&RawDocument>) -> Result<Variables, MongoError> {
     }
 }
 
-/// A write command's statements (`updates`, `deletes`), from the body's array or the
-/// document sequence of that name, each decoded on its own (the statement parsers take
-/// owned documents); the rest of the command stays raw.
-pub fn statements(
-    cmd: &Command<'_>,
-    command: &str,
-    field: &str,
-) -> Result<Vec<Document>, MongoError> {
-    owned(&raw_statements(cmd, command, field)?)
-}
-
-/// Owned copies of raw statements.
+/// Owned copies of raw statements (a write command's `deletes`: the statement parsers take
+/// owned documents; the rest of the command stays raw).
 pub fn owned(statements: &[&RawDocument]) -> Result<Vec<Document>, MongoError> {
     statements
         .iter()
@@ -158,6 +148,45 @@ pub fn owned(statements: &[&RawDocument]) -> Result<Vec<Document>, MongoError> {
                 .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
         })
         .collect()
+}
+
+/// An owned copy of `doc` without its field `skip`, which the caller reads raw (an update
+/// kept as sent); the rest decoded once, as `Document::try_from` decodes it.
+pub fn owned_except(doc: &RawDocument, skip: &str) -> Result<Document, MongoError> {
+    let invalid = |e: bson::raw::Error| MongoError::new(ErrorCode::InvalidBSON, e.to_string());
+    let mut out = Document::new();
+    for element in doc {
+        let (k, v) = element.map_err(invalid)?;
+        if k != skip {
+            out.insert(k, Bson::try_from(v).map_err(invalid)?);
+        }
+    }
+    Ok(out)
+}
+
+/// A filter decoded, a top-level name it gives twice read as mongod reads it (the `$and` of
+/// its elements, `shale_doc::filter_as_sent`) rather than kept at its last value.
+pub fn owned_filter(filter: &RawDocument) -> Result<Document, MongoError> {
+    match shale_doc::filter_as_sent(filter)? {
+        Some(and) => Ok(and),
+        None => Document::try_from(filter)
+            .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string())),
+    }
+}
+
+/// `doc`'s filter field `field` (decoded in `doc`, sent in `raw`) as `owned_filter` reads
+/// it, when it names a field twice.
+pub fn filter_as_sent(
+    doc: &mut Document,
+    raw: &RawDocument,
+    field: &str,
+) -> Result<(), MongoError> {
+    if let Some(RawBsonRef::Document(filter)) = crate::command::get(raw, field) {
+        if let Some(and) = shale_doc::filter_as_sent(filter)? {
+            doc.insert(field, and);
+        }
+    }
+    Ok(())
 }
 
 /// The statements of `field` as sent: the body's array of documents or the document
@@ -188,6 +217,25 @@ mod tests {
     use super::*;
     use crate::command::raw_of;
     use bson::doc;
+
+    #[test]
+    fn a_filter_naming_a_field_twice_is_not_collapsed() {
+        let mut q = bson::RawDocumentBuf::new();
+        q.append("a", 1);
+        q.append("a", 2);
+        let and = doc! {"$and": [{"a": 1}, {"a": 2}]};
+        assert_eq!(owned_filter(&q), Ok(and.clone()));
+        let once = raw_of(&doc! {"a": 1, "b": 2}).expect("raw");
+        assert_eq!(owned_filter(&once), Ok(doc! {"a": 1, "b": 2}));
+        let mut statement = bson::RawDocumentBuf::new();
+        statement.append("q", q);
+        statement.append("u", bson::RawDocumentBuf::new());
+        statement.append("multi", true);
+        let mut owned = owned_except(&statement, "u").expect("decodes");
+        assert_eq!(owned, doc! {"q": {"a": 2}, "multi": true});
+        filter_as_sent(&mut owned, &statement, "q").expect("reads");
+        assert_eq!(owned, doc! {"q": and, "multi": true});
+    }
 
     #[test]
     fn raw_fields_are_checked_as_the_owned_helpers_check_them() {

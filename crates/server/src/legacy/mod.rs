@@ -78,9 +78,9 @@ pub fn run_other(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option
             })
         }
         OpCode::KillCursors => OpKillCursors::decode(whole).map(|k| cursor_ops::kill(ctx, &k)),
-        OpCode::Insert => OpInsert::decode(whole).map(|m| writes::insert(ctx, &m)),
-        OpCode::Update => OpUpdate::decode(whole).map(|m| writes::update(ctx, &m)),
-        OpCode::Delete => OpDelete::decode(whole).map(|m| writes::delete(ctx, &m)),
+        OpCode::Insert => OpInsert::decode(whole).map(|m| writes::insert(ctx, m)),
+        OpCode::Update => OpUpdate::decode(whole).map(|m| writes::update(ctx, m)),
+        OpCode::Delete => OpDelete::decode(whole).map(|m| writes::delete(ctx, m)),
         other => Err(WireError::UnsupportedOpCode(other.as_i32())),
     };
     if let Err(e) = decoded {

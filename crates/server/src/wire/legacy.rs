@@ -1,10 +1,12 @@
 //! The legacy opcodes other than OP_QUERY, as mongod 3.6 read them: OP_GET_MORE (2005),
 //! OP_KILL_CURSORS (2007), and the fire-and-forget writes OP_INSERT (2002), OP_UPDATE
 //! (2001) and OP_DELETE (2006). Pure decoding of the bytes after the header: every count,
-//! string and document is bounds-checked, trailing bytes are refused, nothing panics.
+//! string and document is bounds-checked, trailing bytes are refused, nothing panics. The
+//! writes' documents are kept raw, as sent (validated, never decoded: a name given twice
+//! stays twice, as OP_MSG's documents do).
 
 use super::{Reader, WireError, HEADER_LEN};
-use bson::Document;
+use bson::RawDocumentBuf;
 
 /// OP_INSERT flag: keep inserting after a document fails.
 pub const INSERT_CONTINUE_ON_ERROR: u32 = 1;
@@ -43,8 +45,8 @@ pub struct OpInsert {
     pub flags: u32,
     /// `db.collection`.
     pub full_collection_name: String,
-    /// The documents to insert.
-    pub documents: Vec<Document>,
+    /// The documents to insert, as sent.
+    pub documents: Vec<RawDocumentBuf>,
 }
 
 /// A decoded OP_UPDATE.
@@ -54,10 +56,10 @@ pub struct OpUpdate {
     pub flags: u32,
     /// `db.collection`.
     pub full_collection_name: String,
-    /// Which documents.
-    pub selector: Document,
-    /// The update or replacement.
-    pub update: Document,
+    /// Which documents, as sent.
+    pub selector: RawDocumentBuf,
+    /// The update or replacement, as sent.
+    pub update: RawDocumentBuf,
 }
 
 /// A decoded OP_DELETE.
@@ -67,8 +69,8 @@ pub struct OpDelete {
     pub flags: u32,
     /// `db.collection`.
     pub full_collection_name: String,
-    /// Which documents.
-    pub selector: Document,
+    /// Which documents, as sent.
+    pub selector: RawDocumentBuf,
 }
 
 fn body(whole: &[u8]) -> Reader<'_> {
@@ -135,7 +137,7 @@ impl OpInsert {
         let full_collection_name = r.cstring("fullCollectionName")?.to_owned();
         let mut documents = Vec::new();
         while r.remaining() > 0 {
-            documents.push(r.document("documents")?);
+            documents.push(r.raw_document("documents")?);
         }
         if documents.is_empty() {
             return Err(WireError::Invalid("OP_INSERT carries no document".into()));
@@ -155,8 +157,8 @@ impl OpUpdate {
         r.i32("ZERO")?;
         let full_collection_name = r.cstring("fullCollectionName")?.to_owned();
         let flags = r.u32("flags")?;
-        let selector = r.document("selector")?;
-        let update = r.document("update")?;
+        let selector = r.raw_document("selector")?;
+        let update = r.raw_document("update")?;
         finish(&r, "OP_UPDATE")?;
         Ok(OpUpdate {
             flags,
@@ -174,7 +176,7 @@ impl OpDelete {
         r.i32("ZERO")?;
         let full_collection_name = r.cstring("fullCollectionName")?.to_owned();
         let flags = r.u32("flags")?;
-        let selector = r.document("selector")?;
+        let selector = r.raw_document("selector")?;
         finish(&r, "OP_DELETE")?;
         Ok(OpDelete {
             flags,
@@ -188,7 +190,7 @@ impl OpDelete {
 mod tests {
     use super::*;
     use crate::wire::{MsgHeader, OpCode};
-    use bson::doc;
+    use bson::{doc, Document};
 
     fn message(op: OpCode, payload: &[u8]) -> Vec<u8> {
         let mut m = Vec::new();
@@ -248,16 +250,37 @@ mod tests {
         u.extend(bytes(&doc! {"$set": {"b": 1}}));
         let up = OpUpdate::decode(&message(OpCode::Update, &u)).expect("decode");
         assert_eq!(up.flags, UPDATE_UPSERT | UPDATE_MULTI);
-        assert_eq!(up.update, doc! {"$set": {"b": 1}});
+        assert_eq!(up.update.as_bytes(), bytes(&doc! {"$set": {"b": 1}}));
         let mut d = 0i32.to_le_bytes().to_vec();
         d.extend_from_slice(b"db.c\0");
         d.extend_from_slice(&1u32.to_le_bytes());
         d.extend(bytes(&doc! {"a": 1}));
         let del = OpDelete::decode(&message(OpCode::Delete, &d)).expect("decode");
         assert_eq!(
-            (del.flags, del.selector),
-            (DELETE_SINGLE_REMOVE, doc! {"a": 1})
+            (del.flags, del.selector.as_bytes()),
+            (DELETE_SINGLE_REMOVE, bytes(&doc! {"a": 1}).as_slice())
         );
+    }
+
+    #[test]
+    fn the_writes_keep_their_documents_as_sent() {
+        // `{_id: 1, a: 1, a: 2}`: a name given twice, which a decoded document cannot hold.
+        let mut sent = bson::RawDocumentBuf::new();
+        sent.append("_id", 1);
+        sent.append("a", 1);
+        sent.append("a", 2);
+        let mut i = 0u32.to_le_bytes().to_vec();
+        i.extend_from_slice(b"db.c\0");
+        i.extend_from_slice(sent.as_bytes());
+        let ins = OpInsert::decode(&message(OpCode::Insert, &i)).expect("decode");
+        assert_eq!(ins.documents, vec![sent.clone()]);
+        let mut u = 0i32.to_le_bytes().to_vec();
+        u.extend_from_slice(b"db.c\0");
+        u.extend_from_slice(&0u32.to_le_bytes());
+        u.extend_from_slice(sent.as_bytes());
+        u.extend_from_slice(sent.as_bytes());
+        let up = OpUpdate::decode(&message(OpCode::Update, &u)).expect("decode");
+        assert_eq!((&up.selector, &up.update), (&sent, &sent));
     }
 
     #[test]
