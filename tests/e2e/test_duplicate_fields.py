@@ -18,7 +18,8 @@ collapsed silently:
   statements with IDL before any runs);
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
-- a filter that names a field twice is the AND of both conditions.
+- a filter that names a field twice is the AND of both conditions (find, count, distinct,
+  update/delete/findAndModify).
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -383,3 +384,16 @@ def test_a_filter_naming_a_field_twice_is_the_and_of_both(server, client):
         reply = command(conn, element("delete", "f"), array_element("deletes", statement))
         assert reply["ok"] == 1.0 and reply["n"] == 2, reply
     assert list(client.dup.f.find()) == [{"_id": 0, "a": 0}, {"_id": 3, "a": 3}]
+
+
+def test_count_and_distinct_read_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """`count`'s and `distinct`'s `query` as `find`'s filter: decoding kept only the last
+    condition (count 3 and values [0, 1, 2] instead of 2 and [1, 2])."""
+    client.dup.cd.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("count", "cd"), raw_element("query", both))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = command(conn, element("distinct", "cd"), element("key", "a"), raw_element("query", both))
+        assert reply["ok"] == 1.0 and sorted(reply["values"]) == [1, 2], reply
+
