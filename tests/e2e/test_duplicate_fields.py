@@ -19,7 +19,8 @@ collapsed silently:
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
 - a filter that names a field twice is the AND of both conditions (find, count, distinct,
-  update/delete/findAndModify).
+  update/delete/findAndModify), and so is a field's operator document that names an
+  operator twice (`{a: {$gt: 3, $gt: 1}}`).
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -396,4 +397,43 @@ def test_count_and_distinct_read_a_filter_naming_a_field_twice_as_the_and_of_bot
         assert reply["ok"] == 1.0 and reply["n"] == 2, reply
         reply = command(conn, element("distinct", "cd"), element("key", "a"), raw_element("query", both))
         assert reply["ok"] == 1.0 and sorted(reply["values"]) == [1, 2], reply
+
+
+def test_an_operator_given_twice_for_a_field_is_the_and_of_both(server, client):
+    """`{a: {$gt: 3, $gt: 1}}`: mongod's matcher parses every element of a field's operator
+    document, so both bounds hold; decoding kept the last (`a > 1`). Wherever filters go."""
+    client.dup.ops.insert_many([{"_id": i, "a": i} for i in range(5)])
+    gt_twice = document(element("$gt", 3), element("$gt", 1))
+    range_twice = document(element("$gte", 3), element("$lte", 4), element("$gte", 1))
+    filters = [
+        (document(raw_element("a", gt_twice)), [4]),
+        (document(raw_element("a", range_twice)), [3, 4]),
+        (document(array_element("$or", document(raw_element("a", gt_twice)), document(element("a", 0)))), [0, 4]),
+        (document(raw_element("a", gt_twice), element("a", {"$lt": 9})), [4]),
+    ]
+    with RawConnection(server.port) as conn:
+        for f, want in filters:
+            reply = command(conn, element("find", "ops"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
+            reply = command(conn, element("count", "ops"), raw_element("query", f))
+            assert reply["ok"] == 1.0 and reply["n"] == len(want), reply
+            reply = command(conn, element("distinct", "ops"), element("key", "_id"), raw_element("query", f))
+            assert reply["ok"] == 1.0 and sorted(reply["values"]) == want, reply
+
+        a_gt_3 = document(raw_element("a", gt_twice))
+        statement = document(raw_element("q", a_gt_3), element("u", {"$set": {"u": 1}}), element("multi", True))
+        reply = command(conn, element("update", "ops"), array_element("updates", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+        reply = command(
+            conn,
+            element("findAndModify", "ops"),
+            raw_element("query", a_gt_3),
+            element("update", {"$set": {"fam": 1}}),
+        )
+        assert reply["ok"] == 1.0 and reply["value"]["_id"] == 4, reply
+        statement = document(raw_element("q", a_gt_3), element("limit", 0))
+        reply = command(conn, element("delete", "ops"), array_element("deletes", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    assert [d["_id"] for d in client.dup.ops.find()] == [0, 1, 2, 3]
 
