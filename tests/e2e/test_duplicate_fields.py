@@ -19,8 +19,8 @@ collapsed silently:
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
 - a filter that names a field twice is the AND of both conditions (find, count, distinct,
-  update/delete/findAndModify), and so is a field's operator document that names an
-  operator twice (`{a: {$gt: 3, $gt: 1}}`).
+  update/delete/findAndModify, `$match`), and so is a field's operator document that names
+  an operator twice (`{a: {$gt: 3, $gt: 1}}`).
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -436,4 +436,18 @@ def test_an_operator_given_twice_for_a_field_is_the_and_of_both(server, client):
         reply = command(conn, element("delete", "ops"), array_element("deletes", statement))
         assert reply["ok"] == 1.0 and reply["n"] == 1, reply
     assert [d["_id"] for d in client.dup.ops.find()] == [0, 1, 2, 3]
+
+
+def test_match_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """An aggregate's `$match` as `find`'s filter, an operator given twice too; the decoded
+    pipeline kept the last condition ([0, 1, 2] instead of [1, 2])."""
+    client.dup.m.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    gt_twice = document(raw_element("a", document(element("$gt", 2), element("$gt", 0))))
+    with RawConnection(server.port) as conn:
+        for f, want in ((both, [1, 2]), (gt_twice, [3])):
+            pipeline = array_element("pipeline", document(raw_element("$match", f)), encode({"$sort": {"_id": 1}}))
+            reply = command(conn, element("aggregate", "m"), pipeline, element("cursor", {}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
 

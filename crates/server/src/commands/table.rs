@@ -148,7 +148,7 @@ pub(crate) static COMMANDS: &[Entry] = &[
     data("count", RawBody(query::count)),
     data("distinct", RawBody(query::distinct)),
     data("explain", Doc(query::explain)),
-    data("aggregate", Doc(aggregate::aggregate)),
+    data("aggregate", RawBody(aggregate::aggregate)),
     data("create", Doc(ddl::create)),
     data("collMod", Doc(coll_mod::coll_mod)),
     data("drop", Doc(ddl::drop)),
