@@ -19,8 +19,8 @@ collapsed silently:
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
 - a filter that names a field twice is the AND of both conditions (find, count, distinct,
-  update/delete/findAndModify, `$match`), and so is a field's operator document that names
-  an operator twice (`{a: {$gt: 3, $gt: 1}}`).
+  update/delete/findAndModify, `$match`, the legacy OP_QUERY), and so is a field's operator
+  document that names an operator twice (`{a: {$gt: 3, $gt: 1}}`).
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -30,7 +30,7 @@ from bson import encode
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
-from legacy_client import OP_INSERT, OP_UPDATE, LegacyClient
+from legacy_client import OP_INSERT, OP_QUERY, OP_UPDATE, LegacyClient
 from wire_client import OP_MSG, RawConnection, read_reply
 
 
@@ -451,3 +451,19 @@ def test_match_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server, cl
             assert reply["ok"] == 1.0, reply
             assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
 
+
+def test_op_query_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """A legacy OP_QUERY's filter, plain or wrapped in `$query`, as `find`'s; the decoder
+    kept the last condition."""
+    client.dup.lq.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    wrapped = document(raw_element("$query", both), element("$orderby", {"_id": 1}))
+    c = LegacyClient(server.port)
+    try:
+        for query in (both, wrapped):
+            body = struct.pack("<i", 0) + b"dup.lq\x00" + struct.pack("<ii", 0, 0) + query
+            reply = c.reply(c.raw(OP_QUERY, body))
+            assert reply.flags & 2 == 0, reply
+            assert sorted(d["_id"] for d in reply.docs) == [1, 2], reply
+    finally:
+        c.close()
