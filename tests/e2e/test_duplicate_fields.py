@@ -411,7 +411,8 @@ def test_an_operator_given_twice_for_a_field_is_the_and_of_both(server, client):
         (document(array_element("$or", document(raw_element("a", gt_twice)), document(element("a", 0)))), [0, 4]),
         (document(raw_element("a", gt_twice), element("a", {"$lt": 9})), [4]),
     ]
-    with RawConnection(server.port) as conn:
+
+    def check(conn: RawConnection) -> None:
         for f, want in filters:
             reply = command(conn, element("find", "ops"), raw_element("filter", f), element("sort", {"_id": 1}))
             assert reply["ok"] == 1.0, reply
@@ -420,6 +421,11 @@ def test_an_operator_given_twice_for_a_field_is_the_and_of_both(server, client):
             assert reply["ok"] == 1.0 and reply["n"] == len(want), reply
             reply = command(conn, element("distinct", "ops"), element("key", "_id"), raw_element("query", f))
             assert reply["ok"] == 1.0 and sorted(reply["values"]) == want, reply
+
+    with RawConnection(server.port) as conn:
+        check(conn)
+        client.dup.ops.create_index("a")
+        check(conn)  # the same answers through the index's bounds
 
         a_gt_3 = document(raw_element("a", gt_twice))
         statement = document(raw_element("q", a_gt_3), element("u", {"$set": {"u": 1}}), element("multi", True))
