@@ -18,7 +18,9 @@ collapsed silently:
   statements with IDL before any runs);
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
-- a filter that names a field twice is the AND of both conditions.
+- a filter that names a field twice is the AND of both conditions (find, count, distinct,
+  update/delete/findAndModify, `$match`, the legacy OP_QUERY), and so is a field's operator
+  document that names an operator twice (`{a: {$gt: 3, $gt: 1}}`).
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -28,7 +30,7 @@ from bson import encode
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
-from legacy_client import OP_INSERT, OP_UPDATE, LegacyClient
+from legacy_client import OP_INSERT, OP_QUERY, OP_UPDATE, LegacyClient
 from wire_client import OP_MSG, RawConnection, read_reply
 
 
@@ -383,3 +385,91 @@ def test_a_filter_naming_a_field_twice_is_the_and_of_both(server, client):
         reply = command(conn, element("delete", "f"), array_element("deletes", statement))
         assert reply["ok"] == 1.0 and reply["n"] == 2, reply
     assert list(client.dup.f.find()) == [{"_id": 0, "a": 0}, {"_id": 3, "a": 3}]
+
+
+def test_count_and_distinct_read_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """`count`'s and `distinct`'s `query` as `find`'s filter: decoding kept only the last
+    condition (count 3 and values [0, 1, 2] instead of 2 and [1, 2])."""
+    client.dup.cd.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("count", "cd"), raw_element("query", both))
+        assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = command(conn, element("distinct", "cd"), element("key", "a"), raw_element("query", both))
+        assert reply["ok"] == 1.0 and sorted(reply["values"]) == [1, 2], reply
+
+
+def test_an_operator_given_twice_for_a_field_is_the_and_of_both(server, client):
+    """`{a: {$gt: 3, $gt: 1}}`: mongod's matcher parses every element of a field's operator
+    document, so both bounds hold; decoding kept the last (`a > 1`). Wherever filters go."""
+    client.dup.ops.insert_many([{"_id": i, "a": i} for i in range(5)])
+    gt_twice = document(element("$gt", 3), element("$gt", 1))
+    range_twice = document(element("$gte", 3), element("$lte", 4), element("$gte", 1))
+    filters = [
+        (document(raw_element("a", gt_twice)), [4]),
+        (document(raw_element("a", range_twice)), [3, 4]),
+        (document(array_element("$or", document(raw_element("a", gt_twice)), document(element("a", 0)))), [0, 4]),
+        (document(raw_element("a", gt_twice), element("a", {"$lt": 9})), [4]),
+    ]
+
+    def check(conn: RawConnection) -> None:
+        for f, want in filters:
+            reply = command(conn, element("find", "ops"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
+            reply = command(conn, element("count", "ops"), raw_element("query", f))
+            assert reply["ok"] == 1.0 and reply["n"] == len(want), reply
+            reply = command(conn, element("distinct", "ops"), element("key", "_id"), raw_element("query", f))
+            assert reply["ok"] == 1.0 and sorted(reply["values"]) == want, reply
+
+    with RawConnection(server.port) as conn:
+        check(conn)
+        client.dup.ops.create_index("a")
+        check(conn)  # the same answers through the index's bounds
+
+        a_gt_3 = document(raw_element("a", gt_twice))
+        statement = document(raw_element("q", a_gt_3), element("u", {"$set": {"u": 1}}), element("multi", True))
+        reply = command(conn, element("update", "ops"), array_element("updates", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+        reply = command(
+            conn,
+            element("findAndModify", "ops"),
+            raw_element("query", a_gt_3),
+            element("update", {"$set": {"fam": 1}}),
+        )
+        assert reply["ok"] == 1.0 and reply["value"]["_id"] == 4, reply
+        statement = document(raw_element("q", a_gt_3), element("limit", 0))
+        reply = command(conn, element("delete", "ops"), array_element("deletes", statement))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    assert [d["_id"] for d in client.dup.ops.find()] == [0, 1, 2, 3]
+
+
+def test_match_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """An aggregate's `$match` as `find`'s filter, an operator given twice too; the decoded
+    pipeline kept the last condition ([0, 1, 2] instead of [1, 2])."""
+    client.dup.m.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    gt_twice = document(raw_element("a", document(element("$gt", 2), element("$gt", 0))))
+    with RawConnection(server.port) as conn:
+        for f, want in ((both, [1, 2]), (gt_twice, [3])):
+            pipeline = array_element("pipeline", document(raw_element("$match", f)), encode({"$sort": {"_id": 1}}))
+            reply = command(conn, element("aggregate", "m"), pipeline, element("cursor", {}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, reply
+
+
+def test_op_query_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server, client):
+    """A legacy OP_QUERY's filter, plain or wrapped in `$query`, as `find`'s; the decoder
+    kept the last condition."""
+    client.dup.lq.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    wrapped = document(raw_element("$query", both), element("$orderby", {"_id": 1}))
+    c = LegacyClient(server.port)
+    try:
+        for query in (both, wrapped):
+            body = struct.pack("<i", 0) + b"dup.lq\x00" + struct.pack("<ii", 0, 0) + query
+            reply = c.reply(c.raw(OP_QUERY, body))
+            assert reply.flags & 2 == 0, reply
+            assert sorted(d["_id"] for d in reply.docs) == [1, 2], reply
+    finally:
+        c.close()

@@ -26,7 +26,7 @@ pub use compare_raw::{compare_raw_documents, compare_raw_values};
 pub use depth::{check_depth, DepthError, MAX_STORAGE_DEPTH, MAX_WIRE_DEPTH};
 pub use error_code::ErrorCode;
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
-pub use matcher::{logical::filter_as_sent, Matcher};
+pub use matcher::{as_sent::filter_as_sent, Matcher};
 pub use mongo_error::MongoError;
 pub use projection::Projection;
 pub use update::render::type_name;

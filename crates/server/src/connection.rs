@@ -307,7 +307,14 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
                 let Some(db) = q.command_db() else {
                     return Some(legacy_reply(legacy::run_query(ctx, header.request_id, &q)));
                 };
-                let command = q.command();
+                let command = match q.command() {
+                    Ok(command) => command,
+                    Err(e) => {
+                        let failure =
+                            legacy::failure_reply(header.request_id, &legacy::wire_error(&e));
+                        return Some(legacy_reply(failure));
+                    }
+                };
                 let name = first_key(&command);
                 tracing::debug!(conn = ctx.connection_id, db, command = name, "command");
                 (dispatch(ctx, db, &command), name, OpCode::Query)

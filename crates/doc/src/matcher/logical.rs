@@ -1,37 +1,13 @@
 //! Logical operators: `$and`, `$or`, `$nor` (top level, over whole filters) and `$not` (per
 //! field, over that field's operators or a regex). Parsing checks MongoDB's argument rules;
 //! evaluation short-circuits and keeps the positional index of the branch that matched.
-//! A filter that names a field twice is read as the `$and` of its elements, as mongod reads
-//! it (`filter_as_sent`).
 
 use bson::raw::{RawBsonRef, RawDocument};
-use bson::{Bson, Document};
 
 use super::evaluation::RegexPred;
 use super::{bad_value, leaf, parse_filter, parse_operators, path::bson_error, Level, Node, Pred};
 use crate::variables::Variables;
 use crate::MongoError;
-
-/// A filter that names a top-level field twice (`{a: {$gte: 1}, a: {$lte: 2}}`) as the
-/// `$and` of its elements in order (`{$and: [{a: {$gte: 1}}, {a: {$lte: 2}}]}`), which is
-/// what mongod makes of it; `None` when no name repeats, and the decoded filter (which keeps
-/// only a repeated name's last value) is then exact. Allocates nothing when no name repeats:
-/// callers run it on every filter they decode.
-pub fn filter_as_sent(filter: &RawDocument) -> Result<Option<Document>, MongoError> {
-    if crate::update::first_repeat(filter).is_none() {
-        return Ok(None);
-    }
-    let mut clauses = Vec::new();
-    for element in filter {
-        let (name, value) = element.map_err(bson_error)?;
-        let mut clause = Document::new();
-        clause.insert(name, Bson::try_from(value).map_err(bson_error)?);
-        clauses.push(Bson::Document(clause));
-    }
-    let mut and = Document::new();
-    and.insert("$and", clauses);
-    Ok(Some(and))
-}
 
 /// `$and`/`$or`/`$nor` (`name` without the `$`): a non-empty array of filter documents.
 pub(crate) fn parse_tree(
@@ -125,11 +101,10 @@ pub(crate) fn eval_nor(children: &[Node], doc: &RawDocument) -> Result<bool, Mon
 
 #[cfg(test)]
 mod tests {
-    use super::filter_as_sent;
     use crate::error_code::ErrorCode;
     use crate::matcher::test_support::{check, raw};
     use crate::matcher::Matcher;
-    use bson::{doc, rawdoc};
+    use bson::doc;
 
     fn error(filter: bson::Document) -> String {
         let e = Matcher::parse(&raw(filter)).expect_err("filter is refused");
@@ -152,22 +127,6 @@ mod tests {
             doc! {"a": 1, "b": 2}
         ));
         assert!(check(doc! {"$nor": [{"a": 2}]}, doc! {}));
-    }
-
-    #[test]
-    fn a_name_given_twice_is_the_and_of_both() {
-        let mut twice = bson::RawDocumentBuf::new();
-        twice.append("a", rawdoc! {"$gte": 1});
-        twice.append("b", 0);
-        twice.append("a", rawdoc! {"$lte": 2});
-        let and = filter_as_sent(&twice).expect("reads").expect("a repeat");
-        assert_eq!(
-            and,
-            doc! {"$and": [{"a": {"$gte": 1}}, {"b": 0}, {"a": {"$lte": 2}}]}
-        );
-        assert!(check(and.clone(), doc! {"a": 2, "b": 0}));
-        assert!(!check(and, doc! {"a": 3, "b": 0}));
-        assert_eq!(filter_as_sent(&raw(doc! {"a": 1, "b": 2})), Ok(None));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `evaluation`, `array`) and `path` owns dotted-path lookup. It knows no storage and no wire.
 
 pub mod array;
+pub mod as_sent;
 mod collated;
 pub mod comparison;
 pub mod element;

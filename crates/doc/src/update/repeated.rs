@@ -47,7 +47,7 @@ fn names_before(doc: &RawDocument, n: usize) -> impl Iterator<Item = &str> {
 
 /// The first name `fields` gives a second time: pairwise for a few fields (no allocation),
 /// with a set past `PAIRWISE_FIELDS`. Also how a filter finds a repeated name
-/// (`matcher::filter_as_sent`).
+/// (`matcher::as_sent`).
 pub(crate) fn first_repeat(fields: &RawDocument) -> Option<&str> {
     let count = fields.into_iter().take(PAIRWISE_FIELDS + 1).count();
     if count <= PAIRWISE_FIELDS {

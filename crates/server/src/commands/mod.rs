@@ -31,7 +31,7 @@ mod listings;
 mod parameters;
 pub mod profile;
 mod query;
-mod raw_args;
+pub(crate) mod raw_args;
 mod repl_set;
 pub mod retryable_writes;
 mod roles;

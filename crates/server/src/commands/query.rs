@@ -262,11 +262,11 @@ pub fn kill_cursors(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandRe
     })
 }
 
-pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+/// `count`; its `query` read as sent (`raw_args::decoded_filter`), the rest decoded.
+pub fn count(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let body = cmd.doc()?;
     let ns = namespace(db, body, "count")?;
-    let filter = opt_doc(body, "count", "query")?
-        .cloned()
-        .unwrap_or_default();
+    let filter = raw_args::decoded_filter(cmd, "query", opt_doc(body, "count", "query")?)?;
     let skip = opt_count(body, "count", "skip")?.unwrap_or(0);
     // A negative limit means the same as its absolute value for count.
     let limit = opt_i64(body, "count", "limit")?
@@ -290,12 +290,12 @@ pub fn count(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     Ok(doc! { "n": n as i64 })
 }
 
-pub fn distinct(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+/// `distinct`; its `query` read as sent, as `count`'s.
+pub fn distinct(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let body = cmd.doc()?;
     let ns = namespace(db, body, "distinct")?;
     let key = req_str(body, "distinct", "key")?;
-    let filter = opt_doc(body, "distinct", "query")?
-        .cloned()
-        .unwrap_or_default();
+    let filter = raw_args::decoded_filter(cmd, "query", opt_doc(body, "distinct", "query")?)?;
     let vars = command_vars(body, "distinct")?;
     let values = match &ctx.txn {
         Some(t) => ctx.db.distinct_in(t, &ns, key, &filter, &vars)?,

@@ -189,6 +189,25 @@ pub fn filter_as_sent(
     Ok(())
 }
 
+/// A filter field a handler of the decoded body read (`decoded`, type-checked there) as
+/// sent in `cmd`: the `$and` of its elements when it names a field twice
+/// (`shale_doc::filter_as_sent`), else the decoded copy; empty when absent.
+pub fn decoded_filter(
+    cmd: &Command<'_>,
+    field: &str,
+    decoded: Option<&Document>,
+) -> Result<Document, MongoError> {
+    let Some(decoded) = decoded else {
+        return Ok(Document::new());
+    };
+    if let Some(RawBsonRef::Document(filter)) = cmd.get(field) {
+        if let Some(and) = shale_doc::filter_as_sent(filter)? {
+            return Ok(and);
+        }
+    }
+    Ok(decoded.clone())
+}
+
 /// The statements of `field` as sent: the body's array of documents or the document
 /// sequence of that name.
 pub fn raw_statements<'a>(
@@ -235,6 +254,28 @@ mod tests {
         assert_eq!(owned, doc! {"q": {"a": 2}, "multi": true});
         filter_as_sent(&mut owned, &statement, "q").expect("reads");
         assert_eq!(owned, doc! {"q": and, "multi": true});
+    }
+
+    #[test]
+    fn a_decoded_filter_field_is_read_as_sent() {
+        let mut q = bson::RawDocumentBuf::new();
+        q.append("a", 1);
+        q.append("a", 2);
+        let mut body = bson::RawDocumentBuf::new();
+        body.append("count", "c");
+        body.append("query", q);
+        let cmd = Command::new(&body, Vec::new());
+        let decoded = cmd.doc().expect("owned").get_document("query").ok();
+        assert_eq!(decoded, Some(&doc! {"a": 2}));
+        assert_eq!(
+            decoded_filter(&cmd, "query", decoded),
+            Ok(doc! {"$and": [{"a": 1}, {"a": 2}]})
+        );
+        assert_eq!(decoded_filter(&cmd, "query", None), Ok(doc! {}));
+        let once = raw_of(&doc! {"count": "c", "query": {"a": 1}}).expect("raw");
+        let cmd = Command::new(&once, Vec::new());
+        let decoded = cmd.doc().expect("owned").get_document("query").ok();
+        assert_eq!(decoded_filter(&cmd, "query", decoded), Ok(doc! {"a": 1}));
     }
 
     #[test]

@@ -8,10 +8,12 @@
 //! oplogReplay/noCursorTimeout cursors) is refused with a QueryFailure, never ignored.
 
 use super::{batch_reply, failure_of, failure_reply, failure_reply_parts, reply_raw};
+use crate::command::to_bson;
 use crate::commands::dispatch;
+use crate::commands::raw_args::owned_filter;
 use crate::wire::{encode_op_reply_docs, query_flags, reply_flags, OpQuery, ReplyHead};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocument};
 use shale_doc::matcher::element::bson_true_value;
 use shale_doc::{ErrorCode, MongoError};
 
@@ -112,18 +114,23 @@ fn check_flags(flags: u32) -> Result<(), MongoError> {
 
 /// Fills `find` from a plain filter or the wrapped form; true when `$explain` asks for the
 /// plan instead of the documents.
-fn unwrap_query(query: &Document, find: &mut Document) -> Result<bool, MongoError> {
+/// The filter is read as sent: a name it gives twice is the `$and` of both, as `find`'s
+/// (`raw_args::owned_filter`).
+fn unwrap_query(query: &RawDocument, find: &mut Document) -> Result<bool, MongoError> {
     let wrapped = ["query", "$query"]
         .iter()
         .find_map(|k| query.get_document(k).ok());
     let Some(filter) = wrapped else {
-        find.insert("filter", query.clone());
+        find.insert("filter", owned_filter(query)?);
         return Ok(false);
     };
-    find.insert("filter", filter.clone());
+    find.insert("filter", owned_filter(filter)?);
     let mut explain = false;
-    for (name, value) in query {
-        match name.as_str() {
+    for element in query {
+        let (name, value) =
+            element.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+        let value = &to_bson(value);
+        match name {
             "query" | "$query" | "$readPreference" | "$snapshot" => {}
             "orderby" | "$orderby" => {
                 find.insert("sort", object_option(name, value)?);
@@ -212,7 +219,7 @@ mod tests {
             full_collection_name: "db.c".into(),
             number_to_skip: skip,
             number_to_return: to_return,
-            query: q,
+            query: bson::RawDocumentBuf::from_document(&q).expect("raw"),
             fields: Some(doc! {"a": 1}),
         }
     }
@@ -242,6 +249,25 @@ mod tests {
         }
         let t = translate(&query(doc! {"query": {}, "orderby": {"a": 1}}, 0, -7)).expect("ok");
         assert_eq!(t.command.get_i64("limit").expect("limit"), 7);
+    }
+
+    #[test]
+    fn a_filter_naming_a_field_twice_is_the_and_of_both() {
+        let mut twice = bson::RawDocumentBuf::new();
+        twice.append("a", bson::rawdoc! {"$gte": 1});
+        twice.append("a", bson::rawdoc! {"$lte": 2});
+        let and = doc! {"$and": [{"a": {"$gte": 1}}, {"a": {"$lte": 2}}]};
+        let mut plain = query(doc! {}, 0, 0);
+        plain.query = twice.clone();
+        let t = translate(&plain).expect("ok");
+        assert_eq!(t.command.get_document("filter"), Ok(&and));
+        let mut wrapped = bson::RawDocumentBuf::new();
+        wrapped.append("$query", twice);
+        wrapped.append("$orderby", bson::rawdoc! {"a": 1});
+        plain.query = wrapped;
+        let t = translate(&plain).expect("ok");
+        assert_eq!(t.command.get_document("filter"), Ok(&and));
+        assert_eq!(t.command.get_document("sort"), Ok(&doc! {"a": 1}));
     }
 
     #[test]

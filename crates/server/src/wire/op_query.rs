@@ -3,7 +3,7 @@
 //! 1) to answer it, OP_GET_MORE too.
 
 use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN};
-use bson::Document;
+use bson::{Document, RawDocumentBuf};
 
 /// A decoded OP_QUERY.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,8 +16,9 @@ pub struct OpQuery {
     pub number_to_skip: i32,
     /// Documents to return (negative: one batch, then close).
     pub number_to_return: i32,
-    /// The query or command document.
-    pub query: Document,
+    /// The query or command document, raw as sent (checked as every received document is):
+    /// a filter in it may name a field twice, which a decoded document would collapse.
+    pub query: RawDocumentBuf,
     /// The projection (`returnFieldsSelector`), when the message carries one.
     pub fields: Option<Document>,
 }
@@ -69,7 +70,7 @@ impl OpQuery {
         let full_collection_name = r.cstring("fullCollectionName")?.to_owned();
         let number_to_skip = r.i32("numberToSkip")?;
         let number_to_return = r.i32("numberToReturn")?;
-        let query = r.document("query")?;
+        let query = r.raw_document("query")?;
         let fields = if r.remaining() > 0 {
             Some(r.document("returnFieldsSelector")?)
         } else {
@@ -96,12 +97,12 @@ impl OpQuery {
         self.full_collection_name.strip_suffix(".$cmd")
     }
 
-    /// The command document: legacy drivers may wrap it as `{$query: {...}, $readPreference}`.
-    pub fn command(&self) -> Document {
-        match self.query.get_document("$query") {
-            Ok(inner) => inner.clone(),
-            Err(_) => self.query.clone(),
-        }
+    /// The command document, decoded: legacy drivers may wrap it as
+    /// `{$query: {...}, $readPreference}`.
+    pub fn command(&self) -> Result<Document, WireError> {
+        let inner = self.query.get_document("$query").unwrap_or(&self.query);
+        Document::try_from(inner)
+            .map_err(|e| WireError::InvalidBson(format!("query: invalid BSON: {e}")))
     }
 }
 
@@ -184,6 +185,6 @@ mod tests {
         m.extend_from_slice(&payload);
         let q = OpQuery::decode(&m).expect("decode");
         assert_eq!(q.command_db(), Some("admin"));
-        assert_eq!(q.command(), doc! {"isMaster": 1});
+        assert_eq!(q.command(), Ok(doc! {"isMaster": 1}));
     }
 }
