@@ -3,7 +3,8 @@
 //! process's counters, the shale ÷ peer ratios, and the two printed tables. A peer's own
 //! settings and its way of running the phases stay in its file.
 
-use super::{mib, opt, Phase as ShalePhase, Progress};
+use super::print::{mib, opt};
+use super::{Phase as ShalePhase, Progress};
 use crate::report::{num, Table};
 use serde::Serialize;
 use shale_io::proc_io::{self, ProcIo};

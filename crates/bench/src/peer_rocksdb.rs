@@ -20,9 +20,8 @@
 //! include the compaction work the fill caused.
 
 use super::peer::{self, end_progress, PeerEnd, PeerPhase, PeerStart, Ratios};
-use super::{
-    mib, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED,
-};
+use super::print::mib;
+use super::{run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, FSYNC_MILLIS, SEED};
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use anyhow::{anyhow, Context, Result};
 use rocksdb::{

@@ -33,7 +33,8 @@
 //! of shale's closing checkpoint.
 
 use super::peer::{self, end_progress, PeerEnd, PeerPhase, PeerStart, Ratios};
-use super::{mib, run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, SEED};
+use super::print::mib;
+use super::{run_readers, Params, Phase as ShalePhase, Progress, BATCH_PUTS, SEED};
 use crate::keyspace::{self, Permutation, ValuePool, KEY_BYTES};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{ffi, Connection, OptionalExtension};
