@@ -473,3 +473,34 @@ def test_op_query_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server,
             assert sorted(d["_id"] for d in reply.docs) == [1, 2], reply
     finally:
         c.close()
+
+
+def test_explain_reads_its_commands_filter_as_the_command_does(server, client):
+    """`explain` of find, count, distinct, update, delete, findAndModify and aggregate: the
+    inner command's filter is read as sent, a field named twice the AND of both, as the
+    command itself reads it; the decoded inner command kept the last condition."""
+    client.dup.ex.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    parsed = {"$and": [{"a": {"$gte": 1}}, {"a": {"$lte": 2}}]}
+    statement = document(raw_element("q", both), element("u", {"$set": {"u": 1}}))
+    deletion = document(raw_element("q", both), element("limit", 0))
+    match = array_element("pipeline", document(raw_element("$match", both)))
+    inner = {
+        "find": document(element("find", "ex"), raw_element("filter", both)),
+        "count": document(element("count", "ex"), raw_element("query", both)),
+        "distinct": document(element("distinct", "ex"), element("key", "a"), raw_element("query", both)),
+        "update": document(element("update", "ex"), array_element("updates", statement)),
+        "delete": document(element("delete", "ex"), array_element("deletes", deletion)),
+        "findAndModify": document(
+            element("findAndModify", "ex"), raw_element("query", both), element("remove", True)
+        ),
+        "aggregate": document(element("aggregate", "ex"), match, element("cursor", {})),
+    }
+    with RawConnection(server.port) as conn:
+        for name, body in inner.items():
+            reply = command(conn, raw_element("explain", body), element("verbosity", "executionStats"))
+            assert reply["ok"] == 1.0, (name, reply)
+            assert reply["queryPlanner"]["parsedQuery"] == parsed, (name, reply)
+            if name in ("find", "count", "distinct"):
+                assert reply["executionStats"]["nReturned"] == 2, (name, reply)
+    assert client.dup.ex.count_documents({}) == 4  # explain ran no write

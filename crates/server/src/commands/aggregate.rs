@@ -62,6 +62,24 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandRes
     reply(ctx, &ns.to_string(), results, cursor)
 }
 
+/// `explain` of an `aggregate` on a collection: the plan `explain: true` shows, its
+/// `$match` stages read as sent, as the command reads them.
+pub fn explain_inner(ctx: &ConnectionCtx, db: &str, inner: &Command<'_>) -> CommandResult {
+    let body = inner.doc()?;
+    let mut stages = pipeline(body)?;
+    matches_as_sent(inner, &mut stages)?;
+    let ns = namespace(db, body, "aggregate")?;
+    if change_stream::leads(&stages)? || coll_stats_stage::leads(&stages)? {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of this pipeline's first stage is not supported",
+        ));
+    }
+    let vars = command_vars(body, "aggregate")?;
+    ctx.db
+        .explain_aggregate(&ns, &stages, opt_hint(body)?, &vars)
+}
+
 /// `{aggregate: 1}`: a pipeline led by `$listLocalSessions` (served here, from the session
 /// table), by `$currentOp` (from the registry of operations in flight) or by `$documents`
 /// (served by the database); any other first stage needs a
