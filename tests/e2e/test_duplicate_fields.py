@@ -504,3 +504,41 @@ def test_explain_reads_its_commands_filter_as_the_command_does(server, client):
             if name in ("find", "count", "distinct"):
                 assert reply["executionStats"]["nReturned"] == 2, (name, reply)
     assert client.dup.ex.count_documents({}) == 4  # explain ran no write
+
+
+def legacy_command(c: LegacyClient, db: str, cmd: bytes, wrapped: bool = False) -> dict:
+    """A command sent as an OP_QUERY on `<db>.$cmd`, its bytes as given."""
+    if wrapped:
+        cmd = document(raw_element("$query", cmd), element("$readPreference", {"mode": "primary"}))
+    body = struct.pack("<i", 0) + f"{db}.$cmd".encode() + b"\x00" + struct.pack("<ii", 0, -1) + cmd
+    reply = c.reply(c.raw(OP_QUERY, body))
+    assert len(reply.docs) == 1, reply
+    return reply.docs[0]
+
+
+def test_commands_over_op_query_read_repeats_as_over_op_msg(server, client):
+    """A command sent over the legacy OP_QUERY on `<db>.$cmd` reaches the handlers as sent,
+    as an OP_MSG body does: a filter naming a field twice is the AND of both, a command
+    field given twice is mongod's IDL refusal (40413). Decoded, both kept the last value."""
+    client.dup.oq.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    find = document(element("find", "oq"), raw_element("filter", both), element("sort", {"_id": 1}))
+    count = document(element("count", "oq"), raw_element("query", both))
+    twice = document(
+        element("insert", "oq"), array_element("documents", encode({"_id": 9})),
+        element("ordered", True), element("ordered", False),
+    )
+    c = LegacyClient(server.port)
+    try:
+        for wrapped in (False, True):
+            reply = legacy_command(c, "dup", find, wrapped)
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [1, 2], reply
+            reply = legacy_command(c, "dup", count, wrapped)
+            assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = legacy_command(c, "dup", twice)
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert "insert.ordered" in reply["errmsg"], reply
+    finally:
+        c.close()
+    assert client.dup.oq.count_documents({}) == 4
