@@ -542,3 +542,32 @@ def test_commands_over_op_query_read_repeats_as_over_op_msg(server, client):
     finally:
         c.close()
     assert client.dup.oq.count_documents({}) == 4
+
+
+def test_repeats_inside_not_and_elem_match_are_the_and_of_all(server, client):
+    """mongod parses every element of `$not`'s operator document and of `$elemMatch`'s
+    argument, in both forms: each is the AND of all its elements. Decoded, the last of a
+    repeated name was kept."""
+    client.dup.ne.insert_many([
+        {"_id": 0, "a": 3, "arr": [3, 0], "objs": [{"x": 1}, {"x": 2}]},
+        {"_id": 1, "a": 9, "arr": [3, 6], "objs": [{"x": [1, 2]}]},
+    ])
+    gt_twice = document(element("$gt", 1), element("$gt", 5))
+    x_twice = document(element("x", 1), element("x", 2))
+    filters = [
+        # NOT(a > 1 AND a > 5): a = 3 only (decoded: NOT(a > 5), the same here) ...
+        (document(raw_element("a", document(raw_element("$not", gt_twice)))), [0]),
+        # ... and NOT(a > 5 AND a < 4) holds for both (decoded: NOT(a < 4), only 9).
+        (document(raw_element("a", document(raw_element("$not", document(
+            element("$gt", 5), element("$lt", 4), element("$gt", 0)))))), [0, 1]),
+        # One element > 4, < 9 and > 0: only [3, 6] (decoded: 0 < e < 9, both).
+        (document(raw_element("arr", document(raw_element("$elemMatch", document(
+            element("$gt", 4), element("$lt", 9), element("$gt", 0)))))), [1]),
+        # One element whose x is 1 and 2: only an array holding both.
+        (document(raw_element("objs", document(raw_element("$elemMatch", x_twice)))), [1]),
+    ]
+    with RawConnection(server.port) as conn:
+        for f, want in filters:
+            reply = command(conn, element("find", "ne"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)

@@ -1,0 +1,257 @@
+//! A field's operator document read as sent, for `as_sent.rs`: mongod's matcher parses every
+//! element of it, and of the operator documents below it (`$not`'s, `$elemMatch`'s), so an
+//! operator given twice is the AND of both. Here such a document becomes filter clauses
+//! whose AND means the same, each one a `bson::Document` can hold. It never judges: what the
+//! matcher refuses in the document sent, it still refuses in what this writes.
+//!
+//! - Operators split into runs that name none twice (`{$gt: 3, $gt: 1}` is `{a: {$gt: 3}}`
+//!   and `{a: {$gt: 1}}`).
+//! - `$not` whose document repeats a name: `{a: {$not: X}}` is `{$nor: [{a: X}]}`, X read
+//!   as sent.
+//! - `$elemMatch`: the document form's filter read as sent (`as_sent::level`); the value
+//!   form's operators, which one element must all satisfy, nested as `{op1, $not: {$not:
+//!   {op2}}}` (NOT NOT is the same test of the same element).
+
+use bson::raw::{RawBsonRef, RawDocument};
+use bson::{doc, Bson, Document};
+
+use super::array::is_value_form;
+use super::as_sent::{level, repeats};
+use super::{is_operator_document, path::bson_error};
+use crate::update::first_repeat;
+use crate::MongoError;
+
+/// Whether a field's operator document must be rewritten: it names an operator twice, or a
+/// `$not` or `$elemMatch` below it repeats a name.
+pub(super) fn ops_repeat(ops: &RawDocument) -> Result<bool, MongoError> {
+    if first_repeat(ops).is_some() {
+        return Ok(true);
+    }
+    for element in ops {
+        let (op, arg) = element.map_err(bson_error)?;
+        if let RawBsonRef::Document(sub) = arg {
+            if argument_repeats(op, sub)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `$not`'s operator document or `$elemMatch`'s argument repeats a name below it.
+fn argument_repeats(op: &str, sub: &RawDocument) -> Result<bool, MongoError> {
+    match op {
+        "$not" => Ok(is_operator_document(sub)? && ops_repeat(sub)?),
+        "$elemMatch" if is_value_form(sub)? => ops_repeat(sub),
+        "$elemMatch" => repeats(sub),
+        _ => Ok(false),
+    }
+}
+
+/// `{name: ops}` as clauses whose AND is what mongod's matcher reads in it: `(name,
+/// operators)` runs and `("$nor", [...])` for a `$not` that repeats a name.
+pub(super) fn field_clauses(
+    name: &str,
+    ops: &RawDocument,
+) -> Result<Vec<(String, Bson)>, MongoError> {
+    let mut clauses = Vec::new();
+    let mut run = Document::new();
+    for element in ops {
+        let (op, arg) = element.map_err(bson_error)?;
+        if let RawBsonRef::Document(sub) = arg {
+            if op == "$not" && argument_repeats(op, sub)? {
+                let negated = all_of(field_clauses(name, sub)?);
+                clauses.push((
+                    "$nor".to_owned(),
+                    Bson::Array(vec![Bson::Document(negated)]),
+                ));
+                continue;
+            }
+        }
+        if run.contains_key(op) {
+            clauses.push((name.to_owned(), Bson::Document(std::mem::take(&mut run))));
+        }
+        run.insert(op, argument(op, arg)?);
+    }
+    if !run.is_empty() {
+        clauses.push((name.to_owned(), Bson::Document(run)));
+    }
+    Ok(clauses)
+}
+
+/// Clauses as one filter: the clause itself when there is one, else their `$and`.
+fn all_of(clauses: Vec<(String, Bson)>) -> Document {
+    let mut clauses: Vec<Document> = clauses
+        .into_iter()
+        .map(|(name, value)| {
+            let mut clause = Document::new();
+            clause.insert(name, value);
+            clause
+        })
+        .collect();
+    if clauses.len() == 1 {
+        if let Some(only) = clauses.pop() {
+            return only;
+        }
+    }
+    doc! {"$and": clauses}
+}
+
+/// An operator's argument decoded, what repeats below a `$not` or `$elemMatch` read as
+/// sent.
+fn argument(op: &str, arg: RawBsonRef<'_>) -> Result<Bson, MongoError> {
+    let RawBsonRef::Document(sub) = arg else {
+        return Bson::try_from(arg).map_err(bson_error);
+    };
+    if !argument_repeats(op, sub)? {
+        return Bson::try_from(arg).map_err(bson_error);
+    }
+    Ok(match op {
+        "$elemMatch" if !is_value_form(sub)? => Bson::Document(level(sub)?),
+        _ => match value_ops(sub)? {
+            Some(ops) => Bson::Document(ops),
+            None => Bson::try_from(arg).map_err(bson_error)?,
+        },
+    })
+}
+
+/// An operator document that tests one value (`$elemMatch`'s value form, a `$not` inside
+/// it) as one document meaning the AND of all its elements: runs that name no operator
+/// twice nested as `{run1, $not: {$not: {run2, ...}}}`. `None` when two runs would each
+/// need a `$not` of their own, which no document can hold: the decoded document, keeping
+/// a name's last value, stays (docs/compat.md).
+fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
+    let mut runs = vec![Document::new()];
+    for element in ops {
+        let (op, arg) = element.map_err(bson_error)?;
+        let value = argument(op, arg)?;
+        let full = runs.last().is_some_and(|run| run.contains_key(op));
+        if full {
+            runs.push(Document::new());
+        }
+        if let Some(run) = runs.last_mut() {
+            run.insert(op, value);
+        }
+    }
+    // Every run but the last needs its `$not` key for the next.
+    let (last, rest) = match runs.split_last() {
+        Some(split) => split,
+        None => return Ok(Some(Document::new())),
+    };
+    if rest.iter().any(|run| run.contains_key("$not")) {
+        return Ok(None);
+    }
+    let mut nested = last.clone();
+    for run in rest.iter().rev() {
+        let mut outer = run.clone();
+        outer.insert("$not", doc! {"$not": nested});
+        nested = outer;
+    }
+    Ok(Some(nested))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::matcher::as_sent::filter_as_sent;
+    use crate::matcher::test_support::check;
+    use bson::{doc, Bson, Document, RawBson, RawDocumentBuf};
+
+    /// A document of `elements` in order, names repeating as given.
+    fn fields(elements: &[(&str, Bson)]) -> RawDocumentBuf {
+        let mut out = RawDocumentBuf::new();
+        for (name, value) in elements {
+            out.append(
+                *name,
+                RawBson::try_from(value.clone()).expect("a raw value"),
+            );
+        }
+        out
+    }
+
+    fn on(name: &str, ops: RawDocumentBuf) -> RawDocumentBuf {
+        let mut filter = RawDocumentBuf::new();
+        filter.append(name, ops);
+        filter
+    }
+
+    fn read(filter: &RawDocumentBuf) -> Document {
+        filter_as_sent(filter).expect("reads").expect("a repeat")
+    }
+
+    fn gt_twice() -> RawDocumentBuf {
+        fields(&[("$gt", 1.into()), ("$gt", 5.into())])
+    }
+
+    #[test]
+    fn a_not_of_operators_given_twice_negates_them_all() {
+        let mut not = RawDocumentBuf::new();
+        not.append("$not", gt_twice());
+        // Decoded, `$not` kept `$gt: 5` only.
+        let read = read(&on("a", not));
+        assert_eq!(
+            read,
+            doc! {"$and": [{"$nor": [{"$and": [{"a": {"$gt": 1}}, {"a": {"$gt": 5}}]}]}]}
+        );
+        assert!(check(read.clone(), doc! {"a": 3}));
+        assert!(check(read.clone(), doc! {}));
+        assert!(!check(read, doc! {"a": 9}));
+    }
+
+    #[test]
+    fn elem_match_reads_every_element_of_both_forms() {
+        let mut object = RawDocumentBuf::new();
+        object.append("x", 1);
+        object.append("x", 2);
+        let mut ops = RawDocumentBuf::new();
+        ops.append("$elemMatch", object);
+        let read_object = read(&on("arr", ops));
+        assert_eq!(
+            read_object,
+            doc! {"arr": {"$elemMatch": {"$and": [{"x": 1}, {"x": 2}]}}}
+        );
+        assert!(!check(read_object.clone(), doc! {"arr": [{"x": 2}]}));
+        assert!(check(read_object, doc! {"arr": [{"x": [1, 2]}]}));
+
+        let mut ops = RawDocumentBuf::new();
+        ops.append("$elemMatch", gt_twice());
+        let read_value = read(&on("arr", ops));
+        assert_eq!(
+            read_value,
+            doc! {"arr": {"$elemMatch": {"$gt": 1, "$not": {"$not": {"$gt": 5}}}}}
+        );
+        assert!(!check(read_value.clone(), doc! {"arr": [3, 0]}));
+        assert!(check(read_value, doc! {"arr": [3, 6]}));
+    }
+
+    #[test]
+    fn a_not_inside_the_value_form_reads_as_sent() {
+        let mut not = RawDocumentBuf::new();
+        not.append("$not", gt_twice());
+        let mut ops = RawDocumentBuf::new();
+        ops.append("$elemMatch", not);
+        let read = read(&on("arr", ops));
+        assert_eq!(
+            read,
+            doc! {"arr": {"$elemMatch": {"$not": {"$gt": 1, "$not": {"$not": {"$gt": 5}}}}}}
+        );
+        assert!(check(read.clone(), doc! {"arr": [9, 3]}));
+        assert!(!check(read, doc! {"arr": [9]}));
+    }
+
+    #[test]
+    fn two_nots_in_two_runs_of_one_value_keep_the_decoded_form() {
+        let not_gt = |n: i32| Bson::Document(doc! {"$gt": n});
+        let ops = fields(&[("$not", not_gt(1)), ("$lt", 9.into()), ("$not", not_gt(5))]);
+        let mut elem = RawDocumentBuf::new();
+        elem.append("$elemMatch", ops);
+        // Still a rewrite of what else repeats, never a refusal.
+        let mut filter = on("arr", elem);
+        filter.append("b", 1);
+        assert_eq!(
+            filter_as_sent(&filter),
+            Ok(Some(
+                doc! {"arr": {"$elemMatch": {"$not": {"$gt": 5}, "$lt": 9}}, "b": 1}
+            ))
+        );
+    }
+}
