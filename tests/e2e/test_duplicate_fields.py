@@ -571,3 +571,26 @@ def test_repeats_inside_not_and_elem_match_are_the_and_of_all(server, client):
             reply = command(conn, element("find", "ne"), raw_element("filter", f), element("sort", {"_id": 1}))
             assert reply["ok"] == 1.0, reply
             assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)
+
+
+def test_match_inside_facet_lookup_and_union_with_is_read_as_sent(server, client):
+    """A `$match` in the pipelines of `$facet`, `$lookup` and `$unionWith` as the top-level
+    `$match`: a field named twice is the AND of both (decoded: the last, [0, 1, 2])."""
+    client.dup.fm.insert_many([{"_id": i, "a": i} for i in range(4)])
+    client.dup.fo.insert_one({"_id": "one"})
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    stages = (document(raw_element("$match", both)), encode({"$project": {"_id": 1}}))
+    inner = array_element("pipeline", *stages)
+    facet = document(raw_element("$facet", document(array_element("m", *stages))))
+    lookup = document(raw_element("$lookup", document(element("from", "fm"), element("as", "j"), inner)))
+    union = document(raw_element("$unionWith", document(element("coll", "fm"), inner)))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("aggregate", "fm"), array_element("pipeline", facet), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(d["_id"] for d in reply["cursor"]["firstBatch"][0]["m"]) == [1, 2], reply
+        reply = command(conn, element("aggregate", "fo"), array_element("pipeline", lookup), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(d["_id"] for d in reply["cursor"]["firstBatch"][0]["j"]) == [1, 2], reply
+        reply = command(conn, element("aggregate", "fo"), array_element("pipeline", union), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(str(d["_id"]) for d in reply["cursor"]["firstBatch"]) == ["1", "2", "one"], reply
