@@ -594,3 +594,22 @@ def test_match_inside_facet_lookup_and_union_with_is_read_as_sent(server, client
         reply = command(conn, element("aggregate", "fo"), array_element("pipeline", union), element("cursor", {}))
         assert reply["ok"] == 1.0, reply
         assert sorted(str(d["_id"]) for d in reply["cursor"]["firstBatch"]) == ["1", "2", "one"], reply
+
+
+def test_a_repeated_regex_is_read_as_mongod_reads_it(server, client):
+    """mongod reads every `$regex` of an operator document with the document's last pattern
+    and its options (`parseRegexDocument`): `{$regex: "^a", $regex: "^b"}` is `^b`; options
+    given twice are refused (51075). Split into runs, each pattern was its own condition."""
+    client.dup.rx.insert_many([{"_id": 0, "s": "ab"}, {"_id": 1, "s": "bc"}, {"_id": 2, "s": "Bc"}])
+    last = document(raw_element("s", document(element("$regex", "^a"), element("$regex", "^b"))))
+    with_options = document(raw_element("s", document(
+        element("$regex", "^a"), element("$options", "i"), element("$regex", "^b"))))
+    options_twice = document(raw_element("s", document(
+        element("$regex", "^b"), element("$options", "i"), element("$options", "m"))))
+    with RawConnection(server.port) as conn:
+        for f, want in ((last, [1]), (with_options, [1, 2])):
+            reply = command(conn, element("find", "rx"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)
+        reply = command(conn, element("find", "rx"), raw_element("filter", options_twice))
+        assert reply["ok"] == 0.0 and reply["code"] == 51075, reply

@@ -11,9 +11,13 @@
 //! - `$elemMatch`: the document form's filter read as sent (`as_sent::level`); the value
 //!   form's operators, which one element must all satisfy, nested as `{op1, $not: {$not:
 //!   {op2}}}` (NOT NOT is the same test of the same element).
+//! - `$regex`/`$options`: mongod parses every `$regex` from the whole operator document
+//!   (`parseRegexDocument`: the last pattern, options from the last `$options` or a
+//!   pattern's flags, options given twice refused), so all of them become one
+//!   `{$regex, $options}` that the matcher reads the same way, refusals included.
 
 use bson::raw::{RawBsonRef, RawDocument};
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, Regex};
 
 use super::array::is_value_form;
 use super::as_sent::{level, repeats};
@@ -48,16 +52,26 @@ fn argument_repeats(op: &str, sub: &RawDocument) -> Result<bool, MongoError> {
     }
 }
 
+fn is_regex_part(op: &str) -> bool {
+    matches!(op, "$regex" | "$options")
+}
+
 /// `{name: ops}` as clauses whose AND is what mongod's matcher reads in it: `(name,
-/// operators)` runs and `("$nor", [...])` for a `$not` that repeats a name.
+/// operators)` runs, `("$nor", [...])` for a `$not` that repeats a name, and one run of the
+/// `$regex`/`$options` parts.
 pub(super) fn field_clauses(
     name: &str,
     ops: &RawDocument,
 ) -> Result<Vec<(String, Bson)>, MongoError> {
     let mut clauses = Vec::new();
     let mut run = Document::new();
+    let mut regex_parts = Vec::new();
     for element in ops {
         let (op, arg) = element.map_err(bson_error)?;
+        if is_regex_part(op) {
+            regex_parts.push((op, arg));
+            continue;
+        }
         if let RawBsonRef::Document(sub) = arg {
             if op == "$not" && argument_repeats(op, sub)? {
                 let negated = all_of(field_clauses(name, sub)?);
@@ -75,6 +89,9 @@ pub(super) fn field_clauses(
     }
     if !run.is_empty() {
         clauses.push((name.to_owned(), Bson::Document(run)));
+    }
+    if !regex_parts.is_empty() {
+        clauses.push((name.to_owned(), Bson::Document(regex_run(&regex_parts)?)));
     }
     Ok(clauses)
 }
@@ -122,8 +139,13 @@ fn argument(op: &str, arg: RawBsonRef<'_>) -> Result<Bson, MongoError> {
 /// a name's last value, stays (docs/compat.md).
 fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
     let mut runs = vec![Document::new()];
+    let mut regex_parts = Vec::new();
     for element in ops {
         let (op, arg) = element.map_err(bson_error)?;
+        if is_regex_part(op) {
+            regex_parts.push((op, arg));
+            continue;
+        }
         let value = argument(op, arg)?;
         let full = runs.last().is_some_and(|run| run.contains_key(op));
         if full {
@@ -131,6 +153,11 @@ fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
         }
         if let Some(run) = runs.last_mut() {
             run.insert(op, value);
+        }
+    }
+    if !regex_parts.is_empty() {
+        if let Some(first) = runs.first_mut() {
+            first.extend(regex_run(&regex_parts)?);
         }
     }
     // Every run but the last needs its `$not` key for the next.
@@ -148,6 +175,53 @@ fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
         nested = outer;
     }
     Ok(Some(nested))
+}
+
+/// The `$regex`/`$options` elements of one operator document as the single `{$regex,
+/// $options}` the matcher reads as it reads all of them (`parseRegexDocument`: the last
+/// pattern; the options of the last `$options` or of a pattern with flags; options given
+/// twice refused, 51074 or 51075). Where a part is refused, a document with the refused
+/// part, for the matcher to refuse.
+fn regex_run(parts: &[(&str, RawBsonRef<'_>)]) -> Result<Document, MongoError> {
+    let raw = |v: RawBsonRef<'_>| Bson::try_from(v).map_err(bson_error);
+    if !parts.iter().any(|(op, _)| *op == "$regex") {
+        // `$options` alone: refused by the matcher ("$options needs a $regex").
+        return match parts.first() {
+            Some(&(op, value)) => Ok(doc! {op: raw(value)?}),
+            None => Ok(Document::new()),
+        };
+    }
+    let mut pattern = String::new();
+    let mut options = String::new();
+    for &(op, value) in parts {
+        match (op, value) {
+            ("$regex", RawBsonRef::String(p)) => pattern = p.to_owned(),
+            ("$regex", RawBsonRef::RegularExpression(re)) => {
+                pattern = re.pattern.to_owned();
+                if !re.options.is_empty() {
+                    if !options.is_empty() {
+                        return Ok(doc! {"$options": options, "$regex": raw(value)?});
+                    }
+                    options = re.options.to_owned();
+                }
+            }
+            ("$options", RawBsonRef::String(o)) => {
+                if !options.is_empty() {
+                    let flagged = Regex { pattern, options };
+                    return Ok(doc! {"$regex": flagged, "$options": o});
+                }
+                options = o.to_owned();
+            }
+            // Not a string or a pattern: refused by the matcher as sent.
+            _ if op == "$regex" => return Ok(doc! {"$regex": raw(value)?}),
+            _ => return Ok(doc! {"$regex": pattern, "$options": raw(value)?}),
+        }
+    }
+    let mut out = doc! {"$regex": pattern};
+    if !options.is_empty() {
+        out.insert("$options", options);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -253,5 +327,53 @@ mod tests {
                 doc! {"arr": {"$elemMatch": {"$not": {"$gt": 5}, "$lt": 9}}, "b": 1}
             ))
         );
+    }
+
+    #[test]
+    fn regex_parts_are_read_as_mongod_reads_them() {
+        let regex = |elements: &[(&str, Bson)]| read(&on("s", fields(elements)));
+        let re = |p: &str, o: &str| {
+            Bson::RegularExpression(bson::Regex {
+                pattern: p.to_owned(),
+                options: o.to_owned(),
+            })
+        };
+        // The last pattern, once.
+        let last = regex(&[("$regex", "^a".into()), ("$regex", "^b".into())]);
+        assert_eq!(last, doc! {"s": {"$regex": "^b"}});
+        assert!(check(last.clone(), doc! {"s": "bc"}));
+        assert!(!check(last, doc! {"s": "ab"}));
+        // The options of a pattern's flags survive a later pattern without.
+        let flagged = regex(&[("$regex", re("^a", "i")), ("$regex", "^b".into())]);
+        assert_eq!(flagged, doc! {"s": {"$regex": "^b", "$options": "i"}});
+        assert!(check(flagged, doc! {"s": "Bc"}));
+        // Kept beside the pattern when another operator repeats between them.
+        let split = regex(&[
+            ("$regex", "^a".into()),
+            ("$ne", "ax".into()),
+            ("$ne", "ay".into()),
+            ("$options", "i".into()),
+        ]);
+        assert!(check(split.clone(), doc! {"s": "Ab"}));
+        assert!(!check(split, doc! {"s": "ay"}));
+        // Options given twice: refused as mongod refuses them.
+        let twice = regex(&[
+            ("$regex", "^a".into()),
+            ("$options", "i".into()),
+            ("$options", "m".into()),
+        ]);
+        let code = crate::Matcher::parse(&crate::matcher::test_support::raw(twice))
+            .expect_err("refused")
+            .code;
+        assert_eq!(code, crate::ErrorCode::Location51075);
+        let flags_then_options = regex(&[
+            ("$options", "m".into()),
+            ("$options", "x".into()),
+            ("$regex", re("^a", "i")),
+        ]);
+        let code = crate::Matcher::parse(&crate::matcher::test_support::raw(flags_then_options))
+            .expect_err("refused")
+            .code;
+        assert_eq!(code, crate::ErrorCode::Location51075);
     }
 }
