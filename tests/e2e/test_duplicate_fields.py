@@ -563,6 +563,9 @@ def test_repeats_inside_not_and_elem_match_are_the_and_of_all(server, client):
         # One element > 4, < 9 and > 0: only [3, 6] (decoded: 0 < e < 9, both).
         (document(raw_element("arr", document(raw_element("$elemMatch", document(
             element("$gt", 4), element("$lt", 9), element("$gt", 0)))))), [1]),
+        # One element <= 7, < 2 and < 9: only [3, 0] (decoded: <= 7 and < 9, both).
+        (document(raw_element("arr", document(raw_element("$elemMatch", document(
+            element("$not", {"$gt": 7}), element("$lt", 2), element("$lt", 9)))))), [0]),
         # One element whose x is 1 and 2: only an array holding both.
         (document(raw_element("objs", document(raw_element("$elemMatch", x_twice)))), [1]),
     ]

@@ -134,9 +134,9 @@ fn argument(op: &str, arg: RawBsonRef<'_>) -> Result<Bson, MongoError> {
 
 /// An operator document that tests one value (`$elemMatch`'s value form, a `$not` inside
 /// it) as one document meaning the AND of all its elements: runs that name no operator
-/// twice nested as `{run1, $not: {$not: {run2, ...}}}`. `None` when two runs would each
-/// need a `$not` of their own, which no document can hold: the decoded document, keeping
-/// a name's last value, stays (docs/compat.md).
+/// twice nested as `{run1, $not: {$not: {run2, ...}}}`. `None` when two runs hold a
+/// `$not` of their own, which no document can nest: the decoded document, keeping a
+/// name's last value, stays (docs/compat.md).
 fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
     let mut runs = vec![Document::new()];
     let mut regex_parts = Vec::new();
@@ -160,14 +160,16 @@ fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
             first.extend(regex_run(&regex_parts)?);
         }
     }
-    // Every run but the last needs its `$not` key for the next.
-    let (last, rest) = match runs.split_last() {
-        Some(split) => split,
-        None => return Ok(Some(Document::new())),
-    };
-    if rest.iter().any(|run| run.contains_key("$not")) {
+    // Every run but the last needs its `$not` key for the next: a run with a `$not` of
+    // its own goes last (the runs are ANDed, in any order), and there can be one.
+    let with_not = runs.iter().filter(|run| run.contains_key("$not")).count();
+    if with_not > 1 {
         return Ok(None);
     }
+    runs.sort_by_key(|run| run.contains_key("$not"));
+    let Some((last, rest)) = runs.split_last() else {
+        return Ok(Some(Document::new()));
+    };
     let mut nested = last.clone();
     for run in rest.iter().rev() {
         let mut outer = run.clone();
@@ -310,6 +312,24 @@ mod tests {
         );
         assert!(check(read.clone(), doc! {"arr": [9, 3]}));
         assert!(!check(read, doc! {"arr": [9]}));
+    }
+
+    #[test]
+    fn a_run_holding_a_not_goes_innermost() {
+        let ops = fields(&[
+            ("$not", Bson::Document(doc! {"$gt": 7})),
+            ("$lt", 9.into()),
+            ("$lt", 5.into()),
+        ]);
+        let mut elem = RawDocumentBuf::new();
+        elem.append("$elemMatch", ops);
+        let read = read(&on("arr", elem));
+        assert_eq!(
+            read,
+            doc! {"arr": {"$elemMatch": {"$lt": 5, "$not": {"$not": {"$not": {"$gt": 7}, "$lt": 9}}}}}
+        );
+        assert!(check(read.clone(), doc! {"arr": [8, 4]}));
+        assert!(!check(read, doc! {"arr": [8, 6]}));
     }
 
     #[test]
