@@ -19,8 +19,11 @@ collapsed silently:
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
 - a filter that names a field twice is the AND of both conditions (find, count, distinct,
-  update/delete/findAndModify, `$match`, the legacy OP_QUERY), and so is a field's operator
-  document that names an operator twice (`{a: {$gt: 3, $gt: 1}}`).
+  update/delete/findAndModify, `$match` at any depth of a pipeline, `explain`'s inner
+  command, the legacy OP_QUERY), and so is a field's operator document that names an
+  operator twice (`{a: {$gt: 3, $gt: 1}}`), or a name repeated below `$not` or
+  `$elemMatch`; every `$regex` of an operator document reads its last pattern;
+- a command sent over OP_QUERY on `<db>.$cmd` is read as sent, as over OP_MSG.
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
