@@ -571,6 +571,8 @@ def test_repeats_inside_not_and_elem_match_are_the_and_of_all(server, client):
             element("$not", {"$gt": 7}), element("$lt", 2), element("$lt", 9)))))), [0]),
         # One element whose x is 1 and 2: only an array holding both.
         (document(raw_element("objs", document(raw_element("$elemMatch", x_twice)))), [1]),
+        # ... and so as an `$all` entry.
+        (document(raw_element("objs", document(array_element("$all", document(raw_element("$elemMatch", x_twice)))))), [1]),
     ]
     with RawConnection(server.port) as conn:
         for f, want in filters:

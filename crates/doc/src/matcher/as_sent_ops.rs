@@ -8,9 +8,9 @@
 //!   and `{a: {$gt: 1}}`).
 //! - `$not` whose document repeats a name: `{a: {$not: X}}` is `{$nor: [{a: X}]}`, X read
 //!   as sent.
-//! - `$elemMatch`: the document form's filter read as sent (`as_sent::level`); the value
-//!   form's operators, which one element must all satisfy, nested as `{op1, $not: {$not:
-//!   {op2}}}` (NOT NOT is the same test of the same element).
+//! - `$elemMatch`, alone or as an `$all` entry: the document form's filter read as sent
+//!   (`as_sent::level`); the value form's operators, which one element must all satisfy,
+//!   nested as `{op1, $not: {$not: {op2}}}` (NOT NOT is the same test of the same element).
 //! - `$regex`/`$options`: mongod parses every `$regex` from the whole operator document
 //!   (`parseRegexDocument`: the last pattern, options from the last `$options` or a
 //!   pattern's flags, options given twice refused), so all of them become one
@@ -33,13 +33,39 @@ pub(super) fn ops_repeat(ops: &RawDocument) -> Result<bool, MongoError> {
     }
     for element in ops {
         let (op, arg) = element.map_err(bson_error)?;
-        if let RawBsonRef::Document(sub) = arg {
-            if argument_repeats(op, sub)? {
-                return Ok(true);
+        let repeated = match arg {
+            RawBsonRef::Document(sub) => argument_repeats(op, sub)?,
+            RawBsonRef::Array(items) if op == "$all" => {
+                let mut any = false;
+                for item in items {
+                    any |= elem_match_item(item.map_err(bson_error)?)?.is_some();
+                }
+                any
             }
+            _ => false,
+        };
+        if repeated {
+            return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// An `$all` entry `{$elemMatch: arg}` whose argument repeats a name below it.
+fn elem_match_item(item: RawBsonRef<'_>) -> Result<Option<&RawDocument>, MongoError> {
+    let RawBsonRef::Document(entry) = item else {
+        return Ok(None);
+    };
+    let mut elements = entry.into_iter();
+    match (
+        elements.next().transpose().map_err(bson_error)?,
+        elements.next(),
+    ) {
+        (Some(("$elemMatch", RawBsonRef::Document(sub))), None) => {
+            Ok(argument_repeats("$elemMatch", sub)?.then_some(sub))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// `$not`'s operator document or `$elemMatch`'s argument repeats a name below it.
@@ -114,9 +140,22 @@ fn all_of(clauses: Vec<(String, Bson)>) -> Document {
     doc! {"$and": clauses}
 }
 
-/// An operator's argument decoded, what repeats below a `$not` or `$elemMatch` read as
-/// sent.
+/// An operator's argument decoded, what repeats below a `$not` or `$elemMatch` (an
+/// `$all` entry's too) read as sent.
 fn argument(op: &str, arg: RawBsonRef<'_>) -> Result<Bson, MongoError> {
+    if let (RawBsonRef::Array(items), "$all") = (arg, op) {
+        let mut entries = Vec::new();
+        for item in items {
+            let item = item.map_err(bson_error)?;
+            entries.push(match elem_match_item(item)? {
+                Some(sub) => Bson::Document(
+                    doc! {"$elemMatch": argument("$elemMatch", RawBsonRef::Document(sub))?},
+                ),
+                None => Bson::try_from(item).map_err(bson_error)?,
+            });
+        }
+        return Ok(Bson::Array(entries));
+    }
     let RawBsonRef::Document(sub) = arg else {
         return Bson::try_from(arg).map_err(bson_error);
     };
@@ -230,7 +269,7 @@ fn regex_run(parts: &[(&str, RawBsonRef<'_>)]) -> Result<Document, MongoError> {
 mod tests {
     use crate::matcher::as_sent::filter_as_sent;
     use crate::matcher::test_support::check;
-    use bson::{doc, Bson, Document, RawBson, RawDocumentBuf};
+    use bson::{doc, rawdoc, Bson, Document, RawBson, RawDocumentBuf};
 
     /// A document of `elements` in order, names repeating as given.
     fn fields(elements: &[(&str, Bson)]) -> RawDocumentBuf {
@@ -297,6 +336,30 @@ mod tests {
         );
         assert!(!check(read_value.clone(), doc! {"arr": [3, 0]}));
         assert!(check(read_value, doc! {"arr": [3, 6]}));
+    }
+
+    #[test]
+    fn elem_match_entries_of_all_read_as_sent() {
+        let mut x_twice = RawDocumentBuf::new();
+        x_twice.append("x", 1);
+        x_twice.append("x", 2);
+        let mut entry = RawDocumentBuf::new();
+        entry.append("$elemMatch", x_twice);
+        let mut entries = bson::RawArrayBuf::new();
+        entries.push(entry);
+        entries.push(rawdoc! {"$elemMatch": {"y": 1}});
+        let mut all = RawDocumentBuf::new();
+        all.append("$all", entries);
+        let read = read(&on("objs", all));
+        assert_eq!(
+            read,
+            doc! {"objs": {"$all": [
+                {"$elemMatch": {"$and": [{"x": 1}, {"x": 2}]}},
+                {"$elemMatch": {"y": 1}},
+            ]}}
+        );
+        assert!(!check(read.clone(), doc! {"objs": [{"x": 2}, {"y": 1}]}));
+        assert!(check(read, doc! {"objs": [{"x": [1, 2]}, {"y": 1}]}));
     }
 
     #[test]
