@@ -19,8 +19,11 @@ collapsed silently:
 - the legacy OP_INSERT stores its documents as sent, and OP_UPDATE reads its update as the
   `update` command does;
 - a filter that names a field twice is the AND of both conditions (find, count, distinct,
-  update/delete/findAndModify, `$match`, the legacy OP_QUERY), and so is a field's operator
-  document that names an operator twice (`{a: {$gt: 3, $gt: 1}}`).
+  update/delete/findAndModify, `$match` at any depth of a pipeline, `explain`'s inner
+  command, the legacy OP_QUERY), and so is a field's operator document that names an
+  operator twice (`{a: {$gt: 3, $gt: 1}}`), or a name repeated below `$not` or
+  `$elemMatch`; every `$regex` of an operator document reads its last pattern;
+- a command sent over OP_QUERY on `<db>.$cmd` is read as sent, as over OP_MSG.
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -473,3 +476,148 @@ def test_op_query_reads_a_filter_naming_a_field_twice_as_the_and_of_both(server,
             assert sorted(d["_id"] for d in reply.docs) == [1, 2], reply
     finally:
         c.close()
+
+
+def test_explain_reads_its_commands_filter_as_the_command_does(server, client):
+    """`explain` of find, count, distinct, update, delete, findAndModify and aggregate: the
+    inner command's filter is read as sent, a field named twice the AND of both, as the
+    command itself reads it; the decoded inner command kept the last condition."""
+    client.dup.ex.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    parsed = {"$and": [{"a": {"$gte": 1}}, {"a": {"$lte": 2}}]}
+    statement = document(raw_element("q", both), element("u", {"$set": {"u": 1}}))
+    deletion = document(raw_element("q", both), element("limit", 0))
+    match = array_element("pipeline", document(raw_element("$match", both)))
+    inner = {
+        "find": document(element("find", "ex"), raw_element("filter", both)),
+        "count": document(element("count", "ex"), raw_element("query", both)),
+        "distinct": document(element("distinct", "ex"), element("key", "a"), raw_element("query", both)),
+        "update": document(element("update", "ex"), array_element("updates", statement)),
+        "delete": document(element("delete", "ex"), array_element("deletes", deletion)),
+        "findAndModify": document(
+            element("findAndModify", "ex"), raw_element("query", both), element("remove", True)
+        ),
+        "aggregate": document(element("aggregate", "ex"), match, element("cursor", {})),
+    }
+    with RawConnection(server.port) as conn:
+        for name, body in inner.items():
+            reply = command(conn, raw_element("explain", body), element("verbosity", "executionStats"))
+            assert reply["ok"] == 1.0, (name, reply)
+            assert reply["queryPlanner"]["parsedQuery"] == parsed, (name, reply)
+            if name in ("find", "count", "distinct"):
+                assert reply["executionStats"]["nReturned"] == 2, (name, reply)
+    assert client.dup.ex.count_documents({}) == 4  # explain ran no write
+
+
+def legacy_command(c: LegacyClient, db: str, cmd: bytes, wrapped: bool = False) -> dict:
+    """A command sent as an OP_QUERY on `<db>.$cmd`, its bytes as given."""
+    if wrapped:
+        cmd = document(raw_element("$query", cmd), element("$readPreference", {"mode": "primary"}))
+    body = struct.pack("<i", 0) + f"{db}.$cmd".encode() + b"\x00" + struct.pack("<ii", 0, -1) + cmd
+    reply = c.reply(c.raw(OP_QUERY, body))
+    assert len(reply.docs) == 1, reply
+    return reply.docs[0]
+
+
+def test_commands_over_op_query_read_repeats_as_over_op_msg(server, client):
+    """A command sent over the legacy OP_QUERY on `<db>.$cmd` reaches the handlers as sent,
+    as an OP_MSG body does: a filter naming a field twice is the AND of both, a command
+    field given twice is mongod's IDL refusal (40413). Decoded, both kept the last value."""
+    client.dup.oq.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    find = document(element("find", "oq"), raw_element("filter", both), element("sort", {"_id": 1}))
+    count = document(element("count", "oq"), raw_element("query", both))
+    twice = document(
+        element("insert", "oq"), array_element("documents", encode({"_id": 9})),
+        element("ordered", True), element("ordered", False),
+    )
+    c = LegacyClient(server.port)
+    try:
+        for wrapped in (False, True):
+            reply = legacy_command(c, "dup", find, wrapped)
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [1, 2], reply
+            reply = legacy_command(c, "dup", count, wrapped)
+            assert reply["ok"] == 1.0 and reply["n"] == 2, reply
+        reply = legacy_command(c, "dup", twice)
+        assert reply["ok"] == 0.0 and reply["code"] == 40413, reply
+        assert "insert.ordered" in reply["errmsg"], reply
+    finally:
+        c.close()
+    assert client.dup.oq.count_documents({}) == 4
+
+
+def test_repeats_inside_not_and_elem_match_are_the_and_of_all(server, client):
+    """mongod parses every element of `$not`'s operator document and of `$elemMatch`'s
+    argument, in both forms: each is the AND of all its elements. Decoded, the last of a
+    repeated name was kept."""
+    client.dup.ne.insert_many([
+        {"_id": 0, "a": 3, "arr": [3, 0], "objs": [{"x": 1}, {"x": 2}]},
+        {"_id": 1, "a": 9, "arr": [3, 6], "objs": [{"x": [1, 2]}]},
+    ])
+    gt_twice = document(element("$gt", 1), element("$gt", 5))
+    x_twice = document(element("x", 1), element("x", 2))
+    filters = [
+        # NOT(a > 1 AND a > 5): a = 3 only (decoded: NOT(a > 5), the same here) ...
+        (document(raw_element("a", document(raw_element("$not", gt_twice)))), [0]),
+        # ... and NOT(a > 5 AND a < 4) holds for both (decoded: NOT(a < 4), only 9).
+        (document(raw_element("a", document(raw_element("$not", document(
+            element("$gt", 5), element("$lt", 4), element("$gt", 0)))))), [0, 1]),
+        # One element > 4, < 9 and > 0: only [3, 6] (decoded: 0 < e < 9, both).
+        (document(raw_element("arr", document(raw_element("$elemMatch", document(
+            element("$gt", 4), element("$lt", 9), element("$gt", 0)))))), [1]),
+        # One element <= 7, < 2 and < 9: only [3, 0] (decoded: <= 7 and < 9, both).
+        (document(raw_element("arr", document(raw_element("$elemMatch", document(
+            element("$not", {"$gt": 7}), element("$lt", 2), element("$lt", 9)))))), [0]),
+        # One element whose x is 1 and 2: only an array holding both.
+        (document(raw_element("objs", document(raw_element("$elemMatch", x_twice)))), [1]),
+        # ... and so as an `$all` entry.
+        (document(raw_element("objs", document(array_element("$all", document(raw_element("$elemMatch", x_twice)))))), [1]),
+    ]
+    with RawConnection(server.port) as conn:
+        for f, want in filters:
+            reply = command(conn, element("find", "ne"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)
+
+
+def test_match_inside_facet_lookup_and_union_with_is_read_as_sent(server, client):
+    """A `$match` in the pipelines of `$facet`, `$lookup` and `$unionWith` as the top-level
+    `$match`: a field named twice is the AND of both (decoded: the last, [0, 1, 2])."""
+    client.dup.fm.insert_many([{"_id": i, "a": i} for i in range(4)])
+    client.dup.fo.insert_one({"_id": "one"})
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    stages = (document(raw_element("$match", both)), encode({"$project": {"_id": 1}}))
+    inner = array_element("pipeline", *stages)
+    facet = document(raw_element("$facet", document(array_element("m", *stages))))
+    lookup = document(raw_element("$lookup", document(element("from", "fm"), element("as", "j"), inner)))
+    union = document(raw_element("$unionWith", document(element("coll", "fm"), inner)))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("aggregate", "fm"), array_element("pipeline", facet), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(d["_id"] for d in reply["cursor"]["firstBatch"][0]["m"]) == [1, 2], reply
+        reply = command(conn, element("aggregate", "fo"), array_element("pipeline", lookup), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(d["_id"] for d in reply["cursor"]["firstBatch"][0]["j"]) == [1, 2], reply
+        reply = command(conn, element("aggregate", "fo"), array_element("pipeline", union), element("cursor", {}))
+        assert reply["ok"] == 1.0, reply
+        assert sorted(str(d["_id"]) for d in reply["cursor"]["firstBatch"]) == ["1", "2", "one"], reply
+
+
+def test_a_repeated_regex_is_read_as_mongod_reads_it(server, client):
+    """mongod reads every `$regex` of an operator document with the document's last pattern
+    and its options (`parseRegexDocument`): `{$regex: "^a", $regex: "^b"}` is `^b`; options
+    given twice are refused (51075). Split into runs, each pattern was its own condition."""
+    client.dup.rx.insert_many([{"_id": 0, "s": "ab"}, {"_id": 1, "s": "bc"}, {"_id": 2, "s": "Bc"}])
+    last = document(raw_element("s", document(element("$regex", "^a"), element("$regex", "^b"))))
+    with_options = document(raw_element("s", document(
+        element("$regex", "^a"), element("$options", "i"), element("$regex", "^b"))))
+    options_twice = document(raw_element("s", document(
+        element("$regex", "^b"), element("$options", "i"), element("$options", "m"))))
+    with RawConnection(server.port) as conn:
+        for f, want in ((last, [1]), (with_options, [1, 2])):
+            reply = command(conn, element("find", "rx"), raw_element("filter", f), element("sort", {"_id": 1}))
+            assert reply["ok"] == 1.0, reply
+            assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)
+        reply = command(conn, element("find", "rx"), raw_element("filter", options_twice))
+        assert reply["ok"] == 0.0 and reply["code"] == 51075, reply

@@ -11,7 +11,7 @@
 //! this file answers what it reads, a refused request included (`ExceededMemoryLimit`).
 
 use crate::command::Command;
-use crate::commands::{dispatch, error_reply, Reply as ReplyBody};
+use crate::commands::{error_reply, Reply as ReplyBody};
 use crate::message_reader::{read_message, ClientReader, Incoming, ReadError, ReadLimits};
 use crate::outgoing::Outgoing;
 use crate::transport::Transport;
@@ -307,17 +307,13 @@ fn handle_plain(ctx: &ConnectionCtx, header: MsgHeader, whole: &[u8]) -> Option<
                 let Some(db) = q.command_db() else {
                     return Some(legacy_reply(legacy::run_query(ctx, header.request_id, &q)));
                 };
-                let command = match q.command() {
-                    Ok(command) => command,
-                    Err(e) => {
-                        let failure =
-                            legacy::failure_reply(header.request_id, &legacy::wire_error(&e));
-                        return Some(legacy_reply(failure));
-                    }
-                };
-                let name = first_key(&command);
+                // The command's bytes as sent, as an OP_MSG body reaches dispatch: every
+                // handler reads a repeated name the same way whichever opcode carried it.
+                let cmd = Command::new(q.command(), Vec::new());
+                let name = crate::command::first_key(q.command()).map(str::to_owned);
                 tracing::debug!(conn = ctx.connection_id, db, command = name, "command");
-                (dispatch(ctx, db, &command), name, OpCode::Query)
+                let reply = crate::commands::dispatch_command(ctx, db, &cmd, None);
+                (reply, name, OpCode::Query)
             }
             Err(e) => {
                 let failure = legacy::failure_reply(header.request_id, &legacy::wire_error(&e));
@@ -348,10 +344,6 @@ fn legacy_reply(bytes: Vec<u8>) -> Reply {
         bytes: Outgoing::whole(bytes),
         compressible: true,
     }
-}
-
-fn first_key(body: &Document) -> Option<String> {
-    body.keys().next().cloned()
 }
 
 /// Runs an OP_MSG on its raw body: an `insert` whose documents came as a document

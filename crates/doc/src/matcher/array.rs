@@ -52,7 +52,8 @@ pub(crate) fn parse_elem_match(field: &str, arg: RawBsonRef<'_>) -> Result<Node,
     Ok(leaf(field, Pred::ElemMatchObject(Box::new(inner))))
 }
 
-fn is_value_form(sub: &RawDocument) -> Result<bool, MongoError> {
+/// Whether `$elemMatch`'s argument is the value form (operators one element satisfies).
+pub(crate) fn is_value_form(sub: &RawDocument) -> Result<bool, MongoError> {
     if !is_operator_document(sub)? {
         return Ok(false);
     }

@@ -7,13 +7,15 @@
 //! repeats. It never judges a filter: what it rewrites, the matcher still parses and
 //! refuses as it would the filter sent.
 //!
-//! Where it looks: the filter's own names, each field's operator document, and the
-//! filters inside `$and`/`$or`/`$nor`, at any depth. Not below an operator's argument
-//! (`$not`, `$elemMatch`): a name repeated there still keeps its last value.
+//! Where it looks: the filter's own names, each field's operator document (with the
+//! operator documents of its `$not` and `$elemMatch` and the filter of `$elemMatch`'s
+//! document form, `as_sent_ops.rs`), and the filters inside `$and`/`$or`/`$nor`, at any
+//! depth.
 
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
 
+use super::as_sent_ops::{field_clauses, ops_repeat};
 use super::{is_operator_document, path::bson_error};
 use crate::update::first_repeat;
 use crate::MongoError;
@@ -36,21 +38,22 @@ fn is_tree(name: &str) -> bool {
     matches!(name, "$and" | "$or" | "$nor")
 }
 
-/// A field's operator document that names an operator twice.
+/// A field's operator document that names an operator twice, at its level or below its
+/// `$not` or `$elemMatch`.
 fn repeated_operators<'a>(
     name: &str,
     value: RawBsonRef<'a>,
 ) -> Result<Option<&'a RawDocument>, MongoError> {
     match value {
         RawBsonRef::Document(ops) if !name.starts_with('$') && is_operator_document(ops)? => {
-            Ok(first_repeat(ops).map(|_| ops))
+            Ok(ops_repeat(ops)?.then_some(ops))
         }
         _ => Ok(None),
     }
 }
 
 /// Whether a name repeats where `level` would rewrite it (no allocation).
-fn repeats(filter: &RawDocument) -> Result<bool, MongoError> {
+pub(super) fn repeats(filter: &RawDocument) -> Result<bool, MongoError> {
     if first_repeat(filter).is_some() {
         return Ok(true);
     }
@@ -76,16 +79,16 @@ fn repeats(filter: &RawDocument) -> Result<bool, MongoError> {
 
 /// One level of a filter decoded with every repeat kept: the `$and` of its clauses when a
 /// name repeats in it or among a field's operators, else a document of its fields.
-fn level(filter: &RawDocument) -> Result<Document, MongoError> {
+pub(super) fn level(filter: &RawDocument) -> Result<Document, MongoError> {
     let mut split = first_repeat(filter).is_some();
-    let mut clauses: Vec<(&str, Bson)> = Vec::new();
+    let mut clauses: Vec<(String, Bson)> = Vec::new();
     for element in filter {
         let (name, value) = element.map_err(bson_error)?;
         if let Some(ops) = repeated_operators(name, value)? {
-            split = true;
-            for group in operator_groups(ops)? {
-                clauses.push((name, Bson::Document(group)));
-            }
+            let read = field_clauses(name, ops)?;
+            // One clause on the field itself keeps its place; anything else is an `$and`.
+            split |= read.len() != 1 || read.iter().any(|(n, _)| n != name);
+            clauses.extend(read);
             continue;
         }
         let value = match value {
@@ -101,13 +104,10 @@ fn level(filter: &RawDocument) -> Result<Document, MongoError> {
             }
             other => Bson::try_from(other).map_err(bson_error)?,
         };
-        clauses.push((name, value));
+        clauses.push((name.to_owned(), value));
     }
     if !split {
-        return Ok(clauses
-            .into_iter()
-            .map(|(name, value)| (name.to_owned(), value))
-            .collect());
+        return Ok(clauses.into_iter().collect());
     }
     let and: Vec<Bson> = clauses
         .into_iter()
@@ -120,24 +120,6 @@ fn level(filter: &RawDocument) -> Result<Document, MongoError> {
     let mut out = Document::new();
     out.insert("$and", and);
     Ok(out)
-}
-
-/// An operator document cut into runs that name no operator twice, in order: a run ends
-/// where its next operator is already in it (`{$gte: 3, $lte: 4, $gte: 1}` is
-/// `{$gte: 3, $lte: 4}` then `{$gte: 1}`), so `$regex` keeps its `$options` when neither
-/// repeats.
-fn operator_groups(ops: &RawDocument) -> Result<Vec<Document>, MongoError> {
-    let mut groups = Vec::new();
-    let mut run = Document::new();
-    for element in ops {
-        let (op, arg) = element.map_err(bson_error)?;
-        if run.contains_key(op) {
-            groups.push(std::mem::take(&mut run));
-        }
-        run.insert(op, Bson::try_from(arg).map_err(bson_error)?);
-    }
-    groups.push(run);
-    Ok(groups)
 }
 
 #[cfg(test)]

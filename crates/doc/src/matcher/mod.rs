@@ -8,6 +8,7 @@
 
 pub mod array;
 pub mod as_sent;
+mod as_sent_ops;
 mod collated;
 pub mod comparison;
 pub mod element;

@@ -11,15 +11,16 @@ use super::data::{
     command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
     raw_to_bson, wrong_type,
 };
+use super::pipeline_as_sent::matches_as_sent;
 use super::{change_stream, coll_stats_stage, current_op, list_local_sessions, CommandResult};
 use crate::command::Command;
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document, RawBsonRef};
+use bson::{doc, Bson, Document};
 use shale_db::VecSource;
 use shale_doc::{ErrorCode, MongoError};
 
-/// `aggregate`; its pipeline's `$match` stages read as sent (`matches_as_sent`), the rest
-/// of the command decoded.
+/// `aggregate`; its pipeline's `$match` stages read as sent (`pipeline_as_sent.rs`), the
+/// rest of the command decoded.
 pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
     let body = cmd.doc()?;
     let mut stages = pipeline(body)?;
@@ -62,6 +63,24 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandRes
     reply(ctx, &ns.to_string(), results, cursor)
 }
 
+/// `explain` of an `aggregate` on a collection: the plan `explain: true` shows, its
+/// `$match` stages read as sent, as the command reads them.
+pub fn explain_inner(ctx: &ConnectionCtx, db: &str, inner: &Command<'_>) -> CommandResult {
+    let body = inner.doc()?;
+    let mut stages = pipeline(body)?;
+    matches_as_sent(inner, &mut stages)?;
+    let ns = namespace(db, body, "aggregate")?;
+    if change_stream::leads(&stages)? || coll_stats_stage::leads(&stages)? {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "explain of this pipeline's first stage is not supported",
+        ));
+    }
+    let vars = command_vars(body, "aggregate")?;
+    ctx.db
+        .explain_aggregate(&ns, &stages, opt_hint(body)?, &vars)
+}
+
 /// `{aggregate: 1}`: a pipeline led by `$listLocalSessions` (served here, from the session
 /// table), by `$currentOp` (from the registry of operations in flight) or by `$documents`
 /// (served by the database); any other first stage needs a
@@ -99,30 +118,6 @@ fn pipeline(body: &Document) -> Result<Vec<Document>, MongoError> {
     }
 }
 
-/// The pipeline's own `$match` stages (`stages`, decoded from `cmd`'s `pipeline` in order)
-/// as sent: a filter that repeats a name is read as mongod reads it, the `$and` of its
-/// elements (`shale_doc::filter_as_sent`), where the decoded stage kept the name's last
-/// value. Stages inside `$facet`, `$lookup` or `$unionWith` are not read here.
-fn matches_as_sent(cmd: &Command<'_>, stages: &mut [Document]) -> Result<(), MongoError> {
-    let Some(RawBsonRef::Array(raw)) = cmd.get("pipeline") else {
-        return Ok(());
-    };
-    for (stage, item) in stages.iter_mut().zip(raw) {
-        let Ok(RawBsonRef::Document(raw_stage)) = item else {
-            continue;
-        };
-        let Ok(Some(RawBsonRef::Document(filter))) = raw_stage.get("$match") else {
-            continue;
-        };
-        if stage.contains_key("$match") {
-            if let Some(and) = shale_doc::filter_as_sent(filter)? {
-                stage.insert("$match", and);
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Results as a cursor (`cursor: {batchSize}`), or inline (`{result: [...]}`) without one.
 fn reply(
     ctx: &ConnectionCtx,
@@ -144,38 +139,4 @@ fn reply(
         .cursors()
         .first_batch(ns, source, batch_size, false, ctx.cursor_owner())?;
     cursor_reply(ns, batch, "firstBatch")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::RawDocumentBuf;
-
-    #[test]
-    fn a_match_naming_a_field_twice_is_read_as_sent() {
-        let mut filter = RawDocumentBuf::new();
-        filter.append("a", 1);
-        filter.append("a", 2);
-        let mut matched = RawDocumentBuf::new();
-        matched.append("$match", filter);
-        let mut stages = bson::RawArrayBuf::new();
-        stages.push(bson::rawdoc! {"$match": {"b": 1}});
-        stages.push(matched);
-        stages.push(bson::rawdoc! {"$project": {"a": 1}});
-        let mut body = RawDocumentBuf::new();
-        body.append("aggregate", "c");
-        body.append("pipeline", stages);
-        let cmd = Command::new(&body, Vec::new());
-        let mut decoded = pipeline(cmd.doc().expect("owned")).expect("a pipeline");
-        assert_eq!(decoded[1], doc! {"$match": {"a": 2}});
-        matches_as_sent(&cmd, &mut decoded).expect("reads");
-        assert_eq!(
-            decoded,
-            vec![
-                doc! {"$match": {"b": 1}},
-                doc! {"$match": {"$and": [{"a": 1}, {"a": 2}]}},
-                doc! {"$project": {"a": 1}},
-            ]
-        );
-    }
 }

@@ -29,6 +29,7 @@ mod list_commands;
 mod list_local_sessions;
 mod listings;
 mod parameters;
+mod pipeline_as_sent;
 pub mod profile;
 mod query;
 pub(crate) mod raw_args;

@@ -304,9 +304,10 @@ pub fn distinct(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResu
     Ok(doc! { "values": values })
 }
 
-pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
-    let inner = match body.get("explain") {
-        Some(Bson::Document(d)) => d,
+pub fn explain(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let body = cmd.doc()?;
+    let (inner, inner_raw) = match (body.get("explain"), cmd.get("explain")) {
+        (Some(Bson::Document(d)), Some(RawBsonRef::Document(raw))) => (d, raw),
         _ => {
             return Err(MongoError::new(
                 ErrorCode::FailedToParse,
@@ -320,70 +321,11 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
         Some(other) => return Err(MongoError::new(ErrorCode::BadValue, format!("verbosity string must be one of {{'queryPlanner', 'executionStats', 'allPlansExecution'}}, not {other}"))),
     };
     let name = command_name(inner);
-    let (ns, spec) = match name {
-        "find" => {
-            let ns = namespace(db, inner, "find")?;
-            let raw = crate::command::raw_of(inner)?;
-            (ns, find_spec(&Command::new(&raw, Vec::new()), "find")?.0)
-        }
-        "count" | "distinct" => {
-            let ns = namespace(db, inner, name)?;
-            let filter = opt_doc(inner, name, "query")?.cloned().unwrap_or_default();
-            (
-                ns,
-                FindSpec {
-                    filter,
-                    vars: command_vars(inner, name)?,
-                    ..FindSpec::default()
-                },
-            )
-        }
-        "delete" | "update" => {
-            let ns = namespace(db, inner, name)?;
-            let list = if name == "delete" {
-                "deletes"
-            } else {
-                "updates"
-            };
-            let first = inner
-                .get_array(list)
-                .ok()
-                .and_then(|a| a.first())
-                .and_then(Bson::as_document);
-            let filter = first
-                .and_then(|s| s.get_document("q").ok())
-                .cloned()
-                .unwrap_or_default();
-            (
-                ns,
-                FindSpec {
-                    filter,
-                    vars: command_vars(inner, name)?,
-                    ..FindSpec::default()
-                },
-            )
-        }
-        "findAndModify" | "findandmodify" => {
-            let ns = namespace(db, inner, name)?;
-            let filter = opt_doc(inner, name, "query")?.cloned().unwrap_or_default();
-            let sort = opt_doc(inner, name, "sort")?.cloned();
-            (
-                ns,
-                FindSpec {
-                    filter,
-                    sort,
-                    vars: command_vars(inner, name)?,
-                    ..FindSpec::default()
-                },
-            )
-        }
-        other => {
-            return Err(MongoError::new(
-                ErrorCode::CommandNotFound,
-                format!("Explain failed due to unknown command: {other}"),
-            ))
-        }
-    };
+    let inner_cmd = Command::new(inner_raw, Vec::new()).with_owned(inner.clone());
+    if name == "aggregate" {
+        return super::aggregate::explain_inner(ctx, db, &inner_cmd);
+    }
+    let (ns, spec) = explained_spec(db, name, &inner_cmd)?;
     // Explaining a write shows its plan but must not run it.
     let execute = verbosity != "queryPlanner" && matches!(name, "find" | "count" | "distinct");
     let mut reply = ctx.db.explain_find(&ns, &spec, execute)?;
@@ -398,6 +340,68 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
         },
     );
     Ok(reply)
+}
+
+/// The namespace and query of the command `explain` wraps (`inner`, its raw body with its
+/// decoded form), its filter read as the command itself reads it: as sent, a name given
+/// twice the `$and` of both (`raw_args::owned_filter`).
+fn explained_spec(
+    db: &str,
+    name: &str,
+    inner: &Command<'_>,
+) -> Result<(Namespace, FindSpec), MongoError> {
+    let owned = inner.doc()?;
+    let ns = match name {
+        "find" | "count" | "distinct" | "delete" | "update" | "findAndModify" | "findandmodify" => {
+            namespace(db, owned, name)?
+        }
+        other => {
+            return Err(MongoError::new(
+                ErrorCode::CommandNotFound,
+                format!("Explain failed due to unknown command: {other}"),
+            ))
+        }
+    };
+    if name == "find" {
+        return Ok((ns, find_spec(inner, "find")?.0));
+    }
+    let (filter, sort) = match name {
+        "delete" | "update" => {
+            let list = if name == "delete" {
+                "deletes"
+            } else {
+                "updates"
+            };
+            let first = match inner.get(list) {
+                Some(RawBsonRef::Array(items)) => match items.into_iter().next() {
+                    Some(Ok(RawBsonRef::Document(statement))) => Some(statement),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let filter = match first.and_then(|s| crate::command::get(s, "q")) {
+                Some(RawBsonRef::Document(q)) => raw_args::owned_filter(q)?,
+                _ => Document::new(),
+            };
+            (filter, None)
+        }
+        _ => {
+            let query = opt_doc(owned, name, "query")?;
+            let filter = raw_args::decoded_filter(inner, "query", query)?;
+            let sort = match name {
+                "count" | "distinct" => None,
+                _ => opt_doc(owned, name, "sort")?.cloned(),
+            };
+            (filter, sort)
+        }
+    };
+    let spec = FindSpec {
+        filter,
+        sort,
+        vars: command_vars(owned, name)?,
+        ..FindSpec::default()
+    };
+    Ok((ns, spec))
 }
 
 #[cfg(test)]

@@ -147,7 +147,7 @@ pub(crate) static COMMANDS: &[Entry] = &[
     data("killCursors", Doc(query::kill_cursors)),
     data("count", RawBody(query::count)),
     data("distinct", RawBody(query::distinct)),
-    data("explain", Doc(query::explain)),
+    data("explain", RawBody(query::explain)),
     data("aggregate", RawBody(aggregate::aggregate)),
     data("create", Doc(ddl::create)),
     data("collMod", Doc(coll_mod::coll_mod)),

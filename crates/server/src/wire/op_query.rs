@@ -3,7 +3,7 @@
 //! 1) to answer it, OP_GET_MORE too.
 
 use super::{MsgHeader, OpCode, Reader, WireError, HEADER_LEN};
-use bson::{Document, RawDocumentBuf};
+use bson::{Document, RawDocument, RawDocumentBuf};
 
 /// A decoded OP_QUERY.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,12 +97,10 @@ impl OpQuery {
         self.full_collection_name.strip_suffix(".$cmd")
     }
 
-    /// The command document, decoded: legacy drivers may wrap it as
-    /// `{$query: {...}, $readPreference}`.
-    pub fn command(&self) -> Result<Document, WireError> {
-        let inner = self.query.get_document("$query").unwrap_or(&self.query);
-        Document::try_from(inner)
-            .map_err(|e| WireError::InvalidBson(format!("query: invalid BSON: {e}")))
+    /// The command document, raw as sent (a name it repeats kept, as an OP_MSG body keeps
+    /// it): legacy drivers may wrap it as `{$query: {...}, $readPreference}`.
+    pub fn command(&self) -> &RawDocument {
+        self.query.get_document("$query").unwrap_or(&self.query)
     }
 }
 
@@ -185,6 +183,9 @@ mod tests {
         m.extend_from_slice(&payload);
         let q = OpQuery::decode(&m).expect("decode");
         assert_eq!(q.command_db(), Some("admin"));
-        assert_eq!(q.command(), Ok(doc! {"isMaster": 1}));
+        assert_eq!(
+            Document::try_from(q.command()).expect("a command"),
+            doc! {"isMaster": 1}
+        );
     }
 }
