@@ -58,7 +58,8 @@ fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     out
 }
 
-/// Ranges B3 freed that `State` keeps for the next checkpoint's punch before it merges them.
+/// Ranges B3 freed that `State` keeps for the next checkpoint's punch before it first merges
+/// them; after a merge, the next comes when the list has doubled (amortized O(log n) a free).
 const FREED_RANGES_COMPACT_AT: usize = 1 << 16;
 
 /// The id of a node (block) in one tree file. `NodeId(0)` means "no node".
@@ -138,6 +139,8 @@ struct State {
     /// Extents B3 freed since the last checkpoint ended, possibly reused since: what of them
     /// is still free when the next one ends is punched out with what it retires (B11).
     freed: Vec<(u64, u64)>,
+    /// The length of `freed` at which it is merged next.
+    freed_compact_at: usize,
 }
 
 #[derive(Debug)]
@@ -176,8 +179,9 @@ impl State {
             let len = alloc_len(u64::from(e.len));
             self.alloc.free(e.offset, len);
             self.freed.push((e.offset, len));
-            if self.freed.len() >= FREED_RANGES_COMPACT_AT {
+            if self.freed.len() >= self.freed_compact_at {
                 self.freed = merge_ranges(std::mem::take(&mut self.freed));
+                self.freed_compact_at = (2 * self.freed.len()).max(FREED_RANGES_COMPACT_AT);
             }
         }
     }
@@ -234,6 +238,7 @@ impl BlockFile {
                 alloc: Allocator::new(DATA_START + btt_size),
                 in_flight: 0,
                 freed: Vec::new(),
+                freed_compact_at: FREED_RANGES_COMPACT_AT,
                 writes: 0,
                 stamps: HashMap::new(),
                 poisoned: None,
@@ -326,6 +331,7 @@ impl BlockFile {
                 alloc,
                 in_flight: 0,
                 freed: Vec::new(),
+                freed_compact_at: FREED_RANGES_COMPACT_AT,
                 writes: 0,
                 stamps: HashMap::new(),
                 poisoned: None,
@@ -595,6 +601,7 @@ impl BlockFile {
         // which is not punched: it is small, and while nothing reuses it the older header
         // slot stays a fallback (docs/format-blockfile.md).
         let mut retired = retired;
+        st.freed_compact_at = FREED_RANGES_COMPACT_AT;
         for (offset, len) in merge_ranges(std::mem::take(&mut st.freed)) {
             retired.extend(st.alloc.take_free_in(offset, len));
         }
