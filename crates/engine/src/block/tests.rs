@@ -89,6 +89,31 @@ fn punches_holes(dir: &Path) -> bool {
     punched
 }
 
+/// A fresh block file of 64 node ids in a directory whose filesystem punches holes (the
+/// directory is returned to keep it alive), or `None` where it cannot (B11 then leaves the
+/// pages allocated).
+fn punching_file() -> Option<(
+    tempfile::TempDir,
+    std::path::PathBuf,
+    BlockFile,
+    Vec<NodeId>,
+)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    if !punches_holes(dir.path()) {
+        return None;
+    }
+    let path = dir.path().join("t.shale");
+    let bf = create(&path);
+    let nodes = (0..64).map(|_| bf.allocate_node_id()).collect();
+    Some((dir, path, bf, nodes))
+}
+
+/// Bytes the filesystem has allocated to the file at `path` (holes excluded).
+fn allocated_on_disk(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).expect("stat").blocks() * 512
+}
+
 #[test]
 fn block_file_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
@@ -205,14 +230,9 @@ fn rewriting_across_checkpoints_reuses_space() {
 
 #[test]
 fn space_the_old_checkpoint_held_is_punched_back_to_the_filesystem() {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    if !punches_holes(dir.path()) {
+    let Some((_dir, path, bf, nodes)) = punching_file() else {
         return; // B11 leaves the pages allocated on such a filesystem
-    }
-    let path = dir.path().join("t.shale");
-    let bf = create(&path);
-    let nodes: Vec<NodeId> = (0..64).map(|_| bf.allocate_node_id()).collect();
+    };
     let len = 16 * PAGE_SIZE;
     let mut last = HashMap::new();
     for round in 0..3u64 {
@@ -231,7 +251,7 @@ fn space_the_old_checkpoint_held_is_punched_back_to_the_filesystem() {
     );
     // The file holds one generation (plus tables and headers) on disk though it spans about
     // two; the free space in it is holes.
-    let allocated = std::fs::metadata(&path).expect("stat").blocks() * 512;
+    let allocated = allocated_on_disk(&path);
     assert!(
         bf.file_len() >= 2 * generation,
         "file spans {}",
@@ -250,14 +270,9 @@ fn space_the_old_checkpoint_held_is_punched_back_to_the_filesystem() {
 
 #[test]
 fn space_freed_between_checkpoints_and_not_reused_is_punched_at_the_next() {
-    use std::os::unix::fs::MetadataExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    if !punches_holes(dir.path()) {
+    let Some((_dir, path, bf, nodes)) = punching_file() else {
         return; // B11 leaves the pages allocated on such a filesystem
-    }
-    let path = dir.path().join("t.shale");
-    let bf = create(&path);
-    let nodes: Vec<NodeId> = (0..64).map(|_| bf.allocate_node_id()).collect();
+    };
     let len = 16 * PAGE_SIZE;
     let generation = nodes.len() as u64 * alloc_len(len as u64);
     let mut last = HashMap::new();
@@ -272,7 +287,7 @@ fn space_freed_between_checkpoints_and_not_reused_is_punched_at_the_next() {
     for &id in &passing {
         bf.free_node(id);
     }
-    let allocated = || std::fs::metadata(&path).expect("stat").blocks() * 512;
+    let allocated = || allocated_on_disk(&path);
     assert!(
         allocated() >= 2 * generation,
         "{} bytes allocated before the checkpoint",
