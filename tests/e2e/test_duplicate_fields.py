@@ -23,7 +23,10 @@ collapsed silently:
   command, the legacy OP_QUERY), and so is a field's operator document that names an
   operator twice (`{a: {$gt: 3, $gt: 1}}`), or a name repeated below `$not` or
   `$elemMatch`; every `$regex` of an operator document reads its last pattern;
-- a command sent over OP_QUERY on `<db>.$cmd` is read as sent, as over OP_MSG.
+- a command sent over OP_QUERY on `<db>.$cmd` is read as sent, as over OP_MSG;
+- a view's `$match` is stored as the AND it means;
+- a stored document that repeats a name keeps every occurrence through an update (the
+  operators reach the first), and `aggregate` returns it as stored.
 Commands are sent as raw OP_MSG bodies and legacy messages are built by hand: a driver's
 dictionaries cannot hold a name twice."""
 
@@ -621,3 +624,60 @@ def test_a_repeated_regex_is_read_as_mongod_reads_it(server, client):
             assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == want, (f, reply)
         reply = command(conn, element("find", "rx"), raw_element("filter", options_twice))
         assert reply["ok"] == 0.0 and reply["code"] == 51075, reply
+
+
+def test_a_views_match_reads_a_field_named_twice_as_the_and_of_both(server, client):
+    """A view's pipeline is stored decoded; its `$match` naming a field twice is kept as the
+    AND of both (stored decoded before: the last condition, [0, 1, 2])."""
+    client.dup.vsrc.insert_many([{"_id": i, "a": i} for i in range(4)])
+    both = document(element("a", {"$gte": 1}), element("a", {"$lte": 2}))
+    pipeline = array_element("pipeline", document(raw_element("$match", both)))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("create", "vdup"), element("viewOn", "vsrc"), pipeline)
+        assert reply["ok"] == 1.0, reply
+    assert sorted(d["_id"] for d in client.dup.vdup.find()) == [1, 2]
+
+
+def test_an_update_of_a_stored_document_keeps_its_repeated_names(server, client):
+    """A stored document that repeats a name, updated where the update must decode it (an
+    operator on the repeated name, a dotted path, an array operator, a pipeline): the
+    operator reaches the first occurrence and the others stay, as mongod's in-place updates
+    leave them. Decoding it into a dictionary stored the name once, at its last value."""
+    x = document(element("c", 1), element("c", 2))
+    doc = document(element("_id", 1), element("a", 1), element("b", {"n": 0}), element("a", 2), raw_element("x", x))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("insert", "sr"), array_element("documents", doc))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    c = client.dup.sr
+    c.update_one({"_id": 1}, {"$inc": {"a": 10}})
+    c.update_one({"_id": 1}, {"$set": {"b.n": 1, "x.d": 3}})
+    c.update_one({"_id": 1}, {"$push": {"arr": 1}})
+    c.update_one({"_id": 1}, [{"$set": {"p": 1}}])
+    x_after = document(element("c", 1), element("c", 2), element("d", 3))
+    want = document(
+        element("_id", 1), element("a", 11), element("b", {"n": 1}), element("a", 2),
+        raw_element("x", x_after), element("arr", [1]), element("p", 1),
+    )
+    assert stored(client, "sr", 1) == want
+    # findAndModify's update takes the same path.
+    after = c.find_one_and_update({"_id": 1}, {"$unset": {"a": ""}}, projection={"_id": 1})
+    assert after == {"_id": 1}
+    want = document(
+        element("_id", 1), element("b", {"n": 1}), element("a", 2),
+        raw_element("x", x_after), element("arr", [1]), element("p", 1),
+    )
+    assert stored(client, "sr", 1) == want
+
+
+def test_aggregate_returns_a_stored_document_as_stored(server, client):
+    """`aggregate`'s reply carries the pipeline's documents as they are, inline or in a
+    cursor; decoding them for the reply kept a repeated name once, at its last value."""
+    doc = document(element("_id", 1), element("a", 1), element("a", 2))
+    with RawConnection(server.port) as conn:
+        reply = command(conn, element("insert", "ag"), array_element("documents", doc))
+        assert reply["ok"] == 1.0 and reply["n"] == 1, reply
+    raw = client.dup.get_collection("ag", CodecOptions(document_class=RawBSONDocument))
+    for pipeline in ([], [{"$match": {"a": 1}}], [{"$sort": {"_id": 1}}]):
+        assert [d.raw for d in raw.aggregate(pipeline)] == [doc], pipeline
+    # A reshaping stage reads the first occurrence, as the matcher does.
+    assert list(client.dup.ag.aggregate([{"$addFields": {"b": "$a"}}]))[0]["b"] == 1

@@ -5,7 +5,9 @@
 
 use crate::DbResult;
 use bson::{oid::ObjectId, Document, RawDocument, RawDocumentBuf};
-use shale_doc::{compare_values, ApplyContext, ErrorCode, MongoError, RawApply, UpdateSpec};
+use shale_doc::{
+    compare_values, ApplyContext, ErrorCode, MongoError, RawApply, StoredDocument, UpdateSpec,
+};
 
 /// Gives `doc` an `_id` (a new ObjectId) if it has none, puts `_id` first and fills
 /// top-level zero timestamps; a document that needs none of that is returned as it is.
@@ -130,10 +132,13 @@ pub(crate) fn updated_document(
         Some(RawApply::Changed(d)) => return prepare_for_insert(d).map(Some),
         None => {}
     }
-    let mut d = Document::try_from(doc)
+    // A name the document repeats is set aside and written back after (mongod's updates
+    // reach its first occurrence and leave the others).
+    let mut stored = StoredDocument::decode(doc)
         .map_err(|e| MongoError::new(ErrorCode::DataCorruptionDetected, e.to_string()))?;
+    let d = &mut stored.doc;
     let old_id = d.get("_id").cloned();
-    if !update.apply(&mut d, &ctx)?.modified {
+    if !update.apply(d, &ctx)?.modified {
         return Ok(None);
     }
     let same_id = match (&old_id, d.get("_id")) {
@@ -145,8 +150,8 @@ pub(crate) fn updated_document(
             // A pipeline that drops `_id` keeps the old one.
             let mut with_id = Document::new();
             with_id.insert("_id", a.clone());
-            with_id.extend(std::mem::take(&mut d));
-            d = with_id;
+            with_id.extend(std::mem::take(d));
+            *d = with_id;
             true
         }
         _ => false,
@@ -157,7 +162,7 @@ pub(crate) fn updated_document(
             "Performing an update on the path '_id' would modify the immutable field '_id'",
         ));
     }
-    prepare_for_insert(to_raw(&d)?).map(Some)
+    prepare_for_insert(stored.encode(doc, update)?).map(Some)
 }
 
 /// The document an upsert inserts: the update applied to the filter's equality fields (a

@@ -9,8 +9,8 @@
 //! never creates a document: with nothing stored, nothing is stored after it.
 
 use crate::doc_write::MAX_DOCUMENT_BYTES;
-use bson::{Document, RawDocument, RawDocumentBuf};
-use shale_doc::{ApplyContext, UpdateSpec};
+use bson::{Document, RawDocument};
+use shale_doc::{ApplyContext, StoredDocument, UpdateSpec};
 use shale_engine::MergeFn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -131,21 +131,19 @@ fn apply(current: &[u8], payload: &[u8]) -> Result<Option<Vec<u8>>, Refusal> {
     let update = Document::try_from(payload.update).map_err(|_| Refusal::Update)?;
     let spec = UpdateSpec::parse(&update, None).map_err(|_| Refusal::Update)?;
     let stored = RawDocument::from_bytes(current).map_err(|_| Refusal::Stored)?;
-    let mut doc = Document::try_from(stored).map_err(|_| Refusal::Stored)?;
+    // A name the document repeats is kept (`StoredDocument`), as a read update keeps it.
+    let mut decoded = StoredDocument::decode(stored).map_err(|_| Refusal::Stored)?;
+    let doc = &mut decoded.doc;
     let old_id = doc.get("_id").cloned();
     let ctx = ApplyContext::new(bson::DateTime::from_millis(payload.now_ms));
-    if !spec
-        .apply(&mut doc, &ctx)
-        .map_err(|_| Refusal::Update)?
-        .modified
-    {
+    if !spec.apply(doc, &ctx).map_err(|_| Refusal::Update)?.modified {
         return Ok(None);
     }
     // Eligibility keeps `_id` out of a fast update's paths; this only guards the invariant.
     if doc.get("_id") != old_id.as_ref() {
         return Err(Refusal::Update);
     }
-    let raw = RawDocumentBuf::from_document(&doc).map_err(|_| Refusal::Update)?;
+    let raw = decoded.encode(stored, &spec).map_err(|_| Refusal::Update)?;
     if raw.as_bytes().len() > MAX_DOCUMENT_BYTES {
         return Err(Refusal::TooLarge);
     }

@@ -31,6 +31,7 @@ pub use mongo_error::MongoError;
 pub use projection::Projection;
 pub use update::render::type_name;
 pub use update::{
-    operators_as_sent, upsert_seed, ApplyContext, ApplyOutcome, RawApply, UpdateSpec,
+    operators_as_sent, upsert_seed, ApplyContext, ApplyOutcome, RawApply, StoredDocument,
+    UpdateSpec,
 };
 pub use variables::Variables;

@@ -237,8 +237,12 @@ pub(crate) fn to_raw(doc: &Document) -> DocResult {
     RawDocumentBuf::from_document(doc).map_err(|e| bson_failure("cannot encode document", e))
 }
 
+/// `raw` decoded, a name it repeats read at its first occurrence (as mongod's documents and
+/// this crate's matcher read it; the later occurrences are not kept).
 pub(crate) fn to_document(raw: &RawDocument) -> Result<Document, MongoError> {
-    Document::try_from(raw).map_err(|e| bson_failure("malformed BSON", e))
+    crate::update::StoredDocument::decode(raw)
+        .map(|stored| stored.doc)
+        .map_err(|e| bson_failure("malformed BSON", e))
 }
 
 pub(crate) fn raw_to_bson(value: RawBsonRef<'_>) -> Result<Bson, MongoError> {

@@ -23,7 +23,7 @@ use super::array::is_value_form;
 use super::as_sent::{level, repeats};
 use super::{is_operator_document, path::bson_error};
 use crate::update::first_repeat;
-use crate::MongoError;
+use crate::{ErrorCode, MongoError};
 
 /// Whether a field's operator document must be rewritten: it names an operator twice, or a
 /// `$not` or `$elemMatch` below it repeats a name.
@@ -164,19 +164,17 @@ fn argument(op: &str, arg: RawBsonRef<'_>) -> Result<Bson, MongoError> {
     }
     Ok(match op {
         "$elemMatch" if !is_value_form(sub)? => Bson::Document(level(sub)?),
-        _ => match value_ops(sub)? {
-            Some(ops) => Bson::Document(ops),
-            None => Bson::try_from(arg).map_err(bson_error)?,
-        },
+        _ => Bson::Document(value_ops(sub)?),
     })
 }
 
 /// An operator document that tests one value (`$elemMatch`'s value form, a `$not` inside
 /// it) as one document meaning the AND of all its elements: runs that name no operator
-/// twice nested as `{run1, $not: {$not: {run2, ...}}}`. `None` when two runs hold a
-/// `$not` of their own, which no document can nest: the decoded document, keeping a
-/// name's last value, stays (docs/compat.md).
-fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
+/// twice nested as `{run1, $not: {$not: {run2, ...}}}`. Two runs that each hold a `$not`
+/// of their own (`$not` given twice) cannot be nested so, and no other operator of a
+/// value test ANDs them: refused, `NotImplemented` (238), where mongod would read both
+/// (docs/compat.md), rather than read one of them and give a wrong answer.
+fn value_ops(ops: &RawDocument) -> Result<Document, MongoError> {
     let mut runs = vec![Document::new()];
     let mut regex_parts = Vec::new();
     for element in ops {
@@ -203,11 +201,15 @@ fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
     // its own goes last (the runs are ANDed, in any order), and there can be one.
     let with_not = runs.iter().filter(|run| run.contains_key("$not")).count();
     if with_not > 1 {
-        return Ok(None);
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "an operator document testing one value (a value-form $elemMatch, or a $not \
+             inside one) that gives $not more than once is not supported by shale",
+        ));
     }
     runs.sort_by_key(|run| run.contains_key("$not"));
     let Some((last, rest)) = runs.split_last() else {
-        return Ok(Some(Document::new()));
+        return Ok(Document::new());
     };
     let mut nested = last.clone();
     for run in rest.iter().rev() {
@@ -215,7 +217,7 @@ fn value_ops(ops: &RawDocument) -> Result<Option<Document>, MongoError> {
         outer.insert("$not", doc! {"$not": nested});
         nested = outer;
     }
-    Ok(Some(nested))
+    Ok(nested)
 }
 
 /// The `$regex`/`$options` elements of one operator document as the single `{$regex,
@@ -396,20 +398,16 @@ mod tests {
     }
 
     #[test]
-    fn two_nots_in_two_runs_of_one_value_keep_the_decoded_form() {
+    fn two_nots_in_one_value_test_are_refused_not_read_as_one() {
         let not_gt = |n: i32| Bson::Document(doc! {"$gt": n});
         let ops = fields(&[("$not", not_gt(1)), ("$lt", 9.into()), ("$not", not_gt(5))]);
         let mut elem = RawDocumentBuf::new();
         elem.append("$elemMatch", ops);
-        // Still a rewrite of what else repeats, never a refusal.
+        // Decoded, it read `{$not: {$gt: 5}, $lt: 9}`: a wrong answer for [3].
         let mut filter = on("arr", elem);
         filter.append("b", 1);
-        assert_eq!(
-            filter_as_sent(&filter),
-            Ok(Some(
-                doc! {"arr": {"$elemMatch": {"$not": {"$gt": 5}, "$lt": 9}}, "b": 1}
-            ))
-        );
+        let refused = filter_as_sent(&filter).expect_err("refused");
+        assert_eq!(refused.code, crate::ErrorCode::NotImplemented);
     }
 
     #[test]

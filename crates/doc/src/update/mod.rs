@@ -12,7 +12,8 @@
 //! `arrayFilters`), `predicate.rs` (element conditions for `$pull` and filters: simple ones
 //! evaluated directly, the rest by the crate's `Matcher`),
 //! `replacement.rs` (replacements kept and applied raw), `repeated.rs` (an operator document
-//! read as sent when a name repeats in it), `pipeline.rs`, `upsert.rs`, `render.rs` (values in
+//! read as sent when a name repeats in it), `stored_repeats.rs` (a stored document that
+//! repeats a name, decoded and written back with its repeats), `pipeline.rs`, `upsert.rs`, `render.rs` (values in
 //! messages), `blind.rs` (what an update applied without reading the document first may
 //! write), `raw_apply.rs` (top-level field operators and replacements applied to raw BSON
 //! without decoding the document).
@@ -29,6 +30,7 @@ mod raw_apply;
 pub(crate) mod render;
 mod repeated;
 mod replacement;
+mod stored_repeats;
 mod upsert;
 
 use std::collections::BTreeSet;
@@ -40,6 +42,7 @@ pub use predicate::{ElementPredicate, EqualsValue, QueryPredicate, SimplePredica
 pub use raw_apply::RawApply;
 pub(crate) use repeated::first_repeat;
 pub use repeated::operators_as_sent;
+pub use stored_repeats::StoredDocument;
 pub use upsert::upsert_seed;
 
 use crate::variables::Variables;
@@ -113,7 +116,7 @@ enum Form {
     /// The replacement document as sent (a name may repeat in it).
     Replacement(RawDocumentBuf),
     Operators(Vec<Operation>),
-    Pipeline(crate::aggregate::Pipeline),
+    Pipeline(pipeline::UpdatePipeline),
 }
 
 /// One operator on one path, in application order.

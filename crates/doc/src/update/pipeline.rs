@@ -18,13 +18,73 @@ const ALLOWED: &[&str] = &[
     "$replaceWith",
 ];
 
+/// An update pipeline, and where its stages write (what a stored document's repeated
+/// names there go with, `stored_repeats.rs`).
+#[derive(Debug)]
+pub struct UpdatePipeline {
+    stages: Pipeline,
+    writes: Writes,
+}
+
+/// Where an update pipeline's stages write.
+#[derive(Debug, PartialEq)]
+enum Writes {
+    /// A new root: `$replaceRoot`/`$replaceWith`, or a `$project` that includes.
+    Root,
+    /// The paths `$set`/`$addFields`, `$unset` and excluding `$project`s name.
+    Paths(Vec<Vec<String>>),
+}
+
+impl UpdatePipeline {
+    /// Whether a stage writes at the field path `fields` or above it.
+    pub(super) fn writes_at_or_above(&self, fields: &[&str]) -> bool {
+        match &self.writes {
+            Writes::Root => true,
+            Writes::Paths(paths) => paths
+                .iter()
+                .any(|p| p.len() <= fields.len() && p.iter().zip(fields).all(|(a, b)| a == b)),
+        }
+    }
+}
+
+/// The paths the (still unchecked) stages write; what they cannot name is the root.
+fn writes(stages: &[Document]) -> Writes {
+    let split = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+    let mut paths = Vec::new();
+    for stage in stages {
+        let Some((name, spec)) = stage.iter().next() else {
+            continue;
+        };
+        match (name.as_str(), spec) {
+            ("$set" | "$addFields", Bson::Document(fields)) => {
+                paths.extend(fields.keys().map(|k| split(k)));
+            }
+            ("$unset", Bson::String(field)) => paths.push(split(field)),
+            ("$unset", Bson::Array(fields)) => {
+                paths.extend(fields.iter().filter_map(Bson::as_str).map(split));
+            }
+            ("$project", Bson::Document(fields)) if fields.values().all(excludes) => {
+                paths.extend(fields.keys().map(|k| split(k)));
+            }
+            _ => return Writes::Root,
+        }
+    }
+    Writes::Paths(paths)
+}
+
+fn excludes(value: &Bson) -> bool {
+    matches!(value, Bson::Boolean(false))
+        || matches!(value, Bson::Int32(0) | Bson::Int64(0))
+        || matches!(value, Bson::Double(d) if *d == 0.0)
+}
+
 /// Parses and checks an update pipeline whose expressions read `vars` (the command's `let`
 /// variables, `$$NOW`, `$$CLUSTER_TIME`).
 pub fn parse(
     stages: &[Bson],
     has_array_filters: bool,
     vars: &Variables,
-) -> Result<Pipeline, MongoError> {
+) -> Result<UpdatePipeline, MongoError> {
     if has_array_filters {
         return Err(MongoError::new(
             ErrorCode::FailedToParse,
@@ -49,12 +109,17 @@ pub fn parse(
         }
         docs.push(d.clone());
     }
-    Pipeline::parse_with(&docs, vars)
+    Ok(UpdatePipeline {
+        stages: Pipeline::parse_with(&docs, vars)?,
+        writes: writes(&docs),
+    })
 }
 
 /// Runs the pipeline over `doc`, replacing it; true if it changed.
-pub fn apply(pipeline: &Pipeline, doc: &mut Document) -> Result<bool, MongoError> {
-    let mut out = pipeline.run_documents(std::slice::from_ref(doc), &NoCollections)?;
+pub fn apply(pipeline: &UpdatePipeline, doc: &mut Document) -> Result<bool, MongoError> {
+    let mut out = pipeline
+        .stages
+        .run_documents(std::slice::from_ref(doc), &NoCollections)?;
     let (Some(mut new), true) = (out.pop(), out.is_empty()) else {
         return Err(MongoError::new(
             ErrorCode::InternalError,

@@ -8,20 +8,22 @@
 //! `$changeStream` opens a change stream (`change_stream.rs`).
 
 use super::data::{
-    command_vars, cursor_reply, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
-    raw_to_bson, wrong_type,
+    command_vars, cursor_reply_raw, missing, namespace, opt_bool, opt_count, opt_doc, opt_hint,
+    wrong_type,
 };
 use super::pipeline_as_sent::matches_as_sent;
-use super::{change_stream, coll_stats_stage, current_op, list_local_sessions, CommandResult};
-use crate::command::Command;
+use super::{
+    change_stream, coll_stats_stage, current_op, list_local_sessions, CommandResult, RawResult,
+};
+use crate::command::{raw_of, Command};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf};
 use shale_db::VecSource;
 use shale_doc::{ErrorCode, MongoError};
 
 /// `aggregate`; its pipeline's `$match` stages read as sent (`pipeline_as_sent.rs`), the
 /// rest of the command decoded.
-pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let body = cmd.doc()?;
     let mut stages = pipeline(body)?;
     matches_as_sent(cmd, &mut stages)?;
@@ -32,7 +34,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandRes
     list_local_sessions::check_placement(&stages, !collectionless)?;
     current_op::check_placement(&stages, db, collectionless)?;
     if change_stream::leads(&stages)? {
-        return change_stream::run(ctx, db, body, &stages, collectionless);
+        return owned(change_stream::run(ctx, db, body, &stages, collectionless));
     }
     if collectionless {
         return aggregate_database(ctx, db, body, &stages);
@@ -53,7 +55,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandRes
             ));
         }
         // The plan a run with the same hint would use.
-        return ctx.db.explain_aggregate(&ns, &stages, hint, &vars);
+        return owned(ctx.db.explain_aggregate(&ns, &stages, hint, &vars));
     }
     let cursor = opt_doc(body, "aggregate", "cursor")?;
     let results = match &ctx.txn {
@@ -90,7 +92,7 @@ fn aggregate_database(
     db: &str,
     body: &Document,
     stages: &[Document],
-) -> CommandResult {
+) -> RawResult {
     let cursor = opt_doc(body, "aggregate", "cursor")?;
     let vars = command_vars(body, "aggregate")?;
     let results = if list_local_sessions::leads(stages) {
@@ -118,19 +120,28 @@ fn pipeline(body: &Document) -> Result<Vec<Document>, MongoError> {
     }
 }
 
-/// Results as a cursor (`cursor: {batchSize}`), or inline (`{result: [...]}`) without one.
+/// An owned reply (explain, change streams) as the raw one this command answers with.
+fn owned(reply: CommandResult) -> RawResult {
+    reply.and_then(|d| raw_of(&d))
+}
+
+/// Results as a cursor (`cursor: {batchSize}`), or inline (`{result: [...]}`) without one;
+/// the documents as the pipeline produced them, never decoded (a name a stored document
+/// repeats stays repeated, as on mongod).
 fn reply(
     ctx: &ConnectionCtx,
     ns: &str,
-    results: Vec<bson::RawDocumentBuf>,
+    results: Vec<RawDocumentBuf>,
     cursor: Option<&Document>,
-) -> CommandResult {
+) -> RawResult {
     let Some(cursor) = cursor else {
-        let docs = results
-            .iter()
-            .map(raw_to_bson)
-            .collect::<Result<Vec<_>, _>>()?;
-        return Ok(doc! { "result": docs });
+        let mut docs = RawArrayBuf::new();
+        for d in results {
+            docs.push(d);
+        }
+        let mut reply = RawDocumentBuf::new();
+        reply.append("result", docs);
+        return Ok(reply);
     };
     let batch_size = opt_count(cursor, "aggregate.cursor", "batchSize")?.map(|n| n as usize);
     let source = Box::new(VecSource(results.into_iter()));
@@ -138,5 +149,5 @@ fn reply(
         .db
         .cursors()
         .first_batch(ns, source, batch_size, false, ctx.cursor_owner())?;
-    cursor_reply(ns, batch, "firstBatch")
+    Ok(cursor_reply_raw(ns, batch, "firstBatch"))
 }

@@ -3,7 +3,9 @@
 //! index commands `indexes.rs`'s, the size and check commands `storage_stats.rs`'s.
 
 use super::data::{missing, namespace, opt_bool, type_name};
+use super::pipeline_as_sent::matches_as_sent;
 use super::{require_admin, CommandResult};
+use crate::command::Command;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::Namespace;
@@ -36,7 +38,10 @@ const IGNORED_FIELDS: &[&str] = &[
     "writeConcern",
 ];
 
-pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+/// `create`; a view's pipeline has its `$match` stages read as sent
+/// (`pipeline_as_sent.rs`), the rest of the command decoded.
+pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult {
+    let body = cmd.doc()?;
     let ns = namespace(db, body, "create")?;
     if ctx.txn.is_some() && body.contains_key("viewOn") {
         return Err(MongoError::new(
@@ -45,7 +50,7 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
         ));
     }
     if body.contains_key("viewOn") {
-        return create_view(ctx, &ns, body);
+        return create_view(ctx, &ns, cmd);
     }
     if body.contains_key("pipeline") {
         return Err(MongoError::new(
@@ -136,7 +141,8 @@ pub fn create(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
 /// `create` with `viewOn` (and `pipeline`): a view. Other collection options are refused as
 /// mongod refuses them on a view (`InvalidOptions`); `collation` too: a view's default
 /// collation is not built (its reads take the simple one and refuse another, 167).
-fn create_view(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandResult {
+fn create_view(ctx: &ConnectionCtx, ns: &Namespace, cmd: &Command<'_>) -> CommandResult {
+    let body = cmd.doc()?;
     let view_on = match body.get("viewOn") {
         Some(Bson::String(s)) if s.is_empty() => {
             return Err(MongoError::new(
@@ -156,7 +162,7 @@ fn create_view(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandR
         }
         None => return Err(missing("create.viewOn")),
     };
-    let pipeline = match body.get("pipeline") {
+    let mut pipeline = match body.get("pipeline") {
         None => Vec::new(),
         Some(Bson::Array(stages)) => super::data::stage_documents(stages)?,
         Some(other) => {
@@ -187,6 +193,8 @@ fn create_view(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandR
             }
         }
     }
+    // Stored decoded: a `$match` that names a field twice is kept as the `$and` it means.
+    matches_as_sent(cmd, &mut pipeline)?;
     ctx.db.create_view(ns, &view_on, pipeline)?;
     Ok(Document::new())
 }
