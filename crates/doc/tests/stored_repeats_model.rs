@@ -6,6 +6,12 @@
 //! they repeat, at two levels) and random `$set`/`$unset`/`$inc` sequences; after each
 //! update both must hold the same bytes, or both refuse.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an integration test: a failed unwrap or expect is a failed test"
+)]
+
 use bson::{doc, Bson, RawBson, RawDocumentBuf};
 use proptest::prelude::*;
 use shale_doc::{ApplyContext, StoredDocument, UpdateSpec};
