@@ -20,6 +20,13 @@
 //!    that relaxed between them would meet every burst late — then relaxes by `RELAX_STEP`
 //!    per tick.
 //!
+//! 4. a tick starts with a quick reading of the resident set (`HeapProbe::quick_resident`,
+//!    one read of `/proc/self/statm`): with no shrink in force and the process at least
+//!    `QUICK_MARGIN` short of both points where the tick would act — a release, or a shrink,
+//!    taking all memory beyond the charge as not dirty — it stops there. The full sample
+//!    refreshes every statistic of jemalloc (~100 µs here), and an idle server took 1.2% of
+//!    a core for it, 100 times a second.
+//!
 //! Releasing costs page faults when the pages are used again, so it happens only near the
 //! limit; without a probe (tests, other allocators) none of this runs and the budget bounds
 //! the cache's charge alone.
@@ -43,6 +50,11 @@ pub trait HeapProbe: Send + Sync + fmt::Debug {
     fn sample(&self) -> Option<HeapSample>;
     /// Returns freed (dirty) pages to the OS now.
     fn release(&self);
+    /// A cheap reading of the resident memory `sample` bounds, without the allocator's
+    /// statistics (4.); `None` when there is none, and every tick samples.
+    fn quick_resident(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Below the limit by less than this, the governor releases dirty pages.
@@ -57,6 +69,8 @@ pub(crate) const RELAX_STEP: usize = 1 << 20;
 pub(crate) const HOLD_TICKS: u32 = 200;
 /// The working limit never falls below the budget less this fraction of it.
 pub(crate) const MAX_SHRINK_DIVISOR: usize = 4;
+/// How far from acting a quick reading must be for a tick to stop there (4.).
+pub(crate) const QUICK_MARGIN: usize = 8 << 20;
 
 /// The governor's inputs at one tick.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +114,21 @@ pub(crate) fn shrink(r: &Reading) -> usize {
     }
 }
 
+/// Whether a quick reading (no dirty pages known: all memory beyond the charge counts) is
+/// `QUICK_MARGIN` short of a release and of a shrink, with no shrink in force (4.).
+pub(crate) fn far_from_acting(r: &Reading) -> bool {
+    let margin = Reading {
+        heap: HeapSample {
+            resident: r.heap.resident + QUICK_MARGIN,
+            dirty: 0,
+        },
+        ..*r
+    };
+    r.shrink == 0
+        && margin.heap.resident + RELEASE_BELOW <= r.budget + r.headroom
+        && shrink(&margin) == 0
+}
+
 /// The governor's memory between ticks.
 #[derive(Debug, Default)]
 pub(crate) struct Governor {
@@ -129,6 +158,15 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
         quiet_ticks,
         heap,
     };
+    if let Some(resident) = probe.quick_resident() {
+        let quick = reading(HeapSample { resident, dirty: 0 });
+        if far_from_acting(&quick) {
+            cache
+                .heap_resident_bytes
+                .store(resident as u64, Ordering::Relaxed);
+            return false;
+        }
+    }
     let Some(mut heap) = probe.sample() else {
         return false;
     };
@@ -167,6 +205,17 @@ mod tests {
             quiet_ticks: HOLD_TICKS,
             heap: HeapSample { resident, dirty },
         }
+    }
+
+    #[test]
+    fn a_quick_reading_stops_a_tick_only_far_from_acting() {
+        // Limit 456 MiB; a shrink starts past 32 MiB beyond the charge, a release within
+        // 8 MiB of the limit; the quick reading must clear both by QUICK_MARGIN.
+        assert!(far_from_acting(&reading(100 * MIB, 110 * MIB, 0, 0)));
+        assert!(far_from_acting(&reading(100 * MIB, 124 * MIB, 0, 0)));
+        assert!(!far_from_acting(&reading(100 * MIB, 125 * MIB, 0, 0)));
+        assert!(!far_from_acting(&reading(400 * MIB, 441 * MIB, 0, 0)));
+        assert!(!far_from_acting(&reading(100 * MIB, 110 * MIB, 0, MIB)));
     }
 
     #[test]

@@ -174,6 +174,16 @@ impl HeapProbe for JemallocProbe {
     fn release(&self) {
         release();
     }
+
+    /// The resident set less what is excused, from `/proc/self/statm` alone; none for a
+    /// heap-only probe (its figure is jemalloc's, which only the full sample reads).
+    fn quick_resident(&self) -> Option<usize> {
+        if self.heap_only {
+            return None;
+        }
+        let rss = usize::try_from(process_resident_bytes()?).unwrap_or(usize::MAX);
+        Some(rss.saturating_sub(self.excused.map_or(0, |f| f())))
+    }
 }
 
 #[cfg(test)]
