@@ -20,7 +20,8 @@ const CHECKPOINTER_TICK: Duration = Duration::from_millis(50);
 /// How long the flusher sleeps when nobody wakes it.
 const FLUSHER_IDLE: Duration = Duration::from_millis(100);
 /// How often the heap governor reads the allocator (`heap.rs`): at a few hundred MB/s of
-/// freed pages, 10 ms is a few MiB of overshoot at most.
+/// freed pages, 10 ms is a few MiB of overshoot at most. Far from its limit it sleeps
+/// longer (`heap.rs`, 4.).
 const GOVERNOR_TICK: Duration = Duration::from_millis(10);
 
 #[allow(
@@ -106,7 +107,7 @@ fn flusher(env: &EnvInner) {
 fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
     let mut governor = crate::heap::Governor::default();
     while !env.life.is_shut_down() {
-        std::thread::sleep(GOVERNOR_TICK);
+        std::thread::sleep(GOVERNOR_TICK * (1 + governor.ticks_to_skip()));
         if !governor.tick(&env.cache, env.options.heap_headroom_bytes, probe) {
             continue;
         }

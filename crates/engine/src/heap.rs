@@ -21,11 +21,13 @@
 //!    per tick.
 //!
 //! 4. a tick starts with a quick reading of the resident set (`HeapProbe::quick_resident`,
-//!    one read of `/proc/self/statm`): with no shrink in force and the process at least
-//!    `QUICK_MARGIN` short of both points where the tick would act — a release, or a shrink,
-//!    taking all memory beyond the charge as not dirty — it stops there. The full sample
+//!    one read of `/proc/self/statm`): with no shrink in force and the process more than
+//!    `DIRTY_ROOM + QUICK_MARGIN` under the limit — where neither a release nor a shrink
+//!    would change anything yet (`far_from_acting`) — it stops there. The full sample
 //!    refreshes every statistic of jemalloc (~100 µs here), and an idle server took 1.2% of
-//!    a core for it, 100 times a second.
+//!    a core for it, 100 times a second; a server whose data fits well in its cache does
+//!    not need it either. With `SKIP_ROOM` more to spare it sleeps `SKIPPED_TICKS` ticks
+//!    before the next reading.
 //!
 //! Releasing costs page faults when the pages are used again, so it happens only near the
 //! limit; without a probe (tests, other allocators) none of this runs and the budget bounds
@@ -71,6 +73,12 @@ pub(crate) const HOLD_TICKS: u32 = 200;
 pub(crate) const MAX_SHRINK_DIVISOR: usize = 4;
 /// How far from acting a quick reading must be for a tick to stop there (4.).
 pub(crate) const QUICK_MARGIN: usize = 8 << 20;
+/// Further room that lets the governor sleep `SKIPPED_TICKS` more ticks (4.): growth
+/// faster than this per 50 ms (1.3 GB/s) would be needed to pass the point of acting unseen.
+pub(crate) const SKIP_ROOM: usize = 64 << 20;
+/// Ticks a reading with `SKIP_ROOM` to spare lets the governor sleep through (4.): its
+/// ticks then come as often as the checkpointer's, so closing waits no longer for it.
+pub(crate) const SKIPPED_TICKS: u32 = 4;
 
 /// The governor's inputs at one tick.
 #[derive(Debug, Clone, Copy)]
@@ -114,32 +122,48 @@ pub(crate) fn shrink(r: &Reading) -> usize {
     }
 }
 
-/// Whether a quick reading (no dirty pages known: all memory beyond the charge counts) is
-/// `QUICK_MARGIN` short of a release and of a shrink, with no shrink in force (4.).
+/// Whether a quick reading is `QUICK_MARGIN` short of any point where a tick would change
+/// something, with no shrink in force (4.): a release needs resident memory within
+/// `RELEASE_BELOW` of the limit; a shrink evicts only what takes the charge past the budget
+/// less the shrink, that is, only while `resident - dirty + DIRTY_ROOM` passes the limit —
+/// so a process `DIRTY_ROOM` below it has nothing to shrink yet, whatever lies beyond the
+/// charge, and a shrink is set by the first tick that comes closer.
 pub(crate) fn far_from_acting(r: &Reading) -> bool {
-    let margin = Reading {
+    r.shrink == 0
+        && r.heap.resident + RELEASE_BELOW.max(DIRTY_ROOM) + QUICK_MARGIN <= r.budget + r.headroom
+}
+
+/// Ticks to sleep through after a reading far from acting (4.): `SKIPPED_TICKS` with
+/// `SKIP_ROOM` to spare beyond what `far_from_acting` asks, else none.
+pub(crate) fn ticks_to_skip(r: &Reading) -> u32 {
+    let roomy = Reading {
         heap: HeapSample {
-            resident: r.heap.resident + QUICK_MARGIN,
-            dirty: 0,
+            resident: r.heap.resident + SKIP_ROOM,
+            ..r.heap
         },
         ..*r
     };
-    r.shrink == 0
-        && margin.heap.resident + RELEASE_BELOW <= r.budget + r.headroom
-        && shrink(&margin) == 0
+    if far_from_acting(&roomy) {
+        SKIPPED_TICKS
+    } else {
+        0
+    }
 }
 
 /// The governor's memory between ticks.
 #[derive(Debug, Default)]
 pub(crate) struct Governor {
     quiet_ticks: u32,
+    /// Ticks the last reading lets the caller sleep through (4.).
+    skip: u32,
 }
 
 impl Governor {
     /// One tick: reads the heap, releases dirty pages if it is near the limit, and sets the
     /// cache's shrink. True when the shrink grew (the caller evicts down to it).
     pub(crate) fn tick(&mut self, cache: &Cache, headroom: usize, probe: &dyn HeapProbe) -> bool {
-        let grew = govern(cache, headroom, self.quiet_ticks, probe);
+        let (grew, skip) = govern(cache, headroom, self.quiet_ticks, probe);
+        self.skip = skip;
         self.quiet_ticks = if grew {
             0
         } else {
@@ -147,9 +171,15 @@ impl Governor {
         };
         grew
     }
+
+    /// Ticks the caller may sleep through before the next one (4.).
+    pub(crate) fn ticks_to_skip(&self) -> u32 {
+        self.skip
+    }
 }
 
-fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProbe) -> bool {
+/// One tick: whether the shrink grew, and the ticks the next may wait (4.).
+fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProbe) -> (bool, u32) {
     let reading = |heap| Reading {
         budget: cache.budget_bytes(),
         headroom,
@@ -164,11 +194,11 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
             cache
                 .heap_resident_bytes
                 .store(resident as u64, Ordering::Relaxed);
-            return false;
+            return (false, ticks_to_skip(&quick));
         }
     }
     let Some(mut heap) = probe.sample() else {
-        return false;
+        return (false, 0);
     };
     if wants_release(&reading(heap)) {
         probe.release();
@@ -178,7 +208,7 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
             .fetch_add(heap.dirty as u64, Ordering::Relaxed);
         match probe.sample() {
             Some(h) => heap = h,
-            None => return false,
+            None => return (false, 0),
         }
     }
     cache
@@ -187,7 +217,7 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
     let r = reading(heap);
     let next = shrink(&r);
     cache.set_shrink(next);
-    next > r.shrink
+    (next > r.shrink, 0)
 }
 
 #[cfg(test)]
@@ -209,13 +239,30 @@ mod tests {
 
     #[test]
     fn a_quick_reading_stops_a_tick_only_far_from_acting() {
-        // Limit 456 MiB; a shrink starts past 32 MiB beyond the charge, a release within
-        // 8 MiB of the limit; the quick reading must clear both by QUICK_MARGIN.
+        // Limit 456 MiB: a tick may stop at 424 MiB resident (DIRTY_ROOM + QUICK_MARGIN
+        // under it), however much of that lies beyond the charge.
         assert!(far_from_acting(&reading(100 * MIB, 110 * MIB, 0, 0)));
-        assert!(far_from_acting(&reading(100 * MIB, 124 * MIB, 0, 0)));
-        assert!(!far_from_acting(&reading(100 * MIB, 125 * MIB, 0, 0)));
-        assert!(!far_from_acting(&reading(400 * MIB, 441 * MIB, 0, 0)));
+        assert!(far_from_acting(&reading(100 * MIB, 424 * MIB, 0, 0)));
+        assert!(!far_from_acting(&reading(100 * MIB, 425 * MIB, 0, 0)));
         assert!(!far_from_acting(&reading(100 * MIB, 110 * MIB, 0, MIB)));
+        // Where it stops, a full tick would have released nothing and evicted nothing: the
+        // shrink it computes leaves the working limit above the charge.
+        for (charged, resident, dirty) in [(100, 424, 0), (0, 424, 0), (380, 424, 30)] {
+            let r = reading(charged * MIB, resident * MIB, dirty * MIB, 0);
+            assert!(far_from_acting(&r));
+            assert!(!wants_release(&r));
+            assert!(
+                r.charged <= r.budget - shrink(&r),
+                "{charged} {resident} {dirty}"
+            );
+        }
+        // With 64 MiB more to spare the governor sleeps four more ticks.
+        assert_eq!(
+            ticks_to_skip(&reading(100 * MIB, 360 * MIB, 0, 0)),
+            SKIPPED_TICKS
+        );
+        assert_eq!(ticks_to_skip(&reading(100 * MIB, 361 * MIB, 0, 0)), 0);
+        assert_eq!(ticks_to_skip(&reading(100 * MIB, 10 * MIB, 0, MIB)), 0);
     }
 
     #[test]
