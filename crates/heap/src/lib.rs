@@ -62,19 +62,50 @@ pub struct Stats {
     pub metadata: Option<u64>,
 }
 
+/// The mallctls `stats` reads, each name looked up once: by name, every read parsed it
+/// again (a tenth of a governor tick's CPU, `perf record -t` of the `shale-heap` thread).
+struct Mibs {
+    epoch: tikv_jemalloc_ctl::epoch_mib,
+    allocated: tikv_jemalloc_ctl::stats::allocated_mib,
+    resident: tikv_jemalloc_ctl::stats::resident_mib,
+    metadata: Option<tikv_jemalloc_ctl::stats::metadata_mib>,
+    /// `stats.arenas.<ALL_ARENAS>.pdirty`, and the page size it counts in.
+    dirty_pages: Option<([usize; 4], usize)>,
+}
+
+/// The looked-up mallctls; `None` when jemalloc's statistics are not there.
+fn mibs() -> Option<&'static Mibs> {
+    static MIBS: std::sync::OnceLock<Option<Mibs>> = std::sync::OnceLock::new();
+    MIBS.get_or_init(|| {
+        let mut dirty = [0usize; 4];
+        let name = format!("stats.arenas.{ALL_ARENAS}.pdirty\0");
+        let dirty_mib = tikv_jemalloc_ctl::raw::name_to_mib(name.as_bytes(), &mut dirty).ok();
+        // SAFETY: `arenas.page` is a NUL-terminated mallctl of type size_t.
+        let page = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"arenas.page\0") }.ok();
+        Some(Mibs {
+            epoch: tikv_jemalloc_ctl::epoch::mib().ok()?,
+            allocated: tikv_jemalloc_ctl::stats::allocated::mib().ok()?,
+            resident: tikv_jemalloc_ctl::stats::resident::mib().ok()?,
+            metadata: tikv_jemalloc_ctl::stats::metadata::mib().ok(),
+            dirty_pages: dirty_mib.and(page).map(|p| (dirty, p)),
+        })
+    })
+    .as_ref()
+}
+
 /// jemalloc's statistics, refreshed (they are cached per epoch); `None` when the process
 /// does not run on jemalloc's statistics-enabled build.
 pub fn stats() -> Option<Stats> {
-    tikv_jemalloc_ctl::epoch::advance().ok()?;
-    let allocated = tikv_jemalloc_ctl::stats::allocated::read().ok()?;
-    let resident = tikv_jemalloc_ctl::stats::resident::read().ok()?;
-    let metadata = tikv_jemalloc_ctl::stats::metadata::read().ok();
-    let name = format!("stats.arenas.{ALL_ARENAS}.pdirty\0");
-    // SAFETY: the name is a NUL-terminated mallctl of type size_t.
-    let dirty_pages = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(name.as_bytes()) };
-    // SAFETY: as above; `arenas.page` is a size_t.
-    let page = unsafe { tikv_jemalloc_ctl::raw::read::<usize>(b"arenas.page\0") }.ok();
-    let dirty = dirty_pages.ok().zip(page).map(|(n, p)| (n * p) as u64);
+    let m = mibs()?;
+    m.epoch.advance().ok()?;
+    let allocated = m.allocated.read().ok()?;
+    let resident = m.resident.read().ok()?;
+    let metadata = m.metadata.as_ref().and_then(|mib| mib.read().ok());
+    let dirty = m.dirty_pages.and_then(|(mib, page)| {
+        // SAFETY: the mib is `stats.arenas.<i>.pdirty`'s, a size_t.
+        let pages = unsafe { tikv_jemalloc_ctl::raw::read_mib::<usize>(&mib) }.ok()?;
+        Some((pages * page) as u64)
+    });
     Some(Stats {
         allocated: allocated as u64,
         resident: resident as u64,
