@@ -72,10 +72,12 @@ fn writes(stages: &[Document]) -> Writes {
     Writes::Paths(paths)
 }
 
+/// A `$project` value that excludes (anything else is read as building a new root).
 fn excludes(value: &Bson) -> bool {
-    matches!(value, Bson::Boolean(false))
-        || matches!(value, Bson::Int32(0) | Bson::Int64(0))
-        || matches!(value, Bson::Double(d) if *d == 0.0)
+    matches!(
+        value,
+        Bson::Boolean(false) | Bson::Int32(0) | Bson::Int64(0)
+    ) || matches!(value, Bson::Double(d) if *d == 0.0)
 }
 
 /// Parses and checks an update pipeline whose expressions read `vars` (the command's `let`
