@@ -106,9 +106,12 @@ fn flusher(env: &EnvInner) {
 /// when it lowers the cache's working limit.
 fn governor(env: &EnvInner, probe: &dyn crate::HeapProbe) {
     let mut governor = crate::heap::Governor::default();
+    let mut skip = 0;
     while !env.life.is_shut_down() {
-        std::thread::sleep(GOVERNOR_TICK * (1 + governor.ticks_to_skip()));
-        if !governor.tick(&env.cache, env.options.heap_headroom_bytes, probe) {
+        std::thread::sleep(GOVERNOR_TICK * (1 + skip));
+        let tick = governor.tick(&env.cache, env.options.heap_headroom_bytes, probe);
+        skip = tick.skip;
+        if !tick.shrink_grew {
             continue;
         }
         let any_tree = env.trees.read().values().next().cloned();

@@ -154,32 +154,32 @@ pub(crate) fn ticks_to_skip(r: &Reading) -> u32 {
 #[derive(Debug, Default)]
 pub(crate) struct Governor {
     quiet_ticks: u32,
-    /// Ticks the last reading lets the caller sleep through (4.).
-    skip: u32,
+}
+
+/// What one tick asks of its caller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tick {
+    /// The shrink grew: evict down to it.
+    pub shrink_grew: bool,
+    /// Ticks to sleep through before the next (4.).
+    pub skip: u32,
 }
 
 impl Governor {
     /// One tick: reads the heap, releases dirty pages if it is near the limit, and sets the
-    /// cache's shrink. True when the shrink grew (the caller evicts down to it).
-    pub(crate) fn tick(&mut self, cache: &Cache, headroom: usize, probe: &dyn HeapProbe) -> bool {
-        let (grew, skip) = govern(cache, headroom, self.quiet_ticks, probe);
-        self.skip = skip;
-        self.quiet_ticks = if grew {
+    /// cache's shrink.
+    pub(crate) fn tick(&mut self, cache: &Cache, headroom: usize, probe: &dyn HeapProbe) -> Tick {
+        let tick = govern(cache, headroom, self.quiet_ticks, probe);
+        self.quiet_ticks = if tick.shrink_grew {
             0
         } else {
             self.quiet_ticks.saturating_add(1)
         };
-        grew
-    }
-
-    /// Ticks the caller may sleep through before the next one (4.).
-    pub(crate) fn ticks_to_skip(&self) -> u32 {
-        self.skip
+        tick
     }
 }
 
-/// One tick: whether the shrink grew, and the ticks the next may wait (4.).
-fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProbe) -> (bool, u32) {
+fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProbe) -> Tick {
     let reading = |heap| Reading {
         budget: cache.budget_bytes(),
         headroom,
@@ -194,11 +194,14 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
             cache
                 .heap_resident_bytes
                 .store(resident as u64, Ordering::Relaxed);
-            return (false, ticks_to_skip(&quick));
+            return Tick {
+                shrink_grew: false,
+                skip: ticks_to_skip(&quick),
+            };
         }
     }
     let Some(mut heap) = probe.sample() else {
-        return (false, 0);
+        return Tick::default();
     };
     if wants_release(&reading(heap)) {
         probe.release();
@@ -208,7 +211,7 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
             .fetch_add(heap.dirty as u64, Ordering::Relaxed);
         match probe.sample() {
             Some(h) => heap = h,
-            None => return (false, 0),
+            None => return Tick::default(),
         }
     }
     cache
@@ -217,7 +220,10 @@ fn govern(cache: &Cache, headroom: usize, quiet_ticks: u32, probe: &dyn HeapProb
     let r = reading(heap);
     let next = shrink(&r);
     cache.set_shrink(next);
-    (next > r.shrink, 0)
+    Tick {
+        shrink_grew: next > r.shrink,
+        skip: 0,
+    }
 }
 
 #[cfg(test)]
