@@ -187,6 +187,7 @@ error_codes! {
     Location7182800 = 7182800,
     Location7182802 = 7182802,
     Location50736 = 50736,
+    Location50001 = 50001,
     Location50737 = 50737,
     Location50738 = 50738,
     Location40415 = 40415,
@@ -436,6 +437,9 @@ error_codes! {
     Location5979703 = 5979703,
     Location5979704 = 5979704,
     Location6026501 = 6026501,
+    Location6346401 = 6346401,
+    Location6346402 = 6346402,
+    Location6367301 = 6367301,
     Location6127800 = 6127800,
 }
 

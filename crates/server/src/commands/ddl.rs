@@ -70,6 +70,8 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         capped.is_some(),
         present("idIndex").is_some(),
     )?;
+    let auto_index_id = opt_bool(body, "create", "autoIndexId")?;
+    check_create_only_options(ctx, &ns, body, auto_index_id, capped.is_some())?;
     if ctx.txn.is_some() && capped.is_some() {
         return Err(MongoError::new(
             ErrorCode::OperationNotSupportedInTransaction,
@@ -92,15 +94,11 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             // `autoIndexId: true` asks for what is always there. `flags` were MMAPv1's
             // padding switches; mongod 7.0 accepts and ignores them too.
             "idIndex" => check_id_index(v, body.get("collation"))?,
-            "autoIndexId" if v == &Bson::Boolean(true) => {}
             "flags" if matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {}
-            "autoIndexId" if options.contains_key("clusteredIndex") => {
-                return Err(MongoError::new(
-                    ErrorCode::Location6026501,
-                    "The 'clusteredIndex' option does not support {autoIndexId: false}",
-                ));
-            }
-            "timeseries" | "encryptedFields" | "autoIndexId" | "temp" | "recordIdsReplicated" => {
+            // Checked by `check_create_only_options`: what is left of them is nothing to
+            // store (`autoIndexId: true`, `temp: false`).
+            "autoIndexId" | "temp" => {}
+            "timeseries" => {
                 return Err(MongoError::new(
                     ErrorCode::CommandNotSupported,
                     format!("create option '{k}' is not supported by shale"),
@@ -135,7 +133,95 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         Some(t) => ctx.db.create_collection_in(t, &ns, options)?,
         None => ctx.db.create_collection(&ns, options)?,
     }
-    Ok(Document::new())
+    // mongod notes the option whichever way it is set.
+    Ok(match auto_index_id {
+        Some(_) => doc! {"note": AUTO_INDEX_ID_NOTE},
+        None => Document::new(),
+    })
+}
+
+/// The reply's `note` when `create` names `autoIndexId` (mongod 7.0's deprecation 23800).
+const AUTO_INDEX_ID_NOTE: &str =
+    "The autoIndexId option is deprecated and will be removed in a future release";
+
+/// `create`'s options that change how the collection is made rather than what is stored,
+/// checked as mongod 7.0's `create` checks them: `temp` (internal clients only),
+/// `autoIndexId` (false only where a collection is not replicated, and never beside
+/// `idIndex` or `clusteredIndex`) and `encryptedFields` (Queryable Encryption: refused on a
+/// standalone as mongod refuses it; its server half is not built, so refused on a member
+/// too). `recordIdsReplicated` is mongod 8.0's and stays an unknown field (40415).
+fn check_create_only_options(
+    ctx: &ConnectionCtx,
+    ns: &Namespace,
+    body: &Document,
+    auto_index_id: Option<bool>,
+    capped: bool,
+) -> Result<(), MongoError> {
+    let invalid = |why: String| MongoError::new(ErrorCode::InvalidOptions, why);
+    if opt_bool(body, "create", "temp")? == Some(true) {
+        return Err(invalid("the 'temp' field is an invalid option".into()));
+    }
+    if let Some(fields) = body.get("encryptedFields") {
+        check_encrypted_fields(ctx, fields, capped)?;
+    }
+    if let (Some(_), Some(spec)) = (auto_index_id, body.get("idIndex")) {
+        return Err(invalid(format!(
+            "'idIndex' is not allowed with 'autoIndexId': {spec}"
+        )));
+    }
+    if auto_index_id != Some(false) {
+        return Ok(());
+    }
+    if body.contains_key("clusteredIndex") {
+        return Err(MongoError::new(
+            ErrorCode::Location6026501,
+            "The 'clusteredIndex' option does not support {autoIndexId: false}",
+        ));
+    }
+    if ns.db != "local" {
+        return Err(MongoError::new(
+            ErrorCode::Location50001,
+            format!(
+                "autoIndexId:false is not allowed for collection {ns} because it can be replicated"
+            ),
+        ));
+    }
+    // Every collection here is kept in a tree keyed by `_id`, which is its `_id` index.
+    Err(MongoError::new(
+        ErrorCode::CommandNotSupported,
+        "a collection without an _id index (autoIndexId: false) is not supported by shale",
+    ))
+}
+
+/// `encryptedFields`, as far as mongod 7.0 checks it before its server half runs.
+fn check_encrypted_fields(
+    ctx: &ConnectionCtx,
+    fields: &Bson,
+    capped: bool,
+) -> Result<(), MongoError> {
+    if !matches!(fields, Bson::Document(_)) {
+        return Err(super::data::wrong_type(
+            "create.encryptedFields",
+            fields,
+            "object",
+        ));
+    }
+    if capped {
+        return Err(MongoError::new(
+            ErrorCode::Location6367301,
+            "Encrypted fields cannot be used with capped collections",
+        ));
+    }
+    if !ctx.server.repl.is_replica_set() {
+        return Err(MongoError::new(
+            ErrorCode::Location6346402,
+            "Encrypted collections are not supported on standalone",
+        ));
+    }
+    Err(MongoError::new(
+        ErrorCode::CommandNotSupported,
+        "create option 'encryptedFields' (Queryable Encryption) is not supported by shale",
+    ))
 }
 
 /// `create` with `viewOn` (and `pipeline`): a view. Other collection options are refused as
@@ -179,6 +265,12 @@ fn create_view(ctx: &ConnectionCtx, ns: &Namespace, cmd: &Command<'_>) -> Comman
         match k.as_str() {
             k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
             "viewOn" | "pipeline" => {}
+            "encryptedFields" => {
+                return Err(MongoError::new(
+                    ErrorCode::Location6346401,
+                    "Encrypted fields cannot be used with views or timeseries collections",
+                ))
+            }
             "collation" => {
                 return Err(MongoError::new(
                     ErrorCode::CommandNotSupported,
@@ -220,8 +312,14 @@ fn check_id_index(spec: &Bson, collation: Option<&Bson>) -> Result<(), MongoErro
                     "The _id index must have key pattern {{_id: 1}}, not {v}"
                 )))
             }
-            "name" if v.as_str() == Some("_id_") => {}
-            "name" => return Err(bad(format!("The _id index must be named '_id_', not {v}"))),
+            // mongod names the index `_id_` whatever the spec says.
+            "name" if v.as_str().is_some() => {}
+            "name" => {
+                return Err(MongoError::new(
+                    ErrorCode::TypeMismatch,
+                    "The field 'name' must be a string",
+                ))
+            }
             "v" if matches!(v.as_i64().or(v.as_i32().map(i64::from)), Some(1 | 2)) => {}
             "v" => return Err(bad(format!("Invalid index specification version {v}"))),
             "ns" => {}
@@ -232,14 +330,18 @@ fn check_id_index(spec: &Bson, collation: Option<&Bson>) -> Result<(), MongoErro
                 ))
             }
             other => {
-                return Err(bad(format!(
-                    "The field '{other}' is not valid for an _id index specification"
-                )))
+                return Err(MongoError::new(
+                    ErrorCode::InvalidIndexSpecificationOption,
+                    format!("The field '{other}' is not valid for an _id index specification"),
+                ))
             }
         }
     }
-    if !spec.get_document("key").is_ok_and(is_id_key) {
-        return Err(bad("The _id index specification needs key {_id: 1}".into()));
+    if !spec.contains_key("key") {
+        return Err(MongoError::new(
+            ErrorCode::FailedToParse,
+            "The 'key' field is a required property of an index specification",
+        ));
     }
     Ok(())
 }
