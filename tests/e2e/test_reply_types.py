@@ -101,3 +101,33 @@ def test_a_client_disconnect_is_not_a_framing_failure(server):
     log = server.read_log()
     assert "message cannot be framed" not in log
     assert "reading from the socket failed" not in log
+
+
+def test_counts_in_other_replies_are_int32_when_they_fit(client, server):
+    """Issue 26 item 4's other replies: count's `n`, hello's and currentOp's `connectionId`,
+    explain's executionStats counters, validate's counts, a capped collection's listed
+    `size`/`max`, serverStatus' `mem`, `asserts` and `connections` counters, and compact's
+    `bytesFreed` go through mongod's `appendNumber` (int32 when the value fits)."""
+    db = client.types2
+    db.c.insert_many([{"x": i} for i in range(5)])
+    assert type(db.command("count", "c")["n"]) is int
+    assert type(db.command("hello")["connectionId"]) is int
+    stats = db.command("explain", {"find": "c", "filter": {"x": 3}},
+                       verbosity="executionStats")["executionStats"]
+    for field in ["nReturned", "executionTimeMillis", "totalKeysExamined", "totalDocsExamined"]:
+        assert type(stats[field]) is int, field
+    valid = db.command("validate", "c")
+    for field in ["nInvalidDocuments", "nNonCompliantDocuments", "nrecords"]:
+        assert type(valid[field]) is int, field
+    assert all(type(v) is int for v in valid["keysPerIndex"].values())
+    db.create_collection("capped", capped=True, size=4096, max=10)
+    [entry] = db.command("listCollections", filter={"name": "capped"})["cursor"]["firstBatch"]
+    assert type(entry["options"]["size"]) is int and type(entry["options"]["max"]) is int
+    status = client.admin.command("serverStatus")
+    assert type(status["mem"]["resident"]) is int and type(status["mem"]["virtual"]) is int
+    assert type(status["asserts"]["user"]) is int and status["asserts"]["tripwire"] == 0
+    for field in ["totalCreated", "rejected"]:
+        assert type(status["connections"][field]) is int, field
+    assert type(db.command("compact", "c")["bytesFreed"]) is int
+    ops = client.admin.command("currentOp", True)["inprog"]
+    assert ops and all(type(op["connectionId"]) is int for op in ops if "connectionId" in op)

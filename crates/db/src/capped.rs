@@ -122,9 +122,10 @@ impl CappedOptions {
     /// Puts the options into a collection's `options`, as mongod lists them.
     pub fn store(&self, options: &mut Document) {
         options.insert("capped", true);
-        options.insert("size", self.size);
+        // Listed through mongod's `appendNumber`.
+        options.insert("size", shale_doc::append_number(self.size));
         if let Some(m) = self.max {
-            options.insert("max", m);
+            options.insert("max", shale_doc::append_number(m));
         }
     }
 }

@@ -73,6 +73,9 @@ struct Entry {
     /// A document read but not sent because the batch was full.
     held: Option<RawDocumentBuf>,
     last_used: Instant,
+    /// `noCursorTimeout`: never closed for idling (only by killCursors, its session's end,
+    /// or exhaustion).
+    no_timeout: bool,
 }
 
 /// One batch of a cursor: documents, and the cursor id to ask for more (0 when exhausted).
@@ -132,6 +135,7 @@ impl CursorTable {
             source,
             held: None,
             last_used: Instant::now(),
+            no_timeout: false,
         };
         let limit = batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
         let (docs, done) = fill(&mut entry, limit)?;
@@ -278,6 +282,18 @@ impl CursorTable {
         self.lock().len()
     }
 
+    /// Exempts cursor `id` from the idle timeout (find's `noCursorTimeout`); false when no
+    /// such cursor is open.
+    pub fn set_no_timeout(&self, id: i64) -> bool {
+        match self.lock().get_mut(&id) {
+            Some(e) => {
+                e.no_timeout = true;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// True when no cursor is open.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -292,7 +308,7 @@ impl CursorTable {
         let now = Instant::now();
         let mut open = self.lock();
         let before = open.len();
-        open.retain(|_, e| now.duration_since(e.last_used) < CURSOR_TIMEOUT);
+        open.retain(|_, e| e.no_timeout || now.duration_since(e.last_used) < CURSOR_TIMEOUT);
         let closed = (before - open.len()) as u64;
         self.timed_out.fetch_add(closed, Ordering::Relaxed);
     }
@@ -359,6 +375,32 @@ mod tests {
             })
             .collect();
         Box::new(VecSource(v.into_iter()))
+    }
+
+    #[test]
+    fn a_no_timeout_cursor_outlives_the_idle_timeout() {
+        let table = CursorTable::default();
+        let first = || {
+            table
+                .first_batch("db.c", docs(5), Some(1), false, None)
+                .expect("batch")
+                .cursor_id
+        };
+        let (kept, idle) = (first(), first());
+        assert!(table.set_no_timeout(kept));
+        assert!(!table.set_no_timeout(-7));
+        let long_ago = Instant::now()
+            .checked_sub(CURSOR_TIMEOUT + Duration::from_secs(1))
+            .expect("the clock is past the timeout");
+        for e in table.lock().values_mut() {
+            e.last_used = long_ago;
+        }
+        table.reap();
+        assert_eq!(table.owner(kept), Some(None));
+        assert_eq!(table.owner(idle), None);
+        assert_eq!(table.timed_out(), 1);
+        let batch = table.get_more(kept, "db.c", Some(10)).expect("getMore");
+        assert_eq!(batch.docs.len(), 4);
     }
 
     #[test]

@@ -41,6 +41,15 @@ const KNOWN_OPTIONS: &[&str] = &[
     "readPageSize",
 ];
 
+/// `createIndexes`' `ignoreUnknownIndexOptions: true`: the spec without the options
+/// `parse_spec` would refuse, as mongod strips them before it builds.
+pub fn without_unknown_options(spec: &Document) -> Document {
+    spec.iter()
+        .filter(|(k, _)| KNOWN_OPTIONS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The `_id` index every collection has (the document tree itself).
 pub fn id_index_spec() -> Document {
     bson::doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
@@ -222,7 +231,13 @@ pub fn parse_key_pattern(key: &Document) -> Result<Vec<(String, Direction)>, Mon
                 "Index key contains an illegal field name: '{path}'"
             )));
         }
-        if path.starts_with('$') && path != "$**" {
+        if path == "$**" || path.ends_with(".$**") {
+            return Err(MongoError::new(
+                ErrorCode::CannotCreateIndex,
+                format!("wildcard indexes ('{path}') are not supported by shale"),
+            ));
+        }
+        if path.starts_with('$') {
             return Err(bad_spec(format!(
                 "Index key contains an illegal field name: field name starts with '$'. {path}"
             )));

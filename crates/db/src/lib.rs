@@ -62,6 +62,7 @@ pub use doc_prepare::prepare_for_insert;
 pub use doc_write::MAX_DOCUMENT_BYTES;
 pub use exec::ViewQuery;
 pub use index_spec::default_name as default_index_name;
+pub use index_spec::without_unknown_options as index_spec_without_unknown_options;
 pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use op_context::{check_interrupt, interrupted, op_scope, Interrupt, OpScope, OpWork};
 pub use query_ops::FindSpec;

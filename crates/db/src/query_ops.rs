@@ -180,10 +180,10 @@ impl Database {
                 "executionStats",
                 doc! {
                     "executionSuccess": true,
-                    "nReturned": returned,
-                    "executionTimeMillis": started.elapsed().as_millis() as i64,
-                    "totalKeysExamined": stats.keys_examined as i64,
-                    "totalDocsExamined": stats.docs_examined as i64,
+                    "nReturned": shale_doc::append_number(returned as i64),
+                    "executionTimeMillis": shale_doc::append_number(started.elapsed().as_millis() as i64),
+                    "totalKeysExamined": shale_doc::append_number(stats.keys_examined as i64),
+                    "totalDocsExamined": shale_doc::append_number(stats.docs_examined as i64),
                 },
             );
         }

@@ -18,6 +18,7 @@ use crate::namespace::{validate_db_name, Namespace};
 use crate::tree_layout::{describe, figures};
 use crate::{engine_error, Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
+use shale_doc::append_number as number;
 use shale_doc::{ErrorCode, MongoError};
 use shale_engine::TreeSpace;
 
@@ -40,14 +41,6 @@ fn tree_figures(coll: &Collection, scale: i64) -> DbResult<Document> {
     let mut out = doc! { "trees": trees };
     out.extend(figures(&total, scale));
     Ok(out)
-}
-
-/// A count or size as mongod's `appendNumber` gives it: an int32 when it fits, else an int64.
-fn number(n: i64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(n),
-    }
 }
 
 fn data_size(c: &Collection) -> i64 {
@@ -203,7 +196,7 @@ impl Database {
             }
             cursor.next().map_err(engine_error)?;
         }
-        let mut keys_per_index = doc! { "_id_": nrecords };
+        let mut keys_per_index = doc! { "_id_": number(nrecords) };
         for (i, want) in coll.indexes.iter().zip(&expected) {
             let mut c = view.cursor(&i.tree);
             c.seek_to_first().map_err(engine_error)?;
@@ -218,7 +211,7 @@ impl Database {
                     i.def.name
                 ));
             }
-            keys_per_index.insert(i.def.name.clone(), n);
+            keys_per_index.insert(i.def.name.clone(), number(n));
         }
         if coll.docs.count() != nrecords {
             errors.push(format!(
@@ -244,9 +237,9 @@ impl Database {
         Ok(doc! {
             "ns": ns.to_string(),
             "uuid": coll.uuid,
-            "nInvalidDocuments": invalid,
-            "nNonCompliantDocuments": 0i64,
-            "nrecords": nrecords,
+            "nInvalidDocuments": number(invalid),
+            "nNonCompliantDocuments": 0i32,
+            "nrecords": number(nrecords),
             "nIndexes": (coll.indexes.len() + 1) as i32,
             "keysPerIndex": keys_per_index,
             "valid": errors.is_empty(),

@@ -436,6 +436,7 @@ error_codes! {
     Location5979700 = 5979700,
     Location5979703 = 5979703,
     Location5979704 = 5979704,
+    Location5255100 = 5255100,
     Location6026501 = 6026501,
     Location6346401 = 6346401,
     Location6346402 = 6346402,

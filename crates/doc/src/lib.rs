@@ -14,6 +14,7 @@ pub mod error_code;
 pub mod keystring;
 pub mod matcher;
 pub mod mongo_error;
+mod number;
 pub mod projection;
 pub mod raw_scan;
 pub mod update;
@@ -28,6 +29,7 @@ pub use error_code::ErrorCode;
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
 pub use matcher::{as_sent::filter_as_sent, Matcher};
 pub use mongo_error::MongoError;
+pub use number::append_number;
 pub use projection::Projection;
 pub use update::render::type_name;
 pub use update::{

@@ -80,8 +80,8 @@ pub fn connections_document(max_connections: Option<usize>) -> Document {
     doc! {
         "current": current as i32,
         "available": max.saturating_sub(current).min(i32::MAX as u64) as i32,
-        "totalCreated": CONNECTIONS_TOTAL.load(Relaxed) as i64,
-        "rejected": CONNECTIONS_REJECTED.load(Relaxed) as i64,
+        "totalCreated": shale_doc::append_number(CONNECTIONS_TOTAL.load(Relaxed) as i64),
+        "rejected": shale_doc::append_number(CONNECTIONS_REJECTED.load(Relaxed) as i64),
         "active": CONNECTIONS_ACTIVE.load(Relaxed) as i32,
         "threaded": current as i32,
     }

@@ -125,7 +125,9 @@ pub fn document_metrics() -> Document {
 
 /// `serverStatus.asserts`: `user` counts failed commands; the server raises no other kind.
 pub fn asserts_document() -> Document {
-    doc! { "regular": 0i32, "warning": 0i32, "msg": 0i32, "user": n(&USER_ASSERTS),
+    // mongod's assertion counters are ints.
+    let user = shale_doc::append_number(USER_ASSERTS.load(Relaxed) as i64);
+    doc! { "regular": 0i32, "warning": 0i32, "msg": 0i32, "user": user, "tripwire": 0i32,
     "rollovers": 0i32 }
 }
 

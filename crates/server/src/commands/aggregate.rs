@@ -1,6 +1,6 @@
-//! `aggregate`: the cursor form (`cursor: {batchSize}`) and, for drivers older than MongoDB
-//! 3.6, the inline form without `cursor` that answers `{result: [...]}`; `explain: true`
-//! shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves pipelines led
+//! `aggregate`: the cursor form (`cursor: {batchSize}`; without one the command is refused as
+//! mongod 3.6+ refuses it, pre-3.6 drivers' inline `{result: [...]}` form included);
+//! `explain: true` shows how the pipeline's leading stages are planned. `{aggregate: 1}` serves pipelines led
 //! by `$listLocalSessions` (`list_local_sessions.rs`), `$currentOp` (`current_op.rs`, on
 //! `admin`) or `$documents`; a collection's pipeline
 //! led by `$collStats` starts from that stage's document (`coll_stats_stage.rs`). A pipeline ending in
@@ -17,7 +17,7 @@ use super::{
 };
 use crate::command::{raw_of, Command};
 use crate::ConnectionCtx;
-use bson::{Bson, Document, RawArrayBuf, RawDocumentBuf};
+use bson::{Bson, Document, RawDocumentBuf};
 use shale_db::VecSource;
 use shale_doc::{ErrorCode, MongoError};
 
@@ -25,6 +25,10 @@ use shale_doc::{ErrorCode, MongoError};
 /// rest of the command decoded.
 pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
     let body = cmd.doc()?;
+    refuse_unbuilt(body)?;
+    if opt_bool(body, "aggregate", "explain")? != Some(true) {
+        cursor(body)?;
+    }
     let mut stages = pipeline(body)?;
     matches_as_sent(cmd, &mut stages)?;
     let collectionless = matches!(
@@ -44,8 +48,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult 
     let vars = command_vars(body, "aggregate")?;
     if coll_stats_stage::leads(&stages)? {
         let results = coll_stats_stage::run(ctx, &ns, &stages, &vars)?;
-        let cursor = opt_doc(body, "aggregate", "cursor")?;
-        return reply(ctx, &ns.to_string(), results, cursor);
+        return reply(ctx, &ns.to_string(), results, cursor(body)?);
     }
     if opt_bool(body, "aggregate", "explain")?.unwrap_or(false) {
         if ctx.txn.is_some() {
@@ -57,7 +60,7 @@ pub fn aggregate(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult 
         // The plan a run with the same hint would use.
         return owned(ctx.db.explain_aggregate(&ns, &stages, hint, &vars));
     }
-    let cursor = opt_doc(body, "aggregate", "cursor")?;
+    let cursor = cursor(body)?;
     let results = match &ctx.txn {
         Some(t) => ctx.db.aggregate_in(t, &ns, &stages, hint, &vars)?,
         None => ctx.db.aggregate(&ns, &stages, hint, &vars)?,
@@ -93,7 +96,7 @@ fn aggregate_database(
     body: &Document,
     stages: &[Document],
 ) -> RawResult {
-    let cursor = opt_doc(body, "aggregate", "cursor")?;
+    let cursor = cursor(body)?;
     let vars = command_vars(body, "aggregate")?;
     let results = if list_local_sessions::leads(stages) {
         list_local_sessions::run(ctx, db, stages, &vars)?
@@ -125,24 +128,43 @@ fn owned(reply: CommandResult) -> RawResult {
     reply.and_then(|d| raw_of(&d))
 }
 
-/// Results as a cursor (`cursor: {batchSize}`), or inline (`{result: [...]}`) without one;
-/// the documents as the pipeline produced them, never decoded (a name a stored document
-/// repeats stays repeated, as on mongod).
+/// The `cursor` option, which every aggregate but an explain must give (mongod 3.6+).
+fn cursor(body: &Document) -> Result<&Document, MongoError> {
+    opt_doc(body, "aggregate", "cursor")?.ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::FailedToParse,
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        )
+    })
+}
+
+/// Options that would change the result and are not built: resuming a scan by record id
+/// (`$_requestResumeToken`, `$_resumeAfter`; a scan here has no record ids to resume from).
+fn refuse_unbuilt(body: &Document) -> Result<(), MongoError> {
+    let asked = |k: &str| match body.get(k) {
+        None | Some(Bson::Null) | Some(Bson::Boolean(false)) => false,
+        Some(_) => true,
+    };
+    match ["$_requestResumeToken", "$_resumeAfter"]
+        .into_iter()
+        .find(|k| asked(k))
+    {
+        Some(option) => Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            format!("aggregate option '{option}' is not supported by ShaleDB"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Results as a cursor (`cursor: {batchSize}`); the documents as the pipeline produced
+/// them, never decoded (a name a stored document repeats stays repeated, as on mongod).
 fn reply(
     ctx: &ConnectionCtx,
     ns: &str,
     results: Vec<RawDocumentBuf>,
-    cursor: Option<&Document>,
+    cursor: &Document,
 ) -> RawResult {
-    let Some(cursor) = cursor else {
-        let mut docs = RawArrayBuf::new();
-        for d in results {
-            docs.push(d);
-        }
-        let mut reply = RawDocumentBuf::new();
-        reply.append("result", docs);
-        return Ok(reply);
-    };
     let batch_size = opt_count(cursor, "aggregate.cursor", "batchSize")?.map(|n| n as usize);
     let source = Box::new(VecSource(results.into_iter()));
     let batch = ctx

@@ -29,8 +29,6 @@ const NOT_BUILT: &[&str] = &[
     "timeseries",
     "cappedSize",
     "cappedMax",
-    "recordIdsReplicated",
-    "dryRun",
     "timeseriesBucketsMayHaveMixedSchemaData",
 ];
 

@@ -43,6 +43,6 @@ pub fn compact(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     Ok(if dry_run {
         doc! {"estimatedBytesFreed": 0_i64}
     } else {
-        doc! {"bytesFreed": 0_i64}
+        doc! {"bytesFreed": 0_i32}
     })
 }

@@ -301,10 +301,11 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         let filter = opt_doc(s, "delete.deletes", "q")?
             .cloned()
             .ok_or_else(|| missing("delete.deletes.q"))?;
+        // Compared as a double, as mongod does: 0.5 is neither a single nor a multi delete.
         let limit = match s.get("limit") {
-            Some(Bson::Int32(n)) => i64::from(*n),
-            Some(Bson::Int64(n)) => *n,
-            Some(Bson::Double(n)) => *n as i64,
+            Some(Bson::Int32(n)) => f64::from(*n),
+            Some(Bson::Int64(n)) => *n as f64,
+            Some(Bson::Double(n)) => *n,
             Some(_) => {
                 return Err(MongoError::new(
                     ErrorCode::TypeMismatch,
@@ -313,7 +314,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             }
             None => return Err(missing("delete.deletes.limit")),
         };
-        if limit != 0 && limit != 1 {
+        if limit != 0.0 && limit != 1.0 {
             return Err(MongoError::new(
                 ErrorCode::FailedToParse,
                 format!("The limit field in delete objects must be 0 or 1. Got {limit}"),
@@ -322,7 +323,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         let statement_vars = with_collation(vars.clone().unwrap_or_default(), s, "delete.deletes")?;
         ops.push(DeleteOp {
             filter,
-            limit_one: limit == 1,
+            limit_one: limit == 1.0,
             hint: hint(s),
             vars: statement_vars,
         });

@@ -175,7 +175,7 @@ fn connection_document(host: &str, view: &OpView, active: bool) -> Document {
         "type": "op",
         "host": host,
         "desc": format!("conn{}", view.connection_id),
-        "connectionId": view.connection_id as i64,
+        "connectionId": shale_doc::append_number(view.connection_id as i64),
         "client": &view.client,
     };
     if let Some(app) = &view.app_name {

@@ -9,6 +9,7 @@ use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document};
 use shale_db::{FindSpec, Namespace};
+use shale_doc::append_number as number;
 use shale_doc::{ErrorCode, MongoError};
 use std::time::Instant;
 
@@ -118,9 +119,4 @@ fn positive(v: &Bson) -> Option<i64> {
 
 fn is_empty(v: &Bson) -> bool {
     matches!(v, Bson::Document(d) if d.is_empty())
-}
-
-/// mongod's `appendNumber`: int32 when it fits.
-fn number(n: i64) -> Bson {
-    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
 }

@@ -36,6 +36,9 @@ const IGNORED_FIELDS: &[&str] = &[
     "apiDeprecationErrors",
     "comment",
     "writeConcern",
+    // Checked by dispatch for every command (`maxTimeMS`, a standalone's read concern).
+    "maxTimeMS",
+    "readConcern",
 ];
 
 /// `create`; a view's pipeline has its `$match` stages read as sent
@@ -87,7 +90,7 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         match k.as_str() {
             k if k.starts_with('$') || IGNORED_FIELDS.contains(&k) => {}
             // A transaction statement's fields, checked by the transaction runner.
-            "autocommit" | "startTransaction" | "readConcern" if ctx.txn.is_some() => {}
+            "autocommit" | "startTransaction" if ctx.txn.is_some() => {}
             // Checked above (`shale_db::capped`, `shale_db::clustered`).
             "capped" | "size" | "max" | "clusteredIndex" | "expireAfterSeconds" => {}
             // Every collection here has its `_id` index: a spec for it is checked, and
@@ -364,7 +367,27 @@ pub fn drop(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     })
 }
 
-pub fn drop_database(ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
+/// `dropDatabase: 1`; any other value is refused as mongod refuses it (it never drops).
+pub fn drop_database(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let one = match body.get("dropDatabase") {
+        Some(Bson::Int32(n)) => *n == 1,
+        Some(Bson::Int64(n)) => *n == 1,
+        Some(Bson::Double(n)) => *n == 1.0,
+        Some(other) => {
+            return Err(super::data::wrong_type(
+                "dropDatabase.dropDatabase",
+                other,
+                "[long, int, decimal, double]",
+            ))
+        }
+        None => false,
+    };
+    if !one {
+        return Err(MongoError::new(
+            ErrorCode::Location5255100,
+            "Have to pass 1 as 'drop' parameter",
+        ));
+    }
     ctx.db.drop_database(db)?;
     Ok(doc! { "dropped": db })
 }

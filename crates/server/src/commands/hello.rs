@@ -99,7 +99,7 @@ fn common_fields(ctx: &ConnectionCtx, body: &Document) -> CommandResult {
         "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
         "localTime": bson::DateTime::now(),
         "logicalSessionTimeoutMinutes": ctx.server.session_timeout_minutes(),
-        "connectionId": ctx.connection_id as i64,
+        "connectionId": shale_doc::append_number(ctx.connection_id as i64),
         "minWireVersion": 0,
         "maxWireVersion": MAX_WIRE_VERSION,
         "readOnly": false,

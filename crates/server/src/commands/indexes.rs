@@ -1,11 +1,11 @@
 //! Index DDL: `createIndexes` (hot builds in `shale-db`) and `dropIndexes` (also sent as
 //! `deleteIndexes`).
 
-use super::data::{command_name, doc_array, missing, namespace};
+use super::data::{command_name, doc_array, missing, namespace, opt_bool};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{doc, Document};
-use shale_db::default_index_name;
+use shale_db::{default_index_name, index_spec_without_unknown_options};
 use shale_doc::{ErrorCode, MongoError};
 
 pub fn create_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
@@ -17,10 +17,21 @@ pub fn create_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> Command
             "Must specify at least one index to create",
         ));
     }
+    // A member of one has every vote a quorum could ask for; a standalone has none.
+    if body.contains_key("commitQuorum") && !ctx.server.repl.is_replica_set() {
+        return Err(MongoError::new(
+            ErrorCode::BadValue,
+            "Standalones can't specify commitQuorum",
+        ));
+    }
+    let strip = opt_bool(body, "createIndexes", "ignoreUnknownIndexOptions")? == Some(true);
     let specs: Vec<Document> = specs
         .into_iter()
         .map(|s| {
-            let mut s = s.clone();
+            let mut s = match strip {
+                true => index_spec_without_unknown_options(s),
+                false => s.clone(),
+            };
             if !s.contains_key("name") {
                 if let Ok(key) = s.get_document("key") {
                     let name = default_index_name(key);

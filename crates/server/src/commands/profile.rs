@@ -20,6 +20,7 @@ use crate::command::Command;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{DeleteOp, FindSpec, Namespace, OpWork};
+use shale_doc::append_number as number;
 use shale_doc::{ErrorCode, Matcher, MongoError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -409,11 +410,6 @@ fn trim(ctx: &ConnectionCtx, ns: &Namespace, bytes: i64) -> Result<i64, MongoErr
     };
     ctx.db.delete(ns, &[op], true)?;
     Ok(freed)
-}
-
-/// mongod's `appendNumber`, which the profiler's counts go through: int32 when it fits.
-fn number(n: i64) -> Bson {
-    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
 }
 
 fn clamp_i32(n: i64) -> i32 {

@@ -41,14 +41,16 @@ fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool)
 
 /// Find options that change the result and are not built yet are refused (mongod serves
 /// them; accepting and ignoring them would return other documents or other fields):
-/// `min`/`max` bounds, `returnKey`, `showRecordId`. A false flag or a null asks nothing.
-fn refuse_unbuilt(cmd: &Command<'_>, c: &str) -> Result<(), MongoError> {
-    for option in ["min", "max"] {
+/// `min`/`max` bounds, `returnKey`, `showRecordId`, and resuming a scan by record id
+/// (`$_requestResumeToken`, `$_resumeAfter`: a scan here has no record ids to resume from). A
+/// false flag or a null asks nothing.
+pub(super) fn refuse_unbuilt(cmd: &Command<'_>, c: &str) -> Result<(), MongoError> {
+    for option in ["min", "max", "$_resumeAfter"] {
         if raw_args::opt_doc(cmd, c, option)?.is_some() {
             return Err(not_built(option));
         }
     }
-    for option in ["returnKey", "showRecordId"] {
+    for option in ["returnKey", "showRecordId", "$_requestResumeToken"] {
         if raw_args::opt_bool(cmd, c, option)? == Some(true) {
             return Err(not_built(option));
         }
@@ -107,6 +109,9 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
         ctx.db
             .cursors()
             .first_batch(&ns, source, batch_size, single, ctx.cursor_owner())?;
+    if batch.cursor_id != 0 && raw_args::opt_bool(cmd, "find", "noCursorTimeout")? == Some(true) {
+        ctx.db.cursors().set_no_timeout(batch.cursor_id);
+    }
     Ok(cursor_reply_raw(&ns, batch, "firstBatch"))
 }
 
@@ -287,7 +292,7 @@ pub fn count(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult 
     );
     let vars = command_vars(body, "count")?;
     let n = ctx.db.count(&ns, &filter, skip, limit, hint, &vars)?;
-    Ok(doc! { "n": n as i64 })
+    Ok(doc! { "n": shale_doc::append_number(n as i64) })
 }
 
 /// `distinct`; its `query` read as sent, as `count`'s.

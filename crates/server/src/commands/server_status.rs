@@ -91,7 +91,10 @@ fn cursor_metrics(ctx: &ConnectionCtx) -> Document {
 /// `mem`: resident and virtual size in MiB, as mongod reports them.
 fn mem_document() -> Document {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let mib = |field: &str| status_kib(&status, field).map(|kib| (kib / 1024) as i64);
+    // mongod's `ProcessInfo` sizes are ints.
+    let mib = |field: &str| {
+        status_kib(&status, field).map(|kib| shale_doc::append_number((kib / 1024) as i64))
+    };
     match (mib("VmRSS:"), mib("VmSize:")) {
         (Some(resident), Some(virt)) => doc! {
             "bits": 64i32, "resident": resident, "virtual": virt, "supported": true,

@@ -1,0 +1,81 @@
+"""Command options mongod 7.0 honours that were mis-read or ignored (issue 26 item 5), with
+pymongo against the real binary: each is now honoured or refused with mongod's code.
+
+- `delete`'s `limit` is compared as a double (0.5 is `FailedToParse` 9, nothing deleted);
+- `dropDatabase` drops only for 1 (`Location5255100` otherwise, 14 for a non-number);
+- `aggregate` needs `cursor` unless it explains (9), as every mongod since 3.6;
+- resuming a scan by record id (`$_requestResumeToken`, `$_resumeAfter`) is not built: 238;
+- `createIndexes`: wildcard keys are not built (67), `commitQuorum` on a standalone is
+  `BadValue` (2), `ignoreUnknownIndexOptions: true` strips what it does not know;
+- `create` takes the generic arguments drivers send with every command (`maxTimeMS`);
+- `collMod`'s mongod 8.0 options (`dryRun`, `recordIdsReplicated`) are unknown fields (40415).
+`noCursorTimeout` (a find cursor kept past the idle timeout) is tested beside the cursor
+table (`cursors::tests`), where time can be moved."""
+
+import pytest
+from pymongo.errors import OperationFailure
+
+
+def code(fn):
+    with pytest.raises(OperationFailure) as err:
+        fn()
+    return err.value.code
+
+
+def test_delete_limit_is_zero_or_one_as_a_double(db):
+    db.c.insert_many([{"x": 1} for _ in range(3)])
+    for limit in [0.5, 1.5, 2]:
+        assert code(lambda: db.command("delete", "c", deletes=[{"q": {}, "limit": limit}])) == 9
+    assert db.c.count_documents({}) == 3
+    assert db.command("delete", "c", deletes=[{"q": {}, "limit": 1.0}])["n"] == 1
+    assert db.command("delete", "c", deletes=[{"q": {}, "limit": 0.0}])["n"] == 2
+
+
+def test_drop_database_wants_one(client):
+    db = client.keepme
+    db.c.insert_one({"kept": True})
+    assert code(lambda: db.command("dropDatabase", 0)) == 5255100
+    assert code(lambda: db.command("dropDatabase", "yes")) == 14
+    assert db.c.count_documents({}) == 1
+    assert db.command("dropDatabase", 1)["dropped"] == "keepme"
+    assert "keepme" not in client.list_database_names()
+
+
+def test_aggregate_needs_a_cursor_unless_it_explains(db):
+    db.c.insert_one({"x": 1})
+    assert code(lambda: db.command("aggregate", "c", pipeline=[])) == 9
+    assert code(lambda: db.command("aggregate", 1, pipeline=[{"$documents": [{}]}])) == 9
+    assert "cursor" not in db.command("aggregate", "c", pipeline=[], explain=True)
+    assert db.command("aggregate", "c", pipeline=[], cursor={})["cursor"]["firstBatch"]
+
+
+def test_resuming_a_scan_by_record_id_is_not_built(db):
+    db.c.insert_one({"x": 1})
+    assert code(lambda: db.command("find", "c", **{"$_requestResumeToken": True, "hint": {"$natural": 1}})) == 238
+    assert code(lambda: db.command("find", "c", **{"$_resumeAfter": {"$recordId": 1}})) == 238
+    assert code(lambda: db.command("aggregate", "c", pipeline=[], cursor={}, **{"$_requestResumeToken": True})) == 238
+    assert db.command("find", "c", **{"$_requestResumeToken": False})["cursor"]["firstBatch"]
+
+
+def test_create_indexes_options(db):
+    db.c.insert_one({"a": {"b": 1}})
+    for key in [{"$**": 1}, {"a.$**": 1}]:
+        assert code(lambda: db.command("createIndexes", "c", indexes=[{"key": key, "name": "w"}])) == 67
+    assert code(lambda: db.command("createIndexes", "c", indexes=[{"key": {"a": 1}, "name": "a_1"}],
+                                   commitQuorum="majority")) == 2
+    unknown = [{"key": {"a": 1}, "name": "a_1", "flavour": "mint"}]
+    assert code(lambda: db.command("createIndexes", "c", indexes=unknown)) == 197
+    db.command("createIndexes", "c", indexes=unknown, ignoreUnknownIndexOptions=True)
+    [spec] = [i for i in db.c.list_indexes() if i["name"] == "a_1"]
+    assert "flavour" not in spec and spec["key"] == {"a": 1}
+
+
+def test_create_takes_generic_arguments(db):
+    assert db.command("create", "c", maxTimeMS=5000) == {"ok": 1.0}
+    assert db.command("create", "v", viewOn="c", pipeline=[], maxTimeMS=5000) == {"ok": 1.0}
+
+
+def test_coll_mod_refuses_mongod_8_options_as_unknown(db):
+    db.create_collection("c")
+    for field in ["dryRun", "recordIdsReplicated"]:
+        assert code(lambda: db.command("collMod", "c", **{field: True})) == 40415
