@@ -180,7 +180,7 @@ impl Database {
                 "executionStats",
                 doc! {
                     "executionSuccess": true,
-                    "nReturned": shale_doc::append_number(returned as i64),
+                    "nReturned": shale_doc::append_number(returned),
                     "executionTimeMillis": shale_doc::append_number(started.elapsed().as_millis() as i64),
                     "totalKeysExamined": shale_doc::append_number(stats.keys_examined as i64),
                     "totalDocsExamined": shale_doc::append_number(stats.docs_examined as i64),
