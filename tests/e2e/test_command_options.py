@@ -79,3 +79,32 @@ def test_coll_mod_refuses_mongod_8_options_as_unknown(db):
     db.create_collection("c")
     for field in ["dryRun", "recordIdsReplicated"]:
         assert code(lambda: db.command("collMod", "c", **{field: True})) == 40415
+
+
+def test_strictly_parsed_commands_refuse_unknown_fields(db):
+    """mongod 7.0 parses these commands strictly: a misspelt option is `Location40415`, not
+    a run with the default (`known_fields.rs`); generic and `$` fields pass."""
+    db.c.insert_one({"x": 1})
+    cases = [
+        ("find", "c", {"filtr": {}}),
+        ("insert", "c", {"documents": [{}], "orderd": False}),
+        ("update", "c", {"updates": [{"q": {}, "u": {"$set": {"y": 1}}}], "upsert": True}),
+        ("delete", "c", {"deletes": [{"q": {}, "limit": 0}], "multi": True}),
+        ("findAndModify", "c", {"query": {}, "update": {"$set": {"y": 1}}, "returnNewDocument": True}),
+        ("aggregate", "c", {"pipeline": [], "cursor": {}, "allowDiskuse": True}),
+        ("count", "c", {"filter": {"x": 2}}),
+        ("distinct", "c", {"key": "x", "filter": {}}),
+        ("createIndexes", "c", {"indexes": [{"key": {"y": 1}, "name": "y_1"}], "background": True}),
+        ("listIndexes", "c", {"nameOnly": True}),
+        ("drop", "c", {"force": True}),
+    ]
+    for name, coll, fields in cases:
+        with pytest.raises(OperationFailure) as err:
+            db.command(name, coll, **fields)
+        assert err.value.code == 40415, name
+        assert "is an unknown field" in str(err.value), name
+    assert db.c.count_documents({}) == 1 and db.c.find_one()["x"] == 1
+    assert "y_1" not in [i["name"] for i in db.c.list_indexes()]
+    # Generic arguments and `$` fields pass.
+    reply = db.command("find", "c", filter={}, comment="c", maxTimeMS=1000, readConcern={"level": "local"})
+    assert reply["cursor"]["firstBatch"]

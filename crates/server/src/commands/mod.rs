@@ -25,6 +25,7 @@ mod get_log;
 mod hello;
 mod host_info;
 mod indexes;
+mod known_fields;
 mod list_commands;
 mod list_local_sessions;
 mod listings;
@@ -276,7 +277,9 @@ fn dispatch_checked(
             "empty command document",
         )));
     }
-    if let Err(e) = refuse_duplicate_field(cmd) {
+    if let Err(e) =
+        refuse_duplicate_field(cmd).and_then(|()| known_fields::refuse_unknown_field(cmd))
+    {
         return Reply::Doc(error_reply(&e));
     }
     // Access control first, as mongod: an unauthenticated client learns nothing more.
