@@ -465,7 +465,7 @@ mod tests {
         };
         let mut d = Document::new();
         o.store(&mut d);
-        assert_eq!(d, doc! {"capped": true, "size": 4096i64, "max": 3i64});
+        assert_eq!(d, doc! {"capped": true, "size": 4096i32, "max": 3i32});
         assert_eq!(CappedOptions::from_stored(&d), Some(o));
         assert_eq!(CappedOptions::from_stored(&doc! {"capped": false}), None);
     }

@@ -342,7 +342,7 @@ mod tests {
         assert!(v.get_bool("valid").expect("valid"), "{v}");
         assert_eq!(
             v.get_document("keysPerIndex").expect("keys").get("a_1"),
-            Some(&bson::Bson::Int64(3001))
+            Some(&bson::Bson::Int32(3001))
         );
     }
 

@@ -334,7 +334,7 @@ fn run(seed: u64) {
             v.get_bool("valid").expect("valid"),
             "seed {seed} round {round}: {v}"
         );
-        assert_eq!(v.get_i64("nrecords").expect("n") as usize, model.len());
+        assert_eq!(v.get_i32("nrecords").expect("n") as usize, model.len());
         db.close().expect("close");
         db = Database::open(dir.path(), options()).expect("reopen");
     }

@@ -25,7 +25,18 @@ const MORE_GENERIC: &[&str] = &[
     "databaseVersion",
 ];
 
-/// Each strictly parsed command's own fields (its name excluded).
+/// The fields `insert`, `update` and `delete` share (mongod's `WriteCommandRequestBase`).
+const WRITE_COMMAND_FIELDS: &[&str] = &[
+    "ordered",
+    "bypassDocumentValidation",
+    "stmtIds",
+    "collectionUUID",
+    "encryptionInformation",
+    "isTimeseriesNamespace",
+];
+
+/// Each strictly parsed command's own fields (its name excluded; the write commands' shared
+/// ones are `WRITE_COMMAND_FIELDS`).
 const OWN_FIELDS: &[(&str, &[&str])] = &[
     (
         "find",
@@ -81,46 +92,9 @@ const OWN_FIELDS: &[(&str, &[&str])] = &[
             "sampleId",
         ],
     ),
-    (
-        "insert",
-        &[
-            "documents",
-            "ordered",
-            "bypassDocumentValidation",
-            "stmtIds",
-            "collectionUUID",
-            "encryptionInformation",
-            "isTimeseriesNamespace",
-        ],
-    ),
-    (
-        "update",
-        &[
-            "updates",
-            "ordered",
-            "bypassDocumentValidation",
-            "let",
-            "stmtIds",
-            "runtimeConstants",
-            "collectionUUID",
-            "encryptionInformation",
-            "isTimeseriesNamespace",
-        ],
-    ),
-    (
-        "delete",
-        &[
-            "deletes",
-            "ordered",
-            "bypassDocumentValidation",
-            "let",
-            "stmtIds",
-            "runtimeConstants",
-            "collectionUUID",
-            "encryptionInformation",
-            "isTimeseriesNamespace",
-        ],
-    ),
+    ("insert", &["documents"]),
+    ("update", &["updates", "let", "runtimeConstants"]),
+    ("delete", &["deletes", "let", "runtimeConstants"]),
     (
         "findAndModify",
         &[
@@ -228,9 +202,11 @@ pub(super) fn refuse_unknown_field(cmd: &Command<'_>) -> Result<(), MongoError> 
     let Some((_, own)) = OWN_FIELDS.iter().find(|(n, _)| *n == canonical(name)) else {
         return Ok(());
     };
+    let write = matches!(name, "insert" | "update" | "delete");
     let known = |f: &str| {
         f.starts_with('$')
             || own.contains(&f)
+            || (write && WRITE_COMMAND_FIELDS.contains(&f))
             || GENERIC_ARGUMENTS.contains(&f)
             || MORE_GENERIC.contains(&f)
     };
