@@ -108,3 +108,55 @@ def test_strictly_parsed_commands_refuse_unknown_fields(db):
     # Generic arguments and `$` fields pass.
     reply = db.command("find", "c", filter={}, comment="c", maxTimeMS=1000, readConcern={"level": "local"})
     assert reply["cursor"]["firstBatch"]
+
+
+def test_server_status_leaves_out_the_sections_asked_off(client):
+    status = client.admin.command({"serverStatus": 1, "metrics": 0, "opcounters": False, "host": 0})
+    assert "metrics" not in status and "opcounters" not in status
+    assert "connections" in status and "mem" in status
+    assert status["host"]  # not a section: always sent, as mongod sends it
+
+
+def test_listings_refuse_a_negative_batch_size(db):
+    db.c.insert_one({})
+    for name in ["listCollections", "listIndexes"]:
+        args = {"cursor": {"batchSize": -1}}
+        with pytest.raises(OperationFailure) as err:
+            db.command(name, 1 if name == "listCollections" else "c", **args)
+        assert err.value.code == 2, name
+
+
+def test_write_flags_are_booleans(db):
+    """mongod's IDL types `ordered`, `multi` and `upsert` as `bool`: a number is 14."""
+    assert code(lambda: db.command("insert", "c", documents=[{}], ordered=1)) == 14
+    # A statement's fields are its write error here (crud.rs), nothing written.
+    for flag in ["multi", "upsert"]:
+        reply = db.command("update", "c", updates=[{"q": {}, "u": {"$set": {"a": 1}}, flag: 1}])
+        assert reply["n"] == 0 and reply["writeErrors"][0]["code"] == 14, flag
+    assert code(lambda: db.command("delete", "c", deletes=[{"q": {}, "limit": 0}], ordered=0)) == 14
+    assert db.c.count_documents({}) == 0
+
+
+def test_index_versions(db):
+    db.c.insert_one({"a": 1, "b": 1})
+    db.command("createIndexes", "c", indexes=[{"key": {"a": 1}, "name": "a_1", "v": 1}])
+    specs = {i["name"]: i for i in db.c.list_indexes()}
+    assert specs["a_1"]["v"] == 1
+    for v in [0, 3, 2.5]:
+        assert code(lambda: db.command("createIndexes", "c", indexes=[{"key": {"b": 1}, "name": "b_1", "v": v}])) == 67
+    assert code(lambda: db.command("createIndexes", "c", indexes=[{"key": {"b": 1}, "name": "b_1", "v": "2"}])) == 14
+
+
+def test_a_hidden_index_is_kept_but_never_planned(db):
+    db.c.insert_many([{"a": i} for i in range(50)])
+    db.command("createIndexes", "c", indexes=[{"key": {"a": 1}, "name": "a_1", "hidden": True}])
+    spec = [i for i in db.c.list_indexes() if i["name"] == "a_1"][0]
+    assert spec["hidden"] is True
+    plan = db.command("explain", {"find": "c", "filter": {"a": 7}})["queryPlanner"]["winningPlan"]
+    assert plan["stage"] != "IXSCAN" and "a_1" not in str(plan)
+    assert code(lambda: db.command("find", "c", filter={"a": 7}, hint="a_1")) == 2
+    assert code(lambda: db.command("find", "c", filter={"a": 7}, hint={"a": 1})) == 2
+    assert [d["a"] for d in db.c.find({"a": 7})] == [7]
+    # Still maintained: visible again through a new, unhidden index's results match.
+    db.c.insert_one({"a": 1000})
+    assert db.command("validate", "c")["valid"]

@@ -50,6 +50,35 @@ pub fn without_unknown_options(spec: &Document) -> Document {
         .collect()
 }
 
+/// The spec's `v`, as mongod 7.0 checks it: 1 or 2 (the default), kept as given; a
+/// non-number `TypeMismatch`, another version `CannotCreateIndex`. The key format is the
+/// same for both here: `v` is what `listIndexes` shows.
+fn index_version(spec: &Document) -> Result<i32, MongoError> {
+    let v = match spec.get("v") {
+        None => return Ok(2),
+        Some(Bson::Int32(n)) => f64::from(*n),
+        Some(Bson::Int64(n)) => *n as f64,
+        Some(Bson::Double(n)) => *n,
+        Some(other) => {
+            return Err(MongoError::new(
+                ErrorCode::TypeMismatch,
+                format!(
+                    "The field 'v' must be a number, but got an element of type {}",
+                    shale_doc::type_name(other)
+                ),
+            ))
+        }
+    };
+    match v {
+        1.0 => Ok(1),
+        2.0 => Ok(2),
+        _ => Err(MongoError::new(
+            ErrorCode::CannotCreateIndex,
+            format!("Invalid index specification {spec}; cannot create an index with v={v}"),
+        )),
+    }
+}
+
 /// The `_id` index every collection has (the document tree itself).
 pub fn id_index_spec() -> Document {
     bson::doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
@@ -130,7 +159,8 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             ));
         }
     }
-    let mut stored = bson::doc! { "v": 2, "key": key.clone(), "name": name.clone() };
+    let mut stored =
+        bson::doc! { "v": index_version(spec)?, "key": key.clone(), "name": name.clone() };
     for opt in ["unique", "sparse", "clustering"] {
         if truthy(spec.get(opt)) {
             stored.insert(opt, true);

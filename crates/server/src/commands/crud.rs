@@ -6,8 +6,8 @@
 //! at a time through `retryable_writes.rs`, each exactly once.
 
 use super::data::{
-    command_name, command_vars, missing, namespace, opt_bool, opt_doc, raw_to_bson, with_collation,
-    wrong_type,
+    command_name, command_vars, missing, namespace, opt_bool, opt_doc, opt_idl_bool, raw_to_bson,
+    with_collation, wrong_type,
 };
 use super::{raw_args, retryable_writes, CommandResult};
 use crate::command::{to_bson, Command};
@@ -59,7 +59,7 @@ fn insert_documents(
 ) -> CommandResult {
     let ns = raw_args::namespace(db, cmd, "insert")?;
     check_batch_len(docs.len())?;
-    let ordered = raw_args::opt_bool(cmd, "insert", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_idl_bool(cmd, "insert", "ordered")?.unwrap_or(true);
     let mut prepared = Vec::with_capacity(docs.len());
     let mut early_errors = Vec::new();
     let mut positions = Vec::with_capacity(docs.len());
@@ -116,7 +116,7 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         raw_args::filter_as_sent(&mut s, r, "q")?;
         statements.push(s);
     }
-    let ordered = raw_args::opt_bool(cmd, "update", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_idl_bool(cmd, "update", "ordered")?.unwrap_or(true);
     // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
     // each statement's write error.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "update", "let")?);
@@ -236,7 +236,7 @@ fn parse_update(
     let u = u.ok_or_else(|| missing("update.updates.u"))?;
     let filters = array_filters(s)?;
     let update = UpdateSpec::parse_as_sent(u, filters.as_deref(), vars)?;
-    let multi = opt_bool(s, "update.updates", "multi")?.unwrap_or(false);
+    let multi = opt_idl_bool(s, "update.updates", "multi")?.unwrap_or(false);
     if multi && update.is_replacement() {
         return Err(MongoError::new(
             ErrorCode::FailedToParse,
@@ -247,7 +247,7 @@ fn parse_update(
         filter,
         update,
         multi,
-        upsert: opt_bool(s, "update.updates", "upsert")?.unwrap_or(false),
+        upsert: opt_idl_bool(s, "update.updates", "upsert")?.unwrap_or(false),
         hint: hint(s),
         vars: vars.clone(),
     })
@@ -291,7 +291,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     for (s, r) in statements.iter_mut().zip(&raw) {
         raw_args::filter_as_sent(s, r, "q")?;
     }
-    let ordered = raw_args::opt_bool(cmd, "delete", "ordered")?.unwrap_or(true);
+    let ordered = raw_args::opt_idl_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     // A `let` of the wrong type fails the command; its contents are bound after the
     // statements are parsed, as each statement's own.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "delete", "let")?);

@@ -84,6 +84,20 @@ pub fn opt_bool(body: &Document, command: &str, field: &str) -> Result<Option<bo
     }
 }
 
+/// An optional field mongod's IDL types `bool` (not `safeBool`): a boolean and nothing else
+/// (`update.updates.multi`); a number is `TypeMismatch`, as mongod answers.
+pub fn opt_idl_bool(
+    body: &Document,
+    command: &str,
+    field: &str,
+) -> Result<Option<bool>, MongoError> {
+    match body.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Boolean(b)) => Ok(Some(*b)),
+        Some(v) => Err(wrong_type(&format!("{command}.{field}"), v, "bool")),
+    }
+}
+
 /// An optional integer field (any whole number type).
 pub fn opt_i64(body: &Document, command: &str, field: &str) -> Result<Option<i64>, MongoError> {
     match body.get(field) {

@@ -7,7 +7,7 @@ use crate::auth::authorize;
 use crate::ConnectionCtx;
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_db::{Batch, VecSource};
-use shale_doc::Matcher;
+use shale_doc::{ErrorCode, Matcher, MongoError};
 
 pub fn list_collections(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     shale_db::validate_db_name(db)?;
@@ -109,7 +109,15 @@ fn cursor_of(
     c: &str,
 ) -> CommandResult {
     let batch_size = match opt_doc(body, c, "cursor")? {
-        Some(cur) => opt_i64(cur, c, "batchSize")?.map(|b| b.max(0) as usize),
+        Some(cur) => match opt_i64(cur, c, "batchSize")? {
+            Some(b) if b < 0 => {
+                return Err(MongoError::new(
+                    ErrorCode::BadValue,
+                    format!("BSON field 'batchSize' value must be >= 0, actual value '{b}'"),
+                ))
+            }
+            b => b.map(|b| b as usize),
+        },
         None => None,
     };
     let batch = match batch_size {

@@ -70,6 +70,20 @@ pub fn opt_bool(cmd: &Command<'_>, command: &str, field: &str) -> Result<Option<
     }
 }
 
+/// An optional field mongod's IDL types `bool` (not `safeBool`): a boolean and nothing else
+/// (`insert.ordered`); a number is `TypeMismatch`, as mongod answers.
+pub fn opt_idl_bool(
+    cmd: &Command<'_>,
+    command: &str,
+    field: &str,
+) -> Result<Option<bool>, MongoError> {
+    match cmd.get(field) {
+        None | Some(RawBsonRef::Null) => Ok(None),
+        Some(RawBsonRef::Boolean(b)) => Ok(Some(b)),
+        Some(v) => Err(wrong(&format!("{command}.{field}"), v, "bool")),
+    }
+}
+
 /// An optional integer field (any whole number type).
 pub fn opt_i64(cmd: &Command<'_>, command: &str, field: &str) -> Result<Option<i64>, MongoError> {
     match cmd.get(field) {

@@ -11,7 +11,7 @@
 
 use super::CommandResult;
 use crate::{op_counters, ConnectionCtx};
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use shale_db::engine_counters_document;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -29,8 +29,35 @@ pub fn top(_ctx: &ConnectionCtx, db: &str, _body: &Document) -> CommandResult {
     Ok(doc! {"totals": crate::top::totals_document()})
 }
 
-/// `serverStatus`.
-pub fn server_status(ctx: &ConnectionCtx, _db: &str, _body: &Document) -> CommandResult {
+/// The fields of `serverStatus` that are not sections: always sent, whatever the command
+/// asks, as mongod sends them.
+const BASIC_FIELDS: &[&str] = &[
+    "host",
+    "version",
+    "process",
+    "pid",
+    "uptime",
+    "uptimeMillis",
+    "uptimeEstimate",
+    "localTime",
+];
+
+/// `serverStatus`; a section the command sets to 0 or false (`{serverStatus: 1, metrics: 0}`)
+/// is left out, as mongod leaves it out.
+pub fn server_status(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
+    let mut status = full_status(ctx, db)?;
+    for (k, v) in body.iter().skip(1) {
+        let off = matches!(v, Bson::Boolean(false))
+            || matches!(v, Bson::Int32(0) | Bson::Int64(0))
+            || matches!(v, Bson::Double(n) if *n == 0.0);
+        if off && !BASIC_FIELDS.contains(&k.as_str()) {
+            status.remove(k);
+        }
+    }
+    Ok(status)
+}
+
+fn full_status(ctx: &ConnectionCtx, _db: &str) -> CommandResult {
     let uptime = STARTED.get_or_init(Instant::now).elapsed();
     Ok(doc! {
         "host": host_and_port(ctx),
