@@ -1,5 +1,5 @@
-"""Collections and databases through pymongo against the real binary: create (48
-NamespaceExists on a repeat; validator options stored, time series refused with 115, unknown
+"""Collections and databases through pymongo against the real binary: create (a repeat
+with the same options is a no-op, with others 48 NamespaceExists; validator options stored, time series refused with 115, unknown
 options 40415), drop, dropDatabase, listCollections (with filters and
 nameOnly), listDatabases, renameCollection (48 onto an existing target, dropTarget replaces
 it, 26 for a missing source, indexes go along), collStats and dbStats (count, size,
@@ -25,10 +25,16 @@ def test_create_and_namespace_exists_on_repeat(db):
     assert reply == {"ok": 1.0}
     assert "made" in db.list_collection_names()
     assert db.made.count_documents({}) == 0
+    db.made.insert_one({"kept": True})
+    # mongod 7.0's create is idempotent: the same options again change nothing.
+    assert db.command("create", "made") == {"ok": 1.0}
+    assert db.made.count_documents({}) == 1
     with pytest.raises(OperationFailure) as err:
-        db.command("create", "made")
+        db.command("create", "made", validator={"a": {"$exists": True}})
     assert err.value.code == 48
     assert err.value.details["codeName"] == "NamespaceExists"
+    assert err.value.details["errmsg"].startswith(
+        f"namespace {db.name}.made already exists, but with different options: {{ uuid: UUID(")
 
 
 def test_create_options(db):

@@ -12,6 +12,9 @@ pymongo against the real binary: each is now honoured or refused with mongod's c
 `noCursorTimeout` (a find cursor kept past the idle timeout) is tested beside the cursor
 table (`cursors::tests`), where time can be moved."""
 
+import uuid as uuid_module
+
+import bson
 import pytest
 from pymongo.errors import OperationFailure
 
@@ -160,3 +163,41 @@ def test_a_hidden_index_is_kept_but_never_planned(db):
     # Still maintained: visible again through a new, unhidden index's results match.
     db.c.insert_one({"a": 1000})
     assert db.command("validate", "c")["valid"]
+
+
+def test_collection_uuid_must_name_the_collection(client):
+    """`collectionUUID` as mongod 7.0's jstests check it (`collection_uuid_find.js`): the
+    command fails with 361 and names the collection that has the UUID, in the same
+    database, or null."""
+    db = client.uuids
+    db.coll.insert_one({"_id": 0})
+    db.coll_2.insert_one({"_id": 1})
+    uuid = [c for c in db.command("listCollections")["cursor"]["firstBatch"]
+            if c["name"] == "coll"][0]["info"]["uuid"]
+    assert db.command("find", "coll", collectionUUID=uuid)["cursor"]["firstBatch"] == [{"_id": 0}]
+
+    def mismatch(database, name, want_actual, command="find", **args):
+        with pytest.raises(OperationFailure) as err:
+            database.command(command, name, collectionUUID=uuid, **args)
+        d = err.value.details
+        assert (d["code"], d["codeName"]) == (361, "CollectionUUIDMismatch")
+        assert d["db"] == database.name and d["collectionUUID"] == uuid
+        assert d["expectedCollection"] == name and d["actualCollection"] == want_actual
+
+    mismatch(db, "coll_2", "coll")
+    mismatch(client.uuids_other, "coll_3", None)
+    db.create_collection("view", viewOn="coll", pipeline=[])
+    mismatch(db, "view", "coll")
+    # Writes and DDL check it before they change anything.
+    mismatch(db, "coll_2", "coll", command="insert", documents=[{"_id": 9}])
+    mismatch(db, "coll_2", "coll", command="delete", deletes=[{"q": {}, "limit": 0}])
+    mismatch(db, "coll_2", "coll", command="drop")
+    assert db.coll_2.count_documents({}) == 1
+    other = bson.binary.Binary.from_uuid(uuid_module.uuid4())
+    with pytest.raises(OperationFailure) as err:
+        db.command("find", "coll", collectionUUID=other)
+    assert err.value.code == 361 and err.value.details["actualCollection"] is None
+    with pytest.raises(OperationFailure) as err:
+        db.command("find", "coll", collectionUUID="not a uuid")
+    assert err.value.code == 14
+    assert db.command("insert", "coll", documents=[{"_id": 5}], collectionUUID=uuid)["n"] == 1

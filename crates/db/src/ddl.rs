@@ -83,7 +83,9 @@ impl Database {
         }
     }
 
-    /// `create`: a new empty collection with `options` (NamespaceExists if it exists).
+    /// `create`: a new empty collection with `options`. A collection that exists with the
+    /// same options is left as it is (mongod 7.0's `create` is idempotent); with other
+    /// options, or a view of that name, it is `NamespaceExists`.
     pub fn create_collection(&self, ns: &Namespace, options: Document) -> DbResult<()> {
         let _ddl = self.ddl_lock();
         if self.catalog.view(ns).is_some() {
@@ -92,10 +94,17 @@ impl Database {
                 format!("Namespace {ns} already exists"),
             ));
         }
-        if self.catalog.get(ns).is_some() {
+        if let Some(existing) = self.catalog.get(ns) {
+            if existing.options == options {
+                return Ok(());
+            }
+            let mut shown = format!("uuid: UUID(\"{}\")", existing.uuid);
+            for (k, v) in &existing.options {
+                shown.push_str(&format!(", {k}: {v}"));
+            }
             return Err(MongoError::new(
                 ErrorCode::NamespaceExists,
-                format!("Collection {ns} already exists."),
+                format!("namespace {ns} already exists, but with different options: {{ {shown} }}"),
             ));
         }
         let c = self.create_logged(ns, options)?;
@@ -205,6 +214,31 @@ impl Database {
             self.ddl_commit(ops)(crate::catalog::CatalogChange::none(&self.catalog))?;
         }
         Ok(())
+    }
+
+    /// A command's `collectionUUID`: `ns` must be the collection with that UUID, else
+    /// `CollectionUUIDMismatch` (361) naming the collection of `ns`'s database that has it,
+    /// if any (mongod's `actualCollection`; a view or a missing namespace mismatches).
+    pub fn check_collection_uuid(&self, ns: &Namespace, uuid: bson::Uuid) -> DbResult<()> {
+        if self.catalog.get(ns).is_some_and(|c| c.uuid == uuid) {
+            return Ok(());
+        }
+        let actual = self
+            .catalog
+            .list(Some(&ns.db))
+            .into_iter()
+            .find(|c| c.uuid == uuid)
+            .map_or(Bson::Null, |c| Bson::String(c.ns.coll.clone()));
+        Err(MongoError::new(
+            ErrorCode::CollectionUUIDMismatch,
+            "Collection UUID does not match that specified",
+        )
+        .with_info(doc! {
+            "db": ns.db.clone(),
+            "collectionUUID": uuid,
+            "expectedCollection": ns.coll.clone(),
+            "actualCollection": actual,
+        }))
     }
 
     /// `listCollections` entries of `db`.

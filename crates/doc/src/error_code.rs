@@ -180,6 +180,7 @@ error_codes! {
     NoQueryExecutionPlans = 291,
     QueryExceededMemoryLimitNoDiskUseAllowed = 292,
     CommandNotSupported = 115,
+    CollectionUUIDMismatch = 361,
     Location40414 = 40414,
     Location40602 = 40602,
     Location7182500 = 7182500,

@@ -7,6 +7,7 @@ mod aggregate;
 mod change_stream;
 mod coll_mod;
 mod coll_stats_stage;
+mod collection_uuid;
 mod compact;
 mod connection_info;
 pub mod connection_txn;
@@ -293,6 +294,9 @@ fn dispatch_checked(
             if let Err(e) = write_concern::check(cmd.raw()) {
                 return Reply::Doc(error_reply(&e));
             }
+        }
+        if let Err(e) = collection_uuid::check(ctx, db, cmd) {
+            return Reply::Doc(error_reply(&e));
         }
     }
     let (kind, lsid) = match txn_fields::classify_with_lsid(cmd) {
