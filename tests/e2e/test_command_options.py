@@ -201,3 +201,27 @@ def test_collection_uuid_must_name_the_collection(client):
         db.command("find", "coll", collectionUUID="not a uuid")
     assert err.value.code == 14
     assert db.command("insert", "coll", documents=[{"_id": 5}], collectionUUID=uuid)["n"] == 1
+
+
+def test_stable_api_parameters(shared_server, db):
+    """`apiVersion` must be "1"; `apiStrict`/`apiDeprecationErrors` need it; under
+    `apiStrict: true` only API version 1's commands run (mongod's 322, 4886600, 323)."""
+    assert code(lambda: db.command("ping", apiVersion="2")) == 322
+    assert code(lambda: db.command("ping", apiStrict=True)) == 4886600
+    assert code(lambda: db.command("ping", apiDeprecationErrors=False)) == 4886600
+    assert code(lambda: db.command("ping", apiVersion=1)) == 14
+    assert code(lambda: db.command("buildInfo", apiVersion="1", apiStrict=True)) == 323
+    assert db.command("buildInfo", apiVersion="1", apiStrict=False)["ok"] == 1.0
+    # A driver declaring the strict API runs its CRUD and cursors as usual.
+    from pymongo.server_api import ServerApi
+    strict = shared_server.client(server_api=ServerApi("1", strict=True, deprecation_errors=True))
+    try:
+        coll = strict[db.name].api
+        coll.insert_many([{"_id": i} for i in range(150)])
+        assert len(list(coll.find({}, batch_size=20))) == 150
+        assert coll.count_documents({"_id": {"$lt": 10}}) == 10
+        with pytest.raises(OperationFailure) as err:
+            strict[db.name].command("listCommands")
+        assert err.value.code == 323
+    finally:
+        strict.close()

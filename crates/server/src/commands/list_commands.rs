@@ -7,7 +7,7 @@ use crate::ConnectionCtx;
 use bson::{doc, Document};
 
 /// Commands in Stable API version 1 (MongoDB 7.0).
-const API_V1: &[&str] = &[
+pub(super) const API_V1: &[&str] = &[
     "abortTransaction",
     "aggregate",
     "authenticate",
@@ -33,6 +33,8 @@ const API_V1: &[&str] = &[
     "listIndexes",
     "ping",
     "refreshSessions",
+    "saslContinue",
+    "saslStart",
     "update",
 ];
 

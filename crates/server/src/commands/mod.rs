@@ -4,6 +4,7 @@
 //! One file per command family; handlers never see the wire format.
 
 mod aggregate;
+mod api_version;
 mod change_stream;
 mod coll_mod;
 mod coll_stats_stage;
@@ -278,8 +279,9 @@ fn dispatch_checked(
             "empty command document",
         )));
     }
-    if let Err(e) =
-        refuse_duplicate_field(cmd).and_then(|()| known_fields::refuse_unknown_field(cmd))
+    if let Err(e) = refuse_duplicate_field(cmd)
+        .and_then(|()| known_fields::refuse_unknown_field(cmd))
+        .and_then(|()| api_version::check(cmd))
     {
         return Reply::Doc(error_reply(&e));
     }
