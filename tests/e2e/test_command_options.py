@@ -225,3 +225,21 @@ def test_stable_api_parameters(shared_server, db):
         assert err.value.code == 323
     finally:
         strict.close()
+
+
+def test_update_constants_bind_for_pipeline_updates(db):
+    db.c.insert_one({"_id": 1, "b": 2})
+    reply = db.command("update", "c", updates=[{
+        "q": {"_id": 1}, "u": [{"$set": {"a": "$$x", "lit": "$$s", "sum": {"$add": ["$b", "$$x"]}}}],
+        "c": {"x": 5, "s": "$b"}}])
+    assert reply["nModified"] == 1
+    assert db.c.find_one({"_id": 1}) == {"_id": 1, "b": 2, "a": 5, "lit": "$b", "sum": 7}
+    reply = db.command("update", "c", updates=[{"q": {}, "u": {"$set": {"a": 1}}, "c": {"x": 1}}])
+    assert reply["n"] == 0 and reply["writeErrors"][0]["code"] == 51198
+    reply = db.command("update", "c", updates=[{"q": {}, "u": [{"$set": {"a": 1}}], "c": 3}])
+    assert reply["writeErrors"][0]["code"] == 14
+    reply = db.command("update", "c", updates=[{"q": {"_id": 9}, "u": [{"$set": {"a": 1}}],
+                                               "upsert": True, "upsertSupplied": True,
+                                               "c": {"new": {"_id": 9}}}])
+    assert reply["writeErrors"][0]["code"] == 238
+    assert db.c.count_documents({}) == 1

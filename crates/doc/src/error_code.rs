@@ -193,6 +193,7 @@ error_codes! {
     Location7182802 = 7182802,
     Location50736 = 50736,
     Location50001 = 50001,
+    Location51198 = 51198,
     Location50737 = 50737,
     Location50738 = 50738,
     Location40415 = 40415,

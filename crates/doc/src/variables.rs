@@ -130,6 +130,18 @@ impl Variables {
         Ok(out)
     }
 
+    /// These variables plus an update statement's constants (`c`): each value bound as it
+    /// is, never evaluated (a string "$a" stays a string), under the names `let` allows.
+    pub fn with_constants(&self, spec: &RawDocument) -> Result<Variables, MongoError> {
+        let mut more = Vec::new();
+        for item in spec.iter() {
+            let (name, value) = item.map_err(bson_error)?;
+            check_let_name(name)?;
+            more.push((name.to_owned(), Some(value.to_raw_bson())));
+        }
+        Ok(self.with_bindings(more))
+    }
+
     /// These variables plus `more` (a `$lookup`'s `let` values for one input document).
     pub(crate) fn with_bindings(&self, more: Vec<(String, Option<RawBson>)>) -> Variables {
         if more.is_empty() {

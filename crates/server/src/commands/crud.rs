@@ -235,6 +235,7 @@ fn parse_update(
         .ok_or_else(|| missing("update.updates.q"))?;
     let u = u.ok_or_else(|| missing("update.updates.u"))?;
     let filters = array_filters(s)?;
+    let vars = &statement_constants(s, u, vars)?;
     let update = UpdateSpec::parse_as_sent(u, filters.as_deref(), vars)?;
     let multi = opt_idl_bool(s, "update.updates", "multi")?.unwrap_or(false);
     if multi && update.is_replacement() {
@@ -251,6 +252,36 @@ fn parse_update(
         hint: hint(s),
         vars: vars.clone(),
     })
+}
+
+/// A statement's constants (`c`), bound for its pipeline update as mongod binds them
+/// (`$$name`, the value as given); on any other update `Location51198`. `upsertSupplied`
+/// (mongos' upsert of a supplied document) is not built: refused when true.
+fn statement_constants(
+    s: &Document,
+    u: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<Variables, MongoError> {
+    if opt_idl_bool(s, "update.updates", "upsertSupplied")? == Some(true) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "update option 'upsertSupplied' is not supported by ShaleDB",
+        ));
+    }
+    let constants = match s.get("c") {
+        None | Some(Bson::Null) => return Ok(vars.clone()),
+        Some(Bson::Document(c)) => c,
+        Some(other) => return Err(wrong_type("update.updates.c", other, "object")),
+    };
+    if !matches!(u, RawBsonRef::Array(_)) {
+        return Err(MongoError::new(
+            ErrorCode::Location51198,
+            "Constant values may only be specified for pipeline updates",
+        ));
+    }
+    let raw = bson::RawDocumentBuf::from_document(constants)
+        .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
+    vars.with_constants(&raw)
 }
 
 fn array_filters(s: &Document) -> Result<Option<Vec<Document>>, MongoError> {
