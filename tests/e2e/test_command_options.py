@@ -243,3 +243,24 @@ def test_update_constants_bind_for_pipeline_updates(db):
                                                "c": {"new": {"_id": 9}}}])
     assert reply["writeErrors"][0]["code"] == 238
     assert db.c.count_documents({}) == 1
+
+
+def test_explain_plans_the_wrapped_commands_own_options(db):
+    """explain of count/update/delete/findAndModify plans with the command's hint, skip and
+    limit (they were dropped, so the plan and executionStats were a bare filter's)."""
+    db.c.insert_many([{"a": i, "b": i % 2} for i in range(10)])
+    db.c.create_index("a")
+
+    def explained(inner):
+        return db.command("explain", inner, verbosity="executionStats")
+
+    e = explained({"count": "c", "query": {"b": 0}, "hint": "a_1", "skip": 1, "limit": 2})
+    assert e["queryPlanner"]["winningPlan"]["stage"] == "IXSCAN" or "a_1" in str(e["queryPlanner"])
+    assert e["executionStats"]["nReturned"] == 2
+    e = explained({"update": "c", "updates": [{"q": {"b": 1}, "u": {"$set": {"x": 1}}, "hint": {"a": 1}}]})
+    assert "a_1" in str(e["queryPlanner"]["winningPlan"]) and e["executionStats"]["nReturned"] == 1
+    e = explained({"delete": "c", "deletes": [{"q": {"b": 1}, "limit": 0}]})
+    assert e["executionStats"]["nReturned"] == 5
+    e = explained({"findAndModify": "c", "query": {"b": 1}, "sort": {"a": -1}, "remove": True})
+    assert e["executionStats"]["nReturned"] == 1
+    assert db.c.count_documents({}) == 10  # explain changed nothing

@@ -4,8 +4,8 @@
 //! read whole on the transaction's snapshot and served from memory.
 
 use super::data::{
-    command_name, command_vars, cursor_reply_raw, missing, namespace, opt_count, opt_doc, opt_i64,
-    req_str, type_name, wrong_type,
+    command_name, command_vars, cursor_reply_raw, missing, namespace, opt_count, opt_doc, opt_hint,
+    opt_i64, req_str, type_name, wrong_type,
 };
 use super::{raw_args, CommandResult, RawResult};
 use crate::command::{to_bson, Command};
@@ -331,8 +331,9 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResul
         return super::aggregate::explain_inner(ctx, db, &inner_cmd);
     }
     let (ns, spec) = explained_spec(db, name, &inner_cmd)?;
-    // Explaining a write shows its plan but must not run it.
-    let execute = verbosity != "queryPlanner" && matches!(name, "find" | "count" | "distinct");
+    // A write's explain runs only the read that finds its documents (mongod runs the plan
+    // without writing): never the write.
+    let execute = verbosity != "queryPlanner";
     let mut reply = ctx.db.explain_find(&ns, &spec, execute)?;
     reply.insert("command", inner.clone());
     reply.insert(
@@ -349,7 +350,9 @@ pub fn explain(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResul
 
 /// The namespace and query of the command `explain` wraps (`inner`, its raw body with its
 /// decoded form), its filter read as the command itself reads it: as sent, a name given
-/// twice the `$and` of both (`raw_args::owned_filter`).
+/// twice the `$and` of both (`raw_args::owned_filter`); with the command's own hint, skip
+/// and limit (count's; one document for findAndModify and a single update or delete), so
+/// the plan and `executionStats` are the command's.
 fn explained_spec(
     db: &str,
     name: &str,
@@ -370,43 +373,80 @@ fn explained_spec(
     if name == "find" {
         return Ok((ns, find_spec(inner, "find")?.0));
     }
-    let (filter, sort) = match name {
-        "delete" | "update" => {
-            let list = if name == "delete" {
-                "deletes"
-            } else {
-                "updates"
-            };
-            let first = match inner.get(list) {
-                Some(RawBsonRef::Array(items)) => match items.into_iter().next() {
-                    Some(Ok(RawBsonRef::Document(statement))) => Some(statement),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let filter = match first.and_then(|s| crate::command::get(s, "q")) {
-                Some(RawBsonRef::Document(q)) => raw_args::owned_filter(q)?,
-                _ => Document::new(),
-            };
-            (filter, None)
-        }
+    let spec = match name {
+        "delete" | "update" => statement_spec(inner, name)?,
         _ => {
             let query = opt_doc(owned, name, "query")?;
-            let filter = raw_args::decoded_filter(inner, "query", query)?;
-            let sort = match name {
-                "count" | "distinct" => None,
-                _ => opt_doc(owned, name, "sort")?.cloned(),
+            let mut spec = FindSpec {
+                filter: raw_args::decoded_filter(inner, "query", query)?,
+                hint: opt_hint(owned)?,
+                ..FindSpec::default()
             };
-            (filter, sort)
+            match name {
+                // count's own skip and limit (a negative limit counts as its absolute value).
+                "count" => {
+                    spec.skip = opt_i64(owned, name, "skip")?.unwrap_or(0).max(0) as u64;
+                    spec.limit = opt_i64(owned, name, "limit")?
+                        .map(i64::unsigned_abs)
+                        .filter(|n| *n > 0);
+                }
+                "distinct" => {}
+                // findAndModify changes one document: the first its sort gives.
+                _ => {
+                    spec.sort = opt_doc(owned, name, "sort")?.cloned();
+                    spec.limit = Some(1);
+                }
+            }
+            spec
         }
     };
     let spec = FindSpec {
-        filter,
-        sort,
         vars: command_vars(owned, name)?,
-        ..FindSpec::default()
+        ..spec
     };
     Ok((ns, spec))
+}
+
+/// The query of an `update` or `delete` explain: its first statement's filter and hint, one
+/// document for a single update (`multi: false`) or delete (`limit: 1`).
+fn statement_spec(inner: &Command<'_>, name: &str) -> Result<FindSpec, MongoError> {
+    let list = if name == "delete" {
+        "deletes"
+    } else {
+        "updates"
+    };
+    let first = match inner.get(list) {
+        Some(RawBsonRef::Array(items)) => match items.into_iter().next() {
+            Some(Ok(RawBsonRef::Document(statement))) => Some(statement),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(first) = first else {
+        return Ok(FindSpec::default());
+    };
+    let get = |k: &str| crate::command::get(first, k);
+    let filter = match get("q") {
+        Some(RawBsonRef::Document(q)) => raw_args::owned_filter(q)?,
+        _ => Document::new(),
+    };
+    let hint = match get("hint") {
+        Some(h @ (RawBsonRef::String(_) | RawBsonRef::Document(_))) => Some(to_bson(h)),
+        _ => None,
+    }
+    .filter(|h| !matches!(h, Bson::Document(d) if d.is_empty()));
+    let single = match name {
+        "delete" => {
+            matches!(get("limit").map(to_bson), Some(l) if l.as_f64() == Some(1.0) || l.as_i32() == Some(1) || l.as_i64() == Some(1))
+        }
+        _ => !matches!(get("multi"), Some(RawBsonRef::Boolean(true))),
+    };
+    Ok(FindSpec {
+        filter,
+        hint,
+        limit: single.then_some(1),
+        ..FindSpec::default()
+    })
 }
 
 #[cfg(test)]
