@@ -264,3 +264,14 @@ def test_explain_plans_the_wrapped_commands_own_options(db):
     e = explained({"findAndModify": "c", "query": {"b": 1}, "sort": {"a": -1}, "remove": True})
     assert e["executionStats"]["nReturned"] == 1
     assert db.c.count_documents({}) == 10  # explain changed nothing
+
+
+def test_validate_options(db):
+    db.c.insert_many([{"a": i} for i in range(5)])
+    assert db.command("validate", "c", full=True, checkBSONConformance=True)["valid"]
+    assert db.command("validate", "c", background=True)["valid"]
+    assert db.command("validate", "c", enforceFastCount=True)["valid"]
+    assert code(lambda: db.command("validate", "c", background=True, full=True)) == 72
+    assert code(lambda: db.command("validate", "c", repair=True)) == 238
+    assert code(lambda: db.command("validate", "c", metadata=True)) == 238
+    assert code(lambda: db.command("validate", "c", full="yes")) == 14

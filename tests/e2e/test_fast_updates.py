@@ -162,3 +162,25 @@ def test_a_kill_and_restart_keep_fast_updated_values(tmp_path):
     assert c.t.command("validate", "c")["valid"] is True
     c.close()
     srv.stop()
+
+
+def test_validate_corrects_the_size_fast_updates_leave_only_in_the_foreground(client):
+    """A fast update changes a document's size unseen; a foreground validate corrects the
+    counter (as mongod's corrects its counts), a background one only reports it, and
+    `enforceFastCount` makes it an error."""
+    coll = client.t.sizes
+    coll.insert_many([{"_id": i, "s": "x"} for i in range(10)])
+    client.admin.command("setParameter", 1, fastUpdates=True)
+    try:
+        for i in range(10):
+            coll.update_one({"_id": i}, {"$set": {"s": "y" * 100}})
+        assert sent(client) >= 10
+    finally:
+        client.admin.command("setParameter", 1, fastUpdates=False)
+    background = client.t.command("validate", "sizes", background=True)
+    assert background["valid"] and "not corrected" in " ".join(background["warnings"])
+    assert not client.t.command("validate", "sizes", enforceFastCount=True)["valid"]
+    plain = client.t.command("validate", "sizes")
+    assert plain["valid"] and "corrected" in " ".join(plain["warnings"])
+    after = client.t.command("validate", "sizes", enforceFastCount=True)
+    assert after["valid"] and after["warnings"] == []

@@ -67,6 +67,7 @@ pub use namespace::{validate_collection_name, validate_db_name, Namespace};
 pub use op_context::{check_interrupt, interrupted, op_scope, Interrupt, OpScope, OpWork};
 pub use query_ops::FindSpec;
 pub use retryable::{RetryId, Statement, RETRY_TREE};
+pub use stats::ValidateOptions;
 pub use ttl::TtlPass;
 pub use user_txn::{no_such_transaction, TxnEnd, UserTxn};
 pub use validation::{bypass_document_validation, BypassGuard, Validator};

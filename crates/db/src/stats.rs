@@ -47,6 +47,19 @@ fn data_size(c: &Collection) -> i64 {
     c.size.count().max(0)
 }
 
+/// What `validate` is asked beyond its full check of every document and index entry (which
+/// every validate here runs: `full` and `checkBSONConformance` ask nothing more).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ValidateOptions {
+    /// `background: true`: counters are compared but never corrected (mongod's background
+    /// validation changes nothing).
+    pub background: bool,
+    /// `enforceFastCount: true`: a data size the counter gets wrong is an error, even where
+    /// fast updates explain it (which a foreground validate otherwise corrects, as mongod
+    /// corrects its counts).
+    pub enforce_fast_count: bool,
+}
+
 impl Database {
     /// A collection's exact document count and BSON bytes, from its counters (O(1));
     /// `None` when it does not exist.
@@ -161,6 +174,11 @@ impl Database {
     /// `validate`: checks the collection's trees and that documents, index entries and the
     /// stored counters agree.
     pub fn validate(&self, ns: &Namespace) -> DbResult<Document> {
+        self.validate_with(ns, ValidateOptions::default())
+    }
+
+    /// `validate` with its options (see `ValidateOptions`).
+    pub fn validate_with(&self, ns: &Namespace, opts: ValidateOptions) -> DbResult<Document> {
         self.refuse_view(ns)?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(ns).ok_or_else(|| {
@@ -225,13 +243,17 @@ impl Database {
                 "stored data size {} but documents hold {bytes} bytes",
                 data_size(&coll)
             );
-            if self.size_marked(&coll, &view)? {
+            if opts.enforce_fast_count || !self.size_marked(&coll, &view)? {
+                errors.push(message);
+            } else if opts.background {
+                warnings.push(format!(
+                    "{message} (fast updates change sizes unseen): not corrected by a background validation"
+                ));
+            } else {
                 self.correct_size(&coll, bytes)?;
                 warnings.push(format!(
                     "{message}: corrected (fast updates change sizes unseen)"
                 ));
-            } else {
-                errors.push(message);
             }
         }
         Ok(doc! {

@@ -1,6 +1,6 @@
 //! Sizes and checks of what is stored: `collStats`, `dbStats`, `validate`.
 
-use super::data::{namespace, opt_i64};
+use super::data::{namespace, opt_bool, opt_i64};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::Document;
@@ -34,7 +34,31 @@ pub fn db_stats(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult
     Ok(stats)
 }
 
+/// `validate`: every document and index entry checked, always (what `full` and
+/// `checkBSONConformance` ask); `background` compares counters without correcting them,
+/// `enforceFastCount` makes a wrong counter an error; `repair` and `metadata` (a repair in
+/// place, a catalog-only check) are not built and are refused.
 pub fn validate(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "validate")?;
-    ctx.db.validate(&ns)
+    let flag = |f: &str| opt_bool(body, "validate", f).map(|v| v.unwrap_or(false));
+    for unbuilt in ["repair", "metadata"] {
+        if flag(unbuilt)? {
+            return Err(MongoError::new(
+                ErrorCode::NotImplemented,
+                format!("validate option '{unbuilt}' is not supported by ShaleDB (offline repair: `shale repair`)"),
+            ));
+        }
+    }
+    let (full, _conformance) = (flag("full")?, flag("checkBSONConformance")?);
+    let opts = shale_db::ValidateOptions {
+        background: flag("background")?,
+        enforce_fast_count: flag("enforceFastCount")?,
+    };
+    if opts.background && full {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "Running the validate command with both { background: true } and { full: true } is not supported.",
+        ));
+    }
+    ctx.db.validate_with(&ns, opts)
 }
