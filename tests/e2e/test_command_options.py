@@ -275,3 +275,12 @@ def test_validate_options(db):
     assert code(lambda: db.command("validate", "c", repair=True)) == 238
     assert code(lambda: db.command("validate", "c", metadata=True)) == 238
     assert code(lambda: db.command("validate", "c", full="yes")) == 14
+
+
+def test_list_indexes_build_info_forms(db):
+    db.c.create_index("a")
+    plain = db.command("listIndexes", "c")["cursor"]["firstBatch"]
+    wrapped = db.command("listIndexes", "c", includeIndexBuildInfo=True)["cursor"]["firstBatch"]
+    assert wrapped == [{"spec": s} for s in plain]
+    assert db.command("listIndexes", "c", includeBuildUUIDs=True)["cursor"]["firstBatch"] == plain
+    assert code(lambda: db.command("listIndexes", "c", includeIndexBuildInfo=True, includeBuildUUIDs=True)) == 72

@@ -83,13 +83,26 @@ pub fn list_databases(ctx: &ConnectionCtx, db: &str, body: &Document) -> Command
     Ok(doc! { "databases": dbs, "totalSize": total, "totalSizeMb": total >> 20 })
 }
 
+/// `listIndexes`: the ready indexes' specs; `includeIndexBuildInfo: true` wraps each as
+/// `{spec}` (mongod's form; an index still building is not listed here, so none carries
+/// `indexBuildInfo`), `includeBuildUUIDs` lists ready indexes as plain specs, as mongod does.
 pub fn list_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "listIndexes")?;
+    let wrap = opt_bool(body, "listIndexes", "includeIndexBuildInfo")? == Some(true);
+    if wrap && opt_bool(body, "listIndexes", "includeBuildUUIDs")? == Some(true) {
+        return Err(MongoError::new(
+            ErrorCode::InvalidOptions,
+            "The 'includeBuildUUIDs' and 'includeIndexBuildInfo' options cannot both be set to true",
+        ));
+    }
     let specs = ctx
         .db
         .list_indexes(&ns)?
-        .iter()
-        .map(to_raw)
+        .into_iter()
+        .map(|spec| match wrap {
+            true => to_raw(&doc! {"spec": spec}),
+            false => to_raw(&spec),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     cursor_of(
         ctx,
