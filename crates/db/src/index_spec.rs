@@ -54,21 +54,18 @@ pub fn without_unknown_options(spec: &Document) -> Document {
 /// non-number `TypeMismatch`, another version `CannotCreateIndex`. The key format is the
 /// same for both here: `v` is what `listIndexes` shows.
 fn index_version(spec: &Document) -> Result<i32, MongoError> {
-    let v = match spec.get("v") {
-        None => return Ok(2),
-        Some(Bson::Int32(n)) => f64::from(*n),
-        Some(Bson::Int64(n)) => *n as f64,
-        Some(Bson::Double(n)) => *n,
-        Some(other) => {
-            return Err(MongoError::new(
-                ErrorCode::TypeMismatch,
-                format!(
-                    "The field 'v' must be a number, but got an element of type {}",
-                    shale_doc::type_name(other)
-                ),
-            ))
-        }
+    let Some(given) = spec.get("v") else {
+        return Ok(2);
     };
+    let v = shale_doc::number_as_f64(given).ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::TypeMismatch,
+            format!(
+                "The field 'v' must be a number, but got an element of type {}",
+                shale_doc::type_name(given)
+            ),
+        )
+    })?;
     match v {
         1.0 => Ok(1),
         2.0 => Ok(2),

@@ -29,7 +29,7 @@ pub use error_code::ErrorCode;
 pub use keystring::{encode_key, encode_value, Direction, KEY_FORMAT_VERSION};
 pub use matcher::{as_sent::filter_as_sent, Matcher};
 pub use mongo_error::MongoError;
-pub use number::append_number;
+pub use number::{append_number, number_as_f64};
 pub use projection::Projection;
 pub use update::render::type_name;
 pub use update::{

@@ -9,6 +9,17 @@ pub fn append_number(n: i64) -> Bson {
     i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
 }
 
+/// A number of any BSON numeric type but decimal as a double (`None` for other types), for
+/// the options mongod reads with `numberDouble()` (a delete's `limit`, an index's `v`).
+pub fn number_as_f64(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(n) => Some(*n),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

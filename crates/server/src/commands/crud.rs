@@ -334,15 +334,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             .ok_or_else(|| missing("delete.deletes.q"))?;
         // Compared as a double, as mongod does: 0.5 is neither a single nor a multi delete.
         let limit = match s.get("limit") {
-            Some(Bson::Int32(n)) => f64::from(*n),
-            Some(Bson::Int64(n)) => *n as f64,
-            Some(Bson::Double(n)) => *n,
-            Some(_) => {
-                return Err(MongoError::new(
-                    ErrorCode::TypeMismatch,
-                    "delete limit must be a number",
-                ))
-            }
+            Some(v) => shale_doc::number_as_f64(v).ok_or_else(|| {
+                MongoError::new(ErrorCode::TypeMismatch, "delete limit must be a number")
+            })?,
             None => return Err(missing("delete.deletes.limit")),
         };
         if limit != 0.0 && limit != 1.0 {

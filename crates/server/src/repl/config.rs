@@ -321,7 +321,10 @@ fn check_members(
                 return Err(not_self());
             }
             let arbiter = only.get_bool("arbiterOnly").unwrap_or(false);
-            let priority = only.get("priority").and_then(as_f64).unwrap_or(1.0);
+            let priority = only
+                .get("priority")
+                .and_then(shale_doc::number_as_f64)
+                .unwrap_or(1.0);
             if arbiter || priority <= 0.0 {
                 return Err(invalid(
                     "Replica set configuration must contain at least one non-arbiter member \
@@ -449,15 +452,6 @@ pub(crate) fn number(v: &Bson) -> Option<i64> {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),
         Bson::Double(d) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
-        _ => None,
-    }
-}
-
-fn as_f64(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(n) => Some(f64::from(*n)),
-        Bson::Int64(n) => Some(*n as f64),
-        Bson::Double(d) => Some(*d),
         _ => None,
     }
 }
