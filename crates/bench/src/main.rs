@@ -4,6 +4,7 @@
 //! measure them.
 
 mod device;
+mod doc_scan;
 mod engine;
 mod engine_txn;
 mod fio;
@@ -47,6 +48,9 @@ enum Command {
     /// the data ten times the cache, and a full scan, with the engine's I/O counters checked
     /// against /proc.
     Engine(engine::EngineArgs),
+    /// The walk a query makes past a stored document's fields: ns per element for a lookup
+    /// of the last field and for a full walk, over documents of 10..1000 fields (no server)
+    DocScan(doc_scan::DocScanArgs),
     /// Wire protocol: find({_id, y}) with N attributes before y (N = 1..1000), one client
     NthAttribute(wire::WireArgs),
     /// Wire protocol: 309-byte inserts with j:true at 1, 8, 32 clients; log bytes and fsyncs
@@ -77,6 +81,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Device(args) => device::run(&args),
         Command::Engine(args) => engine::run(&args),
+        Command::DocScan(args) => doc_scan::run(&args),
         Command::NthAttribute(args) => wire::run::<wire::NthAttribute>(&args),
         Command::LogWriteAmp(args) => wire::run::<wire::LogWriteAmp>(&args),
         Command::Bakeoff(args) => {

@@ -150,6 +150,7 @@ fn utf8(bytes: &[u8], from: usize, to: usize) -> Result<(), DepthError> {
 /// The end of the value of any type `t` starting at `at`, which must not pass `limit`: one
 /// step of a flat walk over a document's elements (`raw_scan`). Nested documents are only
 /// framed (length and terminator), not walked.
+#[inline(always)]
 pub(crate) fn value_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<usize, DepthError> {
     match t {
         0x03 | 0x04 => doc_end(bytes, at, limit),
@@ -165,6 +166,7 @@ pub(crate) fn value_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<
 }
 
 /// The end of the scalar value of type `t` starting at `at`, which must not pass `limit`.
+#[inline]
 fn scalar_end(bytes: &[u8], t: u8, at: usize, limit: usize) -> Result<usize, DepthError> {
     let fixed = |n: usize| {
         if at + n <= limit {
@@ -221,6 +223,7 @@ fn string_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError
 }
 
 /// The offset of the zero byte ending the C string at `at`, before `limit`.
+#[inline(always)]
 pub(crate) fn cstring_end(bytes: &[u8], at: usize, limit: usize) -> Result<usize, DepthError> {
     bytes
         .get(at..limit)

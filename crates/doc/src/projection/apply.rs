@@ -27,8 +27,8 @@ pub(super) fn include_document(
 ) -> Result<RawDocumentBuf, MongoError> {
     let mut out = RawDocumentBuf::new();
     // Most fields are not named: they are framed and skipped, their keys compared as bytes.
-    for element in crate::raw_scan::elements(doc) {
-        let element = element?;
+    let mut walk = crate::raw_scan::elements(doc);
+    while let Some(element) = walk.next_element()? {
         let child = tree.child_bytes(element.key);
         if top && element.key == b"_id" && child.is_none() {
             if ctx.id_included {
