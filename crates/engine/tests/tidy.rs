@@ -43,7 +43,7 @@ const BELOW: &[(&str, &[&str])] = &[
     ("shale-server", &["shale-db"]),
     ("shale-cli", &["shale-server", "shale-heap"]),
     ("shale-heap", &["shale-engine"]),
-    ("shale-bench", &["shale-heap"]),
+    ("shale-bench", &["shale-heap", "shale-doc"]),
     ("shale-testkit", &["shale-engine"]),
 ];
 
