@@ -95,8 +95,8 @@ fn check_id_document(id: bson::RawBsonRef<'_>) -> DbResult<()> {
 /// How many top-level `_id` fields `doc` has, and whether a top-level timestamp is zero.
 fn scan_top_level(doc: &RawDocument) -> DbResult<(usize, bool)> {
     let (mut ids, mut zero) = (0, false);
-    for element in shale_doc::raw_scan::elements(doc) {
-        let element = element?;
+    let mut walk = shale_doc::raw_scan::elements(doc);
+    while let Some(element) = walk.next_element()? {
         ids += usize::from(element.key == b"_id");
         if element.kind == 0x11 {
             zero |= matches!(element.value(doc)?,
