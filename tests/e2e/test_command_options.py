@@ -201,6 +201,10 @@ def test_collection_uuid_must_name_the_collection(client):
         db.command("find", "coll", collectionUUID="not a uuid")
     assert err.value.code == 14
     assert db.command("insert", "coll", documents=[{"_id": 5}], collectionUUID=uuid)["n"] == 1
+    # Only the commands whose mongod 7.0 field list has it take it.
+    with pytest.raises(OperationFailure) as err:
+        db.command("count", "coll", collectionUUID=uuid)
+    assert err.value.code == 40415
 
 
 def test_stable_api_parameters(shared_server, db):

@@ -130,4 +130,5 @@ def test_counts_in_other_replies_are_int32_when_they_fit(client, server):
         assert type(status["connections"][field]) is int, field
     assert type(db.command("compact", "c")["bytesFreed"]) is int
     ops = client.admin.command("currentOp", True)["inprog"]
-    assert ops and all(type(op["connectionId"]) is int for op in ops if "connectionId" in op)
+    with_ids = [op for op in ops if "connectionId" in op]
+    assert with_ids and all(type(op["connectionId"]) is int for op in with_ids)

@@ -92,19 +92,6 @@ impl Index {
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
     }
-
-    /// `hidden: true`: maintained and listed, never planned or hinted (mongod 4.4+).
-    pub fn is_hidden(&self) -> bool {
-        match self.spec.get("hidden") {
-            Some(bson::Bson::Boolean(b)) => *b,
-            Some(v) => v
-                .as_f64()
-                .or(v.as_i32().map(f64::from))
-                .or(v.as_i64().map(|n| n as f64))
-                .is_some_and(|n| n != 0.0),
-            None => false,
-        }
-    }
 }
 
 /// One collection: its document tree, size counter and indexes.

@@ -23,6 +23,9 @@ pub struct IndexDef {
     /// TokuMX's clustering index: each entry's value is the whole document, so a scan of
     /// the index needs no read of the document tree.
     pub clustering: bool,
+    /// `hidden: true`: maintained, listed and validated, never planned or hinted (mongod
+    /// 4.4+).
+    pub hidden: bool,
 }
 
 /// The keys one document gives an index.
@@ -317,6 +320,7 @@ mod tests {
             sparse: false,
             partial: None,
             clustering: false,
+            hidden: false,
         }
     }
 

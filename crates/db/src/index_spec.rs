@@ -189,6 +189,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             sparse,
             partial,
             clustering,
+            hidden: truthy(spec.get("hidden")),
         },
     ))
 }

@@ -197,7 +197,7 @@ fn id_candidate() -> Candidate {
 
 fn candidates(coll: &Collection) -> Vec<Candidate> {
     let mut v = vec![id_candidate()];
-    for i in coll.ready_indexes().filter(|i| !i.is_hidden()) {
+    for i in coll.ready_indexes().filter(|i| !i.def.hidden) {
         v.push(Candidate {
             index: Some(i.clone()),
             fields: i.def.fields.clone(),

@@ -37,10 +37,7 @@ pub(super) fn check(cmd: &Command<'_>) -> Result<(), MongoError> {
             "API version must be \"1\"",
         ));
     }
-    let name = match cmd.name() {
-        "findandmodify" => "findAndModify",
-        other => other,
-    };
+    let name = super::known_fields::canonical(cmd.name());
     if strict == Some(true) && !API_V1.contains(&name) {
         return Err(MongoError::new(
             ErrorCode::APIStrictError,

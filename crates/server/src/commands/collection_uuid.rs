@@ -11,28 +11,11 @@ use bson::RawBsonRef;
 use shale_db::Namespace;
 use shale_doc::{ErrorCode, MongoError};
 
-/// The commands whose IDL has `collectionUUID` (mongod 7.0).
-const TAKES_UUID: &[&str] = &[
-    "find",
-    "aggregate",
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "findandmodify",
-    "count",
-    "distinct",
-    "drop",
-    "createIndexes",
-    "dropIndexes",
-    "deleteIndexes",
-    "renameCollection",
-];
-
 /// Checks `cmd`'s `collectionUUID`, if it has one, against the collection it names.
 pub(super) fn check(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> Result<(), MongoError> {
+    // The commands whose mongod 7.0 IDL has the field (`known_fields.rs` lists it).
     let name = cmd.name();
-    if !TAKES_UUID.contains(&name) {
+    if !super::known_fields::has_field(name, "collectionUUID") {
         return Ok(());
     }
     let Some(value) = cmd.get("collectionUUID") else {

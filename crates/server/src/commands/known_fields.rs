@@ -187,8 +187,9 @@ const OWN_FIELDS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The commands whose aliases name their fields by the canonical name.
-fn canonical(name: &str) -> &str {
+/// A command's canonical name: aliases name their fields, and mongod's messages name them,
+/// by it.
+pub(super) fn canonical(name: &str) -> &str {
     match name {
         "findandmodify" => "findAndModify",
         "deleteIndexes" => "dropIndexes",
@@ -196,17 +197,26 @@ fn canonical(name: &str) -> &str {
     }
 }
 
+/// Whether strictly parsed command `name` has field `field` of its own (the write
+/// commands' shared fields included); false for a command not parsed strictly.
+pub(super) fn has_field(name: &str, field: &str) -> bool {
+    let name = canonical(name);
+    OWN_FIELDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .is_some_and(|(_, own)| own.contains(&field))
+        || (matches!(name, "insert" | "update" | "delete") && WRITE_COMMAND_FIELDS.contains(&field))
+}
+
 /// Refuses a top-level field that strictly parsed command `cmd` does not have (40415).
 pub(super) fn refuse_unknown_field(cmd: &Command<'_>) -> Result<(), MongoError> {
     let name = cmd.name();
-    let Some((_, own)) = OWN_FIELDS.iter().find(|(n, _)| *n == canonical(name)) else {
+    if !OWN_FIELDS.iter().any(|(n, _)| *n == canonical(name)) {
         return Ok(());
-    };
-    let write = matches!(name, "insert" | "update" | "delete");
+    }
     let known = |f: &str| {
         f.starts_with('$')
-            || own.contains(&f)
-            || (write && WRITE_COMMAND_FIELDS.contains(&f))
+            || has_field(name, f)
             || GENERIC_ARGUMENTS.contains(&f)
             || MORE_GENERIC.contains(&f)
     };

@@ -437,7 +437,10 @@ fn statement_spec(inner: &Command<'_>, name: &str) -> Result<FindSpec, MongoErro
     .filter(|h| !matches!(h, Bson::Document(d) if d.is_empty()));
     let single = match name {
         "delete" => {
-            matches!(get("limit").map(to_bson), Some(l) if l.as_f64() == Some(1.0) || l.as_i32() == Some(1) || l.as_i64() == Some(1))
+            get("limit")
+                .map(to_bson)
+                .and_then(|l| shale_doc::number_as_f64(&l))
+                == Some(1.0)
         }
         _ => !matches!(get("multi"), Some(RawBsonRef::Boolean(true))),
     };
