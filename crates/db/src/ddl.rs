@@ -168,6 +168,9 @@ impl Database {
     pub fn drop_collection(&self, ns: &Namespace) -> DbResult<Option<usize>> {
         let _ddl = self.ddl_lock();
         self.refuse_pre_images_drop(ns)?;
+        if let Some(dropped) = self.drop_timeseries(ns)? {
+            return Ok(Some(dropped));
+        }
         if let Some(v) = self.catalog.view(ns) {
             let ops = vec![view_op(&v, false)?];
             self.catalog.remove_view(ns, &self.ddl_commit(ops))?;
@@ -261,12 +264,10 @@ impl Database {
                 listing
             })
             .collect();
-        out.extend(
-            self.catalog
-                .list_views(Some(db))
-                .iter()
-                .map(|v| v.listing()),
-        );
+        out.extend(self.catalog.list_views(Some(db)).iter().map(|v| {
+            self.timeseries_listing(v)
+                .unwrap_or_else(|| v.listing())
+        }));
         out.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
         out
     }

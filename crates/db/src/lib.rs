@@ -44,6 +44,7 @@ mod revive;
 pub mod snapshot_read;
 mod sort;
 mod stats;
+pub mod timeseries;
 mod tree_layout;
 mod ttl;
 mod txn_ddl;
@@ -118,6 +119,8 @@ pub struct Database {
     revival: revive::Revival,
     /// Whether `open` left its own DDL to `enable_oplog` (`DbOptions::replica_set`).
     startup_ddl_deferred: bool,
+    /// Time series collections' open buckets (`timeseries/insert.rs`).
+    ts_open: timeseries::OpenBuckets,
 }
 
 impl Database {
@@ -152,6 +155,7 @@ impl Database {
             snapshots: snapshot_read::History::default(),
             revival: revive::Revival::default(),
             startup_ddl_deferred: options.replica_set,
+            ts_open: timeseries::OpenBuckets::default(),
         };
         if !db.startup_ddl_deferred {
             db.startup_ddl()?;

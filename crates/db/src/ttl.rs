@@ -30,6 +30,11 @@ impl Database {
                 pass.indexes += 1;
                 pass.deleted += self.expire_with(&coll.ns, filter, "_id_")?;
             }
+            // A time series collection's: whole buckets past their span (`timeseries/`).
+            if let Some(filter) = crate::timeseries::expiry_filter(&coll.options, now) {
+                pass.indexes += 1;
+                pass.deleted += self.expire_with(&coll.ns, filter, "_id_")?;
+            }
             for index in coll.ready_indexes() {
                 let Some(filter) = expiry_filter(&index.spec, now) else {
                     continue;

@@ -19,11 +19,17 @@ use crate::query_ops::FindSpec;
 use crate::{Database, DbResult};
 use bson::{doc, Bson, Document, RawDocumentBuf};
 use shale_doc::aggregate::Pipeline;
+use shale_doc::timeseries::TimeseriesOptions;
 use shale_doc::{ErrorCode, MongoError, Projection};
 use std::sync::Arc;
 
 /// The catalog format version of a view record.
 pub const VIEW_FORMAT_VERSION: i32 = 3;
+
+/// The catalog format version of a time series collection's view record (a view record
+/// with `timeseries`; docs/format-collections.md, version 4): a binary that reads only
+/// version 3 refuses it rather than serving the collection as a read-only view.
+pub const TIMESERIES_VIEW_FORMAT_VERSION: i32 = 4;
 
 /// mongod's `ViewGraph::kMaxViewDepth`.
 pub const MAX_VIEW_DEPTH: usize = 20;
@@ -37,6 +43,9 @@ pub struct View {
     pub view_on: String,
     /// Its pipeline.
     pub pipeline: Vec<Document>,
+    /// Set for a time series collection: its options (`timeseries/`); the view then reads
+    /// `system.buckets.<name>` through `$_internalUnpackBucket`, and writes go to its buckets.
+    pub timeseries: Option<TimeseriesOptions>,
 }
 
 /// True for a catalog record that describes a view.
@@ -46,13 +55,21 @@ pub(crate) fn is_view_record(record: &Document) -> bool {
 
 impl View {
     fn record(&self) -> Document {
-        doc! {
-            "formatVersion": VIEW_FORMAT_VERSION,
+        let version = match self.timeseries {
+            Some(_) => TIMESERIES_VIEW_FORMAT_VERSION,
+            None => VIEW_FORMAT_VERSION,
+        };
+        let mut record = doc! {
+            "formatVersion": version,
             "kind": "view",
             "ns": self.ns.to_string(),
             "viewOn": self.view_on.clone(),
             "pipeline": self.pipeline.iter().cloned().map(Bson::Document).collect::<Vec<_>>(),
+        };
+        if let Some(ts) = &self.timeseries {
+            record.insert("timeseries", ts.to_document());
         }
+        record
     }
 
     pub(crate) fn from_record(record: &Document) -> DbResult<View> {
@@ -63,18 +80,22 @@ impl View {
             )
         };
         match record.get("formatVersion") {
-            Some(Bson::Int32(VIEW_FORMAT_VERSION)) => {}
-            Some(Bson::Int32(v)) if *v > VIEW_FORMAT_VERSION => {
+            Some(Bson::Int32(VIEW_FORMAT_VERSION | TIMESERIES_VIEW_FORMAT_VERSION)) => {}
+            Some(Bson::Int32(v)) if *v > TIMESERIES_VIEW_FORMAT_VERSION => {
                 return Err(MongoError::new(
                     ErrorCode::UnsupportedFormat,
                     format!(
                         "view record format {v} is newer than this binary reads \
-                         ({VIEW_FORMAT_VERSION}): {record}"
+                         ({TIMESERIES_VIEW_FORMAT_VERSION}): {record}"
                     ),
                 ))
             }
             _ => return Err(field("formatVersion")),
         }
+        let timeseries = match record.get_document("timeseries") {
+            Ok(ts) => Some(TimeseriesOptions::from_document(ts)?),
+            Err(_) => None,
+        };
         let ns = Namespace::parse(record.get_str("ns").map_err(|_| field("ns"))?)?;
         let view_on = record.get_str("viewOn").map_err(|_| field("viewOn"))?;
         let mut pipeline = Vec::new();
@@ -91,6 +112,7 @@ impl View {
             ns,
             view_on: view_on.to_owned(),
             pipeline,
+            timeseries,
         })
     }
 
@@ -130,7 +152,7 @@ impl Catalog {
 
     /// Stores `view` durably (through `commit`), then publishes it. The caller holds the
     /// DDL lock.
-    fn put_view(&self, view: View, commit: CatalogCommit<'_>) -> DbResult<()> {
+    pub(crate) fn put_view(&self, view: View, commit: CatalogCommit<'_>) -> DbResult<()> {
         let bytes = bson::to_vec(&view.record()).map_err(|e| {
             MongoError::new(ErrorCode::InternalError, format!("encoding a view: {e}"))
         })?;
@@ -197,6 +219,7 @@ impl Database {
             ns: ns.clone(),
             view_on: view_on.to_owned(),
             pipeline,
+            timeseries: None,
         };
         let ops = vec![view_op(&view, true)?];
         self.catalog.put_view(view, &self.ddl_commit(ops))

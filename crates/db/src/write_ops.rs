@@ -157,7 +157,7 @@ impl Database {
     /// `in_logged_txn` for writes to `coll`: before each commit the catalog record is
     /// rewritten in the same transaction if a write made an index multikey, and marked
     /// durable after.
-    fn in_write_txn<T>(
+    pub(crate) fn in_write_txn<T>(
         &self,
         coll: &Collection,
         mut f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,

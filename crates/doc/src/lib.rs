@@ -17,6 +17,7 @@ pub mod mongo_error;
 mod number;
 pub mod projection;
 pub mod raw_scan;
+pub mod timeseries;
 pub mod update;
 pub mod variables;
 

@@ -107,6 +107,9 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::Write(_) => stream,
             Stage::Sample(size) => sample::run(*size, stream, ctx),
             Stage::UnionWith(spec) => union_with::run(spec, stream, ctx),
+            Stage::UnpackBucket(spec) => {
+                flat_map_docs(stream, move |d| crate::timeseries::unpack(&d, spec))
+            }
         };
         if stage.may_nest_deeper() {
             stream = bound_depth(stream);

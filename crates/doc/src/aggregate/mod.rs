@@ -25,6 +25,7 @@ mod set_fields;
 mod simple;
 mod sort;
 mod union_with;
+mod unpack_bucket;
 mod unwind;
 mod write_stage;
 
@@ -83,6 +84,8 @@ pub(crate) enum Stage {
     Sample(u64),
     /// `$unionWith`: another collection's documents after the input's.
     UnionWith(Box<union_with::UnionWith>),
+    /// `$_internalUnpackBucket`: a time series bucket's measurements (`unpack_bucket.rs`).
+    UnpackBucket(crate::timeseries::UnpackSpec),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -195,6 +198,7 @@ pub(crate) fn parse_stage(
         "$sample" => sample::parse(spec).map(Stage::Sample),
         "$bucket" => bucket::parse(spec, vars).map(|(group, sort)| Stage::Bucket { group, sort }),
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
+        "$_internalUnpackBucket" => unpack_bucket::parse(spec).map(Stage::UnpackBucket),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -230,6 +234,7 @@ impl Stage {
             Stage::Sample(_) => "$sample",
             Stage::Bucket { .. } => "$bucket",
             Stage::UnionWith(_) => "$unionWith",
+            Stage::UnpackBucket(_) => "$_internalUnpackBucket",
         }
     }
 

@@ -1,0 +1,228 @@
+//! Inserts into a time series collection: each measurement joins the open bucket of its meta
+//! value when the bucket admits it (within its span, under 1,000 measurements and 125 KiB, as
+//! mongod's bucket catalog decides), else opens a new bucket starting at its time rounded
+//! down. The open buckets are remembered per collection (meta value → bucket `_id`) and read
+//! back from the buckets collection in the insert's own transaction, so a bucket a delete,
+//! an update or a direct write changed is extended as it now is, and one that is gone is
+//! replaced by a new one. Inserts into one time series collection are serialised (one
+//! bucket document takes each measurement; two inserts would conflict on it anyway).
+//! After a restart no bucket is open: the first measurements open new ones (mongod 7.0
+//! may reopen an old one; either is a valid bucketing).
+
+use super::buckets_ns;
+use crate::catalog::Collection;
+use crate::doc_write;
+use crate::index_keys::id_key;
+use crate::namespace::Namespace;
+use crate::write_ops::WriteResult;
+use crate::{engine_error, Database, DbResult};
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document, RawDocumentBuf};
+use shale_doc::timeseries::bucket::{self, Bucket};
+use shale_doc::timeseries::TimeseriesOptions;
+use shale_doc::{ErrorCode, MongoError};
+use shale_engine::Txn;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Measurements per insert transaction.
+const CHUNK: usize = 1000;
+
+/// One collection's open buckets: the encoded meta value → the bucket's `_id`.
+type Open = HashMap<Vec<u8>, ObjectId>;
+
+/// Every time series collection's open buckets.
+#[derive(Debug, Default)]
+pub(crate) struct OpenBuckets {
+    by_ns: Mutex<HashMap<Namespace, Arc<Mutex<Open>>>>,
+}
+
+impl OpenBuckets {
+    fn of(&self, ns: &Namespace) -> Arc<Mutex<Open>> {
+        let mut all = self.by_ns.lock().unwrap_or_else(|p| p.into_inner());
+        all.entry(ns.clone()).or_default().clone()
+    }
+}
+
+/// A bucket the insert is filling: as read (if it existed) and as it will be written.
+struct Touched {
+    old: Option<RawDocumentBuf>,
+    bucket: Bucket,
+    dirty: bool,
+}
+
+impl Database {
+    /// `insert` into time series collection `ns` (documents as the command sent them). A
+    /// measurement without a date in its time field is that document's write error
+    /// (`BadValue`); an ordered insert stops there.
+    pub fn insert_timeseries(
+        &self,
+        ns: &Namespace,
+        docs: &[RawDocumentBuf],
+        ordered: bool,
+    ) -> DbResult<WriteResult> {
+        let options = self.timeseries(ns).ok_or_else(|| not_timeseries(ns))?;
+        let mut result = WriteResult::default();
+        let mut batch = Vec::with_capacity(docs.len());
+        for (i, d) in docs.iter().enumerate() {
+            match bucket::measurement_time(d, &options.time_field) {
+                Ok(t) => batch.push((i, t)),
+                Err(e) => {
+                    result.errors.push((i, e));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        let buckets = buckets_ns(ns)?;
+        let (coll, _guard) = self.collection_or_create(&buckets)?;
+        let open = self.ts_open.of(ns);
+        let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
+        for chunk in batch.chunks(CHUNK) {
+            let opened = self.in_write_txn(&coll, |txn, log| {
+                let touched = fill_buckets(txn, &coll, &options, &open, docs, chunk)?;
+                let mut opened = Vec::new();
+                for (key, t) in touched {
+                    if t.dirty {
+                        write_bucket(txn, log, &coll, &t)?;
+                    }
+                    opened.push((key, t.bucket.id()));
+                }
+                Ok(opened)
+            })?;
+            open.extend(opened);
+            result.n += chunk.len() as i64;
+        }
+        result.errors.sort_by_key(|(i, _)| *i);
+        Ok(result)
+    }
+}
+
+/// Places each measurement of `chunk` in a bucket: the last bucket of each meta value, in
+/// the order the measurements came.
+fn fill_buckets(
+    txn: &Txn,
+    coll: &Collection,
+    options: &TimeseriesOptions,
+    open: &Open,
+    docs: &[RawDocumentBuf],
+    chunk: &[(usize, DateTime)],
+) -> DbResult<Vec<(Vec<u8>, Touched)>> {
+    let meta_field = options.meta_field.as_deref();
+    let span = i64::from(options.bucket_max_span_seconds);
+    let mut touched: Vec<(Vec<u8>, Touched)> = Vec::new();
+    let mut last: HashMap<Vec<u8>, usize> = HashMap::new();
+    for &(i, time) in chunk {
+        let doc = docs[i].to_document().map_err(|e| {
+            MongoError::new(ErrorCode::BadValue, format!("invalid measurement: {e}"))
+        })?;
+        let meta = meta_field
+            .and_then(|m| doc.get(m))
+            .map(bucket::normalize_meta);
+        let key = meta_key(meta.as_ref())?;
+        let at = match last.get(&key) {
+            Some(at) => Some(*at),
+            None => match open.get(&key) {
+                Some(id) => read_bucket(txn, coll, *id, &options.time_field)?.map(|t| {
+                    touched.push((key.clone(), t));
+                    touched.len() - 1
+                }),
+                None => None,
+            },
+        };
+        let bytes = docs[i].as_bytes().len();
+        let at = match at {
+            Some(at) if touched[at].1.bucket.admits(time, bytes, span) => at,
+            _ => {
+                let start = bucket::rounded_start(time, options.rounding_seconds());
+                let fresh = Bucket::new(
+                    bucket::bucket_id(start),
+                    &options.time_field,
+                    start,
+                    meta,
+                );
+                touched.push((
+                    key.clone(),
+                    Touched {
+                        old: None,
+                        bucket: fresh,
+                        dirty: true,
+                    },
+                ));
+                touched.len() - 1
+            }
+        };
+        last.insert(key, at);
+        let t = &mut touched[at].1;
+        t.bucket.push(&doc, meta_field);
+        t.dirty = true;
+    }
+    // The buckets read and not extended are left as they are; of those written, the last
+    // of each meta value is the one that stays open (the caller records them in order).
+    Ok(touched.into_iter().filter(|(_, t)| t.dirty).collect())
+}
+
+/// The open bucket `id`, as this transaction sees it; `None` if it is gone or not a bucket
+/// this code can extend.
+fn read_bucket(
+    txn: &Txn,
+    coll: &Collection,
+    id: ObjectId,
+    time_field: &str,
+) -> DbResult<Option<Touched>> {
+    let Some(bytes) = txn
+        .get(&coll.docs, &id_key(&Bson::ObjectId(id)))
+        .map_err(engine_error)?
+    else {
+        return Ok(None);
+    };
+    let old = RawDocumentBuf::from_bytes(bytes).map_err(|e| {
+        MongoError::new(
+            ErrorCode::DataCorruptionDetected,
+            format!("bucket {id}: {e}"),
+        )
+    })?;
+    let doc: Document = old.to_document().map_err(|e| {
+        MongoError::new(
+            ErrorCode::DataCorruptionDetected,
+            format!("bucket {id}: {e}"),
+        )
+    })?;
+    Ok(Bucket::from_document(&doc, time_field).ok().map(|bucket| Touched {
+        old: Some(old),
+        bucket,
+        dirty: false,
+    }))
+}
+
+fn write_bucket(
+    txn: &mut Txn,
+    log: &mut crate::oplog::pending::Pending,
+    coll: &Collection,
+    t: &Touched,
+) -> DbResult<()> {
+    let new = crate::doc_prepare::to_raw(&t.bucket.to_document())?;
+    match &t.old {
+        Some(old) => doc_write::replace(txn, log, coll, old, &new, true),
+        None => doc_write::insert(txn, log, coll, &new),
+    }
+}
+
+/// The key measurements with meta value `meta` share a bucket under.
+fn meta_key(meta: Option<&Bson>) -> DbResult<Vec<u8>> {
+    match meta {
+        None => Ok(Vec::new()),
+        Some(m) => {
+            let d = bson::doc! {"": m.clone()};
+            bson::to_vec(&d).map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
+        }
+    }
+}
+
+pub(super) fn not_timeseries(ns: &Namespace) -> MongoError {
+    MongoError::new(
+        ErrorCode::NamespaceNotFound,
+        format!("{ns} is not a time series collection"),
+    )
+}
