@@ -264,10 +264,12 @@ impl Database {
                 listing
             })
             .collect();
-        out.extend(self.catalog.list_views(Some(db)).iter().map(|v| {
-            self.timeseries_listing(v)
-                .unwrap_or_else(|| v.listing())
-        }));
+        out.extend(
+            self.catalog
+                .list_views(Some(db))
+                .iter()
+                .map(|v| self.timeseries_listing(v).unwrap_or_else(|| v.listing())),
+        );
         out.sort_by(|a, b| a.get_str("name").ok().cmp(&b.get_str("name").ok()));
         out
     }
@@ -348,6 +350,9 @@ impl Database {
 
     /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
+        if self.timeseries(ns).is_some() {
+            return self.list_timeseries_indexes(ns);
+        }
         let coll = self.existing(ns)?;
         let mut id = crate::clustered::listed_index(&coll.options).unwrap_or_else(id_index_spec);
         if let Some(c) = coll.options.get("collation") {
@@ -366,6 +371,9 @@ impl Database {
         ns: &Namespace,
         specs: &[Document],
     ) -> DbResult<CreateIndexesResult> {
+        if self.timeseries(ns).is_some() {
+            return self.create_timeseries_indexes(ns, specs);
+        }
         let (published, coll_id, before, created_collection) = loop {
             match self.publish_indexes(ns, specs)? {
                 Publish::Wait => std::thread::sleep(std::time::Duration::from_millis(10)),
@@ -474,6 +482,9 @@ impl Database {
     /// `dropIndexes`: by name, key pattern, list of names, or `"*"` (all but `_id_`).
     /// Returns the index count before.
     pub fn drop_indexes(&self, ns: &Namespace, which: &Bson) -> DbResult<usize> {
+        if self.timeseries(ns).is_some() {
+            return self.drop_timeseries_indexes(ns, which);
+        }
         let _ddl = self.ddl_lock();
         self.refuse_view(ns)?;
         let coll = self.catalog.get(ns).ok_or_else(|| {

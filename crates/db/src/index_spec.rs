@@ -34,6 +34,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "max",
     "wildcardProjection",
     "dropDups",
+    // A time series measurement index's spec as the user gave it (`timeseries/indexes.rs`).
+    "originalSpec",
     "clustering",
     "compression",
     "compressionLevel",
@@ -175,6 +177,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
         "compressionLevel",
         "pageSize",
         "readPageSize",
+        "originalSpec",
     ] {
         if let Some(v) = spec.get(opt) {
             stored.insert(opt, v.clone());

@@ -55,7 +55,11 @@ impl<'o> IndexTranslation<'o> {
 
     /// A user key pattern as the buckets' key pattern; `measurement` is set when it names a
     /// field other than the meta field.
-    pub fn key_to_buckets(&self, key: &Document, spec: &Document) -> Result<(Document, bool), MongoError> {
+    pub fn key_to_buckets(
+        &self,
+        key: &Document,
+        spec: &Document,
+    ) -> Result<(Document, bool), MongoError> {
         let mut out = Document::new();
         let mut measurement = false;
         for (field, v) in key {
@@ -86,17 +90,26 @@ impl<'o> IndexTranslation<'o> {
     /// A user index spec as the buckets' spec, with mongod's refusals.
     pub fn spec_to_buckets(&self, spec: &Document) -> Result<Document, MongoError> {
         let key = spec.get_document("key").map_err(|_| {
-            MongoError::new(ErrorCode::FailedToParse, format!("The 'key' field is required: {spec}"))
+            MongoError::new(
+                ErrorCode::FailedToParse,
+                format!("The 'key' field is required: {spec}"),
+            )
         })?;
         if spec.get_bool("unique") == Ok(true) {
-            return Err(invalid("Unique indexes are not supported on time-series collections"));
+            return Err(invalid(
+                "Unique indexes are not supported on time-series collections",
+            ));
         }
         if key.values().any(|v| v.as_str() == Some("text")) {
-            return Err(invalid("Text indexes are not supported on time-series collections"));
+            return Err(invalid(
+                "Text indexes are not supported on time-series collections",
+            ));
         }
         let (buckets_key, measurement) = self.key_to_buckets(key, spec)?;
         if measurement && spec.get_bool("sparse") == Ok(true) {
-            return Err(invalid("Sparse indexes are not supported on time-series measurements"));
+            return Err(invalid(
+                "Sparse indexes are not supported on time-series measurements",
+            ));
         }
         if spec.contains_key("partialFilterExpression") && spec.contains_key("collation") {
             return Err(MongoError::new(
@@ -138,9 +151,16 @@ impl<'o> IndexTranslation<'o> {
     }
 
     /// A partial filter on the meta field only (measurement-field filters are not built).
-    fn partial_to_buckets(&self, filter: &Document, spec: &Document) -> Result<Document, MongoError> {
+    fn partial_to_buckets(
+        &self,
+        filter: &Document,
+        spec: &Document,
+    ) -> Result<Document, MongoError> {
         let Some(meta) = self.options.meta_field.as_deref() else {
-            return Err(bad_key(spec, "a partialFilterExpression needs a metaField here"));
+            return Err(bad_key(
+                spec,
+                "a partialFilterExpression needs a metaField here",
+            ));
         };
         super::modify::translate_filter(filter, meta).map_err(|_| {
             MongoError::new(
@@ -195,7 +215,11 @@ impl<'o> IndexTranslation<'o> {
             } else {
                 return None;
             };
-            let pair = if dir == 1 { "control.max." } else { "control.min." };
+            let pair = if dir == 1 {
+                "control.max."
+            } else {
+                "control.min."
+            };
             let (next, _) = fields.next()?;
             if *next != format!("{pair}{name}") || direction(v) != Some(dir) {
                 return None;
@@ -240,7 +264,9 @@ impl Database {
         ns: &Namespace,
         specs: &[Document],
     ) -> DbResult<CreateIndexesResult> {
-        let options = self.timeseries(ns).ok_or_else(|| super::insert::not_timeseries(ns))?;
+        let options = self
+            .timeseries(ns)
+            .ok_or_else(|| super::insert::not_timeseries(ns))?;
         let t = IndexTranslation::new(&options);
         let buckets: Vec<Document> = specs
             .iter()
@@ -255,7 +281,9 @@ impl Database {
 
     /// `listIndexes` on time series collection `ns`, in user form.
     pub fn list_timeseries_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
-        let options = self.timeseries(ns).ok_or_else(|| super::insert::not_timeseries(ns))?;
+        let options = self
+            .timeseries(ns)
+            .ok_or_else(|| super::insert::not_timeseries(ns))?;
         let t = IndexTranslation::new(&options);
         let specs = self.list_indexes(&buckets_ns(ns)?)?;
         Ok(specs
@@ -268,7 +296,9 @@ impl Database {
     /// `dropIndexes` on time series collection `ns`: a name, a user key pattern, `"*"` or a
     /// list of names.
     pub fn drop_timeseries_indexes(&self, ns: &Namespace, which: &Bson) -> DbResult<usize> {
-        let options = self.timeseries(ns).ok_or_else(|| super::insert::not_timeseries(ns))?;
+        let options = self
+            .timeseries(ns)
+            .ok_or_else(|| super::insert::not_timeseries(ns))?;
         let which = match which {
             Bson::Document(key) => {
                 let t = IndexTranslation::new(&options);
@@ -286,8 +316,11 @@ mod tests {
     use bson::doc;
 
     fn options() -> TimeseriesOptions {
-        TimeseriesOptions::parse(&Bson::Document(doc! {"timeField": "t", "metaField": "m"}), "d.c")
-            .expect("options")
+        TimeseriesOptions::parse(
+            &Bson::Document(doc! {"timeField": "t", "metaField": "m"}),
+            "d.c",
+        )
+        .expect("options")
     }
 
     #[test]
@@ -305,7 +338,10 @@ mod tests {
         let b = t.spec_to_buckets(&m).expect("measurement");
         assert_eq!(b.get_str("name"), Ok("x_1"));
         assert_eq!(
-            t.spec_from_buckets(&b).expect("listed").get_document("key").expect("key"),
+            t.spec_from_buckets(&b)
+                .expect("listed")
+                .get_document("key")
+                .expect("key"),
             &doc! {"x": 1}
         );
     }
@@ -321,7 +357,9 @@ mod tests {
         assert_eq!(code(doc! {"key": {"x": "hashed"}}), 67);
         assert_eq!(code(doc! {"key": {"t": 1}, "expireAfterSeconds": 10}), 72);
         assert_eq!(
-            code(doc! {"key": {"m": 1}, "partialFilterExpression": {"m": 1}, "collation": {"locale": "en"}}),
+            code(
+                doc! {"key": {"m": 1}, "partialFilterExpression": {"m": 1}, "collation": {"locale": "en"}}
+            ),
             85
         );
         assert!(t.spec_to_buckets(&doc! {"key": {"m": "hashed"}}).is_ok());

@@ -136,12 +136,7 @@ fn fill_buckets(
             Some(at) if touched[at].1.bucket.admits(time, bytes, span) => at,
             _ => {
                 let start = bucket::rounded_start(time, options.rounding_seconds());
-                let fresh = Bucket::new(
-                    bucket::bucket_id(start),
-                    &options.time_field,
-                    start,
-                    meta,
-                );
+                let fresh = Bucket::new(bucket::bucket_id(start), &options.time_field, start, meta);
                 touched.push((
                     key.clone(),
                     Touched {
@@ -189,11 +184,13 @@ fn read_bucket(
             format!("bucket {id}: {e}"),
         )
     })?;
-    Ok(Bucket::from_document(&doc, time_field).ok().map(|bucket| Touched {
-        old: Some(old),
-        bucket,
-        dirty: false,
-    }))
+    Ok(Bucket::from_document(&doc, time_field)
+        .ok()
+        .map(|bucket| Touched {
+            old: Some(old),
+            bucket,
+            dirty: false,
+        }))
 }
 
 fn write_bucket(

@@ -21,8 +21,8 @@ mod insert;
 mod modify;
 
 pub use indexes::IndexTranslation;
-pub use modify::{check_update_statement, translate_filter, translate_update};
 pub(crate) use insert::OpenBuckets;
+pub use modify::{check_update_statement, translate_filter, translate_update};
 
 use crate::ddl_log::view_op;
 use crate::namespace::Namespace;
@@ -145,7 +145,13 @@ impl Database {
         let buckets = Namespace::new(&view.ns.db, &view.view_on).ok()?;
         let stored = self.catalog.get(&buckets).map(|c| c.options.clone());
         let mut options = Document::new();
-        for k in ["storageEngine", "indexOptionDefaults", "collation", "expireAfterSeconds", "timeseries"] {
+        for k in [
+            "storageEngine",
+            "indexOptionDefaults",
+            "collation",
+            "expireAfterSeconds",
+            "timeseries",
+        ] {
             if let Some(v) = stored.as_ref().and_then(|o| o.get(k)) {
                 options.insert(k, v.clone());
             }

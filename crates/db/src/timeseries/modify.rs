@@ -34,7 +34,9 @@ impl Database {
         ops: &[DeleteOp],
         ordered: bool,
     ) -> DbResult<WriteResult> {
-        let options = self.timeseries(ns).ok_or_else(|| super::insert::not_timeseries(ns))?;
+        let options = self
+            .timeseries(ns)
+            .ok_or_else(|| super::insert::not_timeseries(ns))?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(&buckets_ns(ns)?);
         let mut result = WriteResult::default();
@@ -193,7 +195,10 @@ fn delete_in_bucket(
     let id = old.get_object_id("_id").map_err(|_| corrupt("_id"))?;
     let mut kept = Bucket::new(id, &spec.time_field, *start, old.get("meta").cloned());
     for (m, _) in measurements.iter().zip(&gone).filter(|(_, g)| !**g) {
-        kept.push(&m.to_document().map_err(corrupt)?, spec.meta_field.as_deref());
+        kept.push(
+            &m.to_document().map_err(corrupt)?,
+            spec.meta_field.as_deref(),
+        );
     }
     let new = crate::doc_prepare::to_raw(&kept.to_document())?;
     doc_write::replace(txn, log, coll, b, &new, true)?;
@@ -351,7 +356,9 @@ pub fn check_update_statement(
         ));
     }
     if upsert {
-        return Err(invalid("Cannot perform an upsert on a time-series collection"));
+        return Err(invalid(
+            "Cannot perform an upsert on a time-series collection",
+        ));
     }
     if pipeline {
         return Err(invalid(

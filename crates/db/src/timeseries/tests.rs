@@ -85,9 +85,13 @@ fn inserts_read_back_as_a_naive_model_says() {
     let ns = ts(&db, true);
     let model = measurements(2_500);
     let docs: Vec<RawDocumentBuf> = model.iter().map(raw).collect();
-    let r = db.insert_timeseries(&ns, &docs[..1_200], true).expect("insert");
+    let r = db
+        .insert_timeseries(&ns, &docs[..1_200], true)
+        .expect("insert");
     assert_eq!((r.n, r.errors.len()), (1_200, 0));
-    let r = db.insert_timeseries(&ns, &docs[1_200..], false).expect("insert");
+    let r = db
+        .insert_timeseries(&ns, &docs[1_200..], false)
+        .expect("insert");
     assert_eq!(r.n, 1_300);
     let want: Vec<Document> = model.iter().map(as_read).collect();
     assert_eq!(sorted(all(&db, &ns, doc! {})), want);
@@ -106,9 +110,19 @@ fn inserts_read_back_as_a_naive_model_says() {
         let data = b.get_document("data").expect("data");
         let times = data.get_document("t").expect("t column");
         assert!(times.len() <= MAX_MEASUREMENTS);
-        let min = b.get_document("control").expect("c").get_document("min").expect("min");
+        let min = b
+            .get_document("control")
+            .expect("c")
+            .get_document("min")
+            .expect("min");
         let start = min.get_datetime("t").expect("start").timestamp_millis();
-        assert_eq!(b.get_object_id("_id").expect("id").timestamp().timestamp_millis(), start);
+        assert_eq!(
+            b.get_object_id("_id")
+                .expect("id")
+                .timestamp()
+                .timestamp_millis(),
+            start
+        );
         for (_, t) in times {
             let t = t.as_datetime().expect("date").timestamp_millis();
             assert!(t >= start && t < start + 3_600_000, "{t} outside {start}");
@@ -126,7 +140,9 @@ fn a_measurement_without_a_date_is_its_write_error() {
     assert_eq!(r.n, 1);
     assert_eq!(r.errors.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 2]);
     assert_eq!(r.errors[0].1.code.code(), 2);
-    let r = db.insert_timeseries(&ns, &docs[1..], true).expect("ordered");
+    let r = db
+        .insert_timeseries(&ns, &docs[1..], true)
+        .expect("ordered");
     assert_eq!((r.n, r.errors.len()), (1, 1));
     assert_eq!(all(&db, &ns, doc! {}).len(), 2);
 }
@@ -177,24 +193,47 @@ fn deletes_and_meta_updates_match_the_model() {
     assert_eq!(all(&db, &ns, doc! {"m.site": 10}).len() as i64, sites0);
     assert!(all(&db, &ns, doc! {"m.site": 0}).is_empty());
     // Inserts after the rewrites still land and read back.
-    let late = raw(&doc! {"_id": -1, "t": DateTime::from_millis(1_700_000_000_000), "m": {"site": 1}});
-    db.insert_timeseries(&ns, &[late], true).expect("insert after");
+    let late =
+        raw(&doc! {"_id": -1, "t": DateTime::from_millis(1_700_000_000_000), "m": {"site": 1}});
+    db.insert_timeseries(&ns, &[late], true)
+        .expect("insert after");
     assert_eq!(all(&db, &ns, doc! {"_id": -1}).len(), 1);
 }
 
 #[test]
 fn statements_outside_the_meta_field_are_refused() {
-    assert_eq!(translate_filter(&doc! {"x": 1}, "m").expect_err("x").code.code(), 72);
     assert_eq!(
-        translate_filter(&doc! {"$expr": {"$eq": [1, 1]}}, "m").expect_err("expr").code.code(),
+        translate_filter(&doc! {"x": 1}, "m")
+            .expect_err("x")
+            .code
+            .code(),
+        72
+    );
+    assert_eq!(
+        translate_filter(&doc! {"$expr": {"$eq": [1, 1]}}, "m")
+            .expect_err("expr")
+            .code
+            .code(),
         72
     );
     assert_eq!(
         translate_filter(&doc! {"$or": [{"m.a": 1}, {"m": 2}]}, "m").expect("meta"),
         doc! {"$or": [{"meta.a": 1}, {"meta": 2}]}
     );
-    assert_eq!(translate_update(&doc! {"$set": {"x": 1}}, "m").expect_err("x").code.code(), 72);
-    assert_eq!(translate_update(&doc! {"m": 1}, "m").expect_err("replace").code.code(), 72);
+    assert_eq!(
+        translate_update(&doc! {"$set": {"x": 1}}, "m")
+            .expect_err("x")
+            .code
+            .code(),
+        72
+    );
+    assert_eq!(
+        translate_update(&doc! {"m": 1}, "m")
+            .expect_err("replace")
+            .code
+            .code(),
+        72
+    );
     assert_eq!(
         translate_update(&doc! {"$rename": {"m.a": "m.b"}}, "m").expect("rename"),
         doc! {"$rename": {"meta.a": "meta.b"}}
@@ -206,18 +245,39 @@ fn listing_indexes_ttl_and_drop() {
     let (_dir, db) = open();
     let ns = ts(&db, true);
     let listed = db.list_collections("d");
-    let names: Vec<_> = listed.iter().map(|c| (c.get_str("name").unwrap_or(""), c.get_str("type").unwrap_or(""))).collect();
-    assert_eq!(names, vec![("system.buckets.ts", "collection"), ("ts", "timeseries")]);
+    let names: Vec<_> = listed
+        .iter()
+        .map(|c| {
+            (
+                c.get_str("name").unwrap_or(""),
+                c.get_str("type").unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![("system.buckets.ts", "collection"), ("ts", "timeseries")]
+    );
     let indexes = db.list_timeseries_indexes(&ns).expect("indexes");
     assert_eq!(indexes.len(), 1);
     assert_eq!(indexes[0].get_str("name"), Ok("m_1_t_1"));
-    assert_eq!(indexes[0].get_document("key").expect("key"), &doc! {"m": 1, "t": 1});
+    assert_eq!(
+        indexes[0].get_document("key").expect("key"),
+        &doc! {"m": 1, "t": 1}
+    );
     // TTL: a bucket goes once its whole span is older than expireAfterSeconds.
     let options = doc! {"timeseries": {"timeField": "t", "bucketMaxSpanSeconds": 3600, "granularity": "seconds"}, "expireAfterSeconds": 60i64};
     let now = DateTime::from_millis(10_000_000_000);
     let f = expiry_filter(&options, now).expect("filter");
-    let cutoff = f.get_document("_id").expect("_id").get_object_id("$lt").expect("oid");
-    assert_eq!(cutoff.timestamp().timestamp_millis(), 10_000_000_000 - 3_660_000);
+    let cutoff = f
+        .get_document("_id")
+        .expect("_id")
+        .get_object_id("$lt")
+        .expect("oid");
+    assert_eq!(
+        cutoff.timestamp().timestamp_millis(),
+        10_000_000_000 - 3_660_000
+    );
     db.drop_collection(&ns).expect("drop");
     assert!(db.list_collections("d").is_empty());
 }

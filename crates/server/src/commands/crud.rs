@@ -60,6 +60,10 @@ fn insert_documents(
     let ns = raw_args::namespace(db, cmd, "insert")?;
     check_batch_len(docs.len())?;
     let ordered = raw_args::opt_idl_bool(cmd, "insert", "ordered")?.unwrap_or(true);
+    if ctx.db.timeseries(&ns).is_some() {
+        let r = super::timeseries::insert(ctx, &ns, docs, ordered)?;
+        return write_reply(r, false);
+    }
     let mut prepared = Vec::with_capacity(docs.len());
     let mut early_errors = Vec::new();
     let mut positions = Vec::with_capacity(docs.len());
@@ -117,6 +121,10 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
         statements.push(s);
     }
     let ordered = raw_args::opt_idl_bool(cmd, "update", "ordered")?.unwrap_or(true);
+    if let Some(options) = ctx.db.timeseries(&ns) {
+        let r = super::timeseries::update(ctx, &ns, &options, &raw, ordered)?;
+        return write_reply(r, true);
+    }
     // mongod binds `let` for each statement, so a bad one (not one of the wrong type) is
     // each statement's write error.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "update", "let")?);
@@ -362,6 +370,15 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             ..WriteResult::default()
         };
         return write_reply(result, false);
+    }
+    if ctx.db.timeseries(&ns).is_some() {
+        if ctx.txn.is_some() {
+            return Err(MongoError::new(
+                ErrorCode::OperationNotSupportedInTransaction,
+                format!("Cannot delete from a time-series collection in a multi-document transaction: {ns}"),
+            ));
+        }
+        return write_reply(ctx.db.delete_timeseries(&ns, &ops, ordered)?, false);
     }
     let result = match (&ctx.txn, &ctx.retry) {
         (Some(t), _) => ctx.db.delete_in(t, &ns, &ops)?,

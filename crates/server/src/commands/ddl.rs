@@ -61,6 +61,9 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             "'pipeline' requires 'viewOn' to also be specified",
         ));
     }
+    if body.contains_key("timeseries") {
+        return super::timeseries::create(ctx, &ns, body);
+    }
     let present = |k: &str| body.get(k).filter(|v| !matches!(v, Bson::Null));
     let capped = shale_db::capped::CappedOptions::from_create(
         present("capped"),
@@ -101,12 +104,6 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             // Checked by `check_create_only_options`: what is left of them is nothing to
             // store (`autoIndexId: true`, `temp: false`).
             "autoIndexId" | "temp" => {}
-            "timeseries" => {
-                return Err(MongoError::new(
-                    ErrorCode::CommandNotSupported,
-                    format!("create option '{k}' is not supported by shale"),
-                ));
-            }
             // Pre- and post-images for change streams (`shale_db::pre_images`).
             "changeStreamPreAndPostImages" => {
                 if shale_db::pre_images::parse_option("create", v)? {

@@ -46,6 +46,7 @@ mod sessions;
 mod snapshot_read;
 mod storage_stats;
 mod table;
+mod timeseries;
 mod transactions;
 mod txn_fields;
 mod users;
