@@ -259,3 +259,52 @@ def test_ttl_expires_whole_buckets(tmp_path):
         assert [d["k"] for d in db.ts.find()] == ["new"]
     finally:
         server.stop()
+
+
+def test_stats_validate_and_coll_mod(db):
+    db.command("create", "ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_many(measurements(2500))
+    stats = db.command("collStats", "ts")
+    assert stats["ns"] == f"{db.name}.ts"
+    assert "count" not in stats and "avgObjSize" not in stats
+    ts = stats["timeseries"]
+    buckets = db["system.buckets.ts"].count_documents({})
+    assert ts["bucketsNs"] == f"{db.name}.system.buckets.ts"
+    assert ts["bucketCount"] == buckets
+    assert ts["numMeasurementsCommitted"] == 2500
+    assert ts["numBucketInserts"] == buckets
+    assert ts["numBucketsOpenedDueToMetadata"] == 4
+    assert ts["numBucketsClosedDueToTimeForward"] + ts["numBucketsClosedDueToTimeBackward"] > 0
+    stage = next(db.ts.aggregate([{"$collStats": {"storageStats": {}}}]))
+    assert stage["storageStats"]["timeseries"]["bucketCount"] == buckets
+    assert db.command("validate", "ts")["valid"] is True
+    # collMod: TTL on and off, granularity only coarser.
+    db.command("collMod", "ts", expireAfterSeconds=600)
+    opts = next(db.list_collections(filter={"name": "ts"}))["options"]
+    assert opts["expireAfterSeconds"] == 600
+    db.command("collMod", "ts", expireAfterSeconds="off")
+    opts = next(db.list_collections(filter={"name": "ts"}))["options"]
+    assert "expireAfterSeconds" not in opts
+    db.command("collMod", "ts", timeseries={"granularity": "hours"})
+    opts = next(db.list_collections(filter={"name": "ts"}))["options"]
+    assert opts["timeseries"]["granularity"] == "hours"
+    assert opts["timeseries"]["bucketMaxSpanSeconds"] == 2592000
+    assert db.ts.count_documents({}) == 2500
+    for bad, want in (({"timeseries": {"granularity": "seconds"}}, 72),
+                      ({"expireAfterSeconds": "10"}, 72), ({"expireAfterSeconds": -1}, 72),
+                      ({"validator": {"a": 1}}, 72)):
+        with pytest.raises(OperationFailure) as e:
+            db.command("collMod", "ts", **bad)
+        assert e.value.code == want, bad
+
+
+def test_find_options_an_aggregate_lacks(db):
+    db.command("create", "ts", timeseries={"timeField": "t"})
+    db.ts.insert_one({"t": T0})
+    for option in ({"min": {"t": 1}}, {"returnKey": True}, {"tailable": True},
+                   {"noCursorTimeout": True}, {"sort": {"$natural": 1}},
+                   {"singleBatch": True}):
+        with pytest.raises(OperationFailure) as e:
+            db.command("find", "ts", **option)
+        assert e.value.code == 168, option
+    assert len(db.command("find", "ts", singleBatch=True, limit=1)["cursor"]["firstBatch"]) == 1

@@ -71,6 +71,9 @@ impl Database {
 
     /// `collStats` figures divided by `scale`.
     pub fn coll_stats(&self, ns: &Namespace, scale: i64) -> DbResult<Document> {
+        if let Some(stats) = self.timeseries_stats(ns, scale)? {
+            return Ok(stats);
+        }
         self.refuse_view(ns)?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(ns).ok_or_else(|| {
@@ -179,6 +182,10 @@ impl Database {
 
     /// `validate` with its options (see `ValidateOptions`).
     pub fn validate_with(&self, ns: &Namespace, opts: ValidateOptions) -> DbResult<Document> {
+        // A time series collection is validated as its buckets are (mongod 7.0 does too).
+        if self.timeseries(ns).is_some() {
+            return self.validate_with(&crate::timeseries::buckets_ns(ns)?, opts);
+        }
         self.refuse_view(ns)?;
         let _guard = self.data_lock();
         let coll = self.catalog.get(ns).ok_or_else(|| {

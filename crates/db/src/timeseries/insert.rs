@@ -10,6 +10,7 @@
 //! may reopen an old one; either is a valid bucketing).
 
 use super::buckets_ns;
+use super::stats::BucketCounters;
 use crate::catalog::Collection;
 use crate::doc_write;
 use crate::index_keys::id_key;
@@ -31,14 +32,21 @@ const CHUNK: usize = 1000;
 /// One collection's open buckets: the encoded meta value → the bucket's `_id`.
 type Open = HashMap<Vec<u8>, ObjectId>;
 
+/// One collection's bucket catalog: its open buckets and its counters.
+#[derive(Debug, Default)]
+pub(super) struct Catalog {
+    open: Mutex<Open>,
+    pub(super) counters: BucketCounters,
+}
+
 /// Every time series collection's open buckets.
 #[derive(Debug, Default)]
 pub(crate) struct OpenBuckets {
-    by_ns: Mutex<HashMap<Namespace, Arc<Mutex<Open>>>>,
+    by_ns: Mutex<HashMap<Namespace, Arc<Catalog>>>,
 }
 
 impl OpenBuckets {
-    fn of(&self, ns: &Namespace) -> Arc<Mutex<Open>> {
+    pub(super) fn of(&self, ns: &Namespace) -> Arc<Catalog> {
         let mut all = self.by_ns.lock().unwrap_or_else(|p| p.into_inner());
         all.entry(ns.clone()).or_default().clone()
     }
@@ -77,26 +85,71 @@ impl Database {
         }
         let buckets = buckets_ns(ns)?;
         let (coll, _guard) = self.collection_or_create(&buckets)?;
-        let open = self.ts_open.of(ns);
-        let mut open = open.lock().unwrap_or_else(|p| p.into_inner());
+        let catalog = self.ts_open.of(ns);
+        let mut open = catalog.open.lock().unwrap_or_else(|p| p.into_inner());
         for chunk in batch.chunks(CHUNK) {
-            let opened = self.in_write_txn(&coll, |txn, log| {
-                let touched = fill_buckets(txn, &coll, &options, &open, docs, chunk)?;
+            let (opened, closed) = self.in_write_txn(&coll, |txn, log| {
+                let mut closed = Closed::default();
+                let touched = fill_buckets(txn, &coll, &options, &open, docs, chunk, &mut closed)?;
                 let mut opened = Vec::new();
                 for (key, t) in touched {
-                    if t.dirty {
-                        write_bucket(txn, log, &coll, &t)?;
-                    }
-                    opened.push((key, t.bucket.id()));
+                    write_bucket(txn, log, &coll, &t)?;
+                    opened.push((key, t.bucket.id(), t.old.is_some()));
                 }
-                Ok(opened)
+                Ok((opened, closed))
             })?;
-            open.extend(opened);
+            count_commit(&catalog.counters, &opened, &closed, chunk.len());
+            open.extend(opened.into_iter().map(|(k, id, _)| (k, id)));
             result.n += chunk.len() as i64;
         }
         result.errors.sort_by_key(|(i, _)| *i);
         Ok(result)
     }
+}
+
+/// Why buckets were closed during one transaction (mongod's counters).
+#[derive(Debug, Default)]
+struct Closed {
+    count: i64,
+    size: i64,
+    time_forward: i64,
+    time_backward: i64,
+    new_meta: i64,
+}
+
+impl Closed {
+    /// Counts why `b` did not admit a measurement at `time`.
+    fn note(&mut self, b: &Bucket, time: DateTime, span_seconds: i64) {
+        let t = time.timestamp_millis();
+        let start = b.start().timestamp_millis();
+        if t < start {
+            self.time_backward += 1;
+        } else if t >= start.saturating_add(span_seconds.saturating_mul(1000)) {
+            self.time_forward += 1;
+        } else if b.len() >= bucket::MAX_MEASUREMENTS {
+            self.count += 1;
+        } else {
+            self.size += 1;
+        }
+    }
+}
+
+fn count_commit(
+    c: &BucketCounters,
+    opened: &[(Vec<u8>, ObjectId, bool)],
+    closed: &Closed,
+    n: usize,
+) {
+    let updates = opened.iter().filter(|o| o.2).count() as i64;
+    BucketCounters::add(&c.bucket_updates, updates);
+    BucketCounters::add(&c.bucket_inserts, opened.len() as i64 - updates);
+    BucketCounters::add(&c.opened_due_to_metadata, closed.new_meta);
+    BucketCounters::add(&c.closed_due_to_count, closed.count);
+    BucketCounters::add(&c.closed_due_to_size, closed.size);
+    BucketCounters::add(&c.closed_due_to_time_forward, closed.time_forward);
+    BucketCounters::add(&c.closed_due_to_time_backward, closed.time_backward);
+    BucketCounters::add(&c.commits, 1);
+    BucketCounters::add(&c.measurements_committed, n as i64);
 }
 
 /// Places each measurement of `chunk` in a bucket: the last bucket of each meta value, in
@@ -108,6 +161,7 @@ fn fill_buckets(
     open: &Open,
     docs: &[RawDocumentBuf],
     chunk: &[(usize, DateTime)],
+    closed: &mut Closed,
 ) -> DbResult<Vec<(Vec<u8>, Touched)>> {
     let meta_field = options.meta_field.as_deref();
     let span = i64::from(options.bucket_max_span_seconds);
@@ -132,6 +186,13 @@ fn fill_buckets(
             },
         };
         let bytes = docs[i].as_bytes().len();
+        match at {
+            Some(at) if !touched[at].1.bucket.admits(time, bytes, span) => {
+                closed.note(&touched[at].1.bucket, time, span)
+            }
+            None if !open.contains_key(&key) && !last.contains_key(&key) => closed.new_meta += 1,
+            _ => {}
+        }
         let at = match at {
             Some(at) if touched[at].1.bucket.admits(time, bytes, span) => at,
             _ => {

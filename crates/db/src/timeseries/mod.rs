@@ -19,6 +19,7 @@
 mod indexes;
 mod insert;
 mod modify;
+mod stats;
 
 pub use indexes::IndexTranslation;
 pub(crate) use insert::OpenBuckets;
@@ -162,6 +163,73 @@ impl Database {
             "options": options,
             "info": {"readOnly": false},
         })
+    }
+}
+
+/// A `collMod` of a time series collection: `expireAfterSeconds` (`Some(None)`: `"off"`)
+/// and the bucketing options.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TimeseriesMod {
+    /// The new TTL, or its removal.
+    pub expire_after_seconds: Option<Option<i64>>,
+    /// `collMod`'s `timeseries` document.
+    pub timeseries: Option<Bson>,
+}
+
+impl Database {
+    /// `collMod` of time series collection `ns`: the buckets collection's options and the
+    /// view's record change together under the DDL lock (two catalog commits, the buckets'
+    /// first; a crash between them leaves the view's bucketing the older one, which reads
+    /// every bucket the same).
+    pub fn coll_mod_timeseries(&self, ns: &Namespace, change: &TimeseriesMod) -> DbResult<()> {
+        let _ddl = self.ddl_lock();
+        let view = self
+            .catalog
+            .view(ns)
+            .filter(|v| v.timeseries.is_some())
+            .ok_or_else(|| insert::not_timeseries(ns))?;
+        let current = view
+            .timeseries
+            .clone()
+            .ok_or_else(|| insert::not_timeseries(ns))?;
+        let next = match &change.timeseries {
+            Some(ts) => current.coll_mod(ts)?,
+            None => current.clone(),
+        };
+        let buckets = buckets_ns(ns)?;
+        let coll = self.existing(&buckets)?;
+        let mut options = coll.options.clone();
+        match change.expire_after_seconds {
+            Some(Some(n)) => {
+                options.insert("expireAfterSeconds", n);
+            }
+            Some(None) => {
+                options.remove("expireAfterSeconds");
+            }
+            None => {}
+        }
+        options.insert("timeseries", next.to_document());
+        let mut changed = coll.with_indexes(coll.indexes.clone());
+        changed.options = options;
+        let mut command = doc! {"collMod": &buckets.coll};
+        if let Some(e) = change.expire_after_seconds {
+            command.insert(
+                "expireAfterSeconds",
+                e.map_or(Bson::String("off".into()), Bson::Int64),
+            );
+        }
+        command.insert("timeseries", next.to_document());
+        let ops = vec![crate::ddl_log::ddl_op(&ns.db, Some(coll.uuid), command)?];
+        self.catalog.commit(changed, &self.ddl_commit(ops))?;
+        if next != current {
+            let view = View {
+                pipeline: vec![next.unpack_stage()],
+                timeseries: Some(next),
+                ..(*view).clone()
+            };
+            self.catalog.put_view(view, &self.ddl_commit(Vec::new()))?;
+        }
+        Ok(())
     }
 }
 

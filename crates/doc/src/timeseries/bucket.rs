@@ -163,6 +163,11 @@ impl Bucket {
         self.id
     }
 
+    /// Its start: the first measurement's time rounded down.
+    pub fn start(&self) -> DateTime {
+        self.start
+    }
+
     /// Measurements in it.
     pub fn len(&self) -> usize {
         self.count as usize

@@ -34,6 +34,9 @@ const NOT_BUILT: &[&str] = &[
 
 pub fn coll_mod(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "collMod")?;
+    if ctx.db.timeseries(&ns).is_some() {
+        return super::timeseries::coll_mod(ctx, &ns, body);
+    }
     let mut changes = Document::new();
     for (k, v) in body.iter().skip(1) {
         match k.as_str() {

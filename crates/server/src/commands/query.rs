@@ -58,6 +58,41 @@ pub(super) fn refuse_unbuilt(cmd: &Command<'_>, c: &str) -> Result<(), MongoErro
     Ok(())
 }
 
+/// A find on a view (a time series collection included) runs as an aggregate, so the find
+/// options an aggregate lacks are refused as mongod refuses them (`asAggregationCommand`:
+/// `InvalidPipelineOperator`, 168).
+fn refuse_on_view(cmd: &Command<'_>) -> Result<(), MongoError> {
+    let refuse = |why: String| Err(MongoError::new(ErrorCode::InvalidPipelineOperator, why));
+    for option in ["min", "max"] {
+        if raw_args::opt_doc(cmd, "find", option)?.is_some_and(|d| !d.is_empty()) {
+            return refuse(format!("Option {option} not supported in aggregation."));
+        }
+    }
+    if raw_args::opt_bool(cmd, "find", "tailable")? == Some(true) {
+        return refuse("Tailable cursors are not supported in aggregation.".into());
+    }
+    for option in [
+        "returnKey",
+        "noCursorTimeout",
+        "allowPartialResults",
+        "readOnce",
+    ] {
+        if raw_args::opt_bool(cmd, "find", option)? == Some(true) {
+            return refuse(format!("Option {option} not supported in aggregation."));
+        }
+    }
+    let limit_one = raw_args::opt_i64(cmd, "find", "limit")? == Some(1);
+    if raw_args::opt_bool(cmd, "find", "singleBatch")? == Some(true) && !limit_one {
+        return refuse("Option singleBatch not supported in aggregation.".into());
+    }
+    if raw_args::opt_doc(cmd, "find", "sort")?
+        .is_some_and(|s| s.get("$natural").ok().flatten().is_some())
+    {
+        return refuse("Sort option $natural not supported in aggregation.".into());
+    }
+    Ok(())
+}
+
 fn not_built(option: &str) -> MongoError {
     MongoError::new(
         ErrorCode::NotImplemented,
@@ -84,6 +119,9 @@ pub fn find(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> RawResult {
         return reply;
     }
     let ns = raw_args::namespace(db, cmd, "find")?;
+    if ctx.db.is_view(&ns) {
+        refuse_on_view(cmd)?;
+    }
     let (spec, batch_size, single) = find_spec(cmd, "find")?;
     let (tailable, await_data) = check_tailable(ctx, cmd, &ns)?;
     let batch_size = batch_size.map(|b| b as usize);

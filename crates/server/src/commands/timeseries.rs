@@ -7,7 +7,7 @@ use super::data::{missing, opt_doc, opt_idl_bool, wrong_type};
 use super::CommandResult;
 use crate::ConnectionCtx;
 use bson::{Bson, Document, RawDocument, RawDocumentBuf};
-use shale_db::timeseries::{self, TimeseriesCreate};
+use shale_db::timeseries::{self, TimeseriesCreate, TimeseriesMod};
 use shale_db::{Namespace, UpdateOp, WriteResult};
 use shale_doc::timeseries::options::ALLOWED_CREATE_OPTIONS;
 use shale_doc::timeseries::TimeseriesOptions;
@@ -215,4 +215,64 @@ fn statement(options: &TimeseriesOptions, s: &Document) -> Result<UpdateOp, Mong
         hint: None,
         vars: Default::default(),
     })
+}
+
+/// `collMod` of a time series collection: `expireAfterSeconds` (seconds or `"off"`) and
+/// `timeseries` (granularity or bucket seconds, only coarser); the options mongod refuses
+/// on one, 72; `index` (hiding an index) is not built here, 115.
+pub fn coll_mod(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandResult {
+    let mut change = TimeseriesMod::default();
+    for (k, v) in body.iter().skip(1) {
+        match k.as_str() {
+            k if k.starts_with('$') || super::GENERIC_ARGUMENTS.contains(&k) => {}
+            "expireAfterSeconds" => {
+                change.expire_after_seconds = Some(match v {
+                    Bson::String(s) if s == "off" => None,
+                    Bson::String(_) => {
+                        return Err(MongoError::new(
+                            ErrorCode::InvalidOptions,
+                            "Invalid value for 'expireAfterSeconds'",
+                        ))
+                    }
+                    other => match expire_after_seconds(Some(other))? {
+                        Some(n) => Some(n),
+                        None => {
+                            return Err(wrong_type("collMod.expireAfterSeconds", other, "long"))
+                        }
+                    },
+                })
+            }
+            "timeseries" => change.timeseries = Some(v.clone()),
+            "index" => {
+                return Err(MongoError::new(
+                    ErrorCode::CommandNotSupported,
+                    "collMod option 'index' is not supported by shale",
+                ))
+            }
+            "validator"
+            | "validationLevel"
+            | "validationAction"
+            | "viewOn"
+            | "pipeline"
+            | "changeStreamPreAndPostImages"
+            | "recordPreImages"
+            | "clusteredIndex"
+            | "cappedSize"
+            | "cappedMax"
+            | "timeseriesBucketsMayHaveMixedSchemaData" => {
+                return Err(MongoError::new(
+                    ErrorCode::InvalidOptions,
+                    format!("option not supported on a time-series collection: {k}"),
+                ))
+            }
+            other => {
+                return Err(MongoError::new(
+                    ErrorCode::Location40415,
+                    format!("BSON field 'collMod.{other}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    ctx.db.coll_mod_timeseries(ns, &change)?;
+    Ok(Document::new())
 }
