@@ -27,9 +27,9 @@ use std::sync::Arc;
 pub const VIEW_FORMAT_VERSION: i32 = 3;
 
 /// The catalog format version of a time series collection's view record (a view record
-/// with `timeseries`; docs/format-collections.md, version 4): a binary that reads only
+/// with `timeseries`; docs/format-collections.md, version 5): a binary that reads only
 /// version 3 refuses it rather than serving the collection as a read-only view.
-pub const TIMESERIES_VIEW_FORMAT_VERSION: i32 = 4;
+pub const TIMESERIES_VIEW_FORMAT_VERSION: i32 = 5;
 
 /// mongod's `ViewGraph::kMaxViewDepth`.
 pub const MAX_VIEW_DEPTH: usize = 20;

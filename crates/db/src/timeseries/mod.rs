@@ -5,7 +5,7 @@
 //!   `timeseries`, `expireAfterSeconds`) whose documents are buckets
 //!   (`shale_doc::timeseries::bucket`): mongodump dumps it and mongorestore writes it back
 //!   as it does from mongod;
-//! - `db.X`, a view record with `timeseries` (format version 4) whose pipeline is
+//! - `db.X`, a view record with `timeseries` (format version 5) whose pipeline is
 //!   `[{$_internalUnpackBucket: …}]` over the buckets: every read (find, aggregate, count,
 //!   distinct) is a read of that view.
 //!

@@ -1,9 +1,10 @@
 //! `collMod`: changes a collection's validation settings (`validator`, `validationLevel`,
 //! `validationAction`) and its change streams' pre- and post-images
 //! (`changeStreamPreAndPostImages`; `shale_db::Database::set_collection_options`). mongod's
-//! other `collMod` options (index changes, views, TTL of time series, capped sizes) are not
+//! other `collMod` options (index changes, views, capped sizes) are not
 //! built and are refused with `CommandNotSupported` (115), never accepted and ignored;
-//! unknown fields are 40415.
+//! unknown fields are 40415. A time series collection's `collMod` (`expireAfterSeconds`,
+//! `timeseries`) is `timeseries.rs`'s.
 
 use super::data::namespace;
 use super::{CommandResult, GENERIC_ARGUMENTS};
