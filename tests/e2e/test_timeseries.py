@@ -308,3 +308,32 @@ def test_find_options_an_aggregate_lacks(db):
             db.command("find", "ts", **option)
         assert e.value.code == 168, option
     assert len(db.command("find", "ts", singleBatch=True, limit=1)["cursor"]["firstBatch"]) == 1
+
+
+def test_a_retried_insert_runs_once(db):
+    # A retryable write (lsid + txnNumber) sent twice, as a driver retries after a network
+    # error: the second answer comes from the record, nothing is inserted again.
+    db.command("create", "ts", timeseries={"timeField": "t"})
+    with db.client.start_session() as s:
+        cmd = {"insert": "ts", "documents": [{"t": T0, "k": 1}, {"t": T0, "k": 2}],
+               "lsid": s.session_id, "txnNumber": 7}
+        first = db.command(cmd)
+        again = db.command(cmd)
+    assert first["n"] == again["n"] == 2
+    assert again.get("retriedStmtIds") == [0, 1]
+    assert db.ts.count_documents({}) == 2
+
+
+def test_a_retried_delete_one_runs_once(db):
+    db.command("create", "ts", timeseries={"timeField": "t"})
+    db.ts.insert_many([{"t": T0, "k": i} for i in range(3)])
+    with db.client.start_session() as s:
+        cmd = {"delete": "ts", "deletes": [{"q": {}, "limit": 1}],
+               "lsid": s.session_id, "txnNumber": 1003}
+        assert db.command(cmd)["n"] == 1
+        again = db.command(cmd)
+        assert again["n"] == 1 and again.get("retriedStmtIds") == [0]
+        upd = {"update": "ts", "updates": [{"q": {}, "u": {"$set": {"k": 1}}, "multi": True}],
+               "lsid": s.session_id, "txnNumber": 1004}
+        assert db.command(upd)["writeErrors"][0]["code"] == 72
+    assert db.ts.count_documents({}) == 2

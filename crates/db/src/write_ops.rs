@@ -173,7 +173,7 @@ impl Database {
 
     /// Runs a write to `coll`: in its own retried transaction (`in_write_txn`), or once in
     /// the session transaction, which persists multikey flags at its commit.
-    fn run_write<T>(
+    pub(crate) fn run_write<T>(
         &self,
         mode: &mut Mode<'_>,
         coll: &Arc<Collection>,
@@ -217,7 +217,7 @@ impl Database {
     }
 
     /// `run_write` for writes that cannot make an index multikey (deletes).
-    fn run_txn<T>(
+    pub(crate) fn run_txn<T>(
         &self,
         mode: &mut Mode<'_>,
         f: impl FnMut(&mut Txn, &mut Pending) -> DbResult<T>,

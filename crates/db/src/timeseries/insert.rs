@@ -15,6 +15,7 @@ use crate::catalog::Collection;
 use crate::doc_write;
 use crate::index_keys::id_key;
 use crate::namespace::Namespace;
+use crate::user_txn::{Mode, UserTxn};
 use crate::write_ops::WriteResult;
 use crate::{engine_error, Database, DbResult};
 use bson::oid::ObjectId;
@@ -69,6 +70,35 @@ impl Database {
         docs: &[RawDocumentBuf],
         ordered: bool,
     ) -> DbResult<WriteResult> {
+        let (coll, _guard) = self.collection_or_create(&buckets_ns(ns)?)?;
+        self.insert_measurements(ns, &coll, docs, ordered, &mut Mode::Own)
+    }
+
+    /// `insert_timeseries` of one retryable write statement, in its statement transaction
+    /// `t` (whose commit writes the statement's record with it; `retryable.rs`).
+    pub fn insert_timeseries_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        docs: &[RawDocumentBuf],
+    ) -> DbResult<WriteResult> {
+        let buckets = buckets_ns(ns)?;
+        let _guard = self.data_lock();
+        let coll = self
+            .catalog
+            .get(&buckets)
+            .ok_or_else(|| not_timeseries(ns))?;
+        t.with_open(|st| self.insert_measurements(ns, &coll, docs, true, &mut Mode::User(st)))
+    }
+
+    fn insert_measurements(
+        &self,
+        ns: &Namespace,
+        coll: &Arc<Collection>,
+        docs: &[RawDocumentBuf],
+        ordered: bool,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<WriteResult> {
         let options = self.timeseries(ns).ok_or_else(|| not_timeseries(ns))?;
         let mut result = WriteResult::default();
         let mut batch = Vec::with_capacity(docs.len());
@@ -83,17 +113,15 @@ impl Database {
                 }
             }
         }
-        let buckets = buckets_ns(ns)?;
-        let (coll, _guard) = self.collection_or_create(&buckets)?;
         let catalog = self.ts_open.of(ns);
         let mut open = catalog.open.lock().unwrap_or_else(|p| p.into_inner());
         for chunk in batch.chunks(CHUNK) {
-            let (opened, closed) = self.in_write_txn(&coll, |txn, log| {
+            let (opened, closed) = self.run_write(mode, coll, |txn, log| {
                 let mut closed = Closed::default();
-                let touched = fill_buckets(txn, &coll, &options, &open, docs, chunk, &mut closed)?;
+                let touched = fill_buckets(txn, coll, &options, &open, docs, chunk, &mut closed)?;
                 let mut opened = Vec::new();
                 for (key, t) in touched {
-                    write_bucket(txn, log, &coll, &t)?;
+                    write_bucket(txn, log, coll, &t)?;
                     opened.push((key, t.bucket.id(), t.old.is_some()));
                 }
                 Ok((opened, closed))

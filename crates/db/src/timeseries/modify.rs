@@ -17,6 +17,7 @@ use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
 use crate::oplog::pending::Pending;
 use crate::sort::SortSpec;
+use crate::user_txn::{Mode, UserTxn};
 use crate::write_ops::{matcher, DeleteOp, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
@@ -34,15 +35,36 @@ impl Database {
         ops: &[DeleteOp],
         ordered: bool,
     ) -> DbResult<WriteResult> {
+        let _guard = self.data_lock();
+        self.delete_measurements_from(ns, ops, ordered, &mut Mode::Own)
+    }
+
+    /// `delete_timeseries` of one retryable write statement, in its statement transaction.
+    pub fn delete_timeseries_in(
+        &self,
+        t: &UserTxn,
+        ns: &Namespace,
+        ops: &[DeleteOp],
+    ) -> DbResult<WriteResult> {
+        let _guard = self.data_lock();
+        t.with_open(|st| self.delete_measurements_from(ns, ops, true, &mut Mode::User(st)))
+    }
+
+    fn delete_measurements_from(
+        &self,
+        ns: &Namespace,
+        ops: &[DeleteOp],
+        ordered: bool,
+        mode: &mut Mode<'_>,
+    ) -> DbResult<WriteResult> {
         let options = self
             .timeseries(ns)
             .ok_or_else(|| super::insert::not_timeseries(ns))?;
-        let _guard = self.data_lock();
         let coll = self.catalog.get(&buckets_ns(ns)?);
         let mut result = WriteResult::default();
         for (i, op) in ops.iter().enumerate() {
             let outcome = match &coll {
-                Some(coll) => self.delete_measurements(coll, &options, op),
+                Some(coll) => self.delete_measurements(coll, &options, op, mode),
                 None => matcher(&op.filter, &op.vars).map(|_| 0),
             };
             match outcome {
@@ -65,6 +87,7 @@ impl Database {
         coll: &Arc<Collection>,
         options: &TimeseriesOptions,
         op: &DeleteOp,
+        mode: &mut Mode<'_>,
     ) -> DbResult<i64> {
         let measurements = matcher(&op.filter, &op.vars)?;
         let spec = UnpackSpec {
@@ -77,7 +100,7 @@ impl Database {
             .and_then(|m| translate_filter(&op.filter, m).ok())
             .unwrap_or_default();
         let vars = statement_vars(coll, &op.vars);
-        self.in_logged_txn(|txn, log| {
+        self.run_txn(mode, |txn, log| {
             let sort = SortSpec::parse(&Document::new())?;
             let p = plan_under(coll, &buckets_filter, &sort, None, &vars)?;
             let shape = QueryShape {

@@ -378,7 +378,18 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
                 format!("Cannot delete from a time-series collection in a multi-document transaction: {ns}"),
             ));
         }
-        return write_reply(ctx.db.delete_timeseries(&ns, &ops, ordered)?, false);
+        let result = match &ctx.retry {
+            Some(r) => {
+                let one = |t: &_, op: &DeleteOp| {
+                    ctx.db
+                        .delete_timeseries_in(t, &ns, std::slice::from_ref(op))
+                };
+                let many = |op: &DeleteOp| (!op.limit_one).then(|| not_retryable("limit=0"));
+                retryable_writes::each(ctx, r, &ops, |j| j, ordered, many, one)?
+            }
+            None => ctx.db.delete_timeseries(&ns, &ops, ordered)?,
+        };
+        return write_reply(result, false);
     }
     let result = match (&ctx.txn, &ctx.retry) {
         (Some(t), _) => ctx.db.delete_in(t, &ns, &ops)?,

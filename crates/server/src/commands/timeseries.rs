@@ -138,7 +138,24 @@ pub fn insert(
             }
         }
     }
-    let mut r = ctx.db.insert_timeseries(ns, &valid, ordered)?;
+    let mut r = match &ctx.retry {
+        // Each measurement a statement, run once however often the driver sends it.
+        Some(retry) => {
+            let one = |t: &_, d: &RawDocumentBuf| {
+                ctx.db.insert_timeseries_in(t, ns, std::slice::from_ref(d))
+            };
+            super::retryable_writes::each(
+                ctx,
+                retry,
+                &valid,
+                |j| positions[j],
+                ordered,
+                |_| None,
+                one,
+            )?
+        }
+        None => ctx.db.insert_timeseries(ns, &valid, ordered)?,
+    };
     for e in &mut r.errors {
         e.0 = positions[e.0];
     }
@@ -166,6 +183,21 @@ pub fn update(
     }
     let mut result = WriteResult::default();
     for (i, s) in statements.iter().enumerate() {
+        if ctx.retry.is_some() {
+            // Every update of a time series collection is a multi-update, which mongod
+            // does not run as a retryable write.
+            result.errors.push((
+                i,
+                MongoError::new(
+                    ErrorCode::InvalidOptions,
+                    "Cannot use (or request) retryable writes with multi=true",
+                ),
+            ));
+            if ordered {
+                break;
+            }
+            continue;
+        }
         let outcome = Document::try_from(*s)
             .map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))
             .and_then(|s| statement(options, &s))
