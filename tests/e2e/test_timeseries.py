@@ -337,3 +337,24 @@ def test_a_retried_delete_one_runs_once(db):
                "lsid": s.session_id, "txnNumber": 1004}
         assert db.command(upd)["writeErrors"][0]["code"] == 72
     assert db.ts.count_documents({}) == 2
+
+
+def test_meta_and_time_filters_select_buckets_through_their_index(db):
+    db.command("create", "ts", timeseries={"timeField": "t", "metaField": "m"})
+    docs = measurements(2000)
+    db.ts.insert_many(docs)
+    lo, hi = T0 + datetime.timedelta(hours=5), T0 + datetime.timedelta(hours=30)
+    q = {"m.sensor": 1, "t": {"$gte": lo, "$lt": hi}}
+
+    def want(d):
+        t = d["t"].replace(tzinfo=datetime.timezone.utc)
+        return d["m"]["sensor"] == 1 and lo <= t < hi
+    assert ids(db.ts.find(q)) == naive(docs, want)
+    assert ids(db.ts.find({"t": docs[9]["t"]})) == naive(docs, lambda d: d["t"] == docs[9]["t"])
+    # The bucket filter reaches the buckets' meta index: only those buckets are read.
+    db.command("profile", 2)
+    assert len(list(db.ts.find({"m": {"sensor": 2, "site": "b"}}))) == 500
+    db.command("profile", 0)
+    entry = db["system.profile"].find_one({"ns": f"{db.name}.ts", "op": "query"})
+    own = db["system.buckets.ts"].count_documents({"meta": {"sensor": 2, "site": "b"}})
+    assert entry["docsExamined"] == own < db["system.buckets.ts"].count_documents({})

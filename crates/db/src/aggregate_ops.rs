@@ -137,6 +137,9 @@ impl Database {
         hint: Option<bson::Bson>,
         vars: &Variables,
     ) -> DbResult<Vec<RawDocumentBuf>> {
+        // A time series view's filter on meta and time also selects its buckets.
+        let pushed = crate::timeseries::push_down(stages);
+        let stages = pushed.as_deref().unwrap_or(stages);
         let vars = &self.aggregate_vars(ns, vars);
         let pipeline = Pipeline::parse_with(stages, vars)?;
         if pipeline.leads_with_documents() {
@@ -254,6 +257,10 @@ impl Database {
                 (base, std::borrow::Cow::Owned(all))
             }
             None => (ns, std::borrow::Cow::Borrowed(stages)),
+        };
+        let stages = match crate::timeseries::push_down(&stages) {
+            Some(pushed) => std::borrow::Cow::Owned(pushed),
+            None => stages,
         };
         let vars = &match resolved {
             Some(_) => view_vars(vars)?,

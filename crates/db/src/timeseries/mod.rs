@@ -19,11 +19,13 @@
 mod indexes;
 mod insert;
 mod modify;
+mod push_down;
 mod stats;
 
 pub use indexes::IndexTranslation;
 pub(crate) use insert::OpenBuckets;
 pub use modify::{check_update_statement, translate_filter, translate_update};
+pub(crate) use push_down::push_down;
 
 use crate::ddl_log::view_op;
 use crate::namespace::Namespace;
