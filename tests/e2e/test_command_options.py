@@ -231,6 +231,41 @@ def test_stable_api_parameters(shared_server, db):
         strict.close()
 
 
+def test_stable_api_strict_refuses_unstable_fields(db):
+    """Under `apiStrict: true` a version-1 command's field that mongod 7.0's IDL marks
+    unstable is APIStrictError 323 with the IDL parser's message, before the command runs;
+    stable fields (find's `allowPartialResults`) run, and so does the field without
+    `apiStrict`."""
+    strict = {"apiVersion": "1", "apiStrict": True}
+    db.c.insert_one({"_id": 1, "a": 1})
+    for field, value in (("returnKey", False), ("showRecordId", False), ("min", {"a": 1}),
+                         ("noCursorTimeout", False), ("tailable", False)):
+        with pytest.raises(OperationFailure) as err:
+            db.command({"find": "c", field: value, **strict})
+        assert err.value.code == 323, field
+        assert err.value.details["errmsg"] == (
+            f"BSON field 'find.{field}' is not allowed with apiStrict:true.")
+    cases = [
+        ({"aggregate": "c", "pipeline": [], "explain": True}, "aggregate.explain"),
+        ({"listIndexes": "c", "includeBuildUUIDs": True}, "listIndexes.includeBuildUUIDs"),
+        ({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}],
+          "ignoreUnknownIndexOptions": True}, "createIndexes.ignoreUnknownIndexOptions"),
+        ({"listCollections": 1, "includePendingDrops": True},
+         "listCollections.includePendingDrops"),
+    ]
+    for cmd, path in cases:
+        with pytest.raises(OperationFailure) as err:
+            db.command({**cmd, **strict})
+        assert err.value.code == 323, path
+        assert err.value.details["errmsg"] == f"BSON field '{path}' is not allowed with apiStrict:true."
+    # Nothing was created by the refused createIndexes.
+    assert [i["name"] for i in db.c.list_indexes()] == ["_id_"]
+    assert db.command({"find": "c", "allowPartialResults": True, **strict})["ok"] == 1.0
+    assert db.command({"find": "c", "showRecordId": False, "apiVersion": "1",
+                       "apiStrict": False})["ok"] == 1.0
+    assert db.command({"find": "c", "returnKey": False})["ok"] == 1.0
+
+
 def test_update_constants_bind_for_pipeline_updates(db):
     db.c.insert_one({"_id": 1, "b": 2})
     reply = db.command("update", "c", updates=[{
