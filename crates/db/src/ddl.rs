@@ -345,7 +345,8 @@ impl Database {
         Ok(())
     }
 
-    /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
+    /// `listIndexes`: `_id_` first, then the secondary indexes in creation order, builds in
+    /// progress included (mongod lists them; `Index::is_ready` tells them apart).
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
         let coll = self.existing(ns)?;
         let mut id = crate::clustered::listed_index(&coll.options).unwrap_or_else(id_index_spec);
@@ -353,7 +354,8 @@ impl Database {
             id.insert("collation", c.clone());
         }
         let mut out = vec![id];
-        out.extend(coll.ready_indexes().map(|i| i.spec.clone()));
+        // Builds in progress too, as mongod 7.0 lists every index in its catalog.
+        out.extend(coll.indexes.iter().map(|i| i.spec.clone()));
         Ok(out)
     }
 
