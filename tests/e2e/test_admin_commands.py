@@ -2,10 +2,12 @@
 whatsmyuri, connectionStatus, listCommands, getLog, sessions, logout) against the real
 binary, checked against mongod 7.0's reply shapes."""
 
+import datetime
 import json
 import threading
 
 import pytest
+from bson.int64 import Int64
 from pymongo.errors import OperationFailure
 
 from wire_client import RawConnection
@@ -75,6 +77,20 @@ def test_host_info(client):
     assert isinstance(system["hostname"], str) and system["hostname"]
     assert reply["os"]["type"] == "Linux"
     assert "kernelVersion" in reply["extra"]
+
+
+def test_host_info_numbers_have_mongods_bson_types(client):
+    # mongod 7.0's hostInfo: cpuAddrSize, numCores and extra.maxOpenFiles are int32,
+    # memSizeMB and memLimitMB int64 (pymongo decodes int32 as int, int64 as Int64).
+    reply = client.admin.command("hostInfo")
+    system = reply["system"]
+    for name in ("cpuAddrSize", "numCores"):
+        assert type(system[name]) is int, name
+    for name in ("memSizeMB", "memLimitMB"):
+        assert type(system[name]) is Int64, name
+    assert type(system["numaEnabled"]) is bool
+    assert isinstance(system["currentTime"], datetime.datetime)
+    assert type(reply["extra"]["maxOpenFiles"]) is int
 
 
 def test_whatsmyuri_is_the_clients_address(server):

@@ -132,10 +132,10 @@ def test_listings_refuse_a_negative_batch_size(db):
 def test_write_flags_are_booleans(db):
     """mongod's IDL types `ordered`, `multi` and `upsert` as `bool`: a number is 14."""
     assert code(lambda: db.command("insert", "c", documents=[{}], ordered=1)) == 14
-    # A statement's fields are its write error here (crud.rs), nothing written.
+    # A statement's are too, and fail the whole command before anything is written.
     for flag in ["multi", "upsert"]:
-        reply = db.command("update", "c", updates=[{"q": {}, "u": {"$set": {"a": 1}}, flag: 1}])
-        assert reply["n"] == 0 and reply["writeErrors"][0]["code"] == 14, flag
+        update = {"q": {}, "u": {"$set": {"a": 1}}, flag: 1}
+        assert code(lambda: db.command("update", "c", updates=[update])) == 14, flag
     assert code(lambda: db.command("delete", "c", deletes=[{"q": {}, "limit": 0}], ordered=0)) == 14
     assert db.c.count_documents({}) == 0
 
@@ -231,6 +231,41 @@ def test_stable_api_parameters(shared_server, db):
         strict.close()
 
 
+def test_stable_api_strict_refuses_unstable_fields(db):
+    """Under `apiStrict: true` a version-1 command's field that mongod 7.0's IDL marks
+    unstable is APIStrictError 323 with the IDL parser's message, before the command runs;
+    stable fields (find's `allowPartialResults`) run, and so does the field without
+    `apiStrict`."""
+    strict = {"apiVersion": "1", "apiStrict": True}
+    db.c.insert_one({"_id": 1, "a": 1})
+    for field, value in (("returnKey", False), ("showRecordId", False), ("min", {"a": 1}),
+                         ("noCursorTimeout", False), ("tailable", False)):
+        with pytest.raises(OperationFailure) as err:
+            db.command({"find": "c", field: value, **strict})
+        assert err.value.code == 323, field
+        assert err.value.details["errmsg"] == (
+            f"BSON field 'find.{field}' is not allowed with apiStrict:true.")
+    cases = [
+        ({"aggregate": "c", "pipeline": [], "explain": True}, "aggregate.explain"),
+        ({"listIndexes": "c", "includeBuildUUIDs": True}, "listIndexes.includeBuildUUIDs"),
+        ({"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}],
+          "ignoreUnknownIndexOptions": True}, "createIndexes.ignoreUnknownIndexOptions"),
+        ({"listCollections": 1, "includePendingDrops": True},
+         "listCollections.includePendingDrops"),
+    ]
+    for cmd, path in cases:
+        with pytest.raises(OperationFailure) as err:
+            db.command({**cmd, **strict})
+        assert err.value.code == 323, path
+        assert err.value.details["errmsg"] == f"BSON field '{path}' is not allowed with apiStrict:true."
+    # Nothing was created by the refused createIndexes.
+    assert [i["name"] for i in db.c.list_indexes()] == ["_id_"]
+    assert db.command({"find": "c", "allowPartialResults": True, **strict})["ok"] == 1.0
+    assert db.command({"find": "c", "showRecordId": False, "apiVersion": "1",
+                       "apiStrict": False})["ok"] == 1.0
+    assert db.command({"find": "c", "returnKey": False})["ok"] == 1.0
+
+
 def test_update_constants_bind_for_pipeline_updates(db):
     db.c.insert_one({"_id": 1, "b": 2})
     reply = db.command("update", "c", updates=[{
@@ -240,8 +275,8 @@ def test_update_constants_bind_for_pipeline_updates(db):
     assert db.c.find_one({"_id": 1}) == {"_id": 1, "b": 2, "a": 5, "lit": "$b", "sum": 7}
     reply = db.command("update", "c", updates=[{"q": {}, "u": {"$set": {"a": 1}}, "c": {"x": 1}}])
     assert reply["n"] == 0 and reply["writeErrors"][0]["code"] == 51198
-    reply = db.command("update", "c", updates=[{"q": {}, "u": [{"$set": {"a": 1}}], "c": 3}])
-    assert reply["writeErrors"][0]["code"] == 14
+    assert code(lambda: db.command(
+        "update", "c", updates=[{"q": {}, "u": [{"$set": {"a": 1}}], "c": 3}])) == 14
     reply = db.command("update", "c", updates=[{"q": {"_id": 9}, "u": [{"$set": {"a": 1}}],
                                                "upsert": True, "upsertSupplied": True,
                                                "c": {"new": {"_id": 9}}}])

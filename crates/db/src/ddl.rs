@@ -348,7 +348,8 @@ impl Database {
         Ok(())
     }
 
-    /// `listIndexes`: `_id_` first, then the secondary indexes in creation order.
+    /// `listIndexes`: `_id_` first, then the secondary indexes in creation order, builds in
+    /// progress included (mongod lists them; `Index::is_ready` tells them apart).
     pub fn list_indexes(&self, ns: &Namespace) -> DbResult<Vec<Document>> {
         if self.timeseries(ns).is_some() {
             return self.list_timeseries_indexes(ns);
@@ -359,7 +360,8 @@ impl Database {
             id.insert("collation", c.clone());
         }
         let mut out = vec![id];
-        out.extend(coll.ready_indexes().map(|i| i.spec.clone()));
+        // Builds in progress too, as mongod 7.0 lists every index in its catalog.
+        out.extend(coll.indexes.iter().map(|i| i.spec.clone()));
         Ok(out)
     }
 

@@ -1,7 +1,9 @@
 //! Write commands: `insert`, `update`, `delete` and `findAndModify`, with MongoDB's reply
-//! fields (`n`, `nModified`, `upserted`, `writeErrors[].index/code/errmsg`). A statement's
-//! parse error is a write error at its index, as mongod reports it; an ordered batch stops
-//! at the first error. Inside a session transaction (`ctx.txn`) every batch stops at its
+//! fields (`n`, `nModified`, `upserted`, `writeErrors[].index/code/errmsg`). A statement
+//! mongod's IDL parser refuses (a field unknown, twice, missing or of the wrong type;
+//! `statement_idl.rs`) fails the command before any statement runs; an error in a
+//! statement's meaning (an update operator, `let`, a collation) is a write error at its
+//! index, as mongod reports it; an ordered batch stops at the first error. Inside a session transaction (`ctx.txn`) every batch stops at its
 //! first error, as mongod's does. A retryable write (`ctx.retry`) runs its statements one
 //! at a time through `retryable_writes.rs`, each exactly once.
 
@@ -9,10 +11,10 @@ use super::data::{
     command_name, command_vars, missing, namespace, opt_bool, opt_doc, opt_idl_bool, raw_to_bson,
     with_collation, wrong_type,
 };
-use super::{raw_args, retryable_writes, CommandResult};
+use super::{raw_args, retryable_writes, statement_idl, CommandResult};
 use crate::command::{to_bson, Command};
 use crate::ConnectionCtx;
-use bson::{doc, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::{doc, Bson, Document, RawBsonRef, RawDocumentBuf};
 use shale_db::{prepare_for_insert, DeleteOp, FindAndModifyOp, UpdateOp, WriteResult};
 use shale_doc::{ErrorCode, MongoError, UpdateSpec, Variables};
 
@@ -109,10 +111,10 @@ pub fn update(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     let ns = raw_args::namespace(db, cmd, "update")?;
     let raw = raw_args::raw_statements(cmd, "update", "updates")?;
     check_batch_len(raw.len())?;
-    // A statement field unknown or given twice fails the whole command, as mongod's parser
-    // does before any statement runs.
+    // A statement field unknown, given twice, missing or of the wrong type fails the whole
+    // command, as mongod's parser does before any statement runs.
     for s in &raw {
-        statement_fields(s, "update.updates", UPDATE_FIELDS)?;
+        statement_idl::check_update(s)?;
     }
     let mut statements = Vec::with_capacity(raw.len());
     for r in &raw {
@@ -188,46 +190,6 @@ fn run_updates(
         .extend(r.errors.into_iter().map(|(i, e)| (offset[i], e)));
     ops.clear();
     offset.clear();
-    Ok(())
-}
-
-/// Fields an update statement may carry in MongoDB 7.0 (`sort` arrived in 8.0).
-const UPDATE_FIELDS: &[&str] = &[
-    "q",
-    "u",
-    "multi",
-    "upsert",
-    "arrayFilters",
-    "hint",
-    "collation",
-    "c",
-    "upsertSupplied",
-    "sampleId",
-];
-/// Fields a delete statement may carry.
-const DELETE_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
-
-// Each statement field's bit in `statement_fields`' set of names seen.
-const _: () = assert!(UPDATE_FIELDS.len() <= 32 && DELETE_FIELDS.len() <= 32);
-
-/// Refuses the first statement field mongod 7.0's IDL parser refuses: one it does not know
-/// (`Location40415`) or one given twice (`Location40413`, which decoding the statement
-/// would have hidden by keeping the last value). No allocation: a statement has a few fields.
-fn statement_fields(s: &RawDocument, context: &str, known: &[&str]) -> Result<(), MongoError> {
-    let mut seen = 0u32;
-    for element in s {
-        let (k, _) = element.map_err(|e| MongoError::new(ErrorCode::InvalidBSON, e.to_string()))?;
-        let Some(bit) = known.iter().position(|n| *n == k).map(|i| 1u32 << i) else {
-            return Err(MongoError::new(
-                ErrorCode::Location40415,
-                format!("BSON field '{context}.{k}' is an unknown field."),
-            ));
-        };
-        if seen & bit != 0 {
-            return Err(super::duplicate_field(context, k));
-        }
-        seen |= bit;
-    }
     Ok(())
 }
 
@@ -326,6 +288,9 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     let ns = raw_args::namespace(db, cmd, "delete")?;
     let raw = raw_args::raw_statements(cmd, "delete", "deletes")?;
     check_batch_len(raw.len())?;
+    for s in &raw {
+        statement_idl::check_delete(s)?;
+    }
     let mut statements = raw_args::owned(&raw)?;
     for (s, r) in statements.iter_mut().zip(&raw) {
         raw_args::filter_as_sent(s, r, "q")?;
@@ -335,8 +300,7 @@ pub fn delete(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
     // statements are parsed, as each statement's own.
     let vars = raw_args::bind_let(raw_args::opt_doc(cmd, "delete", "let")?);
     let mut ops = Vec::new();
-    for (s, raw) in statements.iter().zip(&raw) {
-        statement_fields(raw, "delete.deletes", DELETE_FIELDS)?;
+    for s in &statements {
         let filter = opt_doc(s, "delete.deletes", "q")?
             .cloned()
             .ok_or_else(|| missing("delete.deletes.q"))?;
@@ -539,35 +503,6 @@ fn write_error(index: usize, e: &MongoError) -> Document {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_statement_field_unknown_or_given_twice_is_mongods_idl_error() {
-        let mut s = RawDocumentBuf::new();
-        s.append("q", RawDocumentBuf::new());
-        s.append("limit", 1);
-        assert_eq!(
-            statement_fields(&s, "delete.deletes", DELETE_FIELDS),
-            Ok(())
-        );
-        s.append("limit", 0);
-        s.append("bogus", 1);
-        let e = statement_fields(&s, "delete.deletes", DELETE_FIELDS).expect_err("twice");
-        assert_eq!(e.code, ErrorCode::Location40413);
-        assert_eq!(
-            e.message,
-            "BSON field 'delete.deletes.limit' is a duplicate field"
-        );
-        let mut s = RawDocumentBuf::new();
-        s.append("sort", RawDocumentBuf::new());
-        s.append("q", RawDocumentBuf::new());
-        s.append("q", RawDocumentBuf::new());
-        let e = statement_fields(&s, "update.updates", UPDATE_FIELDS).expect_err("unknown");
-        assert_eq!(e.code, ErrorCode::Location40415);
-        assert_eq!(
-            e.message,
-            "BSON field 'update.updates.sort' is an unknown field."
-        );
-    }
 
     #[test]
     fn write_error_messages_past_one_mib_are_sent_empty() {

@@ -1,6 +1,8 @@
 //! `hostInfo`: the machine the server runs on, read from Linux's `/proc`, `/sys` and
 //! `/etc/os-release`, in mongod's shape (`system`, `os`, `extra`). A fact that cannot be read
-//! is left out (or reported as mongod's neutral value), never an error.
+//! is left out (or reported as mongod's neutral value), never an error. Each number has the
+//! BSON type mongod 7.0's `hostInfo` gives it (drivers and tools read them typed):
+//! `cpuAddrSize`, `numCores` and `extra.maxOpenFiles` int32; `memSizeMB`, `memLimitMB` int64.
 
 use super::CommandResult;
 use crate::ConnectionCtx;
@@ -86,9 +88,14 @@ fn parse_os_release(text: &str) -> (String, String) {
     )
 }
 
-/// The soft limit on open files, from `/proc/self/limits`.
-fn max_open_files() -> Option<i64> {
+/// The soft limit on open files, from `/proc/self/limits`, as mongod's int32
+/// (`sysconf(_SC_OPEN_MAX)` cast to `int`; "unlimited" or past 2^31-1 is left out).
+fn max_open_files() -> Option<i32> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    parse_max_open_files(&limits)
+}
+
+fn parse_max_open_files(limits: &str) -> Option<i32> {
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
     line["Max open files".len()..]
         .split_whitespace()
@@ -112,5 +119,11 @@ mod tests {
             ("Debian GNU/Linux".into(), "12 (bookworm)".into())
         );
         assert_eq!(parse_os_release(""), ("unknown".into(), String::new()));
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max open files            1048576              1048576              files\n";
+        assert_eq!(parse_max_open_files(limits), Some(1_048_576));
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
+        assert_eq!(parse_max_open_files(unlimited), None);
     }
 }

@@ -83,9 +83,11 @@ pub fn list_databases(ctx: &ConnectionCtx, db: &str, body: &Document) -> Command
     Ok(doc! { "databases": dbs, "totalSize": total, "totalSizeMb": total >> 20 })
 }
 
-/// `listIndexes`: the ready indexes' specs; `includeIndexBuildInfo: true` wraps each as
-/// `{spec}` (mongod's form; an index still building is not listed here, so none carries
-/// `indexBuildInfo`), `includeBuildUUIDs` lists ready indexes as plain specs, as mongod does.
+/// `listIndexes`: every index's spec, builds in progress included, as mongod 7.0 lists
+/// them; `includeIndexBuildInfo: true` wraps each as `{spec}`. mongod adds a build's UUID
+/// (`{spec, buildUUID}`, `indexBuildInfo: {buildUUID, ...}`) only for a two-phase build,
+/// one a replica set's primary runs; a standalone's builds are single-phase, listed as the
+/// ready ones are, and so are every build here (ShaleDB's builds have no UUID).
 pub fn list_indexes(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult {
     let ns = namespace(db, body, "listIndexes")?;
     let wrap = opt_bool(body, "listIndexes", "includeIndexBuildInfo")? == Some(true);

@@ -44,6 +44,7 @@ mod sasl;
 pub mod server_status;
 mod sessions;
 mod snapshot_read;
+mod statement_idl;
 mod storage_stats;
 mod table;
 mod timeseries;
