@@ -57,6 +57,15 @@ fn write_stage_name(stage: &WriteStage) -> &'static str {
     }
 }
 
+/// The pipeline's run options: the command's `allowDiskUse` (op_context.rs) decides the
+/// code a stage past its memory limit fails with.
+fn run_options() -> RunOptions {
+    RunOptions {
+        allow_disk_use: crate::op_context::allow_disk_use(),
+        memory_limit_bytes: crate::exec::sort_memory_limit(),
+    }
+}
+
 /// Collects a pipeline's output, refusing more than `MAX_RESULT_BYTES` in all.
 fn collect_results(
     results: impl Iterator<Item = DbResult<RawDocumentBuf>>,
@@ -157,12 +166,8 @@ impl Database {
             name: &ns.db,
             txn: None,
         };
-        let results = collect_results(pipeline.run_from(
-            prefix.stages,
-            input,
-            &resolver,
-            RunOptions::default(),
-        ))?;
+        let results =
+            collect_results(pipeline.run_from(prefix.stages, input, &resolver, run_options()))?;
         self.finish(&ns.db, &pipeline, results, vars)
     }
 
@@ -191,12 +196,8 @@ impl Database {
             name: db,
             txn: None,
         };
-        let results = collect_results(pipeline.run_from(
-            0,
-            std::iter::empty(),
-            &resolver,
-            RunOptions::default(),
-        ))?;
+        let results =
+            collect_results(pipeline.run_from(0, std::iter::empty(), &resolver, run_options()))?;
         self.finish(db, &pipeline, results, vars)
     }
 
@@ -216,8 +217,7 @@ impl Database {
             txn: None,
         };
         let input = input.into_iter().map(Ok);
-        let results =
-            collect_results(pipeline.run_from(0, input, &resolver, RunOptions::default()))?;
+        let results = collect_results(pipeline.run_from(0, input, &resolver, run_options()))?;
         self.finish(db, &pipeline, results, vars)
     }
 
@@ -285,7 +285,7 @@ impl Database {
             name: &ns.db,
             txn: Some(txn),
         };
-        collect_results(pipeline.run_from(prefix.stages, input, &resolver, RunOptions::default()))
+        collect_results(pipeline.run_from(prefix.stages, input, &resolver, run_options()))
     }
 
     /// The stage names of a pipeline and how its prefix is planned (aggregate explain).

@@ -10,14 +10,30 @@ use crate::catalog::Collection;
 use crate::plan::{Access, Plan};
 use crate::sort::SortSpec;
 use crate::{engine_error, DbResult};
-use bson::{Bson, RawDocumentBuf};
+use bson::RawDocumentBuf;
 use shale_doc::{ErrorCode, Matcher, MongoError, Projection};
 use shale_engine::{Cursor, ReadView, TreeHandle, Txn, TxnCursor};
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
-/// Largest total size of documents an in-memory sort holds (MongoDB's 100 MiB).
+/// mongod's default `internalQueryMaxBlockingSortMemoryUsageBytes`: 100 MiB.
 pub const SORT_MEMORY_LIMIT: usize = 100 * 1024 * 1024;
+
+/// The bytes of documents a blocking sort holds in memory before it spills (or fails,
+/// without `allowDiskUse`): mongod's `internalQueryMaxBlockingSortMemoryUsageBytes`, a
+/// process-wide server parameter as on mongod. Also each pipeline stage's memory limit here.
+static SORT_MEMORY_LIMIT_BYTES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(SORT_MEMORY_LIMIT);
+
+/// The current `internalQueryMaxBlockingSortMemoryUsageBytes`.
+pub fn sort_memory_limit() -> usize {
+    SORT_MEMORY_LIMIT_BYTES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets `internalQueryMaxBlockingSortMemoryUsageBytes` (`setParameter`).
+pub fn set_sort_memory_limit(bytes: usize) {
+    SORT_MEMORY_LIMIT_BYTES.store(bytes.max(1), std::sync::atomic::Ordering::Relaxed);
+}
 
 /// The snapshot a scan reads.
 #[derive(Clone, Copy)]
@@ -357,13 +373,16 @@ pub struct QueryShape {
     pub skip: u64,
     pub limit: Option<u64>,
     pub projection: Option<Projection>,
+    /// Where the in-memory sort may spill past its limit (`spill_sort.rs`); `None`: it may
+    /// not (`allowDiskUse: false`), and fails there.
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 /// A running query: scan, filter, sort, skip, limit, project.
 pub struct Query {
     scan: Scan,
     shape: QueryShape,
-    sorted: Option<VecDeque<(RawDocumentBuf, Option<usize>)>>,
+    sorted: Option<crate::spill_sort::Sorted>,
     skipped: u64,
     returned: u64,
     pub matched: u64,
@@ -399,7 +418,10 @@ impl Query {
             if self.sorted.is_none() {
                 self.sorted = Some(self.sort_all(snap)?);
             }
-            return Ok(self.sorted.as_mut().and_then(VecDeque::pop_front));
+            return match self.sorted.as_mut() {
+                Some(sorted) => sorted.next(),
+                None => Ok(None),
+            };
         }
         self.next_unsorted(snap)
     }
@@ -421,35 +443,16 @@ impl Query {
         Ok(None)
     }
 
-    fn sort_all(&mut self, snap: Snap<'_>) -> DbResult<VecDeque<(RawDocumentBuf, Option<usize>)>> {
+    fn sort_all(&mut self, snap: Snap<'_>) -> DbResult<crate::spill_sort::Sorted> {
         let Some(spec) = self.shape.sort.clone() else {
-            return Ok(VecDeque::new());
+            return Ok(crate::spill_sort::Sorted::Memory(VecDeque::new()));
         };
         let keep = self.shape.limit.map(|l| (l + self.shape.skip) as usize);
-        let mut rows: Vec<(Vec<Bson>, RawDocumentBuf, Option<usize>)> = Vec::new();
-        let mut bytes = 0usize;
+        let mut sorter = crate::spill_sort::Sorter::new(spec, keep, self.shape.spill_dir.clone());
         while let Some((doc, pos)) = self.next_unsorted(snap)? {
-            bytes += doc.as_bytes().len();
-            if bytes > SORT_MEMORY_LIMIT {
-                return Err(MongoError::new(
-                    ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
-                    "Sort exceeded memory limit of 104857600 bytes, but did not opt in to external sorting.",
-                ));
-            }
-            rows.push((spec.key(&doc)?, doc, pos));
-            if let Some(k) = keep {
-                if rows.len() >= 2 * k.max(64) {
-                    rows.sort_by(|a, b| spec.compare(&a.0, &b.0));
-                    rows.truncate(k);
-                    bytes = rows.iter().map(|r| r.1.as_bytes().len()).sum();
-                }
-            }
+            sorter.push(doc, pos)?;
         }
-        rows.sort_by(|a, b| spec.compare(&a.0, &b.0));
-        if let Some(k) = keep {
-            rows.truncate(k);
-        }
-        Ok(rows.into_iter().map(|(_, d, p)| (d, p)).collect())
+        sorter.finish()
     }
 
     /// The next result document: after skip and limit, projected.

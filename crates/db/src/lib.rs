@@ -43,6 +43,7 @@ mod retryable;
 mod revive;
 pub mod snapshot_read;
 mod sort;
+mod spill_sort;
 mod stats;
 pub mod timeseries;
 mod tree_layout;
@@ -61,7 +62,7 @@ pub use cursors::{
 pub use ddl::CreateIndexesResult;
 pub use doc_prepare::prepare_for_insert;
 pub use doc_write::MAX_DOCUMENT_BYTES;
-pub use exec::ViewQuery;
+pub use exec::{set_sort_memory_limit, sort_memory_limit, ViewQuery};
 pub use index_spec::default_name as default_index_name;
 pub use index_spec::without_unknown_options as index_spec_without_unknown_options;
 pub use namespace::{validate_collection_name, validate_db_name, Namespace};

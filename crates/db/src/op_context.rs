@@ -56,6 +56,7 @@ thread_local! {
     static CURRENT: RefCell<Option<Arc<Interrupt>>> = const { RefCell::new(None) };
     static WORK: Cell<OpWork> = const { Cell::new(OpWork { keys_examined: 0, docs_examined: 0 }) };
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    static DISK_USE: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
 /// While alive, the operation on this thread may be interrupted through `interrupt` and
@@ -64,6 +65,7 @@ pub struct OpScope {
     previous: Option<Arc<Interrupt>>,
     previous_work: OpWork,
     previous_deadline: Option<Instant>,
+    previous_disk_use: Option<bool>,
 }
 
 /// Runs the rest of this thread's operation under `interrupt` (see [`OpScope`]).
@@ -71,10 +73,12 @@ pub fn op_scope(interrupt: Arc<Interrupt>) -> OpScope {
     let previous = CURRENT.with(|c| c.replace(Some(interrupt)));
     let previous_work = WORK.with(|w| w.replace(OpWork::default()));
     let previous_deadline = DEADLINE.with(|d| d.replace(None));
+    let previous_disk_use = DISK_USE.with(|d| d.replace(None));
     OpScope {
         previous,
         previous_work,
         previous_deadline,
+        previous_disk_use,
     }
 }
 
@@ -83,6 +87,12 @@ impl OpScope {
     /// (its `maxTimeMS`), until the scope ends.
     pub fn set_deadline(&self, deadline: Instant) {
         DEADLINE.with(|d| d.set(Some(deadline)));
+    }
+
+    /// The command's `allowDiskUse`: whether its blocking sorts may spill to disk
+    /// (`spill_sort.rs`; unset: mongod 7.0's default, allowed), until the scope ends.
+    pub fn set_allow_disk_use(&self, allowed: bool) {
+        DISK_USE.with(|d| d.set(Some(allowed)));
     }
 
     /// The work counted since the scope began.
@@ -96,6 +106,7 @@ impl Drop for OpScope {
         CURRENT.with(|c| *c.borrow_mut() = self.previous.take());
         WORK.with(|w| w.set(self.previous_work));
         DEADLINE.with(|d| d.set(self.previous_deadline));
+        DISK_USE.with(|d| d.set(self.previous_disk_use));
     }
 }
 
@@ -117,6 +128,12 @@ pub fn check_interrupt() -> DbResult<()> {
 /// mongod's error for an operation stopped by `killOp`.
 pub fn interrupted() -> MongoError {
     MongoError::new(ErrorCode::Interrupted, "operation was interrupted")
+}
+
+/// Whether the operation on this thread may spill a sort to disk (`allowDiskUse`; mongod
+/// 7.0's default, true, when the command did not say).
+pub(crate) fn allow_disk_use() -> bool {
+    DISK_USE.with(Cell::get).unwrap_or(true)
 }
 
 /// Adds a scan's work to this thread's operation.

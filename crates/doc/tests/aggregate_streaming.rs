@@ -62,6 +62,7 @@ fn blocking_stages_respect_the_memory_limit() {
     };
     let small = RunOptions {
         memory_limit_bytes: 64 * 1024,
+        allow_disk_use: false,
     };
     let run = |stages: &[Document], n: i64| {
         Pipeline::parse(stages)

@@ -226,6 +226,13 @@ impl OpGuard {
         }
     }
 
+    /// The command's `allowDiskUse` (its sorts may spill to disk past their memory limit).
+    pub fn set_allow_disk_use(&self, allowed: bool) {
+        if let Some(scope) = &self.scope {
+            scope.set_allow_disk_use(allowed);
+        }
+    }
+
     /// How long the operation has run.
     pub fn elapsed(&self) -> std::time::Duration {
         self.started.elapsed()

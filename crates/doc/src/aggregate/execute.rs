@@ -23,15 +23,21 @@ pub const DEFAULT_MEMORY_LIMIT_BYTES: usize = 100 * 1024 * 1024;
 /// Options for one run of a pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunOptions {
-    /// Bytes one blocking stage (`$group`, `$sort`, `$facet`, ...) may hold before the run fails
-    /// with `QueryExceededMemoryLimitNoDiskUseAllowed` (292); nothing spills to disk.
+    /// Bytes one blocking stage (`$group`, `$sort`, `$facet`, ...) may hold before the run fails;
+    /// no stage of the pipeline itself spills to disk (a leading `$sort` the planner runs as a
+    /// find's sort does: shale-db's `spill_sort.rs`).
     pub memory_limit_bytes: usize,
+    /// The command's `allowDiskUse` (mongod 7.0's default, true): past the limit the run fails
+    /// with `QueryExceededMemoryLimitNoDiskUseAllowed` (292) when disk use was not allowed,
+    /// and with `ExceededMemoryLimit` (146, "spilling is not built") when it was.
+    pub allow_disk_use: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
+            allow_disk_use: true,
         }
     }
 }
@@ -193,6 +199,7 @@ pub(crate) struct MemoryBudget {
     used_bytes: usize,
     limit_bytes: usize,
     stage: &'static str,
+    allow_disk_use: bool,
 }
 
 impl MemoryBudget {
@@ -201,6 +208,7 @@ impl MemoryBudget {
             used_bytes: 0,
             limit_bytes: options.memory_limit_bytes,
             stage,
+            allow_disk_use: options.allow_disk_use,
         }
     }
 
@@ -209,6 +217,17 @@ impl MemoryBudget {
         self.used_bytes = self.used_bytes.saturating_add(bytes);
         if self.used_bytes <= self.limit_bytes {
             return Ok(());
+        }
+        if self.allow_disk_use {
+            return Err(MongoError::new(
+                ErrorCode::ExceededMemoryLimit,
+                format!(
+                    "Exceeded memory limit of {} bytes for {}: spilling this stage to disk \
+                     (allowDiskUse) is not supported by ShaleDB; reduce its input with \
+                     $match, $project or $limit",
+                    self.limit_bytes, self.stage
+                ),
+            ));
         }
         let message = match self.stage {
             "$sort" => format!(
@@ -294,6 +313,7 @@ mod tests {
     fn budget_fails_past_the_limit_and_releases() {
         let options = RunOptions {
             memory_limit_bytes: 100,
+            allow_disk_use: false,
         };
         let mut budget = MemoryBudget::new("$group", options);
         budget.charge(60).expect("under the limit");

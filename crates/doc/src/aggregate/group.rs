@@ -251,6 +251,7 @@ mod tests {
             .collect();
         let options = RunOptions {
             memory_limit_bytes: 4096,
+            allow_disk_use: false,
         };
         let e = pipeline
             .run_from(0, input, &NoCollections, options)

@@ -139,6 +139,9 @@ pub fn dispatch_command(
         Some(bson::RawBsonRef::Boolean(true))
     );
     let _bypass = shale_db::bypass_document_validation(bypass);
+    if let Some(bson::RawBsonRef::Boolean(allowed)) = cmd.get("allowDiskUse") {
+        op.set_allow_disk_use(allowed);
+    }
     let reply = match max_time(cmd) {
         Ok(limit) => {
             if let Some(limit) = limit {

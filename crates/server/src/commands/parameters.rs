@@ -74,11 +74,13 @@ const PARAMETERS: &[Parameter] = &[
         set: None,
     },
     Parameter {
+        // A blocking sort's memory before it spills (`shale-db`'s `spill_sort.rs`); also each
+        // pipeline stage's limit here.
         name: "internalQueryMaxBlockingSortMemoryUsageBytes",
         settable_at_runtime: true,
         settable_at_startup: true,
-        value: |_| Bson::Int64(100 * 1024 * 1024),
-        set: None,
+        value: |_| Bson::Int64(i64::try_from(shale_db::sort_memory_limit()).unwrap_or(i64::MAX)),
+        set: Some(set_sort_memory),
     },
     Parameter {
         // Set at startup with `serve --localLogicalSessionTimeoutMinutes`.
@@ -379,6 +381,25 @@ fn settable(name: &str) -> Result<&'static Parameter, MongoError> {
 /// `fastUpdates`: a boolean (or a number, non-zero for true), as mongod takes booleans.
 fn set_fast_updates(ctx: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
     ctx.db.set_fast_updates(boolean("fastUpdates", value)?);
+    Ok(())
+}
+
+/// `internalQueryMaxBlockingSortMemoryUsageBytes`: a whole number of bytes, at least 1.
+fn set_sort_memory(_: &ConnectionCtx, value: &Bson) -> Result<(), MongoError> {
+    let bytes = whole_number("internalQueryMaxBlockingSortMemoryUsageBytes", value)?;
+    let bytes = usize::try_from(bytes)
+        .ok()
+        .filter(|b| *b > 0)
+        .ok_or_else(|| {
+            MongoError::new(
+                ErrorCode::BadValue,
+                format!(
+                    "Invalid value for internalQueryMaxBlockingSortMemoryUsageBytes: {bytes} is \
+                 not greater than 0"
+                ),
+            )
+        })?;
+    shale_db::set_sort_memory_limit(bytes);
     Ok(())
 }
 

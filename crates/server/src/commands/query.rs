@@ -33,6 +33,7 @@ fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool)
         limit,
         hint: raw_args::opt_hint(cmd)?,
         vars: raw_args::command_vars(cmd, c)?,
+        allow_disk_use: raw_args::opt_bool(cmd, c, "allowDiskUse")?,
     };
     let batch_size = raw_args::opt_count(cmd, c, "batchSize")?;
     let single = raw_args::opt_bool(cmd, c, "singleBatch")?.unwrap_or(false);
