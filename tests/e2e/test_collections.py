@@ -43,11 +43,9 @@ def test_create_options(db):
                writeConcern={"w": 1}, comment="kept out of the options", capped=False)
     [entry] = db.command("listCollections", filter={"name": "v"})["cursor"]["firstBatch"]
     assert entry["options"] == {"validator": validator, "validationLevel": "moderate"}
-    # Capped and clustered collections are built (test_capped.py, test_clustered.py).
-    # The rest of create's options: test_create_options.py.
-    with pytest.raises(OperationFailure) as err:
-        db.command("create", "refused", timeseries={"timeField": "t"})
-    assert err.value.code == 115
+    # Capped, clustered and time series collections are built (test_capped.py,
+    # test_clustered.py, test_timeseries.py). The rest of create's options:
+    # test_create_options.py.
     for field in ["flavour", "recordIdsReplicated"]:  # the second is mongod 8.0's
         with pytest.raises(OperationFailure) as err:
             db.command("create", "refused", **{field: True})
