@@ -7,7 +7,9 @@
 //! $arrayElemAt $in`. Arithmetic (`$add $subtract $multiply $divide $mod $abs`) lives in
 //! `expr_arith`; strings and arrays in `expr_ops`; `$getField $setField $unsetField` in
 //! `expr_fields`; `$switch` in `expr_switch`; `$map $filter $reduce` in `expr_arrays`; `$mergeObjects
-//! $objectToArray $concatArrays $isArray $reverseArray` in `expr_objects`.
+//! $objectToArray $concatArrays $isArray $reverseArray` in `expr_objects`; the other strings
+//! (`$substr* $split $indexOf* $strcasecmp $trim $replace*`) in `expr_strings`, `$regexMatch
+//! $regexFind $regexFindAll` in `expr_regex`, `$convert $to* $isNumber` in `expr_convert`.
 //!
 //! Parsing raises MongoDB's parse errors (unknown operator 168, arity 16020, ...); evaluation
 //! raises its runtime errors (e.g. `$size` of a non-array, 17124). Values borrowed from the
@@ -124,6 +126,10 @@ pub enum Op {
     IsArray,
     /// `$reverseArray`.
     ReverseArray,
+    /// A positional string operator (`expr_strings.rs`: `$substrBytes`, `$split`, ...).
+    Str(super::expr_strings::StrOp),
+    /// `$isNumber` (`expr_convert.rs`).
+    IsNumber,
 }
 
 /// A comparison expression operator.
@@ -200,6 +206,12 @@ pub enum Expr {
     Rand,
     /// `$map`, `$filter`, `$reduce` (`expr_arrays.rs`).
     Arrays(Box<super::expr_arrays::ArrayExpr>),
+    /// `$trim $ltrim $rtrim $replaceOne $replaceAll` (`expr_strings.rs`).
+    Strings(Box<super::expr_strings::NamedString>),
+    /// `$regexMatch $regexFind $regexFindAll` (`expr_regex.rs`).
+    Regex(Box<super::expr_regex::RegexExpr>),
+    /// `$convert` and its shorthands `$toInt`, ... (`expr_convert.rs`).
+    Convert(Box<super::expr_convert::Convert>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
         /// `(case, then)` pairs, tried in order.
@@ -247,7 +259,8 @@ fn operator(name: &str) -> Option<Op> {
         "$concatArrays" => Op::ConcatArrays,
         "$isArray" => Op::IsArray,
         "$reverseArray" => Op::ReverseArray,
-        _ => return None,
+        "$isNumber" => Op::IsNumber,
+        _ => Op::Str(super::expr_strings::StrOp::from_name(name)?),
     })
 }
 
@@ -264,6 +277,23 @@ const SPECIAL: &[&str] = &[
     "$map",
     "$filter",
     "$reduce",
+    "$trim",
+    "$ltrim",
+    "$rtrim",
+    "$replaceOne",
+    "$replaceAll",
+    "$regexMatch",
+    "$regexFind",
+    "$regexFindAll",
+    "$convert",
+    "$toString",
+    "$toInt",
+    "$toLong",
+    "$toDouble",
+    "$toDecimal",
+    "$toBool",
+    "$toDate",
+    "$toObjectId",
 ];
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
@@ -276,7 +306,7 @@ fn arity(op: Op) -> Option<usize> {
     match op {
         Op::And | Op::Or | Op::Concat | Op::IfNull => None,
         Op::MergeObjects | Op::ConcatArrays => None,
-        Op::ObjectToArray | Op::IsArray | Op::ReverseArray => Some(1),
+        Op::ObjectToArray | Op::IsArray | Op::ReverseArray | Op::IsNumber => Some(1),
         Op::Arith(ArithOp::Add | ArithOp::Multiply) => None,
         Op::Not | Op::ToLower | Op::ToUpper | Op::StrLenCP | Op::Size | Op::Type => Some(1),
         Op::Arith(ArithOp::Abs) => Some(1),
@@ -369,6 +399,9 @@ impl Expr {
                 super::expr_switch::eval(branches, default.as_deref(), root, stack)
             }
             Expr::Arrays(a) => a.eval(root, stack),
+            Expr::Strings(s) => s.eval(root, stack),
+            Expr::Regex(r) => r.eval(root, stack),
+            Expr::Convert(c) => c.eval(root, stack),
             Expr::SetField {
                 field,
                 input,
@@ -403,6 +436,9 @@ impl Expr {
             Expr::Collated(inner, _) => inner.reads_document(),
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
             Expr::Arrays(a) => a.reads_document(),
+            Expr::Strings(s) => s.reads_document(),
+            Expr::Regex(r) => r.reads_document(),
+            Expr::Convert(c) => c.reads_document(),
             Expr::Switch { branches, default } => {
                 branches
                     .iter()
@@ -464,6 +500,19 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
         "$map" => return super::expr_arrays::parse_map(first_value, scope),
         "$filter" => return super::expr_arrays::parse_filter(first_value, scope),
         "$reduce" => return super::expr_arrays::parse_reduce(first_value, scope),
+        "$trim" | "$ltrim" | "$rtrim" => {
+            return super::expr_strings::parse_trim(first, first_value, scope)
+        }
+        "$replaceOne" | "$replaceAll" => {
+            return super::expr_strings::parse_replace(first, first_value, scope)
+        }
+        "$regexMatch" | "$regexFind" | "$regexFindAll" => {
+            return super::expr_regex::parse(first, first_value, scope)
+        }
+        "$convert" => return super::expr_convert::parse(first_value, scope),
+        name if super::expr_convert::alias_target(name).is_some() => {
+            return super::expr_convert::parse_alias(name, first_value, scope)
+        }
         _ => {}
     }
     let op = operator(first).ok_or_else(|| {
@@ -549,6 +598,9 @@ fn parse_call(
 }
 
 fn check_arity(op: Op, name: &str, count: usize) -> Result<(), MongoError> {
+    if let Op::Str(s) = op {
+        return s.check_arity(count);
+    }
     if op == Op::IfNull && count < 2 {
         return Err(error(
             ErrorCode::Location1257300,
@@ -753,6 +805,8 @@ fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
         Op::ConcatArrays => super::expr_objects::concat_arrays(&values),
         Op::IsArray => Ok(super::expr_objects::is_array(&values[0])),
         Op::ReverseArray => super::expr_objects::reverse_array(&values[0]),
+        Op::Str(s) => s.apply(&values),
+        Op::IsNumber => Ok(super::expr_convert::is_number(&values[0])),
         Op::And | Op::Or | Op::Cond | Op::IfNull => unreachable!("handled lazily in call"),
     }
 }

@@ -31,27 +31,10 @@ pub fn concat<'a>(values: &[Value<'_>]) -> Result<Value<'a>, MongoError> {
     Ok(string(out))
 }
 
-/// MongoDB's string coercion for `$toLower`/`$toUpper`: null and missing give "".
-fn coerce_to_string(v: &Value<'_>) -> Result<String, MongoError> {
-    Ok(match v.as_raw() {
-        None | Some(RawBsonRef::Null) | Some(RawBsonRef::Undefined) => String::new(),
-        Some(RawBsonRef::String(s)) | Some(RawBsonRef::Symbol(s)) => s.to_owned(),
-        Some(RawBsonRef::Int32(i)) => i.to_string(),
-        Some(RawBsonRef::Int64(i)) => i.to_string(),
-        Some(RawBsonRef::Double(d)) => d.to_string(),
-        Some(RawBsonRef::DateTime(d)) => d.try_to_rfc3339_string().unwrap_or_default(),
-        Some(_) => {
-            return Err(MongoError::new(
-                ErrorCode::Location16007,
-                format!("can't convert from BSON type {} to String", v.type_name()),
-            ))
-        }
-    })
-}
-
 /// `$toLower`/`$toUpper`: ASCII case mapping, as MongoDB does.
 pub fn change_case<'a>(v: &Value<'_>, upper: bool) -> Result<Value<'a>, MongoError> {
-    let s = coerce_to_string(v)?;
+    // mongod's `coerceToString` (doubles as %g, dates with milliseconds, decimals, code).
+    let s = super::expr_format::coerce_to_string(v)?;
     Ok(string(if upper {
         s.to_ascii_uppercase()
     } else {
