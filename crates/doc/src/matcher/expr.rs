@@ -124,6 +124,14 @@ pub enum Op {
     IsArray,
     /// `$reverseArray`.
     ReverseArray,
+    /// A numeric operator (`$round`, `$sqrt`, `$sin`, ...: `expr_math.rs`, `expr_trig.rs`).
+    Math(super::expr_math::MathOp),
+    /// An accumulator as an expression (`$sum`, `$avg`, ...: `expr_accumulate.rs`).
+    Accumulate(super::expr_accumulate::AccumulateOp),
+    /// A set operator (`$setUnion`, ...: `expr_sets.rs`).
+    Set(super::expr_sets::SetOp),
+    /// An array operator with plain arguments (`$slice`, `$range`, ...: `expr_array_more.rs`).
+    Array(super::expr_array_more::ArrayOp),
 }
 
 /// A comparison expression operator.
@@ -200,6 +208,8 @@ pub enum Expr {
     Rand,
     /// `$map`, `$filter`, `$reduce` (`expr_arrays.rs`).
     Arrays(Box<super::expr_arrays::ArrayExpr>),
+    /// `$zip`, `$sortArray`, `$firstN $lastN $maxN $minN` (`expr_array_forms.rs`).
+    ArrayForms(Box<super::expr_array_forms::ArrayForm>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
         /// `(case, then)` pairs, tried in order.
@@ -247,8 +257,18 @@ fn operator(name: &str) -> Option<Op> {
         "$concatArrays" => Op::ConcatArrays,
         "$isArray" => Op::IsArray,
         "$reverseArray" => Op::ReverseArray,
-        _ => return None,
+        other => return extra_operator(other),
     })
+}
+
+/// The operators of the math, accumulator, set and array families, by name.
+fn extra_operator(name: &str) -> Option<Op> {
+    use super::{expr_accumulate, expr_array_more, expr_math, expr_sets};
+    expr_math::MathOp::from_name(name)
+        .map(Op::Math)
+        .or_else(|| expr_accumulate::AccumulateOp::from_name(name).map(Op::Accumulate))
+        .or_else(|| expr_sets::SetOp::from_name(name).map(Op::Set))
+        .or_else(|| expr_array_more::ArrayOp::from_name(name).map(Op::Array))
 }
 
 /// Operators with their own argument forms (parsed outside `parse_call`).
@@ -264,6 +284,12 @@ const SPECIAL: &[&str] = &[
     "$map",
     "$filter",
     "$reduce",
+    "$zip",
+    "$sortArray",
+    "$firstN",
+    "$lastN",
+    "$maxN",
+    "$minN",
 ];
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
@@ -369,6 +395,7 @@ impl Expr {
                 super::expr_switch::eval(branches, default.as_deref(), root, stack)
             }
             Expr::Arrays(a) => a.eval(root, stack),
+            Expr::ArrayForms(a) => a.eval(root, stack),
             Expr::SetField {
                 field,
                 input,
@@ -403,6 +430,7 @@ impl Expr {
             Expr::Collated(inner, _) => inner.reads_document(),
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
             Expr::Arrays(a) => a.reads_document(),
+            Expr::ArrayForms(a) => a.reads_document(),
             Expr::Switch { branches, default } => {
                 branches
                     .iter()
@@ -465,6 +493,9 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
         "$filter" => return super::expr_arrays::parse_filter(first_value, scope),
         "$reduce" => return super::expr_arrays::parse_reduce(first_value, scope),
         _ => {}
+    }
+    if let Some(parsed) = super::expr_array_forms::parse(first, first_value, scope) {
+        return parsed;
     }
     let op = operator(first).ok_or_else(|| {
         error(
@@ -549,6 +580,19 @@ fn parse_call(
 }
 
 fn check_arity(op: Op, name: &str, count: usize) -> Result<(), MongoError> {
+    let extra = match op {
+        Op::Math(m) => Some(m.arity()),
+        Op::Accumulate(a) => Some(a.arity()),
+        Op::Set(s) => Some(s.arity()),
+        Op::Array(a) => Some(a.arity()),
+        _ => None,
+    };
+    if let Some(arity) = extra {
+        if let Op::Set(s) = op {
+            super::expr_sets::check_count(s, count)?;
+        }
+        return super::expr_arity::check(name, count, arity);
+    }
     if op == Op::IfNull && count < 2 {
         return Err(error(
             ErrorCode::Location1257300,
@@ -753,6 +797,10 @@ fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
         Op::ConcatArrays => super::expr_objects::concat_arrays(&values),
         Op::IsArray => Ok(super::expr_objects::is_array(&values[0])),
         Op::ReverseArray => super::expr_objects::reverse_array(&values[0]),
+        Op::Math(m) => super::expr_math::apply(m, &values),
+        Op::Accumulate(a) => super::expr_accumulate::apply(a, &values),
+        Op::Set(set) => super::expr_sets::apply(set, &values),
+        Op::Array(a) => super::expr_array_more::apply(a, &values),
         Op::And | Op::Or | Op::Cond | Op::IfNull => unreachable!("handled lazily in call"),
     }
 }
