@@ -210,6 +210,8 @@ pub enum Expr {
     Arrays(Box<super::expr_arrays::ArrayExpr>),
     /// `$zip`, `$sortArray`, `$firstN $lastN $maxN $minN` (`expr_array_forms.rs`).
     ArrayForms(Box<super::expr_array_forms::ArrayForm>),
+    /// The date operators (`expr_dates.rs`).
+    Dates(Box<super::expr_dates::DateExpr>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
         /// `(case, then)` pairs, tried in order.
@@ -294,7 +296,7 @@ const SPECIAL: &[&str] = &[
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
 pub fn is_expression_name(name: &str) -> bool {
-    SPECIAL.contains(&name) || operator(name).is_some()
+    SPECIAL.contains(&name) || operator(name).is_some() || super::expr_dates::is_date_operator(name)
 }
 
 /// Exact argument count, or `None` for variadic operators.
@@ -396,6 +398,7 @@ impl Expr {
             }
             Expr::Arrays(a) => a.eval(root, stack),
             Expr::ArrayForms(a) => a.eval(root, stack),
+            Expr::Dates(d) => d.eval(root, stack),
             Expr::SetField {
                 field,
                 input,
@@ -431,6 +434,7 @@ impl Expr {
             Expr::SetField { input, value, .. } => input.reads_document() || value.reads_document(),
             Expr::Arrays(a) => a.reads_document(),
             Expr::ArrayForms(a) => a.reads_document(),
+            Expr::Dates(d) => d.reads_document(),
             Expr::Switch { branches, default } => {
                 branches
                     .iter()
@@ -495,6 +499,9 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
         _ => {}
     }
     if let Some(parsed) = super::expr_array_forms::parse(first, first_value, scope) {
+        return parsed;
+    }
+    if let Some(parsed) = super::expr_dates::parse(first, first_value, scope) {
         return parsed;
     }
     let op = operator(first).ok_or_else(|| {

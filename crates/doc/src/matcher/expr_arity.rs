@@ -100,19 +100,16 @@ pub(crate) fn integral32(v: &Value<'_>) -> Option<i32> {
     }
 }
 
+/// 2^63 as a double (exact).
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// mongod's `Value::integral64Bit()`: a number whose value is an int64.
 pub(crate) fn integral64(v: &Value<'_>) -> Option<i64> {
     match number(v).ok()?? {
         Num::Int(i) => Some(i64::from(i)),
         Num::Long(i) => Some(i),
         // 2^63 is the first double past i64::MAX.
-        Num::Double(d)
-            if d.fract() == 0.0
-                && d >= -9.223_372_036_854_775_808e18
-                && d < 9.223_372_036_854_775_808e18 =>
-        {
-            Some(d as i64)
-        }
+        Num::Double(d) if d.fract() == 0.0 && (-TWO_63..TWO_63).contains(&d) => Some(d as i64),
         Num::Double(_) => None,
     }
 }
