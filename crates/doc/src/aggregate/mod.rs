@@ -10,7 +10,7 @@
 //! stage family lives in its own file. It knows no storage (foreign collections of `$lookup`
 //! come through `LookupResolver`) and no wire protocol.
 
-mod accumulator;
+pub(crate) mod accumulator;
 mod bucket;
 mod documents;
 mod execute;

@@ -130,6 +130,14 @@ pub enum Op {
     Str(super::expr_strings::StrOp),
     /// `$isNumber` (`expr_convert.rs`).
     IsNumber,
+    /// A numeric operator (`$round`, `$sqrt`, `$sin`, ...: `expr_math.rs`, `expr_trig.rs`).
+    Math(super::expr_math::MathOp),
+    /// An accumulator as an expression (`$sum`, `$avg`, ...: `expr_accumulate.rs`).
+    Accumulate(super::expr_accumulate::AccumulateOp),
+    /// A set operator (`$setUnion`, ...: `expr_sets.rs`).
+    Set(super::expr_sets::SetOp),
+    /// An array operator with plain arguments (`$slice`, `$range`, ...: `expr_array_more.rs`).
+    Array(super::expr_array_more::ArrayOp),
 }
 
 /// A comparison expression operator.
@@ -212,6 +220,10 @@ pub enum Expr {
     Regex(Box<super::expr_regex::RegexExpr>),
     /// `$convert` and its shorthands `$toInt`, ... (`expr_convert.rs`).
     Convert(Box<super::expr_convert::Convert>),
+    /// `$zip`, `$sortArray`, `$firstN $lastN $maxN $minN` (`expr_array_forms.rs`).
+    ArrayForms(Box<super::expr_array_forms::ArrayForm>),
+    /// The date operators (`expr_dates.rs`).
+    Dates(Box<super::expr_dates::DateExpr>),
     /// `$switch` (`expr_switch.rs`): `(case, then)` branches and the default.
     Switch {
         /// `(case, then)` pairs, tried in order.
@@ -260,8 +272,21 @@ fn operator(name: &str) -> Option<Op> {
         "$isArray" => Op::IsArray,
         "$reverseArray" => Op::ReverseArray,
         "$isNumber" => Op::IsNumber,
-        _ => Op::Str(super::expr_strings::StrOp::from_name(name)?),
+        other => match super::expr_strings::StrOp::from_name(other) {
+            Some(s) => Op::Str(s),
+            None => return extra_operator(other),
+        },
     })
+}
+
+/// The operators of the math, accumulator, set and array families, by name.
+fn extra_operator(name: &str) -> Option<Op> {
+    use super::{expr_accumulate, expr_array_more, expr_math, expr_sets};
+    expr_math::MathOp::from_name(name)
+        .map(Op::Math)
+        .or_else(|| expr_accumulate::AccumulateOp::from_name(name).map(Op::Accumulate))
+        .or_else(|| expr_sets::SetOp::from_name(name).map(Op::Set))
+        .or_else(|| expr_array_more::ArrayOp::from_name(name).map(Op::Array))
 }
 
 /// Operators with their own argument forms (parsed outside `parse_call`).
@@ -294,11 +319,17 @@ const SPECIAL: &[&str] = &[
     "$toBool",
     "$toDate",
     "$toObjectId",
+    "$zip",
+    "$sortArray",
+    "$firstN",
+    "$lastN",
+    "$maxN",
+    "$minN",
 ];
 
 /// Whether `name` (with its `$`) is an expression operator this evaluator knows.
 pub fn is_expression_name(name: &str) -> bool {
-    SPECIAL.contains(&name) || operator(name).is_some()
+    SPECIAL.contains(&name) || operator(name).is_some() || super::expr_dates::is_date_operator(name)
 }
 
 /// Exact argument count, or `None` for variadic operators.
@@ -402,6 +433,8 @@ impl Expr {
             Expr::Strings(s) => s.eval(root, stack),
             Expr::Regex(r) => r.eval(root, stack),
             Expr::Convert(c) => c.eval(root, stack),
+            Expr::ArrayForms(a) => a.eval(root, stack),
+            Expr::Dates(d) => d.eval(root, stack),
             Expr::SetField {
                 field,
                 input,
@@ -439,6 +472,8 @@ impl Expr {
             Expr::Strings(s) => s.reads_document(),
             Expr::Regex(r) => r.reads_document(),
             Expr::Convert(c) => c.reads_document(),
+            Expr::ArrayForms(a) => a.reads_document(),
+            Expr::Dates(d) => d.reads_document(),
             Expr::Switch { branches, default } => {
                 branches
                     .iter()
@@ -514,6 +549,12 @@ fn parse_document(d: &RawDocument, scope: &mut Scope<'_>) -> Result<Expr, MongoE
             return super::expr_convert::parse_alias(name, first_value, scope)
         }
         _ => {}
+    }
+    if let Some(parsed) = super::expr_array_forms::parse(first, first_value, scope) {
+        return parsed;
+    }
+    if let Some(parsed) = super::expr_dates::parse(first, first_value, scope) {
+        return parsed;
     }
     let op = operator(first).ok_or_else(|| {
         error(
@@ -600,6 +641,19 @@ fn parse_call(
 fn check_arity(op: Op, name: &str, count: usize) -> Result<(), MongoError> {
     if let Op::Str(s) = op {
         return s.check_arity(count);
+    }
+    let extra = match op {
+        Op::Math(m) => Some(m.arity()),
+        Op::Accumulate(a) => Some(a.arity()),
+        Op::Set(s) => Some(s.arity()),
+        Op::Array(a) => Some(a.arity()),
+        _ => None,
+    };
+    if let Some(arity) = extra {
+        if let Op::Set(s) = op {
+            super::expr_sets::check_count(s, count)?;
+        }
+        return super::expr_arity::check(name, count, arity);
     }
     if op == Op::IfNull && count < 2 {
         return Err(error(
@@ -807,6 +861,10 @@ fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
         Op::ReverseArray => super::expr_objects::reverse_array(&values[0]),
         Op::Str(s) => s.apply(&values),
         Op::IsNumber => Ok(super::expr_convert::is_number(&values[0])),
+        Op::Math(m) => super::expr_math::apply(m, &values),
+        Op::Accumulate(a) => super::expr_accumulate::apply(a, &values),
+        Op::Set(set) => super::expr_sets::apply(set, &values),
+        Op::Array(a) => super::expr_array_more::apply(a, &values),
         Op::And | Op::Or | Op::Cond | Op::IfNull => unreachable!("handled lazily in call"),
     }
 }
