@@ -24,7 +24,6 @@ def doc(coll):
 
 
 def project(coll, expression):
-    # `$addFields` rather than `$project`: `$project` still refuses `$slice` (31325).
     got = list(coll.aggregate([{"$addFields": {"v": expression}}, {"$project": {"_id": 0, "v": 1}}]))
     return got[0].get("v", "MISSING")
 
@@ -114,3 +113,14 @@ def test_sets_and_arrays(doc):
     assert project(doc, {"$sortArray": {"input": [3, 1, 2], "sortBy": -1}}) == [3, 2, 1]
     assert project(doc, {"$maxN": {"n": 2, "input": "$a"}}) == [9, 7]
     assert fails(doc, {"$range": [None, 2]}) == 34443
+
+
+def test_slice_expression_in_project_and_find(coll):
+    # `{$slice: [<array>, n]}` is the expression in `$project` and in a find projection
+    # (mongod 4.4+); numbers alone stay find's `$slice`.
+    coll.insert_one({"_id": "s", "a": [1, 3, 5, 7, 9]})
+    got = list(coll.aggregate([{"$match": {"_id": "s"}},
+                               {"$project": {"_id": 0, "v": {"$slice": ["$a", 1, 2]}}}]))
+    assert got == [{"v": [3, 5]}]
+    assert coll.find_one({"_id": "s"}, {"_id": 0, "v": {"$slice": ["$a", -2]}}) == {"v": [7, 9]}
+    assert coll.find_one({"_id": "s"}, {"_id": 0, "a": {"$slice": [1, 2]}}) == {"a": [3, 5]}

@@ -90,6 +90,8 @@ fn refuse_find_only(spec: &RawDocument, prefix: &str) -> Result<(), MongoError> 
         };
         let first = sub.iter().next().transpose().map_err(bson_error)?;
         match first {
+            Some(("$slice", RawBsonRef::Array(items)))
+                if crate::projection::slice_is_expression(items) => {}
             Some((op @ ("$elemMatch" | "$slice"), _)) => {
                 return Err(error(
                     ErrorCode::Location31325,

@@ -11,6 +11,7 @@
 
 mod apply;
 mod parse;
+pub(crate) use parse::slice_is_expression;
 
 use bson::raw::{RawDocument, RawDocumentBuf};
 
