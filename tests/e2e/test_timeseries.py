@@ -208,6 +208,9 @@ def test_views_rename_transactions_and_drop(db):
     db.command("create", "v", viewOn="ts", pipeline=[{"$match": {"m.sensor": 0}}])
     assert db.v.count_documents({}) == 13
     with pytest.raises(OperationFailure) as e:
+        db.command("create", "vb", viewOn="system.buckets.ts", pipeline=[])
+    assert e.value.code == 73
+    with pytest.raises(OperationFailure) as e:
         db.ts.rename("other")
     assert e.value.code == 166
     with db.client.start_session() as s:
@@ -218,6 +221,10 @@ def test_views_rename_transactions_and_drop(db):
         s.abort_transaction()
     db.ts.drop()
     assert set(db.list_collection_names()) == {"v"}
+    # Dropped and made again: nothing of the old one's buckets or counters is left.
+    db.command("create", "ts", timeseries={"timeField": "t"})
+    db.ts.insert_one({"t": T0})
+    assert db.command("collStats", "ts")["timeseries"]["numMeasurementsCommitted"] == 1
 
 
 def test_dump_and_restore_as_the_tools_send_it(db):

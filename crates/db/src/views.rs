@@ -206,6 +206,13 @@ impl Database {
         pipeline: Vec<Document>,
     ) -> DbResult<()> {
         let on = Namespace::new(&ns.db, view_on)?;
+        if view_on.starts_with(crate::timeseries::BUCKETS_PREFIX) {
+            // mongod 6.1+: a time series collection's buckets are read through it alone.
+            return Err(MongoError::new(
+                ErrorCode::InvalidNamespace,
+                format!("Invalid view: cannot define a view over a time-series buckets collection: {on}"),
+            ));
+        }
         check_view_pipeline(&pipeline)?;
         let _ddl = self.ddl_lock();
         if self.catalog.get(ns).is_some() || self.catalog.view(ns).is_some() {

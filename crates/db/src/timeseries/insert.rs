@@ -47,6 +47,12 @@ pub(crate) struct OpenBuckets {
 }
 
 impl OpenBuckets {
+    /// Forgets `ns`'s open buckets and counters (its collection was dropped).
+    pub(super) fn forget(&self, ns: &Namespace) {
+        let mut all = self.by_ns.lock().unwrap_or_else(|p| p.into_inner());
+        all.remove(ns);
+    }
+
     pub(super) fn of(&self, ns: &Namespace) -> Arc<Catalog> {
         let mut all = self.by_ns.lock().unwrap_or_else(|p| p.into_inner());
         all.entry(ns.clone()).or_default().clone()

@@ -126,6 +126,7 @@ impl Database {
         };
         let ops = vec![view_op(&view, false)?];
         self.catalog.remove_view(ns, &self.ddl_commit(ops))?;
+        self.ts_open.forget(ns);
         let buckets = buckets_ns(ns)?;
         self.cursors.kill_namespace(&buckets.to_string());
         let ops = match self.catalog.get(&buckets) {
