@@ -605,7 +605,7 @@ fn chunk_end(docs: &[RawDocumentBuf], start: usize) -> usize {
 /// on it, which it does only for a command error with its label) and a write set over the
 /// engine's limit. Outside one, a conflict is retried by `in_txn` and only one that outlasts
 /// the retries is reported, as a write error.
-fn fails_command(e: &MongoError, in_session: bool) -> bool {
+pub(crate) fn fails_command(e: &MongoError, in_session: bool) -> bool {
     in_session
         && matches!(
             e.code,

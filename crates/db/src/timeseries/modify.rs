@@ -18,7 +18,7 @@ use crate::namespace::Namespace;
 use crate::oplog::pending::Pending;
 use crate::sort::SortSpec;
 use crate::user_txn::{Mode, UserTxn};
-use crate::write_ops::{matcher, DeleteOp, UpdateOp, WriteResult};
+use crate::write_ops::{fails_command, matcher, DeleteOp, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use shale_doc::timeseries::bucket::{self, Bucket, UnpackSpec};
@@ -69,6 +69,8 @@ impl Database {
             };
             match outcome {
                 Ok(n) => result.n += n,
+                // A conflict in a session's statement fails the command (its retry runs it).
+                Err(e) if fails_command(&e, mode.in_session()) => return Err(e),
                 Err(e) => {
                     result.errors.push((i, e));
                     if ordered {

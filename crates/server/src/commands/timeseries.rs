@@ -13,19 +13,6 @@ use shale_doc::timeseries::options::ALLOWED_CREATE_OPTIONS;
 use shale_doc::timeseries::TimeseriesOptions;
 use shale_doc::{ErrorCode, MongoError, UpdateSpec};
 
-/// Generic command arguments `create` takes beside its options.
-const GENERIC: &[&str] = &[
-    "lsid",
-    "txnNumber",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-    "comment",
-    "writeConcern",
-    "maxTimeMS",
-    "readConcern",
-];
-
 fn not_in_transaction(what: &str, ns: &Namespace) -> MongoError {
     MongoError::new(
         ErrorCode::OperationNotSupportedInTransaction,
@@ -43,7 +30,7 @@ pub fn create(ctx: &ConnectionCtx, ns: &Namespace, body: &Document) -> CommandRe
     }
     for (k, v) in body.iter().skip(1) {
         let allowed = ALLOWED_CREATE_OPTIONS.contains(&k.as_str())
-            || GENERIC.contains(&k.as_str())
+            || super::GENERIC_ARGUMENTS.contains(&k.as_str())
             || k.starts_with('$')
             || (k == "capped" && v == &Bson::Boolean(false));
         if !allowed {
