@@ -184,6 +184,20 @@ impl FieldBound {
         matches!(self, FieldBound::Intervals(v) if v.iter().all(Interval::is_point))
     }
 
+    /// The values of a points-only bound; `None` for any other bound.
+    pub fn point_values(&self) -> Option<Vec<Bson>> {
+        match self {
+            FieldBound::Intervals(v) if self.is_points() => v
+                .iter()
+                .map(|i| match &i.lo_end {
+                    Shown::Value(b, _) => Some(b.clone()),
+                    Shown::Bracket(_) => None,
+                })
+                .collect(),
+            _ => None,
+        }
+    }
+
     /// The encoded values of a points-only bound, ascending (each is the document tree's
     /// key for that `_id`); `None` for any other bound.
     pub fn point_keys(&self) -> Option<Vec<Vec<u8>>> {

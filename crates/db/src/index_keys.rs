@@ -26,6 +26,9 @@ pub struct IndexDef {
     /// `hidden: true`: maintained, listed and validated, never planned or hinted (mongod
     /// 4.4+).
     pub hidden: bool,
+    /// The position of a hashed field (`{a: "hashed"}`): its keys are `hashed::hash64` of the
+    /// values, and an array there is refused (16766).
+    pub hashed: Option<usize>,
 }
 
 /// The keys one document gives an index.
@@ -59,6 +62,7 @@ impl IndexDef {
             let parts: Vec<&str> = path.split('.').collect();
             walk.visit(Some(RawBsonRef::Document(doc)), &parts, 0)?;
             any_present |= walk.present;
+            let through_array = walk.array_prefix.is_some();
             if let Some(prefix) = walk.array_prefix {
                 match &array_path {
                     Some(p) if *p != prefix => {
@@ -69,6 +73,22 @@ impl IndexDef {
                     }
                     _ => array_path = Some(prefix),
                 }
+            }
+            if self.hashed == Some(per_field.len()) {
+                if through_array {
+                    return Err(MongoError::new(
+                        ErrorCode::Location16766,
+                        format!(
+                            "hashed indexes do not currently support array values. Found array \
+                             at path: {path}"
+                        ),
+                    ));
+                }
+                walk.values = walk
+                    .values
+                    .iter()
+                    .map(|v| Bson::Int64(crate::hashed::hash64(v)))
+                    .collect();
             }
             per_field.push(walk.values);
         }
@@ -321,6 +341,7 @@ mod tests {
             partial: None,
             clustering: false,
             hidden: false,
+            hashed: None,
         }
     }
 

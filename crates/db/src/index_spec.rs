@@ -109,6 +109,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
         }
     };
     let fields = parse_key_pattern(key)?;
+    let hashed = hashed_field(key)?;
     let name = match spec.get("name") {
         Some(Bson::String(n)) if !n.is_empty() => n.clone(),
         Some(Bson::String(_)) => return Err(bad_value("The index name cannot be empty")),
@@ -126,6 +127,12 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
         }
     };
     let unique = truthy(spec.get("unique"));
+    if unique && hashed.is_some() {
+        return Err(MongoError::new(
+            ErrorCode::Location16764,
+            "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+        ));
+    }
     let sparse = truthy(spec.get("sparse"));
     let clustering = bool_option(spec, "clustering")?;
     crate::tree_layout::check(spec)?;
@@ -193,6 +200,7 @@ pub fn parse_spec(spec: &Document) -> Result<(Document, IndexDef), MongoError> {
             partial,
             clustering,
             hidden: truthy(spec.get("hidden")),
+            hashed,
         },
     ))
 }
@@ -244,7 +252,30 @@ fn bool_option(spec: &Document, name: &str) -> Result<bool, MongoError> {
 /// per field, so this is also its recursion bound.
 pub const MAX_KEY_FIELDS: usize = 32;
 
-/// `{a: 1, b: -1}` → paths and directions. Special index types are refused.
+/// The position of the key pattern's hashed field (`{a: "hashed"}`), at most one (mongod
+/// 4.4+ allows one hashed field in a compound key).
+fn hashed_field(key: &Document) -> Result<Option<usize>, MongoError> {
+    let at: Vec<usize> = key
+        .values()
+        .enumerate()
+        .filter(|(_, v)| v.as_str() == Some("hashed"))
+        .map(|(i, _)| i)
+        .collect();
+    match at[..] {
+        [] => Ok(None),
+        [one] => Ok(Some(one)),
+        _ => Err(MongoError::new(
+            ErrorCode::Location31303,
+            format!(
+                "A maximum of one index field is allowed to be hashed but found {} for 'key' {key}",
+                at.len()
+            ),
+        )),
+    }
+}
+
+/// `{a: 1, b: -1}` → paths and directions (a hashed field ascending). Other special index
+/// types are refused.
 pub fn parse_key_pattern(key: &Document) -> Result<Vec<(String, Direction)>, MongoError> {
     if key.is_empty() {
         return Err(bad_spec("Index keys cannot be empty."));
@@ -277,6 +308,8 @@ pub fn parse_key_pattern(key: &Document) -> Result<Vec<(String, Direction)>, Mon
             Bson::Int32(n) => sign(f64::from(*n)),
             Bson::Int64(n) => sign(*n as f64),
             Bson::Double(n) => sign(*n),
+            // A hashed field's keys are hashes (`hashed.rs`), stored ascending.
+            Bson::String(kind) if kind == "hashed" => Some(Direction::Ascending),
             Bson::String(kind) => {
                 return Err(MongoError::new(
                     ErrorCode::CannotCreateIndex,

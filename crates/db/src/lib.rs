@@ -29,6 +29,7 @@ mod exec;
 mod express;
 mod fast_merge;
 mod fast_update;
+pub mod hashed;
 mod index_build;
 mod index_keys;
 mod index_spec;

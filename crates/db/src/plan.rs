@@ -11,7 +11,7 @@
 //! candidate, an index that yields the sort order (a clustering one first) is scanned whole
 //! instead of sorting in memory; else the collection is scanned.
 
-use crate::bounds::{field_bound, key_ranges, FieldBound, KeyRange};
+use crate::bounds::{field_bound, key_ranges, FieldBound, Interval, KeyRange};
 use crate::catalog::{Collection, Index};
 use crate::index_spec::id_index_spec;
 use crate::sort::SortSpec;
@@ -58,6 +58,8 @@ struct Candidate {
     unique: bool,
     sparse: bool,
     clustering: bool,
+    /// The position of a hashed field (`hashed.rs`): only its points bound it.
+    hashed: Option<usize>,
 }
 
 /// Plans a query on `coll`.
@@ -192,6 +194,7 @@ fn id_candidate() -> Candidate {
         unique: true,
         sparse: false,
         clustering: true,
+        hashed: None,
     }
 }
 
@@ -205,17 +208,21 @@ fn candidates(coll: &Collection) -> Vec<Candidate> {
             unique: i.def.unique,
             sparse: i.def.sparse,
             clustering: i.def.clustering,
+            hashed: i.def.hashed,
         });
     }
     v
 }
 
 fn build(c: &Candidate, filter: &Document, sort: &SortSpec) -> Plan {
-    let bounds: Vec<FieldBound> = c
+    let mut bounds: Vec<FieldBound> = c
         .fields
         .iter()
         .map(|(p, _)| field_bound(filter, p, c.multikey))
         .collect();
+    if let Some(h) = c.hashed {
+        bounds[h] = hashed_bound(&bounds[h]);
+    }
     let dirs: Vec<Direction> = c.fields.iter().map(|(_, d)| *d).collect();
     let ranges = key_ranges(&bounds, &dirs);
     let (sort_covered, backward) = sort_order(c, &bounds, sort);
@@ -240,8 +247,35 @@ fn build(c: &Candidate, filter: &Document, sort: &SortSpec) -> Plan {
     }
 }
 
+/// A hashed field's bound: equality points become the points of their hashes; any other
+/// bound (a range, a regex) is the whole field, since hashes keep no order.
+fn hashed_bound(bound: &FieldBound) -> FieldBound {
+    match bound.point_values() {
+        Some(values) => {
+            let mut points: Vec<Bson> = values
+                .iter()
+                .map(|v| Bson::Int64(crate::hashed::hash64(v)))
+                .collect();
+            points.sort_by_key(|p| p.as_i64());
+            points.dedup();
+            FieldBound::Intervals(points.iter().map(Interval::point).collect())
+        }
+        None => FieldBound::All,
+    }
+}
+
 /// Whether scanning `c` yields `sort`'s order, and in which direction.
 fn sort_order(c: &Candidate, bounds: &[FieldBound], sort: &SortSpec) -> (bool, bool) {
+    // A hashed index keeps no order of its hashed field's values (nor of fields after it).
+    if let Some(h) = c.hashed {
+        if sort
+            .fields
+            .iter()
+            .any(|(p, _)| c.fields[h..].iter().any(|(f, _)| f == p))
+        {
+            return (false, false);
+        }
+    }
     if sort.is_empty() {
         return (true, false);
     }

@@ -273,6 +273,12 @@ error_codes! {
     Location51246 = 51246,
     Location51270 = 51270,
     Location1257300 = 1257300,
+    /// A unique hashed index ("Currently hashed indexes cannot guarantee uniqueness").
+    Location16764 = 16764,
+    /// An array where a hashed index keys its field.
+    Location16766 = 16766,
+    /// More than one hashed field in an index key pattern.
+    Location31303 = 31303,
     // String, regex and conversion expression codes (matcher/expr_strings.rs, expr_regex.rs,
     // expr_convert.rs).
     /// A `$convert` that cannot convert its input (what `onError` replaces).
