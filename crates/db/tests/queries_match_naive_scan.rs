@@ -164,6 +164,29 @@ fn check_query(
     check_collated(db, ns, model, &filter, seed);
 }
 
+/// Equalities and `$in` on `b` read through the hashed index (hinted), against the model.
+fn check_hashed(db: &Database, ns: &Namespace, model: &BTreeMap<i64, Document>, seed: u64) {
+    for filter in [
+        doc! {"b": 3},
+        doc! {"b": {"$in": [0, 5, 9]}},
+        doc! {"b": {"$gte": 2}},
+    ] {
+        let matcher = Matcher::parse(&raw(&filter)).expect("filter");
+        let expected: Vec<Document> = model
+            .values()
+            .filter(|d| matcher.matches(&raw(d)).expect("match"))
+            .cloned()
+            .collect();
+        let spec = FindSpec {
+            filter: filter.clone(),
+            hint: Some(Bson::String("b_hashed".into())),
+            ..FindSpec::default()
+        };
+        let got = sorted_by_id(run_find(db, ns, &spec));
+        assert_eq!(got, expected, "seed {seed}: hashed {filter}");
+    }
+}
+
 /// `filter` under `{locale: "en", strength: 2}`: the planned query against the model.
 fn check_collated(
     db: &Database,
@@ -203,6 +226,8 @@ fn run(seed: u64) {
             doc! {"key": {"b": -1, "a": 1}, "name": "b_-1_a_1"},
             doc! {"key": {"c.d": 1}, "name": "c.d_1"},
             doc! {"key": {"u": 1}, "name": "u_1", "unique": true, "sparse": true},
+            // `b` is never an array: a hashed index on it is planned for its equalities.
+            doc! {"key": {"b": "hashed"}, "name": "b_hashed"},
         ],
     )
     .expect("indexes");
@@ -329,6 +354,7 @@ fn run(seed: u64) {
             }
             check_query(&db, &ns, &model, &mut r, seed);
         }
+        check_hashed(&db, &ns, &model, seed);
         let v = db.validate(&ns).expect("validate");
         assert!(
             v.get_bool("valid").expect("valid"),
