@@ -170,7 +170,9 @@ pub fn decode_run(
 }
 
 fn too_many(room: usize) -> WordError {
-    WordError(format!("more than {room} values"))
+    WordError(format!(
+        "more values than the {room} the column has room for"
+    ))
 }
 
 fn slot(word: u64, l: &Layout, i: u8) -> Result<Slot, WordError> {
