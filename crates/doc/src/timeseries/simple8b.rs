@@ -137,7 +137,7 @@ pub fn decode_run(
     room: usize,
     out: &mut Vec<Slot>,
 ) -> Result<Slot, WordError> {
-    assert!(words.len() % 8 == 0, "a run is whole words");
+    assert!(words.len().is_multiple_of(8), "a run is whole words");
     let start = out.len();
     let mut last = previous;
     for chunk in words.chunks_exact(8) {
