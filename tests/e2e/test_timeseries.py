@@ -2,15 +2,15 @@
 the option checks and codes, measurements bucketed into `system.buckets.<name>` and read back
 through find/aggregate/count/distinct as a naive evaluation says, deletes of any query and
 metaField-only updates counting measurements, index commands in user form, listings as
-mongod lists them, a dump and restore of the buckets as mongodump/mongorestore send it, and
-whole-bucket TTL expiry (TTL monitor every second)."""
+mongod lists them, a dump and restore of the buckets as mongodump/mongorestore send it (mongod
+7.0's compressed buckets included), and whole-bucket TTL expiry (TTL monitor every second)."""
 
 import datetime
 import random
 import time
 
 import pytest
-from bson import ObjectId
+from bson import Binary, ObjectId
 from pymongo.errors import BulkWriteError, OperationFailure, WriteError
 
 from conftest import Server
@@ -227,6 +227,29 @@ def test_views_rename_transactions_and_drop(db):
     assert db.command("collStats", "ts")["timeseries"]["numMeasurementsCommitted"] == 1
 
 
+# A column of mongod's jstest bucket: double 0.0, then +1 (scale ×1); and that column with
+# the jstest's one-character corruption (its literal becomes a subnormal the run cannot hold).
+A_COLUMN = "01000000000000000000902e0000000000000000"
+A_COLUMN_CORRUPT = "01000000000000000100902e0000000000000000"
+
+
+def compressed_bucket(a_column, _id=ObjectId("65a6eb806ffc9fa4280ecac4"), meta=0):
+    def column(hex_bytes):
+        return Binary(bytes.fromhex(hex_bytes), 7)
+
+    return {
+        "_id": _id,
+        "control": {"version": 2,
+                    "min": {"t": datetime.datetime(2024, 1, 16, 20, 48)},
+                    "max": {"t": datetime.datetime(2024, 1, 16, 20, 48, 39, 448000)},
+                    "count": 2},
+        "meta": meta,
+        "data": {"t": column("0900188608148d010000800e0000000000000000"),
+                 "a": column(a_column),
+                 "_id": column("070065a6eba7e6d2e848e08c3750802e0000000000000000")},
+    }
+
+
 def test_dump_and_restore_as_the_tools_send_it(db):
     # mongodump reads listCollections and the buckets; mongorestore creates the collection
     # with the dumped options and inserts the buckets as they were.
@@ -241,11 +264,34 @@ def test_dump_and_restore_as_the_tools_send_it(db):
     dst["system.buckets.ts"].insert_many(buckets)
     assert ids(dst.ts.find()) == list(range(700))
     assert dst.ts.find_one({"_id": 3}) == src.ts.find_one({"_id": 3})
-    # A compressed (version 2) bucket of a newer mongod is refused, not misread.
-    dst["system.buckets.ts"].insert_one({"_id": ObjectId(), "control": {"version": 2},
-                                         "meta": 1, "data": {}})
+    # mongod 7.0 compresses closed buckets (version 2, BSONColumn data), so a dump of a real
+    # mongod holds them: this one is mongod's own, from its jstest
+    # timeseries_insert_decompression_failure.js (meta 0, two measurements).
+    time = datetime.datetime(2024, 1, 16, 20, 48, 39, 448000)
+    dst["system.buckets.ts"].insert_one(compressed_bucket(A_COLUMN))
+    got = list(dst.ts.find({"m": 0}))
+    assert got == [
+        {"t": time, "m": 0, "a": 0.0, "_id": ObjectId("65a6eba7e6d2e848e08c3750")},
+        {"t": time, "m": 0, "a": 1.0, "_id": ObjectId("65a6eba7e6d2e848e08c3751")},
+    ]
+    assert [list(d) for d in got] == [["t", "m", "a", "_id"]] * 2
+    assert dst.ts.count_documents({"m": 0, "a": {"$gt": 0.5}}) == 1
+    # A delete rewrites the kept measurement as an uncompressed (version 1) bucket.
+    assert dst.ts.delete_one({"m": 0, "a": 1.0}).deleted_count == 1
+    assert list(dst.ts.find({"m": 0}, {"_id": 0, "a": 1})) == [{"a": 0.0}]
+    assert dst["system.buckets.ts"].find_one({"meta": 0})["control"]["version"] == 1
+    # The same bucket with the jstest's corruption of one column is refused, naming it.
+    dst["system.buckets.ts"].insert_one(
+        compressed_bucket(A_COLUMN_CORRUPT, _id=ObjectId("65a6eb806ffc9fa4280ecac5"), meta=1))
     with pytest.raises(OperationFailure) as e:
-        list(dst.ts.find())
+        list(dst.ts.find({"m": 1}))
+    assert e.value.code == 2
+    assert "column 'a': invalid BSONColumn at byte 10" in str(e.value)
+    # A bucket version not known here is refused, not misread.
+    dst["system.buckets.ts"].insert_one({"_id": ObjectId(), "control": {"version": 4},
+                                         "meta": 2, "data": {}})
+    with pytest.raises(OperationFailure) as e:
+        list(dst.ts.find({"m": 2}))
     assert e.value.code == 115
     db.client.drop_database("tsdump")
     db.client.drop_database("tsrestore")

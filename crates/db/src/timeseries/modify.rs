@@ -2,7 +2,8 @@
 //! (docs/design-timeseries.md §5):
 //! - deletes take any query and `limit` 0 or 1: each bucket a scan reaches is unpacked, its
 //!   measurements matched, and the bucket rewritten without the matched ones (removed when
-//!   none is left), in the statement's transaction; `n` counts measurements;
+//!   none is left), in the statement's transaction; `n` counts measurements. The rewrite is a
+//!   version 1 bucket, a compressed one from mongod included (its `_id`, start and meta kept);
 //! - updates are the metaField-only kind: the query may name only the meta field and the
 //!   update may change only it, so an update is an update of the buckets' `meta` (the caller
 //!   checks and translates the statement with `translate_filter`/`translate_update`); `n`
@@ -237,9 +238,16 @@ fn corrupt(e: impl std::fmt::Display) -> MongoError {
     )
 }
 
-/// Measurements in bucket `b`: the entries of its first data column (the time field's,
-/// which every measurement has, in buckets written here).
+/// Measurements in bucket `b`: a compressed bucket's `control.count`, else the entries of
+/// its longest data column (the time field's, which every measurement has).
 fn measurement_count(b: &RawDocumentBuf) -> i64 {
+    if let Ok(Some(RawBsonRef::Document(control))) = b.get("control") {
+        match control.get("count") {
+            Ok(Some(RawBsonRef::Int32(n))) => return i64::from(n),
+            Ok(Some(RawBsonRef::Int64(n))) => return n,
+            _ => {}
+        }
+    }
     let Ok(Some(RawBsonRef::Document(data))) = b.get("data") else {
         return 0;
     };

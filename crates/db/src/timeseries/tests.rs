@@ -200,6 +200,78 @@ fn deletes_and_meta_updates_match_the_model() {
     assert_eq!(all(&db, &ns, doc! {"_id": -1}).len(), 1);
 }
 
+fn column(hex: &str) -> Bson {
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+        .collect();
+    Bson::Binary(bson::Binary {
+        subtype: bson::spec::BinarySubtype::Column,
+        bytes,
+    })
+}
+
+#[test]
+fn a_restored_compressed_bucket_reads_updates_and_deletes() {
+    // mongod 7.0's version 2 bucket of jstests/noPassthrough/timeseries/
+    // timeseries_insert_decompression_failure.js, inserted as mongorestore inserts it.
+    let (_dir, db) = open();
+    let ns = ts(&db, true);
+    let id = |s| bson::oid::ObjectId::parse_str(s).expect("oid");
+    let time = DateTime::from_millis(1_705_438_119_448);
+    let bucket = doc! {
+        "_id": id("65a6eb806ffc9fa4280ecac4"),
+        "control": {"version": 2, "min": {"t": DateTime::from_millis(1_705_438_080_000)},
+                    "max": {"t": time}, "count": 2},
+        "meta": 0,
+        "data": {
+            "t": column("0900188608148d010000800e0000000000000000"),
+            "a": column("01000000000000000000902e0000000000000000"),
+            "_id": column("070065a6eba7e6d2e848e08c3750802e0000000000000000"),
+        },
+    };
+    let buckets = buckets_ns(&ns).expect("ns");
+    db.insert(&buckets, &[raw(&bucket)], true).expect("restore");
+    let first = doc! {"t": time, "m": 0, "a": 0.0, "_id": id("65a6eba7e6d2e848e08c3750")};
+    let second = doc! {"t": time, "m": 0, "a": 1.0, "_id": id("65a6eba7e6d2e848e08c3751")};
+    assert_eq!(all(&db, &ns, doc! {}), vec![first.clone(), second]);
+    // A meta update changes the compressed bucket's `meta` and counts its measurements.
+    let update = translate_update(&doc! {"$set": {"m": 5}}, "m").expect("update");
+    let op = UpdateOp {
+        filter: translate_filter(&doc! {"m": 0}, "m").expect("filter"),
+        update: UpdateSpec::parse(&update, None).expect("spec"),
+        multi: true,
+        upsert: false,
+        hint: None,
+        vars: Default::default(),
+    };
+    let r = db.update_timeseries(&ns, &[op], true).expect("update");
+    assert_eq!((r.n, r.n_modified), (2, 2));
+    // A delete rewrites the kept measurement as a version 1 bucket under the same `_id`.
+    let op = DeleteOp {
+        filter: doc! {"a": 1.0},
+        limit_one: false,
+        hint: None,
+        vars: Default::default(),
+    };
+    assert_eq!(db.delete_timeseries(&ns, &[op], true).expect("delete").n, 1);
+    let mut kept = first.clone();
+    kept.insert("m", 5);
+    assert_eq!(all(&db, &ns, doc! {}), vec![kept.clone()]);
+    let stored = all(&db, &buckets, doc! {});
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        stored[0].get_object_id("_id"),
+        Ok(id("65a6eb806ffc9fa4280ecac4"))
+    );
+    let control = stored[0].get_document("control").expect("control");
+    assert_eq!(control.get_i32("version"), Ok(1));
+    // New measurements of that meta value land and read back beside it.
+    let late = raw(&doc! {"t": time, "m": 5, "_id": 7});
+    db.insert_timeseries(&ns, &[late], true).expect("insert");
+    assert_eq!(all(&db, &ns, doc! {"m": 5}).len(), 2);
+}
+
 #[test]
 fn statements_outside_the_meta_field_are_refused() {
     assert_eq!(

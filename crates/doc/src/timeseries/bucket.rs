@@ -12,11 +12,19 @@
 //! that the time field's minimum is the bucket's rounded start. The `_id`'s timestamp is that
 //! start in seconds. Building (`Bucket`) and reading back (`unpack`) are here; choosing the
 //! bucket a measurement goes to is the database's.
+//!
+//! `unpack` also reads mongod's compressed buckets (version 2, and 8.0's version 3, which only
+//! drops the promise of time order): `control.count` measurements, each `data` column a
+//! BSONColumn (`column.rs`), a skip where a measurement lacks the field. They are never
+//! written or extended here (`Bucket::from_document` refuses them): a write that changes one
+//! rewrites its measurements as a version 1 bucket.
 
+use super::column::{self, ColumnError};
 use crate::compare::compare_values;
 use crate::{ErrorCode, MongoError};
 use bson::oid::ObjectId;
-use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::raw::{RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::spec::BinarySubtype;
 use bson::{Bson, DateTime, Document};
 use std::cmp::Ordering;
 
@@ -28,6 +36,12 @@ pub const MAX_BUCKET_BYTES: usize = 125 * 1024;
 
 /// The bucket format version written here.
 pub const BUCKET_VERSION: i32 = 1;
+
+/// mongod's compressed buckets (columns in BSONColumn form), read here, never written.
+pub const COMPRESSED_VERSION: i32 = 2;
+
+/// mongod 8.0's compressed buckets whose measurements are not in time order (the same form).
+pub const COMPRESSED_UNSORTED_VERSION: i32 = 3;
 
 /// A measurement's time: its time field, which must be a BSON date.
 pub fn measurement_time(doc: &RawDocument, time_field: &str) -> Result<DateTime, MongoError> {
@@ -254,8 +268,8 @@ fn unsupported_version(version: Option<&Bson>) -> MongoError {
     MongoError::new(
         ErrorCode::CommandNotSupported,
         format!(
-            "time series bucket version {} (compressed buckets) is not supported by shale; \
-             only version 1 buckets are read",
+            "time series bucket version {} is not supported by shale: it reads versions 1, 2 \
+             and 3 (mongod's compressed buckets) and extends only version 1",
             version.map_or("missing".to_string(), |v| v.to_string())
         ),
     )
@@ -291,7 +305,10 @@ pub struct UnpackSpec {
 }
 
 /// The measurements of `bucket`, each with its time field first, then its meta field (when
-/// the bucket has a meta value), then its other fields in column order.
+/// the bucket has a meta value), then its other fields in column order. Reads version 1
+/// buckets (each column an object keyed by position) and mongod's compressed version 2 and 3
+/// buckets (each column a BSONColumn, `column.rs`; `control.count` measurements; version 3
+/// only says the measurements need not be in time order).
 pub fn unpack(bucket: &RawDocument, spec: &UnpackSpec) -> Result<Vec<RawDocumentBuf>, MongoError> {
     let bad = |why: &str| {
         MongoError::new(
@@ -303,15 +320,21 @@ pub fn unpack(bucket: &RawDocument, spec: &UnpackSpec) -> Result<Vec<RawDocument
         Ok(Some(RawBsonRef::Document(c))) => c,
         _ => return Err(bad("no 'control' object")),
     };
-    match control.get("version") {
-        Ok(Some(RawBsonRef::Int32(BUCKET_VERSION))) => {}
+    let compressed = match control.get("version") {
+        Ok(Some(RawBsonRef::Int32(BUCKET_VERSION))) => false,
+        Ok(Some(RawBsonRef::Int32(COMPRESSED_VERSION | COMPRESSED_UNSORTED_VERSION))) => true,
         Ok(Some(other)) => {
             return Err(unsupported_version(
                 Bson::try_from(other.to_raw_bson()).ok().as_ref(),
             ))
         }
         _ => return Err(unsupported_version(None)),
-    }
+    };
+    let stated_count = if compressed {
+        control_count(control).map_err(|why| bad(&why))?
+    } else {
+        None
+    };
     let meta = match (&spec.meta_field, bucket.get("meta")) {
         (Some(_), Ok(Some(m))) => Some(m),
         _ => None,
@@ -320,28 +343,39 @@ pub fn unpack(bucket: &RawDocument, spec: &UnpackSpec) -> Result<Vec<RawDocument
         Ok(Some(RawBsonRef::Document(d))) => d,
         _ => return Err(bad("no 'data' object")),
     };
-    let mut columns: Vec<(&str, Vec<(u32, RawBsonRef<'_>)>)> = Vec::new();
+    let mut columns: Vec<(&str, Vec<(u32, RawBson)>)> = Vec::new();
     let mut time_at = None;
     let mut count = 0u32;
     for field in data {
         let (name, column) = field.map_err(|e| bad(&e.to_string()))?;
-        let RawBsonRef::Document(column) = column else {
-            return Err(bad("a data column is not an object"));
+        let values = match column {
+            RawBsonRef::Document(column) => positions(column).map_err(|why| bad(&why))?,
+            RawBsonRef::Binary(b) if compressed && b.subtype == BinarySubtype::Column => {
+                let max = stated_count.map_or(MAX_COLUMN_VALUES, |n| n as usize);
+                decompress(b.bytes, max).map_err(|e| {
+                    MongoError::new(
+                        ErrorCode::BadValue,
+                        format!(
+                            "time series bucket {}: column '{name}': {e}",
+                            match bucket.get("_id") {
+                                Ok(Some(RawBsonRef::ObjectId(id))) => id.to_string(),
+                                _ => "?".to_string(),
+                            }
+                        ),
+                    )
+                })?
+            }
+            _ => return Err(bad("a data column is neither an object nor a BSONColumn")),
         };
-        let mut values = Vec::new();
-        for entry in column {
-            let (pos, v) = entry.map_err(|e| bad(&e.to_string()))?;
-            let pos: u32 = pos
-                .parse()
-                .map_err(|_| bad("a data position is not a number"))?;
+        if let Some((pos, _)) = values.last() {
             count = count.max(pos + 1);
-            values.push((pos, v));
         }
         if name == spec.time_field {
             time_at = Some(columns.len());
         }
         columns.push((name, values));
     }
+    let count = stated_count.unwrap_or(count);
     let mut cursors = vec![0usize; columns.len()];
     let mut out = Vec::with_capacity(count as usize);
     for row in 0..count {
@@ -350,7 +384,7 @@ pub fn unpack(bucket: &RawDocument, spec: &UnpackSpec) -> Result<Vec<RawDocument
             let (name, values) = &columns[c];
             if let Some((pos, v)) = values.get(cursors[c]) {
                 if *pos == row {
-                    doc.append(*name, v.to_raw_bson());
+                    doc.append(*name, v.clone());
                     cursors[c] += 1;
                 }
             }
@@ -369,6 +403,48 @@ pub fn unpack(bucket: &RawDocument, spec: &UnpackSpec) -> Result<Vec<RawDocument
         out.push(doc);
     }
     Ok(out)
+}
+
+/// Most values a compressed column without `control.count` may hold (mongod always writes
+/// the count; this only bounds what a damaged bucket can make us allocate).
+const MAX_COLUMN_VALUES: usize = 1 << 20;
+
+/// `control.count` of a compressed bucket, if present: a whole number of measurements.
+fn control_count(control: &RawDocument) -> Result<Option<u32>, String> {
+    let n = match control.get("count") {
+        Ok(None) => return Ok(None),
+        Ok(Some(RawBsonRef::Int32(n))) => i64::from(n),
+        Ok(Some(RawBsonRef::Int64(n))) => n,
+        Ok(Some(RawBsonRef::Double(d))) if d.fract() == 0.0 => d as i64,
+        _ => return Err("'control.count' is not a whole number".into()),
+    };
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n as usize <= MAX_COLUMN_VALUES)
+        .map(Some)
+        .ok_or_else(|| format!("'control.count' {n} is out of range"))
+}
+
+/// A version 1 column: its values keyed by position.
+fn positions(column: &RawDocument) -> Result<Vec<(u32, RawBson)>, String> {
+    let mut values = Vec::new();
+    for entry in column {
+        let (pos, v) = entry.map_err(|e| e.to_string())?;
+        let pos: u32 = pos
+            .parse()
+            .map_err(|_| "a data position is not a number".to_string())?;
+        values.push((pos, v.to_raw_bson()));
+    }
+    Ok(values)
+}
+
+/// A compressed column: its values keyed by position, skips left out.
+fn decompress(bytes: &[u8], max: usize) -> Result<Vec<(u32, RawBson)>, ColumnError> {
+    Ok(column::decode(bytes, max)?
+        .into_iter()
+        .enumerate()
+        .filter_map(|(pos, v)| v.map(|v| (pos as u32, v)))
+        .collect())
 }
 
 #[cfg(test)]
@@ -447,15 +523,24 @@ mod tests {
                 .code(),
             2
         );
-        let compressed = RawDocumentBuf::from_document(
-            &doc! {"_id": ObjectId::new(), "control": {"version": 2}, "data": {}},
+        let newer = RawDocumentBuf::from_document(
+            &doc! {"_id": ObjectId::new(), "control": {"version": 4}, "data": {}},
         )
         .expect("raw");
         let spec = UnpackSpec {
             time_field: "t".into(),
             meta_field: None,
         };
-        assert_eq!(unpack(&compressed, &spec).expect_err("v2").code.code(), 115);
+        assert_eq!(unpack(&newer, &spec).expect_err("v4").code.code(), 115);
+        let v2 = doc! {"_id": ObjectId::new(), "control": {"version": 2, "min": {"t": at(0)}},
+        "data": {}};
+        assert_eq!(
+            Bucket::from_document(&v2, "t")
+                .expect_err("not extended")
+                .code
+                .code(),
+            115
+        );
     }
 
     #[test]
@@ -464,6 +549,97 @@ mod tests {
         assert_eq!(
             normalize_meta(&m),
             Bson::Document(doc! {"b": {"a": [ {"x": 2, "y": 1} ], "z": 1}, "c": 1})
+        );
+    }
+
+    fn column(hex: &str) -> Bson {
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        Bson::Binary(bson::Binary {
+            subtype: bson::spec::BinarySubtype::Column,
+            bytes,
+        })
+    }
+
+    /// mongod's bucket in jstests/noPassthrough/timeseries/
+    /// timeseries_insert_decompression_failure.js, its columns in mongod's order.
+    fn mongod_bucket(a: &str) -> RawDocumentBuf {
+        let min = at(1_705_438_080_000);
+        let time = at(1_705_438_119_448);
+        RawDocumentBuf::from_document(&doc! {
+            "_id": ObjectId::parse_str("65a6eb806ffc9fa4280ecac4").expect("oid"),
+            "control": {"version": 2, "min": {"t": min}, "max": {"t": time}, "count": 2},
+            "meta": 0,
+            "data": {
+                "t": column("0900188608148d010000800e0000000000000000"),
+                "a": column(a),
+                "_id": column("070065a6eba7e6d2e848e08c3750802e0000000000000000"),
+            },
+        })
+        .expect("raw")
+    }
+
+    #[test]
+    fn unpacks_mongods_compressed_buckets() {
+        let spec = UnpackSpec {
+            time_field: "t".into(),
+            meta_field: Some("m".into()),
+        };
+        let raw = mongod_bucket("01000000000000000000902e0000000000000000");
+        let docs: Vec<Document> = unpack(&raw, &spec)
+            .expect("unpacks")
+            .iter()
+            .map(|d| d.to_document().expect("doc"))
+            .collect();
+        let id = |s| ObjectId::parse_str(s).expect("oid");
+        let time = at(1_705_438_119_448);
+        assert_eq!(
+            docs,
+            vec![
+                doc! {"t": time, "m": 0, "a": 0.0, "_id": id("65a6eba7e6d2e848e08c3750")},
+                doc! {"t": time, "m": 0, "a": 1.0, "_id": id("65a6eba7e6d2e848e08c3751")},
+            ]
+        );
+        // A skip leaves the field out of that measurement; a column of more values than
+        // `control.count` is refused.
+        let mut with_skip = raw.to_document().expect("doc");
+        let data = with_skip.get_document_mut("data").expect("data");
+        data.insert("s", column("08000180feffffffffffffff00")); // true, then a skip
+        let raw = RawDocumentBuf::from_document(&with_skip).expect("raw");
+        let docs = unpack(&raw, &spec).expect("unpacks");
+        assert_eq!(docs[0].get_bool("s").ok(), Some(true));
+        assert!(docs[1].get("s").expect("reads").is_none());
+        let mut three = with_skip.clone();
+        three
+            .get_document_mut("control")
+            .expect("control")
+            .insert("count", 1);
+        let raw = RawDocumentBuf::from_document(&three).expect("raw");
+        let e = unpack(&raw, &spec).expect_err("more values than count");
+        assert!(
+            e.message.contains("column 't'") && e.message.contains("more"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn refuses_a_corrupt_column_by_name() {
+        let spec = UnpackSpec {
+            time_field: "t".into(),
+            meta_field: Some("m".into()),
+        };
+        // The jstest's corruption of `a`: one base64 character changed.
+        let raw = mongod_bucket("01000000000000000100902e0000000000000000");
+        let e = unpack(&raw, &spec).expect_err("corrupt");
+        assert_eq!(e.code.code(), 2);
+        assert!(
+            e.message
+                .contains("column 'a': invalid BSONColumn at byte 10"),
+            "{}",
+            e.message
         );
     }
 }
