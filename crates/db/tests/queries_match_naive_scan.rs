@@ -213,14 +213,9 @@ fn check_collated(
     assert_eq!(got, expected, "seed {seed}: collated {filter}");
 }
 
-fn run(seed: u64) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let ns = Namespace::new("test", "c").expect("ns");
-    let mut r = Rng(seed | 1);
-    let mut model: BTreeMap<i64, Document> = BTreeMap::new();
-    let mut db = Database::open(dir.path(), options()).expect("open");
+fn create_indexes(db: &Database, ns: &Namespace) {
     db.create_indexes(
-        &ns,
+        ns,
         &[
             doc! {"key": {"a": 1}, "name": "a_1"},
             doc! {"key": {"b": -1, "a": 1}, "name": "b_-1_a_1"},
@@ -231,6 +226,15 @@ fn run(seed: u64) {
         ],
     )
     .expect("indexes");
+}
+
+fn run(seed: u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = Namespace::new("test", "c").expect("ns");
+    let mut r = Rng(seed | 1);
+    let mut model: BTreeMap<i64, Document> = BTreeMap::new();
+    let mut db = Database::open(dir.path(), options()).expect("open");
+    create_indexes(&db, &ns);
     let mut next_id = 0i64;
     for round in 0..4 {
         for _ in 0..60 {

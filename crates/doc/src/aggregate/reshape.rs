@@ -63,7 +63,8 @@ pub(crate) fn parse_project(spec: RawBsonRef<'_>, vars: &Variables) -> Result<Pr
         ));
     }
     refuse_find_only(d, "").map_err(|e| caused_by("$project", e))?;
-    let projection = Projection::parse_with(d, vars).map_err(|e| caused_by("$project", e))?;
+    let projection =
+        Projection::parse_aggregation(d, vars).map_err(|e| caused_by("$project", e))?;
     if projection.is_inclusion() {
         return Ok(Project::Inclusion(Inclusion::build(d, vars)?));
     }
@@ -90,9 +91,9 @@ fn refuse_find_only(spec: &RawDocument, prefix: &str) -> Result<(), MongoError> 
         };
         let first = sub.iter().next().transpose().map_err(bson_error)?;
         match first {
-            Some(("$slice", RawBsonRef::Array(items)))
-                if crate::projection::slice_is_expression(items) => {}
-            Some((op @ ("$elemMatch" | "$slice"), _)) => {
+            // `$slice` is the aggregation expression here (`Projection::parse_aggregation`).
+            Some(("$slice", _)) => {}
+            Some((op @ "$elemMatch", _)) => {
                 return Err(error(
                     ErrorCode::Location31325,
                     format!("Unknown expression {op}"),

@@ -11,7 +11,6 @@
 
 mod apply;
 mod parse;
-pub(crate) use parse::slice_is_expression;
 
 use bson::raw::{RawDocument, RawDocumentBuf};
 
@@ -89,7 +88,23 @@ impl Projection {
 
     /// Parse and validate a find projection whose expressions read `vars`.
     pub fn parse_with(spec: &RawDocument, vars: &Variables) -> Result<Projection, MongoError> {
-        let parsed = parse::parse_spec(spec, vars)?;
+        Projection::parse_mode(spec, vars, false)
+    }
+
+    /// `$project`'s reading of the same spec: `$slice` is the aggregation expression.
+    pub(crate) fn parse_aggregation(
+        spec: &RawDocument,
+        vars: &Variables,
+    ) -> Result<Projection, MongoError> {
+        Projection::parse_mode(spec, vars, true)
+    }
+
+    fn parse_mode(
+        spec: &RawDocument,
+        vars: &Variables,
+        aggregation: bool,
+    ) -> Result<Projection, MongoError> {
+        let parsed = parse::parse_spec(spec, vars, aggregation)?;
         Ok(Projection {
             tree: parsed.tree,
             inclusion: parsed.inclusion,

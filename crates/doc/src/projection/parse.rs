@@ -33,15 +33,22 @@ struct State {
     find_slice: bool,
     /// What computed fields' expressions read besides the document.
     vars: Variables,
+    /// `$project`'s rules rather than find's (`$slice` is the expression).
+    aggregation: bool,
 }
 
 fn error(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-pub(super) fn parse_spec(spec: &RawDocument, vars: &Variables) -> Result<Parsed, MongoError> {
+pub(super) fn parse_spec(
+    spec: &RawDocument,
+    vars: &Variables,
+    aggregation: bool,
+) -> Result<Parsed, MongoError> {
     let mut state = State {
         vars: vars.clone(),
+        aggregation,
         ..State::default()
     };
     parse_level(spec, "", &mut state)?;
@@ -181,11 +188,8 @@ fn parse_sub_object(full: &str, sub: &RawDocument, state: &mut State) -> Result<
                 "An empty sub-projection is not a valid value. Found empty object at path {full}"
             ),
         )),
-        // `{$slice: [<array expression>, n]}`: the aggregation expression (mongod 4.4+ reads
-        // it so in find projections too); numbers alone are find's `$slice`.
-        [("$slice", RawBsonRef::Array(items))] if slice_is_expression(items) => {
-            parse_expression(full, "$slice", sub, state)
-        }
+        // In `$project`, `$slice` is the aggregation expression (find's is `parse_slice`).
+        [("$slice", _)] if state.aggregation => parse_expression(full, "$slice", sub, state),
         [("$slice", arg)] => parse_slice(full, arg, state),
         [("$elemMatch", arg)] => parse_elem_match(full, arg, state),
         [(name, _)] if name.starts_with('$') => parse_expression(full, name, sub, state),
@@ -239,13 +243,6 @@ fn parse_slice(full: &str, arg: RawBsonRef<'_>, state: &mut State) -> Result<(),
     };
     state.find_slice = true;
     insert(&mut state.tree, full, leaf)
-}
-
-/// Whether `$slice`'s array argument is the expression's (`[array, n]`, `[array, pos, n]`)
-/// rather than find's `[skip, limit]`: its first element is not a number, or it has three.
-pub(crate) fn slice_is_expression(items: &bson::raw::RawArray) -> bool {
-    let items: Vec<RawBsonRef<'_>> = items.into_iter().filter_map(Result::ok).collect();
-    items.len() == 3 || items.first().is_some_and(|v| number_int(*v).is_none())
 }
 
 fn slice_pair(items: &bson::raw::RawArray) -> Result<Leaf, MongoError> {
