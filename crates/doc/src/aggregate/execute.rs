@@ -116,6 +116,9 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::UnpackBucket(spec) => {
                 flat_map_docs(stream, move |d| crate::timeseries::unpack(&d, spec))
             }
+            Stage::Redact(spec) => {
+                flat_map_docs(stream, move |d| Ok(spec.apply(&d)?.into_iter().collect()))
+            }
         };
         if stage.may_nest_deeper() {
             stream = bound_depth(stream);

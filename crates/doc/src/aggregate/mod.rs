@@ -19,6 +19,7 @@ mod field_path;
 mod group;
 mod lookup;
 mod project;
+mod redact;
 mod reshape;
 mod sample;
 mod set_fields;
@@ -86,6 +87,8 @@ pub(crate) enum Stage {
     UnionWith(Box<union_with::UnionWith>),
     /// `$_internalUnpackBucket`: a time series bucket's measurements (`unpack_bucket.rs`).
     UnpackBucket(crate::timeseries::UnpackSpec),
+    /// `$redact`: each document pruned level by level (`redact.rs`).
+    Redact(redact::Redact),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -137,7 +140,6 @@ const NOT_YET: &[&str] = &[
     "$listSearchIndexes",
     "$listSessions",
     "$planCacheStats",
-    "$redact",
     "$search",
     "$searchMeta",
     "$setWindowFields",
@@ -199,6 +201,7 @@ pub(crate) fn parse_stage(
         "$bucket" => bucket::parse(spec, vars).map(|(group, sort)| Stage::Bucket { group, sort }),
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         "$_internalUnpackBucket" => unpack_bucket::parse(spec).map(Stage::UnpackBucket),
+        "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -235,6 +238,7 @@ impl Stage {
             Stage::Bucket { .. } => "$bucket",
             Stage::UnionWith(_) => "$unionWith",
             Stage::UnpackBucket(_) => "$_internalUnpackBucket",
+            Stage::Redact(_) => "$redact",
         }
     }
 
@@ -252,6 +256,7 @@ impl Stage {
                 | Stage::Count(_)
                 | Stage::Write(_)
                 | Stage::Sample(_)
+                | Stage::Redact(_)
         )
     }
 }
