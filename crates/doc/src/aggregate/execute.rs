@@ -10,7 +10,9 @@ use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::lookup::LookupResolver;
-use super::{documents, facet, group, lookup, sample, simple, sort, union_with, Stage};
+use super::{
+    bucket_auto, documents, facet, group, lookup, sample, simple, sort, union_with, Stage,
+};
 use crate::matcher::expr::Value;
 use crate::{ErrorCode, MongoError};
 
@@ -116,6 +118,7 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::UnpackBucket(spec) => {
                 flat_map_docs(stream, move |d| crate::timeseries::unpack(&d, spec))
             }
+            Stage::BucketAuto(spec) => bucket_auto::run(spec, stream, ctx),
             Stage::Redact(spec) => {
                 flat_map_docs(stream, move |d| Ok(spec.apply(&d)?.into_iter().collect()))
             }

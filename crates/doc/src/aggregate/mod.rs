@@ -12,6 +12,8 @@
 
 pub(crate) mod accumulator;
 mod bucket;
+mod bucket_auto;
+mod bucket_auto_rounding;
 mod documents;
 mod execute;
 mod facet;
@@ -89,6 +91,8 @@ pub(crate) enum Stage {
     UnpackBucket(crate::timeseries::UnpackSpec),
     /// `$redact`: each document pruned level by level (`redact.rs`).
     Redact(redact::Redact),
+    /// `$bucketAuto`: the sorted input cut into buckets of about equal size (`bucket_auto.rs`).
+    BucketAuto(Box<bucket_auto::BucketAuto>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -125,7 +129,6 @@ fn one_field_error() -> MongoError {
 
 /// Stages MongoDB 7.0 has that this pipeline does not run yet.
 const NOT_YET: &[&str] = &[
-    "$bucketAuto",
     "$changeStream",
     "$changeStreamSplitLargeEvent",
     "$collStats",
@@ -202,6 +205,7 @@ pub(crate) fn parse_stage(
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         "$_internalUnpackBucket" => unpack_bucket::parse(spec).map(Stage::UnpackBucket),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
+        "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -239,6 +243,7 @@ impl Stage {
             Stage::UnionWith(_) => "$unionWith",
             Stage::UnpackBucket(_) => "$_internalUnpackBucket",
             Stage::Redact(_) => "$redact",
+            Stage::BucketAuto(_) => "$bucketAuto",
         }
     }
 
