@@ -18,6 +18,7 @@ mod documents;
 mod execute;
 mod facet;
 mod field_path;
+mod graph_lookup;
 mod group;
 mod lookup;
 mod project;
@@ -93,6 +94,8 @@ pub(crate) enum Stage {
     Redact(redact::Redact),
     /// `$bucketAuto`: the sorted input cut into buckets of about equal size (`bucket_auto.rs`).
     BucketAuto(Box<bucket_auto::BucketAuto>),
+    /// `$graphLookup`: a breadth-first search over another collection (`graph_lookup.rs`).
+    GraphLookup(Box<graph_lookup::GraphLookup>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -136,7 +139,6 @@ const NOT_YET: &[&str] = &[
     "$densify",
     "$fill",
     "$geoNear",
-    "$graphLookup",
     "$indexStats",
     "$listLocalSessions",
     "$listSampledQueries",
@@ -204,6 +206,7 @@ pub(crate) fn parse_stage(
         "$bucket" => bucket::parse(spec, vars).map(|(group, sort)| Stage::Bucket { group, sort }),
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         "$_internalUnpackBucket" => unpack_bucket::parse(spec).map(Stage::UnpackBucket),
+        "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
@@ -244,6 +247,7 @@ impl Stage {
             Stage::UnpackBucket(_) => "$_internalUnpackBucket",
             Stage::Redact(_) => "$redact",
             Stage::BucketAuto(_) => "$bucketAuto",
+            Stage::GraphLookup(_) => "$graphLookup",
         }
     }
 
