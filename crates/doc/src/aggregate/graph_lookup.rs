@@ -485,7 +485,7 @@ mod tests {
                         i32::try_from((seed >> 33) % (n as u64 + 1)).expect("small")
                     })
                     .collect();
-                edges.insert(i32::try_from(id).expect("small"), links);
+                edges.insert(id, links);
             }
             let people: Vec<Document> = edges
                 .iter()
