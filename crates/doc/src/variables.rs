@@ -52,6 +52,10 @@ impl Default for Variables {
     }
 }
 
+/// `$redact`'s variables and their values: what its expression returns at each level.
+pub(crate) const REDACT_ANSWERS: &[(&str, &str)] =
+    &[("DESCEND", "descend"), ("PRUNE", "prune"), ("KEEP", "keep")];
+
 /// The system variables MongoDB reserves that a client may not set through `let`.
 const SYSTEM_VARIABLES: &[&str] = &["NOW", "CLUSTER_TIME", "JS_SCOPE", "IS_MR", "USER_ROLES"];
 
@@ -157,6 +161,23 @@ impl Variables {
             }),
             collation: self.collation.clone(),
         }
+    }
+
+    /// These variables plus `$redact`'s three answers, `$$DESCEND`, `$$PRUNE` and `$$KEEP`,
+    /// bound to the strings mongod gives them (`DocumentSourceRedact::createFromBson` defines
+    /// them for its expression only; anywhere else they are undefined, 17276).
+    pub(crate) fn with_redact_answers(&self) -> Variables {
+        self.with_bindings(
+            REDACT_ANSWERS
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        (*name).to_owned(),
+                        Some(RawBson::String((*value).to_owned())),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// The user variable `name`: `None` when unbound, `Some(None)` when bound to a missing

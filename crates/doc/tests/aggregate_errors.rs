@@ -51,7 +51,8 @@ fn pipeline_and_stage_shape() {
             Some("Unrecognized pipeline stage name: 'match'"),
         ),
         (vec![doc! {"$out": "c"}, doc! {"$limit": 1}], 40601, None),
-        (vec![doc! {"$bucketAuto": {}}], 238, None),
+        (vec![doc! {"$densify": {}}], 238, None),
+        (vec![doc! {"$bucketAuto": {}}], 40246, None),
         (vec![doc! {"$bucket": {}}], 40198, None),
         (vec![doc! {"$limit": 1}, doc! {"$nope": 1}], 40324, None),
     ]);

@@ -10,7 +10,10 @@ use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::lookup::LookupResolver;
-use super::{documents, facet, group, lookup, sample, simple, sort, union_with, Stage};
+use super::{
+    bucket_auto, documents, facet, graph_lookup, group, lookup, sample, simple, sort, union_with,
+    Stage,
+};
 use crate::matcher::expr::Value;
 use crate::{ErrorCode, MongoError};
 
@@ -115,6 +118,11 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             Stage::UnionWith(spec) => union_with::run(spec, stream, ctx),
             Stage::UnpackBucket(spec) => {
                 flat_map_docs(stream, move |d| crate::timeseries::unpack(&d, spec))
+            }
+            Stage::GraphLookup(spec) => graph_lookup::run(spec, stream, ctx),
+            Stage::BucketAuto(spec) => bucket_auto::run(spec, stream, ctx),
+            Stage::Redact(spec) => {
+                flat_map_docs(stream, move |d| Ok(spec.apply(&d)?.into_iter().collect()))
             }
         };
         if stage.may_nest_deeper() {

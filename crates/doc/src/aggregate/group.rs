@@ -56,19 +56,7 @@ pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<GroupSpec,
             id = Some(Expr::parse_in(value, vars)?);
             continue;
         }
-        if name.contains('.') {
-            return Err(error(
-                ErrorCode::Location40235,
-                format!("The field name '{name}' cannot contain '.'"),
-            ));
-        }
-        if name.starts_with('$') {
-            return Err(error(
-                ErrorCode::Location40236,
-                format!("The field name '{name}' cannot be an operator name"),
-            ));
-        }
-        fields.push((name.to_owned(), accumulator::parse(name, value, vars)?));
+        fields.push((name.to_owned(), parse_output_field(name, value, vars)?));
     }
     let id = id.ok_or_else(|| {
         error(
@@ -81,6 +69,28 @@ pub(crate) fn parse(spec: RawBsonRef<'_>, vars: &Variables) -> Result<GroupSpec,
         fields,
         collation: vars.collation().cloned(),
     })
+}
+
+/// One output field of `$group` (or `$bucketAuto`'s `output`): its name checked (40235,
+/// 40236), then its accumulator.
+pub(crate) fn parse_output_field(
+    name: &str,
+    value: RawBsonRef<'_>,
+    vars: &Variables,
+) -> Result<Accumulator, MongoError> {
+    if name.contains('.') {
+        return Err(error(
+            ErrorCode::Location40235,
+            format!("The field name '{name}' cannot contain '.'"),
+        ));
+    }
+    if name.starts_with('$') {
+        return Err(error(
+            ErrorCode::Location40236,
+            format!("The field name '{name}' cannot be an operator name"),
+        ));
+    }
+    accumulator::parse(name, value, vars)
 }
 
 impl GroupSpec {

@@ -373,7 +373,7 @@ fn equality_matcher(
 }
 
 /// Every value at `path`, arrays expanded at every level (MongoDB's `visitAllValuesAtPath`).
-fn local_values<'a>(
+pub(crate) fn local_values<'a>(
     doc: &'a RawDocument,
     path: &[String],
     out: &mut Vec<RawBsonRef<'a>>,

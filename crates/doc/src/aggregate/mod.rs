@@ -12,13 +12,17 @@
 
 pub(crate) mod accumulator;
 mod bucket;
+mod bucket_auto;
+mod bucket_auto_rounding;
 mod documents;
 mod execute;
 mod facet;
 mod field_path;
+mod graph_lookup;
 mod group;
 mod lookup;
 mod project;
+mod redact;
 mod reshape;
 mod sample;
 mod set_fields;
@@ -86,6 +90,12 @@ pub(crate) enum Stage {
     UnionWith(Box<union_with::UnionWith>),
     /// `$_internalUnpackBucket`: a time series bucket's measurements (`unpack_bucket.rs`).
     UnpackBucket(crate::timeseries::UnpackSpec),
+    /// `$redact`: each document pruned level by level (`redact.rs`).
+    Redact(redact::Redact),
+    /// `$bucketAuto`: the sorted input cut into buckets of about equal size (`bucket_auto.rs`).
+    BucketAuto(Box<bucket_auto::BucketAuto>),
+    /// `$graphLookup`: a breadth-first search over another collection (`graph_lookup.rs`).
+    GraphLookup(Box<graph_lookup::GraphLookup>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -122,7 +132,6 @@ fn one_field_error() -> MongoError {
 
 /// Stages MongoDB 7.0 has that this pipeline does not run yet.
 const NOT_YET: &[&str] = &[
-    "$bucketAuto",
     "$changeStream",
     "$changeStreamSplitLargeEvent",
     "$collStats",
@@ -130,14 +139,12 @@ const NOT_YET: &[&str] = &[
     "$densify",
     "$fill",
     "$geoNear",
-    "$graphLookup",
     "$indexStats",
     "$listLocalSessions",
     "$listSampledQueries",
     "$listSearchIndexes",
     "$listSessions",
     "$planCacheStats",
-    "$redact",
     "$search",
     "$searchMeta",
     "$setWindowFields",
@@ -199,6 +206,9 @@ pub(crate) fn parse_stage(
         "$bucket" => bucket::parse(spec, vars).map(|(group, sort)| Stage::Bucket { group, sort }),
         "$unionWith" => union_with::parse(spec, vars).map(|u| Stage::UnionWith(Box::new(u))),
         "$_internalUnpackBucket" => unpack_bucket::parse(spec).map(Stage::UnpackBucket),
+        "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
+        "$redact" => redact::parse(spec, vars).map(Stage::Redact),
+        "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -235,6 +245,9 @@ impl Stage {
             Stage::Bucket { .. } => "$bucket",
             Stage::UnionWith(_) => "$unionWith",
             Stage::UnpackBucket(_) => "$_internalUnpackBucket",
+            Stage::Redact(_) => "$redact",
+            Stage::BucketAuto(_) => "$bucketAuto",
+            Stage::GraphLookup(_) => "$graphLookup",
         }
     }
 
@@ -252,6 +265,7 @@ impl Stage {
                 | Stage::Count(_)
                 | Stage::Write(_)
                 | Stage::Sample(_)
+                | Stage::Redact(_)
         )
     }
 }

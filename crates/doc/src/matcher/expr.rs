@@ -380,6 +380,27 @@ impl Expr {
         }
     }
 
+    /// Parse an expression in which `$$CURRENT`, and so every field path, is the value
+    /// `evaluate_at` binds (stack slot 0) while `$$ROOT` stays the whole document: `$redact`,
+    /// which judges each sub-document in turn.
+    pub(crate) fn parse_with_current(
+        value: RawBsonRef<'_>,
+        vars: &Variables,
+    ) -> Result<Expr, MongoError> {
+        let mut scope = Scope::new(vars);
+        scope.with_locals(&["CURRENT"], |s| Expr::parse_scoped(value, s))
+    }
+
+    /// Evaluate an expression from `parse_with_current` with `$$ROOT` `root` and `$$CURRENT`
+    /// `current`.
+    pub(crate) fn evaluate_at<'a>(
+        &self,
+        root: &'a RawDocument,
+        current: &'a RawDocument,
+    ) -> Result<Value<'a>, MongoError> {
+        self.eval(root, &mut vec![Value::Ref(RawBsonRef::Document(current))])
+    }
+
     /// Evaluate against `root` (which is both `$$ROOT` and `$$CURRENT`).
     pub fn evaluate<'a>(&self, root: &'a RawDocument) -> Result<Value<'a>, MongoError> {
         self.eval(root, &mut Vec::new())
