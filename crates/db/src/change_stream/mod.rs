@@ -31,7 +31,14 @@ use std::sync::Arc;
 
 /// Stages that may follow `$changeStream` (the names `Pipeline` reports: `$set` is
 /// `$addFields`, `$replaceWith` is `$replaceRoot`).
-const LATER_STAGES: [&str; 5] = ["$match", "$project", "$addFields", "$unset", "$replaceRoot"];
+const LATER_STAGES: [&str; 6] = [
+    "$match",
+    "$project",
+    "$addFields",
+    "$unset",
+    "$replaceRoot",
+    "$redact",
+];
 
 impl Database {
     /// Opens a change stream over `scope` with the stages `later` after `$changeStream`.
