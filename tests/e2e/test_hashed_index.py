@@ -57,3 +57,13 @@ def test_mongods_refusals(db):
     with pytest.raises(OperationFailure) as e:
         db.d.create_index([("a", "hashed")])
     assert e.value.code == 16766
+
+
+def test_to_hashed_index_key_gives_the_index_key(db):
+    # mongod's own vector: the hash of 42 (hasher_test.cpp); missing hashes as null.
+    db.c.insert_one({"_id": 1, "a": 42})
+    got = next(db.c.aggregate([{"$project": {"_id": 0, "h": {"$toHashedIndexKey": "$a"},
+                                              "n": {"$toHashedIndexKey": "$none"},
+                                              "z": {"$toHashedIndexKey": None}}}]))
+    assert got["h"] == -944302157085130861
+    assert got["n"] == got["z"]

@@ -87,7 +87,7 @@ impl IndexDef {
                 walk.values = walk
                     .values
                     .iter()
-                    .map(|v| Bson::Int64(crate::hashed::hash64(v)))
+                    .map(|v| Bson::Int64(shale_doc::hashed::hash64(v)))
                     .collect();
             }
             per_field.push(walk.values);

@@ -29,7 +29,6 @@ mod exec;
 mod express;
 mod fast_merge;
 mod fast_update;
-pub mod hashed;
 mod index_build;
 mod index_keys;
 mod index_spec;

@@ -254,7 +254,7 @@ fn hashed_bound(bound: &FieldBound) -> FieldBound {
         Some(values) => {
             let mut points: Vec<Bson> = values
                 .iter()
-                .map(|v| Bson::Int64(crate::hashed::hash64(v)))
+                .map(|v| Bson::Int64(shale_doc::hashed::hash64(v)))
                 .collect();
             points.sort_by_key(|p| p.as_i64());
             points.dedup();

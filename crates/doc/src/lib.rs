@@ -11,6 +11,7 @@ pub mod compare;
 pub mod compare_raw;
 pub mod depth;
 pub mod error_code;
+pub mod hashed;
 pub mod keystring;
 pub mod matcher;
 pub mod mongo_error;

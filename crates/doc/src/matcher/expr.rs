@@ -130,6 +130,8 @@ pub enum Op {
     Str(super::expr_strings::StrOp),
     /// `$isNumber` (`expr_convert.rs`).
     IsNumber,
+    /// `$toHashedIndexKey`: mongod's hashed index key of a value (`hashed.rs`).
+    ToHashedIndexKey,
     /// A numeric operator (`$round`, `$sqrt`, `$sin`, ...: `expr_math.rs`, `expr_trig.rs`).
     Math(super::expr_math::MathOp),
     /// An accumulator as an expression (`$sum`, `$avg`, ...: `expr_accumulate.rs`).
@@ -272,6 +274,7 @@ fn operator(name: &str) -> Option<Op> {
         "$isArray" => Op::IsArray,
         "$reverseArray" => Op::ReverseArray,
         "$isNumber" => Op::IsNumber,
+        "$toHashedIndexKey" => Op::ToHashedIndexKey,
         other => match super::expr_strings::StrOp::from_name(other) {
             Some(s) => Op::Str(s),
             None => return extra_operator(other),
@@ -338,6 +341,7 @@ fn arity(op: Op) -> Option<usize> {
         Op::And | Op::Or | Op::Concat | Op::IfNull => None,
         Op::MergeObjects | Op::ConcatArrays => None,
         Op::ObjectToArray | Op::IsArray | Op::ReverseArray | Op::IsNumber => Some(1),
+        Op::ToHashedIndexKey => Some(1),
         Op::Arith(ArithOp::Add | ArithOp::Multiply) => None,
         Op::Not | Op::ToLower | Op::ToUpper | Op::StrLenCP | Op::Size | Op::Type => Some(1),
         Op::Arith(ArithOp::Abs) => Some(1),
@@ -882,6 +886,7 @@ fn apply(op: Op, values: Vec<Value<'_>>) -> Result<Value<'_>, MongoError> {
         Op::ReverseArray => super::expr_objects::reverse_array(&values[0]),
         Op::Str(s) => s.apply(&values),
         Op::IsNumber => Ok(super::expr_convert::is_number(&values[0])),
+        Op::ToHashedIndexKey => Ok(to_hashed_index_key(&values[0])),
         Op::Math(m) => super::expr_math::apply(m, &values),
         Op::Accumulate(a) => super::expr_accumulate::apply(a, &values),
         Op::Set(set) => super::expr_sets::apply(set, &values),
@@ -905,4 +910,14 @@ fn compare_op<'a>(
         CompareKind::Lte => boolean(ord != Ordering::Greater),
         CompareKind::Cmp => Value::Owned(RawBson::Int32(ord as i32)),
     })
+}
+
+/// `$toHashedIndexKey`: the value's hashed index key as a long (a missing value hashes as
+/// null, as mongod's does).
+fn to_hashed_index_key(v: &Value<'_>) -> Value<'static> {
+    let b = v
+        .as_raw()
+        .and_then(|r| bson::Bson::try_from(r.to_raw_bson()).ok())
+        .unwrap_or(bson::Bson::Null);
+    Value::Owned(RawBson::Int64(crate::hashed::hash64(&b)))
 }

@@ -10,7 +10,7 @@
 //! the end-of-object element (type 0, no name, no value), and for any other value its BSON value
 //! bytes. Checked against mongod's own vector: `{check: 42}` → -944302157085130861.
 //!
-//! A hashed key is an equality-only key: the planner turns points into their hashes
+//! A hashed key is an equality-only key: shale-db's planner turns points into their hashes
 //! (`plan.rs`) and never uses a hashed field for ranges or sort order; documents are always
 //! matched against the filter after the index (collisions).
 
@@ -20,7 +20,7 @@ use md5::{Digest, Md5};
 
 /// mongod's canonical type numbers (`canonicalizeBSONType`).
 fn canonical_type(v: &Bson) -> i32 {
-    i32::from(shale_doc::canonical_type_order(v)) - 10
+    i32::from(crate::canonical_type_order(v)) - 10
 }
 
 /// `BSONElementHasher::hash64(value, 0)`.
