@@ -151,6 +151,14 @@ def test_deletes_and_meta_updates(db):
     assert ids(db.ts.find()) == left
     assert db.ts.delete_one({"m.sensor": 3}).deleted_count == 1
     assert db.ts.count_documents({}) == len(left) - 1
+    # A time bound selects buckets by control.min/max before their measurements are matched.
+    cut = T0 + datetime.timedelta(hours=20)
+    before = db.ts.count_documents({})
+    doomed = db.ts.count_documents({"t": {"$lt": cut}, "m.site": "b"})
+    assert 0 < doomed < before
+    assert db.ts.delete_many({"t": {"$lt": cut}, "m.site": "b"}).deleted_count == doomed
+    assert db.ts.count_documents({"t": {"$lt": cut}, "m.site": "b"}) == 0
+    assert db.ts.count_documents({}) == before - doomed
     site_a = db.ts.count_documents({"m.site": "a"})
     r = db.ts.update_many({"m.site": "a"}, {"$set": {"m.site": "c"}})
     assert (r.matched_count, r.modified_count) == (site_a, site_a)

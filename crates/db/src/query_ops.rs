@@ -33,9 +33,6 @@ pub struct FindSpec {
     pub hint: Option<Bson>,
     /// The variables its expressions read.
     pub vars: Variables,
-    /// `allowDiskUse`: whether a blocking sort may spill past 100 MiB (`spill_sort.rs`);
-    /// `None` is mongod 7.0's default, allowed.
-    pub allow_disk_use: Option<bool>,
 }
 
 impl Database {
@@ -86,9 +83,9 @@ impl Database {
             skip: spec.skip,
             limit: spec.limit,
             projection,
-            spill_dir: spec
-                .allow_disk_use
-                .unwrap_or_else(crate::op_context::allow_disk_use)
+            // The command's `allowDiskUse`, read when the query is planned (its getMores
+            // keep it with the plan).
+            spill_dir: crate::op_context::allow_disk_use()
                 .then(|| self.engine().dir().to_path_buf()),
         };
         Ok(Some(Query::new(Scan::new(coll, p), shape)))

@@ -435,19 +435,10 @@ impl Database {
             }
             return Ok(result);
         };
-        for (i, op) in ops.iter().enumerate() {
-            match self.delete_statement(&coll, op, mode) {
-                Ok(n) => result.n += n,
-                Err(e) if fails_command(&e, mode.in_session()) => return Err(e),
-                Err(e) => {
-                    result.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(result)
+        let in_session = mode.in_session();
+        each_statement(ops, ordered, in_session, |op| {
+            self.delete_statement(&coll, op, mode).map(|n| (n, 0))
+        })
     }
 
     fn delete_statement(
@@ -605,6 +596,34 @@ fn chunk_end(docs: &[RawDocumentBuf], start: usize) -> usize {
 /// on it, which it does only for a command error with its label) and a write set over the
 /// engine's limit. Outside one, a conflict is retried by `in_txn` and only one that outlasts
 /// the retries is reported, as a write error.
+/// Runs `run` on each statement in order, adding up its (n, nModified): a statement's
+/// error is its write error (an ordered batch stops there), except one that fails the
+/// command (`fails_command`).
+pub(crate) fn each_statement<O>(
+    ops: &[O],
+    ordered: bool,
+    in_session: bool,
+    mut run: impl FnMut(&O) -> DbResult<(i64, i64)>,
+) -> DbResult<WriteResult> {
+    let mut result = WriteResult::default();
+    for (i, op) in ops.iter().enumerate() {
+        match run(op) {
+            Ok((n, modified)) => {
+                result.n += n;
+                result.n_modified += modified;
+            }
+            Err(e) if fails_command(&e, in_session) => return Err(e),
+            Err(e) => {
+                result.errors.push((i, e));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(result)
+}
+
 pub(crate) fn fails_command(e: &MongoError, in_session: bool) -> bool {
     in_session
         && matches!(

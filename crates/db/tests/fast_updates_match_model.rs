@@ -75,7 +75,6 @@ fn scan(db: &Database, ns: &Namespace) -> BTreeMap<i32, Document> {
         limit: None,
         hint: None,
         vars: Default::default(),
-        allow_disk_use: None,
     };
     let mut q = db.find(ns, &spec).expect("find");
     let mut out = BTreeMap::new();

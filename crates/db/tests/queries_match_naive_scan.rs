@@ -90,6 +90,16 @@ fn random_filter(r: &mut Rng) -> Document {
     }
 }
 
+/// The model's documents `filter` matches under `vars`, in `_id` order.
+fn naive(model: &BTreeMap<i64, Document>, filter: &Document, vars: &Variables) -> Vec<Document> {
+    let matcher = Matcher::parse_with(&raw(filter), vars).expect("filter");
+    model
+        .values()
+        .filter(|d| matcher.matches(&raw(d)).expect("match"))
+        .cloned()
+        .collect()
+}
+
 fn check_query(
     db: &Database,
     ns: &Namespace,
@@ -98,12 +108,7 @@ fn check_query(
     seed: u64,
 ) {
     let filter = random_filter(r);
-    let matcher = Matcher::parse(&raw(&filter)).expect("filter");
-    let expected: Vec<Document> = model
-        .values()
-        .filter(|d| matcher.matches(&raw(d)).expect("match"))
-        .cloned()
-        .collect();
+    let expected = naive(model, &filter, &Variables::new());
     let spec = FindSpec {
         filter: filter.clone(),
         ..FindSpec::default()
@@ -171,12 +176,7 @@ fn check_hashed(db: &Database, ns: &Namespace, model: &BTreeMap<i64, Document>, 
         doc! {"b": {"$in": [0, 5, 9]}},
         doc! {"b": {"$gte": 2}},
     ] {
-        let matcher = Matcher::parse(&raw(&filter)).expect("filter");
-        let expected: Vec<Document> = model
-            .values()
-            .filter(|d| matcher.matches(&raw(d)).expect("match"))
-            .cloned()
-            .collect();
+        let expected = naive(model, &filter, &Variables::new());
         let spec = FindSpec {
             filter: filter.clone(),
             hint: Some(Bson::String("b_hashed".into())),
@@ -198,12 +198,7 @@ fn check_collated(
     let spec = doc! {"locale": "en", "strength": 2};
     let c = Collation::parse(&Bson::Document(spec), "find").expect("valid");
     let vars = Variables::new().with_collation(c.map(Arc::new));
-    let matcher = Matcher::parse_with(&raw(filter), &vars).expect("filter");
-    let expected: Vec<Document> = model
-        .values()
-        .filter(|d| matcher.matches(&raw(d)).expect("match"))
-        .cloned()
-        .collect();
+    let expected = naive(model, filter, &vars);
     let spec = FindSpec {
         filter: filter.clone(),
         vars,

@@ -43,14 +43,7 @@ impl<'o> IndexTranslation<'o> {
     }
 
     fn meta_path(&self, field: &str) -> Option<String> {
-        let meta = self.options.meta_field.as_deref()?;
-        if field == meta {
-            return Some("meta".into());
-        }
-        field
-            .strip_prefix(meta)?
-            .strip_prefix('.')
-            .map(|rest| format!("meta.{rest}"))
+        super::meta_path(field, self.options.meta_field.as_deref()?)
     }
 
     /// A user key pattern as the buckets' key pattern; `measurement` is set when it names a

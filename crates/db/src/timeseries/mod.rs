@@ -43,6 +43,17 @@ pub fn buckets_ns(ns: &Namespace) -> DbResult<Namespace> {
     Namespace::new(&ns.db, &format!("{BUCKETS_PREFIX}{}", ns.coll))
 }
 
+/// A path on the meta field (`m`, `m.a.b`) as the buckets' path (`meta`, `meta.a.b`);
+/// `None` for any other path.
+pub(crate) fn meta_path(path: &str, meta: &str) -> Option<String> {
+    if path == meta {
+        return Some("meta".to_owned());
+    }
+    path.strip_prefix(meta)?
+        .strip_prefix('.')
+        .map(|rest| format!("meta.{rest}"))
+}
+
 /// `create`'s options other than `timeseries` that a time series collection keeps.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TimeseriesCreate {

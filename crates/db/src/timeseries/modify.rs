@@ -9,7 +9,7 @@
 //!   checks and translates the statement with `translate_filter`/`translate_update`); `n`
 //!   and `nModified` count the measurements of the buckets matched and changed.
 
-use super::buckets_ns;
+use super::{buckets_ns, meta_path};
 use crate::catalog::Collection;
 use crate::collation_scope::{plan_under, statement_vars};
 use crate::doc_prepare::updated_document;
@@ -19,7 +19,7 @@ use crate::namespace::Namespace;
 use crate::oplog::pending::Pending;
 use crate::sort::SortSpec;
 use crate::user_txn::{Mode, UserTxn};
-use crate::write_ops::{fails_command, matcher, DeleteOp, UpdateOp, WriteResult};
+use crate::write_ops::{each_statement, matcher, DeleteOp, UpdateOp, WriteResult};
 use crate::{Database, DbResult};
 use bson::{Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use shale_doc::timeseries::bucket::{self, Bucket, UnpackSpec};
@@ -62,28 +62,17 @@ impl Database {
             .timeseries(ns)
             .ok_or_else(|| super::insert::not_timeseries(ns))?;
         let coll = self.catalog.get(&buckets_ns(ns)?);
-        let mut result = WriteResult::default();
-        for (i, op) in ops.iter().enumerate() {
-            let outcome = match &coll {
-                Some(coll) => self.delete_measurements(coll, &options, op, mode),
-                None => matcher(&op.filter, &op.vars).map(|_| 0),
-            };
-            match outcome {
-                Ok(n) => result.n += n,
-                // A conflict in a session's statement fails the command (its retry runs it).
-                Err(e) if fails_command(&e, mode.in_session()) => return Err(e),
-                Err(e) => {
-                    result.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(result)
+        let in_session = mode.in_session();
+        each_statement(ops, ordered, in_session, |op| match &coll {
+            Some(coll) => self
+                .delete_measurements(coll, &options, op, mode)
+                .map(|n| (n, 0)),
+            None => matcher(&op.filter, &op.vars).map(|_| (0, 0)),
+        })
     }
 
-    /// One delete statement: the buckets its meta clauses select (all, when it has none),
+    /// One delete statement: the buckets its meta and time clauses select (`push_down.rs`; all,
+    /// when it has none),
     /// each rewritten without the measurements it matches.
     fn delete_measurements(
         &self,
@@ -97,11 +86,12 @@ impl Database {
             time_field: options.time_field.clone(),
             meta_field: options.meta_field.clone(),
         };
-        let buckets_filter = options
-            .meta_field
-            .as_deref()
-            .and_then(|m| translate_filter(&op.filter, m).ok())
-            .unwrap_or_default();
+        let buckets_filter = super::push_down::bucket_filter(
+            &op.filter,
+            &options.time_field,
+            options.meta_field.as_deref(),
+        )
+        .unwrap_or_default();
         let vars = statement_vars(coll, &op.vars);
         self.run_txn(mode, |txn, log| {
             let sort = SortSpec::parse(&Document::new())?;
@@ -132,22 +122,7 @@ impl Database {
         ordered: bool,
     ) -> DbResult<WriteResult> {
         let buckets = buckets_ns(ns)?;
-        let mut result = WriteResult::default();
-        for (i, op) in ops.iter().enumerate() {
-            match self.update_buckets(&buckets, op) {
-                Ok((n, modified)) => {
-                    result.n += n;
-                    result.n_modified += modified;
-                }
-                Err(e) => {
-                    result.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                }
-            }
-        }
-        Ok(result)
+        each_statement(ops, ordered, false, |op| self.update_buckets(&buckets, op))
     }
 
     /// One meta update over the buckets: measurements matched and changed.
@@ -269,16 +244,6 @@ fn not_meta(meta: &str) -> MongoError {
              on a field that is not the metaField '{meta}'"
         ),
     )
-}
-
-/// A meta path (`m`, `m.a.b`) as the buckets' path (`meta`, `meta.a.b`); `None` otherwise.
-fn meta_path(path: &str, meta: &str) -> Option<String> {
-    if path == meta {
-        return Some("meta".to_owned());
-    }
-    path.strip_prefix(meta)
-        .and_then(|rest| rest.strip_prefix('.'))
-        .map(|rest| format!("meta.{rest}"))
 }
 
 /// A query on a time series collection as a query on its buckets: it may name only the

@@ -8,6 +8,7 @@
 //! `$lt`/`$lte` against `control.min.<time>`, equality against both), through `$and`. The
 //! planner then reads the buckets through their indexes (the default `meta_1_time_1`).
 
+use super::meta_path;
 use bson::{doc, Bson, Document};
 
 /// `stages` with a bucket filter before each `$_internalUnpackBucket` that a `$match`
@@ -20,15 +21,20 @@ pub(crate) fn push_down(stages: &[Document]) -> Option<Vec<Document>> {
     let time = spec.get_str("timeField").ok()?;
     let meta = spec.get_str("metaField").ok();
     let filter = stages[at + 1].get_document("$match").ok()?;
-    let mut clauses = Vec::new();
-    bucket_clauses(filter, time, meta, &mut clauses);
-    if clauses.is_empty() {
-        return None;
-    }
+    let buckets = bucket_filter(filter, time, meta)?;
     let mut out = stages[..at].to_vec();
-    out.push(doc! {"$match": {"$and": clauses}});
+    out.push(doc! {"$match": buckets});
     out.extend(stages[at..].iter().cloned());
     Some(out)
+}
+
+/// The bucket-level filter a measurement filter implies: every bucket that may hold a
+/// matching measurement matches it (reads push it down; deletes scan the buckets it selects).
+/// `None` when the filter implies nothing about buckets.
+pub(crate) fn bucket_filter(filter: &Document, time: &str, meta: Option<&str>) -> Option<Document> {
+    let mut clauses = Vec::new();
+    bucket_clauses(filter, time, meta, &mut clauses);
+    (!clauses.is_empty()).then(|| doc! {"$and": clauses})
 }
 
 /// The bucket-level clauses `filter` implies (a conjunction).
@@ -50,15 +56,6 @@ fn bucket_clauses(filter: &Document, time: &str, meta: Option<&str>, out: &mut V
             time_clauses(time, v, out);
         }
     }
-}
-
-fn meta_path(path: &str, meta: &str) -> Option<String> {
-    if path == meta {
-        return Some("meta".into());
-    }
-    path.strip_prefix(meta)?
-        .strip_prefix('.')
-        .map(|rest| format!("meta.{rest}"))
 }
 
 /// Bounds on the buckets' time range from a condition on the time field.

@@ -33,8 +33,10 @@ fn find_spec(cmd: &Command<'_>, c: &str) -> Result<(FindSpec, Option<u64>, bool)
         limit,
         hint: raw_args::opt_hint(cmd)?,
         vars: raw_args::command_vars(cmd, c)?,
-        allow_disk_use: raw_args::opt_bool(cmd, c, "allowDiskUse")?,
     };
+    // Type-checked here (14 for a non-boolean); its value reaches the sort through the
+    // operation's scope, set by dispatch for every command (`op_context.rs`).
+    raw_args::opt_bool(cmd, c, "allowDiskUse")?;
     let batch_size = raw_args::opt_count(cmd, c, "batchSize")?;
     let single = raw_args::opt_bool(cmd, c, "singleBatch")?.unwrap_or(false);
     Ok((spec, batch_size, single))
