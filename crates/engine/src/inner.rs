@@ -122,6 +122,9 @@ impl EnvInner {
 
     pub(crate) fn check_usable(&self) -> Result<()> {
         self.check_open()?;
+        if !self.life.is_poisoned() {
+            return Ok(());
+        }
         match self.life.poisoned() {
             Some(reason) => Err(Error::Poisoned(reason)),
             None => Ok(()),
@@ -168,7 +171,9 @@ impl EnvInner {
         if committed.is_err() {
             self.release_locks(txn, &held, None);
         }
-        let (_, trees) = committed?;
+        let (_, mut trees) = committed?;
+        // A tree once per run of its keys: its checks take locks and read atomics.
+        trees.dedup_by(|a, b| Arc::ptr_eq(a, b));
         self.after_write(trees.iter())
     }
 
@@ -226,6 +231,8 @@ impl EnvInner {
         let records = [LogRecord::Group { txn, changes }];
         let end = {
             let _apply = self.apply_lock.lock();
+            // A poisoned environment commits nothing: `Snapshots::lock_horizon` relies on it.
+            self.check_usable()?;
             let end = self.poison_on(self.wal.append(&records))?;
             let ts = Ts(end.0);
             if provisional {
@@ -437,6 +444,16 @@ impl EnvInner {
         if held.is_empty() {
             return;
         }
+        let horizon = self.snapshots.lock_horizon();
+        if held.iter().all(|(_, mode)| *mode == LockMode::Exclusive) {
+            // Every hold written (a batch, most transactions): a second release of a key
+            // finds nothing held and changes nothing, so no sort is needed.
+            for (id, _) in held {
+                self.locks.release(txn, *id, committed, horizon);
+            }
+            self.locks.maybe_prune(horizon);
+            return;
+        }
         let mut keys: Vec<(LockId, bool)> = held
             .iter()
             .map(|(id, mode)| (*id, *mode == LockMode::Exclusive))
@@ -444,7 +461,6 @@ impl EnvInner {
         // Exclusive first within a key, so that dedup keeps it.
         keys.sort_unstable_by_key(|&(id, exclusive)| (id, !exclusive));
         keys.dedup_by_key(|(id, _)| *id);
-        let horizon = self.snapshots.horizon();
         for (id, exclusive) in keys {
             let wrote = committed.filter(|_| exclusive);
             self.locks.release(txn, id, wrote, horizon);

@@ -140,6 +140,20 @@ impl Snapshots {
         }
     }
 
+    /// The oldest snapshot a key-lock request may still carry (L2): the oldest registered
+    /// snapshot, or what a new one reads. Unlike `horizon` it is not held at the durable log:
+    /// that cap keeps the versions a snapshot taken after a `freeze` may read, but such a
+    /// snapshot belongs to a poisoned environment, whose commits are refused under the apply
+    /// lock, so a conflict it misses can never commit. Lock entries of commits at or below it
+    /// can go at once; held at the durable log they piled up for a whole fsync interval.
+    pub fn lock_horizon(&self) -> Ts {
+        let open = self.open.lock();
+        match open.keys().next() {
+            Some(&oldest) => oldest,
+            None => self.visible(),
+        }
+    }
+
     /// Registered snapshots (each holder counted).
     pub fn open_count(&self) -> u64 {
         self.open.lock().values().map(|(n, _)| *n as u64).sum()

@@ -50,19 +50,6 @@ pub struct PartDesc {
     pub codec: Compression,
 }
 
-/// Where `Leaf::cut_entries` stands when it weighs a cut before the next entry.
-#[derive(Debug, Clone, Copy)]
-struct CutAt {
-    /// Basements already cut.
-    basements_before: usize,
-    /// Bytes in the basement being filled.
-    basement_bytes: usize,
-    /// Bytes of every entry before this one.
-    bytes_before: usize,
-    /// Bytes of this entry.
-    entry_bytes: usize,
-}
-
 /// A leaf node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
@@ -105,51 +92,23 @@ impl Leaf {
         }
     }
 
-    /// Builds a leaf from sorted entries, cutting basements at `basement_bytes`.
+    /// Builds a leaf from sorted entries, starting a new basement before an entry that
+    /// would take the current one past `basement_bytes` (never before its first entry).
     pub fn from_entries(entries: BTreeMap<Vec<u8>, Entry>, basement_bytes: usize) -> Self {
-        Leaf::cut_entries(entries, |c| {
-            c.basement_bytes + c.entry_bytes > basement_bytes
-        })
-    }
-
-    /// Builds a leaf of `pieces` basements of about equal size from sorted entries
-    /// weighing `total` bytes: a cut falls before the first entry past each k/pieces of
-    /// the total.
-    fn from_entries_evenly(entries: BTreeMap<Vec<u8>, Entry>, total: usize, pieces: usize) -> Self {
-        let pieces = pieces.max(1);
-        Leaf::cut_entries(entries, |c| {
-            c.basements_before + 1 < pieces
-                && c.bytes_before >= total * (c.basements_before + 1) / pieces
-        })
-    }
-
-    /// Builds a leaf from sorted entries, starting a new basement before an entry when
-    /// `cut_before` says so (never before the first entry of a basement).
-    fn cut_entries(
-        entries: BTreeMap<Vec<u8>, Entry>,
-        mut cut_before: impl FnMut(CutAt) -> bool,
-    ) -> Self {
         let mut pivots = Pivots::new();
         let mut basements = Vec::new();
         let mut current = BTreeMap::new();
-        let (mut basement_bytes, mut bytes_before) = (0, 0);
+        let mut bytes = 0;
         for (k, v) in entries {
             let sz = entry_bytes(&k, &v);
-            let at = CutAt {
-                basements_before: basements.len(),
-                basement_bytes,
-                bytes_before,
-                entry_bytes: sz,
-            };
-            if !current.is_empty() && cut_before(at) {
+            if !current.is_empty() && bytes + sz > basement_bytes {
                 pivots.push(k.clone());
                 basements.push(Slot::loaded(Basement::from_entries(std::mem::take(
                     &mut current,
                 ))));
-                basement_bytes = 0;
+                bytes = 0;
             }
-            basement_bytes += sz;
-            bytes_before += sz;
+            bytes += sz;
             current.insert(k, v);
         }
         basements.push(Slot::loaded(Basement::from_entries(current)));
@@ -172,13 +131,15 @@ impl Leaf {
             let Some(basement) = self.basements[b].take_if(oversized) else {
                 continue;
             };
-            // Even pieces, not greedy ones: a greedy cut leaves a small remainder, and
-            // since splits move basements as they are (flush.rs) it would stay small.
-            let total = basement.bytes();
-            let pieces = total.div_ceil(basement_bytes.max(1));
-            let cut = Leaf::from_entries_evenly(basement.into_entries(), total, pieces);
-            self.basements.splice(b..=b, cut.basements);
-            self.pivots.splice_at(b, cut.pivots);
+            let pieces = basement.bytes().div_ceil(basement_bytes.max(1));
+            let cut = basement.split_evenly(pieces);
+            let mut pivots = Pivots::new();
+            for piece in &cut[1..] {
+                pivots.push(piece.key(0).to_vec());
+            }
+            self.basements
+                .splice(b..=b, cut.into_iter().map(Slot::loaded));
+            self.pivots.splice_at(b, pivots);
             self.forget_image();
         }
     }
