@@ -258,9 +258,8 @@ impl Tree {
     /// pending; the block file starts its checkpoint. Returns the root, MSN and entry count to
     /// record.
     pub(crate) fn checkpoint_mark(&self) -> CheckpointMark {
-        let mut st = self.write_state();
         // K3: no eviction's write for the live table alone ends after C := L below.
-        self.writeback.wait_idle();
+        let mut st = self.write_state_idle();
         for n in st.nodes.values_mut() {
             n.checkpoint_pending = n.dirty;
         }

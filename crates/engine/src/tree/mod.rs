@@ -328,9 +328,8 @@ impl Tree {
 
     /// Drops every cached node and refunds the cache (the tree is being dropped).
     pub(crate) fn release_cache(&self) {
-        let mut st = self.state.write();
         // A node being written out holds its charge until its write ends (K1).
-        self.writeback.wait_idle();
+        let mut st = self.write_state_idle();
         let ids: Vec<NodeId> = st.nodes.keys().copied().collect();
         for id in ids {
             st.remove_node(id, &self.cache);
@@ -447,6 +446,19 @@ impl Tree {
 
     pub(crate) fn write_state(&self) -> RwLockWriteGuard<'_, TreeState> {
         self.state.write()
+    }
+
+    /// The write lock, taken with no eviction write in flight: waits for the writing set to
+    /// empty with no lock held, then takes the lock and looks again (`writeback.rs`, lock
+    /// order: a failed write out needs the lock before it leaves the set).
+    pub(crate) fn write_state_idle(&self) -> RwLockWriteGuard<'_, TreeState> {
+        loop {
+            self.writeback.wait_idle();
+            let st = self.write_state();
+            if self.writeback.is_idle() {
+                return st;
+            }
+        }
     }
 
     /// The entry count callers keep through commits (`Txn::add_count`).

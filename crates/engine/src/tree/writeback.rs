@@ -21,15 +21,18 @@
 //!   from disk checks under the write lock that the node is not in the set, besides that
 //!   the image it read is still live (B10): a load that looked before the eviction began
 //!   may read the old image while the write is under way, when the image is still live.
-//! - **K3** (a checkpoint misses no write): `checkpoint_mark` waits, holding the tree's
-//!   write lock, until the set is empty, so that no write started before the mark (for
+//! - **K3** (a checkpoint misses no write): `checkpoint_mark` holds the tree's write lock
+//!   with the set empty (`Tree::write_state_idle`), so that no write started before the mark (for
 //!   the live table only) ends after the checkpoint copied the live table; and
 //!   `checkpoint_finish` waits again before ending the checkpoint, so that the pending nodes
 //!   evicted since the mark (written for the checkpoint) are in it.
 //!
 //! Lock order: the tree's state, then this set's mutex; the condition variable is waited
-//! on with no tree lock held, except in `checkpoint_mark` (K3), whose wait ends because a
-//! writing thread holds no tree lock until it has left the set.
+//! on with no tree lock held. Who needs the write lock with the set empty (`checkpoint_mark`
+//! for K3, `release_cache`) waits first and then takes the lock and looks again
+//! (`Tree::write_state_idle`): a write out begins only under the write lock, so none begins
+//! while it is held. Waiting while holding the lock would never end if a write out failed,
+//! since a failed one puts its node back under the write lock before it leaves the set (K1).
 
 use crate::block::NodeId;
 use parking_lot::{Condvar, Mutex};
@@ -67,6 +70,11 @@ impl Writeback {
         while writing.contains(&id) {
             self.ended.wait(&mut writing);
         }
+    }
+
+    /// Whether no node is being written out.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.writing.lock().is_empty()
     }
 
     /// Waits until no node is being written out (K3).
@@ -160,6 +168,40 @@ mod tests {
                 .expect("lookup");
             assert_eq!(got, Some(vec![1; 40]), "key {i}");
         }
+    }
+
+    /// A write out that fails takes the tree's write lock before it leaves the set (K1), so
+    /// whoever waits for the set to empty must not hold that lock while waiting: with the
+    /// lock held (as `checkpoint_mark` and `release_cache` did) the two waited for each
+    /// other forever.
+    #[test]
+    fn waiting_for_an_empty_set_leaves_the_write_lock_to_a_failed_write_out() {
+        use crate::{Env, EnvOptions, TreeOptions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = EnvOptions {
+            tree_defaults: TreeOptions::tiny(),
+            checkpoint_interval: None,
+            ..EnvOptions::default()
+        };
+        let env = Env::open(dir.path(), options).expect("open");
+        let t = env.create_tree("t", None).expect("create");
+        let tree = &t.tree;
+        let id = NodeId(1 << 40);
+        tree.writeback.begin(id);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let _st = tree.write_state_idle();
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            // The failed write out's step: the node back under the write lock.
+            let got = tree.state.try_write_for(Duration::from_secs(10)).is_some();
+            let went_on = waiter.is_finished();
+            tree.writeback.end(id);
+            waiter.join().expect("waiter");
+            assert!(got, "the waiter held the write lock while it waited");
+            assert!(!went_on, "the waiter went on with a write in flight");
+        });
+        assert!(tree.writeback.is_idle());
     }
 
     #[test]
