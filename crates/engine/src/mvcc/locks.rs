@@ -8,8 +8,9 @@
 //! newer than the requester's snapshot wrote the key, which the requester would overwrite or
 //! depend on without seeing it (L2). L1 and L2 are defined in `docs/transactions.md`.
 //!
-//! An entry with no holder is kept while its commit timestamp is above the horizon (some live
-//! snapshot may still request the key, L2) and pruned after.
+//! An entry with no holder is kept while its commit timestamp is above the lock horizon (some
+//! live snapshot may still request the key, L2: `Snapshots::lock_horizon`, which is not held
+//! at the durable log as the collection horizon is) and pruned after.
 //!
 //! Keys are identified by a 64-bit keyed hash of (tree, key) (`LockId`), so taking and
 //! releasing a lock copies no key. Two keys whose ids collide (about one pair in 10^19, and
