@@ -422,20 +422,13 @@ impl Database {
         mode: &mut Mode<'_>,
     ) -> DbResult<WriteResult> {
         self.refuse_view(ns)?;
-        let mut result = WriteResult::default();
+        let in_session = mode.in_session();
         let Some(coll) = self.visible_collection(ns) else {
             // Still validate the filters, as mongod does.
-            for (i, op) in ops.iter().enumerate() {
-                if let Err(e) = matcher(&op.filter, &op.vars) {
-                    result.errors.push((i, e));
-                    if ordered {
-                        break;
-                    }
-                }
-            }
-            return Ok(result);
+            return each_statement(ops, ordered, in_session, |op| {
+                matcher(&op.filter, &op.vars).map(|_| (0, 0))
+            });
         };
-        let in_session = mode.in_session();
         each_statement(ops, ordered, in_session, |op| {
             self.delete_statement(&coll, op, mode).map(|n| (n, 0))
         })
@@ -591,11 +584,6 @@ fn chunk_end(docs: &[RawDocumentBuf], start: usize) -> usize {
     i
 }
 
-/// Whether `e` fails the whole write command inside a session transaction instead of being
-/// one statement's write error: a write conflict (the driver retries the whole transaction
-/// on it, which it does only for a command error with its label) and a write set over the
-/// engine's limit. Outside one, a conflict is retried by `in_txn` and only one that outlasts
-/// the retries is reported, as a write error.
 /// Runs `run` on each statement in order, adding up its (n, nModified): a statement's
 /// error is its write error (an ordered batch stops there), except one that fails the
 /// command (`fails_command`).
@@ -624,6 +612,11 @@ pub(crate) fn each_statement<O>(
     Ok(result)
 }
 
+/// Whether `e` fails the whole write command inside a session transaction instead of being
+/// one statement's write error: a write conflict (the driver retries the whole transaction
+/// on it, which it does only for a command error with its label) and a write set over the
+/// engine's limit. Outside one, a conflict is retried by `in_txn` and only one that outlasts
+/// the retries is reported, as a write error.
 pub(crate) fn fails_command(e: &MongoError, in_session: bool) -> bool {
     in_session
         && matches!(

@@ -19,7 +19,7 @@ use crate::cache::Cache;
 use crate::catalog::Catalog;
 use crate::counters::EngineStats;
 use crate::lock::DirLock;
-use crate::mvcc::{Held, LockId, LockMode, LockTable, Refusal, Snapshots, Ts};
+use crate::mvcc::{Held, LockMode, LockTable, Refusal, Snapshots, Ts};
 use crate::roles::{Lifecycle, TxnRegistry};
 use crate::tree::{MergeFn, OpRef, Tree, TreeContext};
 use crate::vocab::Op;
@@ -436,34 +436,17 @@ impl EnvInner {
     /// Releases `held` keys of `txn`; `committed` marks the keys it locked to write as
     /// written at that timestamp (L2). A key can be held more than once — every write takes
     /// its lock again, and a `get_shared` read followed by a write holds it both ways — and
-    /// `release` frees all of a key's holds at once: each key is released once, as written
-    /// if any of its holds is exclusive. (Releasing the shared hold first used to
-    /// prune the entry, so the commit's timestamp was never recorded and an older snapshot
-    /// could then overwrite the key.)
+    /// `LockTable::release` frees all of a key's holds at once, recording the commit when the
+    /// key was held exclusively, whichever hold comes first (releasing a shared hold first
+    /// used to prune the entry before the commit's timestamp was recorded, so an older
+    /// snapshot could then overwrite the key).
     pub(crate) fn release_locks(&self, txn: TxnId, held: &[Held], committed: Option<Ts>) {
         if held.is_empty() {
             return;
         }
         let horizon = self.snapshots.lock_horizon();
-        if held.iter().all(|(_, mode)| *mode == LockMode::Exclusive) {
-            // Every hold written (a batch, most transactions): a second release of a key
-            // finds nothing held and changes nothing, so no sort is needed.
-            for (id, _) in held {
-                self.locks.release(txn, *id, committed, horizon);
-            }
-            self.locks.maybe_prune(horizon);
-            return;
-        }
-        let mut keys: Vec<(LockId, bool)> = held
-            .iter()
-            .map(|(id, mode)| (*id, *mode == LockMode::Exclusive))
-            .collect();
-        // Exclusive first within a key, so that dedup keeps it.
-        keys.sort_unstable_by_key(|&(id, exclusive)| (id, !exclusive));
-        keys.dedup_by_key(|(id, _)| *id);
-        for (id, exclusive) in keys {
-            let wrote = committed.filter(|_| exclusive);
-            self.locks.release(txn, id, wrote, horizon);
+        for (id, _) in held {
+            self.locks.release(txn, *id, committed, horizon);
         }
         self.locks.maybe_prune(horizon);
     }

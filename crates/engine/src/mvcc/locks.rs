@@ -158,9 +158,9 @@ impl LockTable {
     }
 
     /// Releases everything `txn` holds on lock `id` (shared and exclusive alike); `committed`
-    /// is the commit's timestamp when the transaction wrote the key. Entries no snapshot needs
-    /// any more go (at or below `horizon`). Call it once per key: a second call finds nothing
-    /// held, and an entry the first call pruned is gone.
+    /// is the commit's timestamp, recorded when `txn` held the key exclusively (it wrote it).
+    /// Entries no snapshot needs any more go (at or below `horizon`). A second call for the
+    /// same key finds nothing held and changes nothing, so callers need not deduplicate.
     pub fn release(&self, txn: TxnId, id: LockId, committed: Option<Ts>, horizon: Ts) {
         let mut shard = self.shard(id).lock();
         let Some(entry) = shard.get_mut(&id) else {
@@ -168,11 +168,11 @@ impl LockTable {
         };
         if entry.writer == Some(txn) {
             entry.writer = None;
+            if let Some(ts) = committed {
+                entry.last_commit = entry.last_commit.max(ts);
+            }
         }
         entry.readers.retain(|r| *r != txn);
-        if let Some(ts) = committed {
-            entry.last_commit = entry.last_commit.max(ts);
-        }
         if entry.is_free() && entry.last_commit <= horizon {
             shard.remove(&id);
             self.entries.fetch_sub(1, Ordering::Relaxed);

@@ -126,11 +126,7 @@ impl Snapshots {
 
     /// The oldest timestamp any reader may still ask for (M2).
     pub fn horizon(&self) -> Ts {
-        let open = self.open.lock();
-        let horizon = match open.keys().next() {
-            Some(&oldest) => oldest,
-            None => self.visible(),
-        };
+        let horizon = self.lock_horizon();
         // Never past the cap either: the log may still grow durable after a freeze (a node
         // write failed, not the log), and a capped snapshot needs what lies below the cap.
         let cap = Ts(self.cap.load(Ordering::Acquire));

@@ -299,47 +299,58 @@ impl Basement {
     pub fn split_evenly(&self, pieces: usize) -> Vec<Basement> {
         let pieces = pieces.max(1);
         let total = self.bytes;
-        // Pass 1: each entry's bytes, and where the pieces start.
+        // Pass 1: each entry's bytes, and where the pieces start, with their weights.
         let mut ranges = Vec::with_capacity(self.len());
-        let mut cuts = Vec::with_capacity(pieces);
+        let mut bounds = vec![0];
+        let mut weights = vec![0];
         let mut before = 0;
         for i in 0..self.len() {
             let (key, e) = self.entry(i);
-            let at_cut = cuts.len() + 1 < pieces && before >= total * (cuts.len() + 1) / pieces;
-            if i > 0 && at_cut {
-                cuts.push(i);
+            let cut = bounds.len() < pieces && before >= total * bounds.len() / pieces;
+            if i > 0 && cut {
+                bounds.push(i);
+                weights.push(0);
             }
-            before += entry_ref_bytes(key, e);
+            let weight = entry_ref_bytes(key, e);
+            before += weight;
+            if let Some(w) = weights.last_mut() {
+                *w += weight;
+            }
             ranges.push(self.entry_range(i));
         }
+        bounds.push(self.len());
         // Pass 2: copy each piece's entries.
-        let bounds: Vec<usize> = std::iter::once(0)
-            .chain(cuts)
-            .chain(std::iter::once(self.len()))
-            .collect();
         bounds
             .windows(2)
-            .map(|w| self.copy_entries(&ranges[w[0]..w[1]]))
+            .zip(weights)
+            .map(|(w, bytes)| {
+                let piece = &ranges[w[0]..w[1]];
+                let size = piece.iter().map(Range::len).sum();
+                self.copy_entries(piece.iter().cloned(), size, piece.len(), bytes)
+            })
             .collect()
     }
 
-    /// A canonical basement of the entries at `ranges` of this arena, in order.
-    fn copy_entries(&self, ranges: &[Range<usize>]) -> Basement {
-        let size: usize = ranges.iter().map(Range::len).sum();
+    /// A canonical basement of the `count` entries at `ranges` of this arena, in order:
+    /// `size` raw bytes weighing `bytes` (P2).
+    fn copy_entries(
+        &self,
+        ranges: impl Iterator<Item = Range<usize>>,
+        size: usize,
+        count: usize,
+        bytes: usize,
+    ) -> Basement {
         let mut out = Basement {
             arena: Vec::with_capacity(COUNT_BYTES + size),
-            starts: Vec::with_capacity(ranges.len()),
+            starts: Vec::with_capacity(count),
             garbage: 0,
             canonical: true,
-            bytes: 0,
+            bytes,
         };
         out.arena.extend_from_slice(&[0; COUNT_BYTES]);
         for r in ranges {
-            let start = r.start;
             out.starts.push(out.arena.len() as u32);
-            out.arena.extend_from_slice(&self.arena[r.clone()]);
-            let (key, e) = self.entry_at(start);
-            out.bytes += entry_ref_bytes(key, e);
+            out.arena.extend_from_slice(&self.arena[r]);
         }
         out.seal();
         out
@@ -372,18 +383,9 @@ impl Basement {
 
     /// A canonical copy: each entry's bytes in key order.
     fn rewritten(&self) -> Basement {
-        let mut out = Basement::new();
-        out.arena
-            .reserve_exact(self.arena.len() - COUNT_BYTES - self.garbage);
-        out.starts.reserve_exact(self.len());
-        for i in 0..self.len() {
-            out.starts.push(out.arena.len() as u32);
-            out.arena
-                .extend_from_slice(&self.arena[self.entry_range(i)]);
-        }
-        out.bytes = self.bytes;
-        out.seal();
-        out
+        let size = self.arena.len() - COUNT_BYTES - self.garbage;
+        let ranges = (0..self.len()).map(|i| self.entry_range(i));
+        self.copy_entries(ranges, size, self.len(), self.bytes)
     }
 
     /// Whether the arena is the encoding as it is (P3).
