@@ -37,6 +37,7 @@ mod op_context;
 pub mod oplog;
 mod plan;
 pub mod pre_images;
+pub mod qe;
 mod query_ops;
 pub mod repair;
 mod retryable;

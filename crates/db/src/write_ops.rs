@@ -251,6 +251,9 @@ impl Database {
         ordered: bool,
         mode: &mut Mode<'_>,
     ) -> DbResult<WriteResult> {
+        if let Some(target) = self.qe_target(coll)? {
+            return self.insert_encrypted(coll, &target, docs, ordered, mode);
+        }
         let mut result = WriteResult::default();
         let mut next = 0;
         while next < docs.len() {

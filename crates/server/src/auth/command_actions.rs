@@ -101,6 +101,14 @@ const ON_COLLECTION: &[(&str, &[&str])] = &[
     ("validate", &["validate"]),
     ("killCursors", &["killCursors"]),
     ("compact", &["compact"]),
+    (
+        "compactStructuredEncryptionData",
+        &["compactStructuredEncryptionData"],
+    ),
+    (
+        "cleanupStructuredEncryptionData",
+        &["cleanupStructuredEncryptionData"],
+    ),
 ];
 
 /// The rule for command `name` with arguments `body` run on database `db`. `None` for a

@@ -120,6 +120,10 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             k if STORED_OPTIONS.contains(&k) => {
                 options.insert(k, v.clone());
             }
+            // Queryable Encryption (`qe.rs`): stored as mongod lists it.
+            "encryptedFields" => {
+                options.insert(k, super::qe::stored_option(&ns, v)?);
+            }
             _ => {
                 return Err(MongoError::new(
                     ErrorCode::Location40415,
@@ -128,10 +132,17 @@ pub fn create(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> CommandResult
             }
         }
     }
+    let encrypted = options.get("encryptedFields").cloned();
+    if let Some(stored) = &encrypted {
+        super::qe::create_state_collections(ctx, &ns, stored)?;
+    }
     match &ctx.txn {
         // A session transaction's collection, published at its commit.
         Some(t) => ctx.db.create_collection_in(t, &ns, options)?,
         None => ctx.db.create_collection(&ns, options)?,
+    }
+    if encrypted.is_some() {
+        super::qe::create_safe_content_index(ctx, &ns)?;
     }
     // mongod notes the option whichever way it is set.
     Ok(match auto_index_id {
@@ -148,8 +159,7 @@ const AUTO_INDEX_ID_NOTE: &str =
 /// checked as mongod 7.0's `create` checks them: `temp` (internal clients only),
 /// `autoIndexId` (false only where a collection is not replicated, and never beside
 /// `idIndex` or `clusteredIndex`) and `encryptedFields` (Queryable Encryption: refused on a
-/// standalone as mongod refuses it; its server half is not built, so refused on a member
-/// too). `recordIdsReplicated` is mongod 8.0's and stays an unknown field (40415).
+/// standalone as mongod refuses it, checked and stored on a member by `qe.rs`). `recordIdsReplicated` is mongod 8.0's and stays an unknown field (40415).
 fn check_create_only_options(
     ctx: &ConnectionCtx,
     ns: &Namespace,
@@ -218,10 +228,8 @@ fn check_encrypted_fields(
             "Encrypted collections are not supported on standalone",
         ));
     }
-    Err(MongoError::new(
-        ErrorCode::CommandNotSupported,
-        "create option 'encryptedFields' (Queryable Encryption) is not supported by shale",
-    ))
+    // The option itself is checked where it is stored (`qe::stored_option`).
+    Ok(())
 }
 
 /// `create` with `viewOn` (and `pipeline`): a view. Other collection options are refused as

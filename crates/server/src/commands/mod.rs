@@ -34,6 +34,7 @@ mod listings;
 mod parameters;
 mod pipeline_as_sent;
 pub mod profile;
+mod qe;
 mod query;
 pub(crate) mod raw_args;
 mod repl_set;
@@ -127,6 +128,18 @@ pub fn dispatch_command(
     cmd: &Command<'_>,
     raw_documents: Option<Vec<RawDocumentBuf>>,
 ) -> Reply {
+    // Queryable Encryption: an equality query's find payloads become `__safeContent__`
+    // tags before the command runs (`qe.rs`), as mongod rewrites them.
+    if let Some(rewritten) = qe::rewrite_reads(ctx, db, cmd) {
+        let raw = rewritten.and_then(|doc| Ok((crate::command::raw_of(&doc)?, doc)));
+        return match raw {
+            Ok((raw, doc)) => {
+                let cmd = Command::new(&raw, Vec::new()).with_owned(doc);
+                dispatch_command(ctx, db, &cmd, raw_documents)
+            }
+            Err(e) => Reply::Doc(error_reply(&e)),
+        };
+    }
     let raw_count = raw_documents.as_ref().map(Vec::len);
     let on_collection = collection_of(cmd);
     let active = on_collection.map(|_| crate::top::Active::start(cmd.name()));

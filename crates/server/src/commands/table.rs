@@ -6,7 +6,7 @@
 use super::{
     aggregate, coll_mod, compact, connection_info, connection_txn, crud, current_op, data_size,
     ddl, diagnostics, fsync, get_last_error, get_log, hello, host_info, indexes, list_commands,
-    listings, parameters, profile, query, repl_set, roles, roles_info, sasl, server_status,
+    listings, parameters, profile, qe, query, repl_set, roles, roles_info, sasl, server_status,
     sessions, storage_stats, transactions, users, users_info,
 };
 use super::{Handler, RawBodyHandler, RawHandler};
@@ -135,6 +135,9 @@ pub(crate) static COMMANDS: &[Entry] = &[
     other("dataSize", Doc(data_size::data_size)),
     other("datasize", Doc(data_size::data_size)),
     other("compact", Doc(compact::compact)),
+    // Queryable Encryption's state collections (`qe.rs`).
+    data("compactStructuredEncryptionData", Doc(qe::compact)),
+    data("cleanupStructuredEncryptionData", Doc(qe::cleanup)),
     // Data and catalog commands: the hot paths read the raw body (`Raw`: the reply built raw too;
     // `RawBody`: an owned reply), the rest get it decoded once.
     data("find", Raw(query::find)),
