@@ -80,7 +80,7 @@ pub(crate) fn process(
     let mut tags = Vec::new();
     transform(txn, log, target, &mut owned, "", &mut tags, 0)?;
     if !tags.is_empty() {
-        let tags: Vec<Bson> = tags.iter().map(|t| esc::id_value(t)).collect();
+        let tags: Vec<Bson> = tags.iter().map(esc::id_value).collect();
         owned.insert(SAFE_CONTENT, tags);
     }
     RawDocumentBuf::from_document(&owned)
