@@ -86,6 +86,8 @@ impl Database {
             || mode.in_session()
             || crate::oplog::is_oplog(&coll.ns)
             || coll.keeps_pre_images()
+            // Queryable Encryption's payloads become indexed values and tags (`qe/update.rs`).
+            || coll.options.contains_key("encryptedFields")
         {
             return None;
         }

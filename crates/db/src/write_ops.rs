@@ -15,6 +15,8 @@ use crate::exec::{Query, QueryShape, Scan, Snap};
 use crate::namespace::Namespace;
 use crate::oplog::log::Shape;
 use crate::oplog::pending::Pending;
+use crate::qe::update::process_update;
+use crate::qe::QeTarget;
 use crate::sort::SortSpec;
 use crate::user_txn::Mode;
 use crate::{engine_error, Database, DbResult};
@@ -382,6 +384,7 @@ impl Database {
         let vars = statement_vars(coll, &op.vars);
         let matcher = matcher(&op.filter, &vars)?;
         let sort = SortSpec::parse(&Document::new())?;
+        let qe = self.qe_target(coll)?;
         self.run_write(mode, coll, |txn, log| {
             let p = plan_under(coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let shape = QueryShape {
@@ -393,7 +396,8 @@ impl Database {
             let now = op.vars.now();
             while let Some((doc, pos)) = query.next_match(Snap::Txn(txn))? {
                 matched += 1;
-                if apply_update(txn, log, coll, &op.update, &doc, pos, now)?.is_some() {
+                if apply_update(txn, log, coll, qe.as_ref(), &op.update, &doc, pos, now)?.is_some()
+                {
                     modified += 1;
                 }
                 if !op.multi {
@@ -402,7 +406,10 @@ impl Database {
             }
             let mut upserted = None;
             if matched == 0 && op.upsert {
-                let doc = upsert_document(&op.update, &op.filter, now)?;
+                let mut doc = upsert_document(&op.update, &op.filter, now)?;
+                if let Some(t) = &qe {
+                    doc = process_update(txn, log, t, None, &doc, true)?;
+                }
                 upserted = Some(id_of(&doc)?);
                 doc_write::insert(txn, log, coll, &doc)?;
             }
@@ -507,6 +514,7 @@ impl Database {
             Some(f) if !f.is_empty() => Some(Projection::parse_with(&to_raw(f)?, &vars)?),
             _ => None,
         };
+        let qe = self.qe_target(&coll)?;
         let mut out = self.run_write(mode, &coll, |txn, log| {
             let p = plan_under(&coll, &op.filter, &sort, op.hint.as_ref(), &vars)?;
             let in_memory = (!p.sort_covered).then(|| sort.clone());
@@ -527,7 +535,7 @@ impl Database {
                     out.value = Some(doc);
                 }
                 (Some((doc, pos)), Some(update)) => {
-                    let new = apply_update(txn, log, &coll, update, &doc, pos, now)?;
+                    let new = apply_update(txn, log, &coll, qe.as_ref(), update, &doc, pos, now)?;
                     out.n = 1;
                     out.updated_existing = true;
                     out.value = Some(if op.return_new {
@@ -537,7 +545,10 @@ impl Database {
                     });
                 }
                 (None, Some(update)) if op.upsert => {
-                    let doc = upsert_document(update, &op.filter, now)?;
+                    let mut doc = upsert_document(update, &op.filter, now)?;
+                    if let Some(t) = &qe {
+                        doc = process_update(txn, log, t, None, &doc, true)?;
+                    }
                     out.upserted = Some(id_of(&doc)?);
                     doc_write::insert(txn, log, &coll, &doc)?;
                     out.n = 1;
@@ -555,18 +566,26 @@ impl Database {
 }
 
 /// Applies `update` to `doc`; writes and returns the new document if it changed.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the statement's parts, named at its two callers"
+)]
 fn apply_update(
     txn: &mut Txn,
     log: &mut Pending,
     coll: &Collection,
+    qe: Option<&QeTarget>,
     update: &UpdateSpec,
     doc: &RawDocument,
     pos: Option<usize>,
     now: bson::DateTime,
 ) -> DbResult<Option<RawDocumentBuf>> {
-    let Some(new) = updated_document(update, doc, pos, now)? else {
+    let Some(mut new) = updated_document(update, doc, pos, now)? else {
         return Ok(None);
     };
+    if let Some(t) = qe {
+        new = process_update(txn, log, t, Some(doc), &new, update.is_replacement())?;
+    }
     doc_write::replace(txn, log, coll, doc, &new, update.is_replacement())?;
     Ok(Some(new))
 }

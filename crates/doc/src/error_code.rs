@@ -701,6 +701,7 @@ error_codes! {
     Location6371508 = 6371508,
     Location7293205 = 7293205,
     Location7293207 = 7293207,
+    Location6666200 = 6666200,
     Location6371506 = 6371506,
 }
 

@@ -77,25 +77,33 @@ pub(crate) fn process(
             format!("Cannot insert a document with field name {SAFE_CONTENT}"),
         ));
     }
-    let mut tags = Vec::new();
-    transform(txn, log, target, &mut owned, "", &mut tags, 0)?;
-    if !tags.is_empty() {
-        let tags: Vec<Bson> = tags.iter().map(esc::id_value).collect();
+    let mut found = Found::default();
+    transform(txn, log, target, &mut owned, "", &mut found, 0)?;
+    if !found.tags.is_empty() {
+        let tags: Vec<Bson> = found.tags.iter().map(esc::id_value).collect();
         owned.insert(SAFE_CONTENT, tags);
     }
     RawDocumentBuf::from_document(&owned)
         .map_err(|e| MongoError::new(ErrorCode::BadValue, e.to_string()))
 }
 
+/// What a walk over a document found: the tags of the payloads it replaced; and whether
+/// the indexed values an update carries over from the stored document may stay.
+#[derive(Default)]
+pub(crate) struct Found {
+    pub(crate) tags: Vec<Token>,
+    pub(crate) keep_indexed: bool,
+}
+
 /// Replaces every insert payload under `doc` (at `prefix`), depth first in field order as
 /// mongod's `transformBSON` walks.
-fn transform(
+pub(crate) fn transform(
     txn: &mut Txn,
     log: &mut Pending,
     target: &QeTarget,
     doc: &mut Document,
     prefix: &str,
-    tags: &mut Vec<Token>,
+    found: &mut Found,
     depth: usize,
 ) -> DbResult<()> {
     if depth > 180 {
@@ -111,13 +119,13 @@ fn transform(
             format!("{prefix}.{k}")
         };
         match v {
-            Bson::Document(d) => transform(txn, log, target, d, &path, tags, depth + 1)?,
+            Bson::Document(d) => transform(txn, log, target, d, &path, found, depth + 1)?,
             Bson::Array(a) => {
                 for e in a.iter_mut() {
                     if let Bson::Document(d) = e {
-                        transform(txn, log, target, d, &path, tags, depth + 1)?;
+                        transform(txn, log, target, d, &path, found, depth + 1)?;
                     } else if let Bson::Binary(b) = e {
-                        check_stored_as_sent(b, &path, target)?;
+                        check_stored_as_sent(b, &path, target, found.keep_indexed)?;
                     }
                 }
             }
@@ -130,9 +138,9 @@ fn transform(
             {
                 let (stored, tag) = insert_one(txn, log, target, &path, &b.bytes)?;
                 b.bytes = stored;
-                tags.push(tag);
+                found.tags.push(tag);
             }
-            Bson::Binary(b) => check_stored_as_sent(b, &path, target)?,
+            Bson::Binary(b) => check_stored_as_sent(b, &path, target, found.keep_indexed)?,
             _ => {}
         }
     }
@@ -142,11 +150,18 @@ fn transform(
 /// A subtype-6 value the insert stores as it is: it must fit the field's configuration as
 /// mongod's `validateDocument` checks it (an unindexed field holds an unindexed value, an
 /// equality field nothing but what an insert payload becomes).
-fn check_stored_as_sent(b: &Binary, path: &str, target: &QeTarget) -> DbResult<()> {
+fn check_stored_as_sent(
+    b: &Binary,
+    path: &str,
+    target: &QeTarget,
+    keep_indexed: bool,
+) -> DbResult<()> {
     if b.subtype != BinarySubtype::Encrypted {
         return Ok(());
     }
+    let indexed = b.bytes.first() == Some(&blob::EQUALITY_INDEXED_VALUE_V2);
     match target.config.field(path) {
+        Some(f) if f.equality.is_some() && indexed && keep_indexed => Ok(()),
         None => Err(MongoError::new(
             ErrorCode::Location6371508,
             format!("Field '{path}' is encrypted by not marked as an encryptedField"),

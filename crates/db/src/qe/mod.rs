@@ -8,7 +8,7 @@
 //!
 //! Parts: `tokens` (HMAC and AES-CTR), `payload` (what the client sends and what is
 //! stored), `esc` (counting inserts, mongod's `emuBinaryV2`), `config` (`encryptedFields`),
-//! `insert` (writes), `rewrite` (reads), `compact` (`compactStructuredEncryptionData`,
+//! `insert` (inserts), `update` (updates), `rewrite` (reads), `compact` (`compactStructuredEncryptionData`,
 //! `cleanupStructuredEncryptionData`). Range indexes (`rangePreview`) are not built.
 
 mod compact;
@@ -18,6 +18,7 @@ pub(crate) mod insert;
 pub mod payload;
 mod rewrite;
 pub mod tokens;
+pub(crate) mod update;
 
 pub use compact::CompactStats;
 pub use config::{check_and_fill, EncryptedConfig};

@@ -42,6 +42,8 @@ const WRITE_COMMANDS: &[&str] = &[
     "revokePrivilegesFromRole",
     "grantRolesToRole",
     "revokeRolesFromRole",
+    "compactStructuredEncryptionData",
+    "cleanupStructuredEncryptionData",
 ];
 
 /// Whether command `name` with `body` writes: a write command, or an aggregation whose
