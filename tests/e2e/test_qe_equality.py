@@ -5,8 +5,8 @@ back as mongod lists it); explicit encryption (indexed equality with contention 
 unindexed) through a client with `bypass_query_analysis` inserts documents with repeated
 values; equality queries (find, count, aggregate `$match`, delete) return exactly the right
 documents, decrypted; the ESC and ECOC hold what mongod's protocol V2 writes; compaction
-anchors the counts so queries still find every document; a user's own `__safeContent__`
-is refused."""
+anchors the counts and cleanup folds them into null anchors, so queries still find every
+document; a user's own `__safeContent__` is refused."""
 
 import os
 
@@ -113,6 +113,16 @@ def test_equality_end_to_end(qe):
     coll.insert_one({"_id": 6, "ssn": indexed("111")})
     assert ids("111") == [0, 2, 4, 6]
     assert ids("222") == [1, 5]
+
+    # Cleanup folds each value into its null anchor and drops its anchors and non-anchors.
+    reply = encrypted.app.command("cleanupStructuredEncryptionData", "people")
+    assert set(reply["stats"]) == {"ecoc", "esc"}
+    assert set(reply["stats"]["esc"]) == {"read", "inserted", "updated", "deleted"}
+    esc = list(plain.app["enxcol_.people.esc"].find())
+    assert len(esc) == 3 and all("value" in d for d in esc)
+    assert ids("111") == [0, 2, 4, 6] and ids("333") == [3]
+    coll.insert_one({"_id": 7, "ssn": indexed("333")})
+    assert ids("333") == [3, 7]
 
     # Deletes by an encrypted equality filter.
     assert coll.delete_many({"ssn": query("222")}).deleted_count == 2
