@@ -88,6 +88,15 @@ def test_equality_end_to_end(qe):
     assert coll.count_documents({"ssn": query("111")}) == 3
     assert [d["_id"] for d in coll.aggregate([{"$match": {"ssn": query("333")}}])] == [3]
     assert sorted(d["_id"] for d in coll.find({"$or": [{"ssn": query("333")}, {"_id": 1}]})) == [1, 3]
+    [facet] = coll.aggregate([{"$facet": {"m": [{"$match": {"ssn": query("333")}}]}}])
+    assert [d["_id"] for d in facet["m"]] == [3]
+    [joined] = coll.aggregate([
+        {"$match": {"_id": 0}},
+        {"$lookup": {"from": "people", "pipeline": [{"$match": {"ssn": query("222")}}], "as": "j"}},
+    ])
+    assert sorted(d["_id"] for d in joined["j"]) == [1, 5]
+    explained = encrypted.app.command("explain", {"find": "people", "filter": {"ssn": query("111")}})
+    assert "__safeContent__" in str(explained)
 
     # What is stored: the indexed value (blob subtype 14), the unindexed one as sent (16).
     raw = plain.app.people.find_one({"_id": 0})

@@ -153,3 +153,7 @@ impl Database {
         Ok(Some(rewritten))
     }
 }
+
+#[cfg(test)]
+#[path = "rewrite_tests.rs"]
+mod tests;

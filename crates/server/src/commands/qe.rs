@@ -139,7 +139,7 @@ pub fn cleanup(ctx: &ConnectionCtx, db: &str, body: &Document) -> CommandResult 
     Ok(doc! {"stats": stats.to_document()})
 }
 
-/// Commands whose filters may hold find payloads, and where each keeps them.
+/// Commands whose filters may hold find payloads (`explain` through the command it wraps).
 const READS: &[&str] = &[
     "find",
     "count",
@@ -148,6 +148,7 @@ const READS: &[&str] = &[
     "delete",
     "update",
     "findAndModify",
+    "explain",
 ];
 
 /// True when a raw value holds a find-equality payload anywhere below it.
@@ -176,8 +177,7 @@ pub fn rewrite_reads(
     db: &str,
     cmd: &Command<'_>,
 ) -> Option<Result<Document, MongoError>> {
-    let name = cmd.name();
-    if !READS.contains(&name) {
+    if !READS.contains(&cmd.name()) {
         return None;
     }
     let in_body = cmd.fields().iter().any(|(_, v)| raw_holds_payload(*v, 0));
@@ -190,38 +190,103 @@ pub fn rewrite_reads(
     if !in_body && !in_sequences {
         return None;
     }
-    Some(rewrite_body(ctx, db, cmd))
+    Some(cmd.doc().and_then(|body| {
+        let mut body = body.clone();
+        rewrite_command(ctx, db, &mut body, 0)?;
+        Ok(body)
+    }))
 }
 
-fn rewrite_body(ctx: &ConnectionCtx, db: &str, cmd: &Command<'_>) -> Result<Document, MongoError> {
-    let mut body = cmd.doc()?.clone();
-    let Ok(coll) = body.get_str(cmd.name()) else {
-        return Ok(body);
+/// Rewrites the filters of command `body` (its first field names it and its collection).
+fn rewrite_command(
+    ctx: &ConnectionCtx,
+    db: &str,
+    body: &mut Document,
+    depth: usize,
+) -> Result<(), MongoError> {
+    let Some((name, target)) = body.iter().next().map(|(k, v)| (k.clone(), v.clone())) else {
+        return Ok(());
     };
-    let ns = Namespace::new(db, coll)?;
-    let rewrite = |filter: &mut Document| -> Result<(), MongoError> {
-        if let Some(new) = ctx.db.qe_rewrite_filter(&ns, filter)? {
-            *filter = new;
+    if name == "explain" {
+        if let (Some(Bson::Document(inner)), true) = (body.get_mut("explain"), depth == 0) {
+            return rewrite_command(ctx, db, inner, depth + 1);
         }
-        Ok(())
+        return Ok(());
+    }
+    let Bson::String(coll) = target else {
+        return Ok(());
     };
-    let filter_key = match cmd.name() {
+    let ns = Namespace::new(db, &coll)?;
+    let filter_key = match name.as_str() {
         "find" => Some("filter"),
         "count" | "distinct" | "findAndModify" => Some("query"),
         _ => None,
     };
     if let Some(Bson::Document(f)) = filter_key.and_then(|k| body.get_mut(k)) {
-        rewrite(f)?;
+        rewrite_filter(ctx, &ns, f)?;
     }
-    for (list, key) in [("deletes", "q"), ("updates", "q"), ("pipeline", "$match")] {
+    for list in ["deletes", "updates"] {
         if let Some(Bson::Array(items)) = body.get_mut(list) {
             for item in items {
-                if let Some(Bson::Document(f)) = item.as_document_mut().and_then(|d| d.get_mut(key))
+                if let Some(Bson::Document(f)) = item.as_document_mut().and_then(|d| d.get_mut("q"))
                 {
-                    rewrite(f)?;
+                    rewrite_filter(ctx, &ns, f)?;
                 }
             }
         }
     }
-    Ok(body)
+    if let Some(Bson::Array(stages)) = body.get_mut("pipeline") {
+        rewrite_pipeline(ctx, &ns, stages, 0)?;
+    }
+    Ok(())
+}
+
+fn rewrite_filter(ctx: &ConnectionCtx, ns: &Namespace, f: &mut Document) -> Result<(), MongoError> {
+    if let Some(new) = ctx.db.qe_rewrite_filter(ns, f)? {
+        *f = new;
+    }
+    Ok(())
+}
+
+/// A pipeline's `$match` stages, and those of the pipelines `$facet`, `$lookup` and
+/// `$unionWith` hold (the latter two on the collection they name).
+fn rewrite_pipeline(
+    ctx: &ConnectionCtx,
+    ns: &Namespace,
+    stages: &mut [Bson],
+    depth: usize,
+) -> Result<(), MongoError> {
+    if depth > 20 {
+        return Ok(());
+    }
+    for stage in stages {
+        let Some(stage) = stage.as_document_mut() else {
+            continue;
+        };
+        let Some((name, spec)) = stage.iter_mut().next() else {
+            continue;
+        };
+        match (name.as_str(), spec) {
+            ("$match", Bson::Document(f)) => rewrite_filter(ctx, ns, f)?,
+            ("$facet", Bson::Document(facets)) => {
+                for (_, sub) in facets.iter_mut() {
+                    if let Bson::Array(sub) = sub {
+                        rewrite_pipeline(ctx, ns, sub, depth + 1)?;
+                    }
+                }
+            }
+            ("$lookup" | "$unionWith", Bson::Document(spec)) => {
+                let from = spec.get_str("from").or_else(|_| spec.get_str("coll"));
+                let other = match from {
+                    Ok(c) => Namespace::new(&ns.db, c)?,
+                    Err(_) => ns.clone(),
+                };
+                if let Some(Bson::Array(sub)) = spec.get_mut("pipeline") {
+                    rewrite_pipeline(ctx, &other, sub, depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
