@@ -18,7 +18,6 @@ from pymongo.encryption import Algorithm, ClientEncryption, QueryType
 from pymongo.encryption_options import AutoEncryptionOpts
 from pymongo.errors import WriteError
 
-pytest.importorskip("pymongocrypt")
 
 KEY_VAULT = "keyvault.datakeys"
 KMS = {"local": {"key": os.urandom(96)}}

@@ -2,8 +2,9 @@
 one-member `--replSet` server: `$set` of an explicitly encrypted indexed value,
 `findOneAndUpdate` found by an encrypted equality filter, a replacement and an upsert each
 store the indexed value and keep `__safeContent__` to the tags of the values the document
-holds (the replaced value's tag leaves it), so equality queries follow the change; a
-user's own change to `__safeContent__` is mongod's 6666200."""
+holds (the replaced value's tag leaves it), so equality queries follow the change, also in
+a session transaction (and an aborted one leaves no state documents); a user's own change
+to `__safeContent__` is mongod's 6666200."""
 
 import os
 
@@ -15,7 +16,6 @@ from pymongo.encryption import Algorithm, ClientEncryption, QueryType
 from pymongo.encryption_options import AutoEncryptionOpts
 from pymongo.errors import OperationFailure, WriteError
 
-pytest.importorskip("pymongocrypt")
 
 KEY_VAULT = "keyvault.datakeys"
 KMS = {"local": {"key": os.urandom(96)}}
@@ -66,6 +66,18 @@ def test_updates_keep_tags_in_step(primary):
         coll.update_one({"_id": 7}, {"$set": {"ssn": value("e")}}, upsert=True)
         assert ids("e") == [7]
 
+        # In a session transaction: the state documents commit or abort with the write.
+        with encrypted.start_session() as s:
+            with s.start_transaction():
+                coll.insert_one({"_id": 8, "ssn": value("f")}, session=s)
+                coll.update_one({"_id": 7}, {"$set": {"ssn": value("f")}}, session=s)
+        assert ids("f") == [7, 8] and ids("e") == []
+        with encrypted.start_session() as s:
+            s.start_transaction()
+            coll.insert_one({"_id": 9, "ssn": value("f")}, session=s)
+            s.abort_transaction()
+        assert ids("f") == [7, 8]
+
         # Plain fields change as ever; the tags stay.
         coll.update_many({}, {"$inc": {"n": 1}})
         assert ids("c") == [0] and ids("d") == [2]
@@ -76,8 +88,10 @@ def test_updates_keep_tags_in_step(primary):
         with pytest.raises(OperationFailure) as err:
             plain.app.people.find_one_and_update({"_id": 0}, {"$unset": {"__safeContent__": 1}})
         assert err.value.code == 6666200
-        # Each insert of a value wrote one ESC entry: a, b, a, c, a, d, e.
-        assert plain.app["enxcol_.people.esc"].count_documents({}) == 7
+        # Each insert of a value wrote one ESC entry: a, b, a, c, a, d, e, f, f (the aborted
+        # transaction's left nothing).
+        assert plain.app["enxcol_.people.esc"].count_documents({}) == 9
+        assert plain.app["enxcol_.people.ecoc"].count_documents({}) == 9
     finally:
         encrypted.close()
         ce.close()
