@@ -46,10 +46,12 @@ def test_equality_end_to_end(qe):
             {"path": "ssn", "bsonType": "string", "keyId": None,
              "queries": {"queryType": "equality", "contention": 0}},
             {"path": "notes", "bsonType": "string", "keyId": None},
+            {"path": "email", "bsonType": "string", "keyId": None,
+             "queries": {"queryType": "equality", "contention": 4}},
         ]
     }
     _, created = ce.create_encrypted_collection(plain.app, "people", fields, "local")
-    ssn_key, notes_key = created["fields"][0]["keyId"], created["fields"][1]["keyId"]
+    ssn_key, notes_key, email_key = (f["keyId"] for f in created["fields"])
 
     # Listed as mongod lists it: state collection names filled in.
     [info] = plain.app.command("listCollections", filter={"name": "people"})["cursor"]["firstBatch"]
@@ -96,6 +98,17 @@ def test_equality_end_to_end(qe):
     assert sorted(d["_id"] for d in joined["j"]) == [1, 5]
     explained = encrypted.app.command("explain", {"find": "people", "filter": {"ssn": query("111")}})
     assert "__safeContent__" in str(explained)
+
+    # A contended field: each insert draws a contention factor in 0..=4, and a query with
+    # contention 4 asks for the tags under every one of them.
+    mails = encrypted.app.mails
+    plain.app.command("create", "mails", encryptedFields={"fields": [created["fields"][2]]})
+    for i in range(12):
+        mails.insert_one({"_id": i, "email": ce.encrypt(
+            "a@b" if i % 3 else "c@d", Algorithm.INDEXED, key_id=email_key, contention_factor=4)})
+    found = mails.find({"email": ce.encrypt("a@b", Algorithm.INDEXED, key_id=email_key,
+                                            query_type=QueryType.EQUALITY, contention_factor=4)})
+    assert sorted(d["_id"] for d in found) == [i for i in range(12) if i % 3]
 
     # What is stored: the indexed value (blob subtype 14), the unindexed one as sent (16).
     raw = plain.app.people.find_one({"_id": 0})
