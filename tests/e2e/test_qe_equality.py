@@ -154,3 +154,7 @@ def test_equality_end_to_end(qe):
         plain.app.people.insert_one({"_id": 10, "__safeContent__": [1]})
     assert err.value.code == 2
     assert "Cannot insert a document with field name __safeContent__" in str(err.value)
+
+    # The driver drops the state collections itself; the server drops what it is asked to.
+    plain.app.drop_collection("people", encrypted_fields=listed)
+    assert not {"people", "enxcol_.people.esc", "enxcol_.people.ecoc"} & set(plain.app.list_collection_names())
