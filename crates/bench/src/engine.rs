@@ -274,6 +274,10 @@ struct Phase {
     device_probe: Option<DeviceProbe>,
     #[serde(skip_serializing_if = "Option::is_none")]
     fraction_of_device_reads: Option<f64>,
+    /// read-random: what the tree's cached nodes held at the phase's end, by kind
+    /// (`TreeHandle::cache_mix`): how much of the budget was leaf entries a get can hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_mix: Option<CacheMixBytes>,
     /// `user_read.read_bytes / user_read.read_calls`; null without reads.
     bytes_per_read: Option<f64>,
     db_bytes_on_disk: u64,
@@ -577,6 +581,7 @@ fn finish(env: &Env, start: &Start, end: PhaseEnd<'_>) -> Phase {
         },
         device_probe: None,
         fraction_of_device_reads: None,
+        cache_mix: None,
         bytes_per_read: (reads > 0).then(|| io.user_read.read_bytes as f64 / reads as f64),
         db_bytes_on_disk: env.disk_bytes(),
         rss_peak_bytes: rss_peak,
@@ -735,8 +740,56 @@ fn read_random(
     phase.device_probe = probe;
     phase.fraction_of_device_reads =
         probe.and_then(|p| p.fraction(phase.reads_per_op, phase.ops_per_sec));
+    phase.cache_mix = Some(CacheMixBytes::from(tree.cache_mix()));
     progress.done(&phase);
     Ok(phase)
+}
+
+/// `shale_engine::CacheMix` as the JSON carries it (bytes by kind of what the cache held).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct CacheMixBytes {
+    leaves: u64,
+    internals: u64,
+    leaf_skeleton_bytes: u64,
+    leaf_entry_bytes: u64,
+    internal_skeleton_bytes: u64,
+    buffer_bytes: u64,
+    segment_bytes: u64,
+    filter_bytes: u64,
+}
+
+impl From<shale_engine::CacheMix> for CacheMixBytes {
+    fn from(m: shale_engine::CacheMix) -> Self {
+        CacheMixBytes {
+            leaves: m.leaves,
+            internals: m.internals,
+            leaf_skeleton_bytes: m.leaf_skeleton_bytes,
+            leaf_entry_bytes: m.leaf_entry_bytes,
+            internal_skeleton_bytes: m.internal_skeleton_bytes,
+            buffer_bytes: m.buffer_bytes,
+            segment_bytes: m.segment_bytes,
+            filter_bytes: m.filter_bytes,
+        }
+    }
+}
+
+impl CacheMixBytes {
+    /// One line for the report.
+    pub(crate) fn line(&self) -> String {
+        let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+        format!(
+            "cache held {} leaves ({} skeleton, {} entries) and {} internal nodes ({} skeleton, \
+             {} whole buffers, {} buffer segments, {} filters)",
+            self.leaves,
+            mib(self.leaf_skeleton_bytes),
+            mib(self.leaf_entry_bytes),
+            self.internals,
+            mib(self.internal_skeleton_bytes),
+            mib(self.buffer_bytes),
+            mib(self.segment_bytes),
+            mib(self.filter_bytes),
+        )
+    }
 }
 
 /// What the read-random workers did.

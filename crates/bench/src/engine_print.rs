@@ -73,6 +73,9 @@ pub(super) fn print_report(r: &EngineReport) {
     print!("{}", t.render());
     for p in &r.phases {
         read_probe::print(p.name, p.device_probe, p.fraction_of_device_reads);
+        if let Some(mix) = &p.cache_mix {
+            println!("{}: {}", p.name, mix.line());
+        }
     }
     println!();
     print_memory(&r.phases);

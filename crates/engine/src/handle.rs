@@ -105,6 +105,10 @@ impl TreeHandle {
     pub fn count(&self) -> i64 {
         self.live().tree.count()
     }
+    /// What the tree's cached nodes hold, by kind (`tree/cache_mix.rs`).
+    pub fn cache_mix(&self) -> crate::CacheMix {
+        self.live().tree.cache_mix()
+    }
     /// Bytes of the tree's file.
     pub fn file_bytes(&self) -> u64 {
         self.live().tree.file().file_len()

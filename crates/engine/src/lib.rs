@@ -48,7 +48,7 @@ pub use options::{
 };
 pub use read_view::ReadView;
 pub use shale_io::{Category, CategoryCounters, Fault, FaultInjector, IoCounters};
-pub use tree::{Cursor, MergeFn, TreeShape};
+pub use tree::{CacheMix, Cursor, MergeFn, TreeShape};
 pub use tree_space::TreeSpace;
 pub use txn::Txn;
 pub use txn_cursor::TxnCursor;

@@ -15,6 +15,7 @@
 
 pub(crate) mod basement;
 mod buffer;
+mod cache_mix;
 mod cursor;
 pub(crate) mod entry;
 mod evict;
@@ -37,6 +38,7 @@ mod writeback;
 #[cfg(test)]
 mod partial_tests;
 
+pub use cache_mix::CacheMix;
 pub use cursor::Cursor;
 pub use msg::{MergeFn, OpRef};
 pub use verify::TreeShape;

@@ -798,3 +798,31 @@ fn a_node_read_from_disk_has_its_buffers_filters() {
         .expect("verify checks the stored filters against the image");
     env.close().expect("close");
 }
+
+#[test]
+fn the_cache_mix_follows_what_lookups_load_and_eviction_sheds() {
+    let (_dir, env, t) = filled_with_first();
+    let tree = &t.tree;
+    env.flush_all()
+        .expect("every buffer emptied into the leaves");
+    env.checkpoint().expect("leaves written in segments");
+    let whole = tree.cache_mix();
+    let charged: u64 = {
+        let st = tree.read_state();
+        st.nodes.values().map(|n| n.mem_bytes() as u64).sum()
+    };
+    assert_eq!(whole.total(), charged, "the kinds sum to the nodes' charge");
+    assert!(whole.leaf_entry_bytes > 0 && whole.leaves > 0 && whole.internals > 0);
+    tree.shed_clean_partitions();
+    let shed = tree.cache_mix();
+    assert_eq!(shed.leaf_entry_bytes, 0, "{shed:?}");
+    assert_eq!((shed.buffer_bytes, shed.segment_bytes), (0, 0), "{shed:?}");
+    assert_eq!(shed.leaves, whole.leaves, "skeletons stay");
+    for k in (0..50).map(key) {
+        t.get(&k).expect("get");
+    }
+    let read = tree.cache_mix();
+    assert!(read.leaf_entry_bytes > 0, "pieces read back: {read:?}");
+    assert!(read.leaf_entry_bytes < whole.leaf_entry_bytes, "{read:?}");
+    env.close().expect("close");
+}
