@@ -328,7 +328,7 @@ impl Tree {
             p.resize_with(k, Seg::default);
         }
         let before = p[s].mem_bytes();
-        p[s] = Seg::Loaded(piece);
+        p[s].load(piece);
         cache.recharge(before, p[s].mem_bytes());
         node.may_have_evictable.store(true, Ordering::Relaxed);
         Ok(())

@@ -302,7 +302,7 @@ impl Internal {
         };
         let s = t.index(key);
         match self.segments.get(c).and_then(|p| p.get(s)) {
-            Some(Seg::Loaded(b)) => Reach::Loaded(b),
+            Some(Seg::Loaded(b, _)) => Reach::Loaded(b),
             Some(Seg::Evicted(f)) if !f.may_contain(key) => Reach::RuledOut,
             _ => Reach::Read(s),
         }

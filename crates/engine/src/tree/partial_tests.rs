@@ -826,3 +826,37 @@ fn the_cache_mix_follows_what_lookups_load_and_eviction_sheds() {
     assert!(read.leaf_entry_bytes < whole.leaf_entry_bytes, "{read:?}");
     env.close().expect("close");
 }
+
+/// S3: a segment read alone keeps the filter its image's table gave it, and eviction puts
+/// that filter back instead of hashing the segment's keys again.
+#[test]
+fn an_evicted_segment_gets_back_the_filter_it_was_loaded_with() {
+    use super::segment::Seg;
+    let (_dir, env, t) = filled_with_first();
+    let tree = &t.tree;
+    let (mut st, root, keys) = root_with_segmented_buffer(&env, tree);
+    let cache = tree.cache.clone();
+    st.remove_node(root, &cache).expect("the root was cached");
+    drop(st);
+    assert_eq!(t.get(&keys[0]).expect("get"), Some(value_of(&keys[0])));
+    let seg_of = |k: &[u8]| -> (usize, Seg) {
+        let st = tree.read_state();
+        let NodeBody::Internal(n) = &st.nodes[&root].body else {
+            panic!("the root is internal")
+        };
+        let table = n.parts[0].segs.clone().expect("segmented");
+        let s = table.index(k);
+        (s, n.segments[0][s].clone())
+    };
+    let (s, loaded) = seg_of(&keys[0]);
+    let Seg::Loaded(_, Some(stored)) = loaded else {
+        panic!("segment {s} was read alone and kept its stored filter: {loaded:?}")
+    };
+    tree.shed_clean_partitions();
+    let (_, evicted) = seg_of(&keys[0]);
+    assert_eq!(evicted, Seg::Evicted(stored), "the stored filter came back");
+    assert_eq!(t.get(&keys[0]).expect("get"), Some(value_of(&keys[0])));
+    t.verify()
+        .expect("verify checks kept filters against the image");
+    env.close().expect("close");
+}

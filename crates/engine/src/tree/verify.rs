@@ -352,7 +352,7 @@ impl Tree {
             .segments
             .iter()
             .flatten()
-            .any(|s| matches!(s, Seg::Evicted(_)));
+            .any(|s| matches!(s, Seg::Evicted(_) | Seg::Loaded(_, Some(_))));
         if x.filters.iter().all(Option::is_none) && !has_segment_filters {
             return Ok(());
         }
@@ -369,7 +369,7 @@ impl Tree {
                 let whole = x.filters.get(c).and_then(Option::as_ref);
                 let seg = table.and_then(|t| x.segments.get(c)?.get(t.index(k)));
                 let seg = match seg {
-                    Some(Seg::Evicted(f)) => Some(f),
+                    Some(Seg::Evicted(f) | Seg::Loaded(_, Some(f))) => Some(f),
                     _ => None,
                 };
                 if whole.into_iter().chain(seg).any(|f| !f.may_contain(k)) {
