@@ -297,39 +297,12 @@ fn check_queries(q: &Bson, bson_type: Option<(&'static str, i32)>) -> DbResult<(
 
 /// A `bsonType` name's type byte (mongod's `typeFromName`, `isValidBSONTypeName`).
 fn type_code(name: &str) -> DbResult<(&'static str, i32)> {
-    const TYPES: &[(&str, i32)] = &[
-        ("double", 1),
-        ("string", 2),
-        ("object", 3),
-        ("array", 4),
-        ("binData", 5),
-        ("undefined", 6),
-        ("objectId", 7),
-        ("bool", 8),
-        ("date", 9),
-        ("null", 10),
-        ("regex", 11),
-        ("dbPointer", 12),
-        ("javascript", 13),
-        ("symbol", 14),
-        ("javascriptWithScope", 15),
-        ("int", 16),
-        ("timestamp", 17),
-        ("long", 18),
-        ("decimal", 19),
-        ("minKey", -1),
-        ("maxKey", 127),
-    ];
-    TYPES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .copied()
-        .ok_or_else(|| {
-            MongoError::new(
-                ErrorCode::BadValue,
-                format!("Unknown BSON type name: {name}"),
-            )
-        })
+    shale_doc::matcher::element::type_of_name(name).ok_or_else(|| {
+        MongoError::new(
+            ErrorCode::BadValue,
+            format!("Unknown BSON type name: {name}"),
+        )
+    })
 }
 
 /// Types an unindexed encrypted field may hold (mongod's `isFLE2UnindexedSupportedType`).

@@ -3,37 +3,14 @@
 //! what was inserted.
 
 use super::*;
-use std::collections::HashMap;
-
-#[derive(Default)]
-struct Memory(HashMap<Token, RawDocumentBuf>);
-
-impl EscReader for Memory {
-    fn get(&mut self, id: &Token) -> DbResult<Option<RawDocumentBuf>> {
-        Ok(self.0.get(id).cloned())
-    }
-    fn count(&mut self) -> u64 {
-        self.0.len() as u64
-    }
-}
-
-impl Memory {
-    fn put(&mut self, doc: bson::Document) {
-        let id = match doc.get("_id") {
-            Some(Bson::Binary(b)) => b.bytes.clone().try_into().unwrap(),
-            _ => unreachable!(),
-        };
-        self.0
-            .insert(id, RawDocumentBuf::from_document(&doc).unwrap());
-    }
-}
+use crate::qe::memory_esc::MemoryEsc;
 
 const TAG: Token = [1; 32];
 const VALUE: Token = [2; 32];
 
 #[test]
 fn counts_non_anchors() {
-    let mut esc = Memory::default();
+    let mut esc = MemoryEsc::default();
     for n in 0..300u64 {
         assert_eq!(
             current_count(&mut esc, &TAG, &VALUE).unwrap(),
@@ -56,7 +33,7 @@ fn counts_non_anchors() {
 
 #[test]
 fn counts_past_anchors_and_the_null_anchor() {
-    let mut esc = Memory::default();
+    let mut esc = MemoryEsc::default();
     for n in 1..=5 {
         esc.put(non_anchor_document(&TAG, n));
     }
@@ -101,7 +78,7 @@ fn counts_past_anchors_and_the_null_anchor() {
 
 #[test]
 fn an_anchor_that_does_not_decrypt_is_an_error() {
-    let mut esc = Memory::default();
+    let mut esc = MemoryEsc::default();
     esc.put(bson::doc! {"_id": id_value(&anchor_id(&TAG, 0)), "value": 1});
     assert!(emu_binary(&mut esc, &TAG, &VALUE).is_err());
 }

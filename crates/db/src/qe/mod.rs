@@ -15,6 +15,8 @@ mod compact;
 pub mod config;
 pub(crate) mod esc;
 pub(crate) mod insert;
+#[cfg(test)]
+mod memory_esc;
 pub mod payload;
 mod rewrite;
 pub mod tokens;

@@ -3,21 +3,9 @@
 //! `$or` and `$in`, and two conditions that both become `__safeContent__` (`$and`).
 
 use super::*;
+use crate::qe::memory_esc::MemoryEsc;
 use crate::qe::tokens::{edc_twice_derived, safe_content_tag, with_contention};
 use bson::{doc, RawDocumentBuf};
-use std::collections::HashMap;
-
-#[derive(Default)]
-struct Memory(HashMap<Token, RawDocumentBuf>);
-
-impl EscReader for Memory {
-    fn get(&mut self, id: &Token) -> DbResult<Option<RawDocumentBuf>> {
-        Ok(self.0.get(id).cloned())
-    }
-    fn count(&mut self) -> u64 {
-        self.0.len() as u64
-    }
-}
 
 fn bin(bytes: &[u8]) -> Bson {
     Bson::Binary(Binary {
@@ -28,7 +16,7 @@ fn bin(bytes: &[u8]) -> Bson {
 
 /// A value's find payload (`d`, `s` from `seed`) and the ESC after `inserts[cf]` inserts
 /// of it under contention factor `cf`.
-fn value(esc: &mut Memory, seed: u8, inserts: &[u64]) -> (Bson, Vec<Token>) {
+fn value(esc: &mut MemoryEsc, seed: u8, inserts: &[u64]) -> (Bson, Vec<Token>) {
     let (d, s) = ([seed; 32], [seed + 100; 32]);
     let mut expected = Vec::new();
     for (cf, n) in inserts.iter().enumerate() {
@@ -71,7 +59,7 @@ fn tags_in(filter: &Document) -> Vec<Token> {
 
 #[test]
 fn a_payload_becomes_its_tags() {
-    let mut esc = Memory::default();
+    let mut esc = MemoryEsc::default();
     let (p, expected) = value(&mut esc, 1, &[3, 0, 2]);
     let (_, _other) = value(&mut esc, 2, &[5]);
     let out = rewrite(&mut esc, &doc! {"ssn": p.clone(), "x": 1}, 0).unwrap();
@@ -79,7 +67,7 @@ fn a_payload_becomes_its_tags() {
     assert_eq!(tags_in(&out), expected);
     let out = rewrite(&mut esc, &doc! {"ssn": {"$eq": p}}, 0).unwrap();
     assert_eq!(tags_in(&out).len(), 5);
-    let (never, none) = value(&mut Memory::default(), 3, &[1]);
+    let (never, none) = value(&mut MemoryEsc::default(), 3, &[1]);
     assert_eq!(none.len(), 1);
     let out = rewrite(&mut esc, &doc! {"ssn": never}, 0).unwrap();
     assert!(tags_in(&out).is_empty());
@@ -87,7 +75,7 @@ fn a_payload_becomes_its_tags() {
 
 #[test]
 fn payloads_inside_or_in_and_pairs() {
-    let mut esc = Memory::default();
+    let mut esc = MemoryEsc::default();
     let (a, ta) = value(&mut esc, 1, &[2]);
     let (b, tb) = value(&mut esc, 2, &[1]);
     let out = rewrite(&mut esc, &doc! {"$or": [{"ssn": a.clone()}, {"_id": 1}]}, 0).unwrap();

@@ -44,6 +44,12 @@ pub fn type_alias(code: i32) -> &'static str {
         .unwrap_or("unknown")
 }
 
+/// The type code of a BSON type's name (`"double"` … `"maxKey"`, mongod's `typeFromName`),
+/// with the name as this table spells it; `None` for anything else (`"number"` included).
+pub fn type_of_name(name: &str) -> Option<(&'static str, i32)> {
+    TYPE_ALIASES.iter().find(|(n, _)| *n == name).copied()
+}
+
 /// The BSON type code of a raw value.
 pub fn type_code(value: RawBsonRef<'_>) -> i32 {
     match value.element_type() {

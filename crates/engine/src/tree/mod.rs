@@ -104,6 +104,10 @@ pub(crate) struct TreeState {
     /// Internal nodes known to be over their size, each with its height and a key in its
     /// range: the flusher walks to them, lowest first.
     pub overfull: BTreeMap<NodeId, (u32, Vec<u8>)>,
+    /// Bumped by every exclusive acquisition (`Tree::write_state`): a reader that sees it
+    /// unchanged across a stall knows that nothing in the table changed meanwhile but
+    /// basement pieces installed under the shared lock (`read.rs`, `Resume`).
+    pub epoch: u64,
 }
 
 /// An open tree.
@@ -178,6 +182,7 @@ impl Tree {
             clock: Vec::new(),
             clock_hand: 0,
             overfull: BTreeMap::new(),
+            epoch: 0,
         };
         if root == NodeId(0) {
             let root = file.allocate_node_id();
@@ -261,14 +266,17 @@ impl Tree {
     /// The newest committed value of `key`, or `None`. The snapshot is read under the tree's
     /// lock, so no collection that ran before it can have removed what it needs (M2).
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let v = self.with_read(|t, st| t.lookup(st, key, t.snapshots.visible()))?;
+        let mut resume = None;
+        let v =
+            self.with_read(|t, st| t.lookup_resuming(st, key, t.snapshots.visible(), &mut resume))?;
         self.evict_if_needed()?;
         Ok(v)
     }
 
     /// The value of `key` as of a registered snapshot.
     pub(crate) fn get_at(&self, key: &[u8], snapshot: &SnapshotGuard) -> Result<Option<Vec<u8>>> {
-        let v = self.with_read(|t, st| t.lookup(st, key, snapshot.ts()))?;
+        let mut resume = None;
+        let v = self.with_read(|t, st| t.lookup_resuming(st, key, snapshot.ts(), &mut resume))?;
         self.evict_if_needed()?;
         Ok(v)
     }
@@ -373,7 +381,7 @@ impl Tree {
         &self,
         mut f: impl FnMut(&Self, &mut TreeState) -> Step<T>,
     ) -> Result<T> {
-        self.drive(|| f(self, &mut self.state.write()))
+        self.drive(|| f(self, &mut self.write_state()))
     }
 
     /// The stall-load-retry driver behind `with_read` and `with_write`: runs `attempt`
@@ -447,7 +455,9 @@ impl Tree {
     }
 
     pub(crate) fn write_state(&self) -> RwLockWriteGuard<'_, TreeState> {
-        self.state.write()
+        let mut st = self.state.write();
+        st.epoch = st.epoch.wrapping_add(1);
+        st
     }
 
     /// The write lock, taken with no eviction write in flight: waits for the writing set to

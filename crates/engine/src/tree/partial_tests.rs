@@ -860,3 +860,71 @@ fn an_evicted_segment_gets_back_the_filter_it_was_loaded_with() {
         .expect("verify checks kept filters against the image");
     env.close().expect("close");
 }
+
+/// A lookup that stalls on a leaf's basement with no message for its key above it resumes
+/// at the leaf when the node table's epoch has not moved; a change in between (any
+/// exclusive acquisition) sends it down from the root again, and a key with a message
+/// above it never resumes.
+#[test]
+fn a_stalled_lookup_resumes_at_its_leaf_only_while_nothing_changed() {
+    use super::{Load, Stall};
+    let (_dir, env, t) = filled_with_first();
+    let tree = &t.tree;
+    env.flush_all()
+        .expect("every buffer emptied into the leaves");
+    env.checkpoint().expect("leaves written in segments");
+    tree.shed_clean_partitions();
+    let ts = tree.snapshots.visible();
+    let stall = |k: &[u8], resume: &mut Option<super::read::Resume>| {
+        let st = tree.read_state();
+        match tree.lookup_resuming(&st, k, ts, resume) {
+            Err(Stall::Load(l @ Load::Segment(..))) => l,
+            other => panic!("expected a stall on a segment: {other:?}"),
+        }
+    };
+    let mut pinned = Vec::new();
+    let keys: Vec<Vec<u8>> = (0..2000).map(key).step_by(97).collect();
+    let (k0, k1) = (&keys[0], &keys[1]);
+    // Resumed: the retry reads the leaf the stall named.
+    let mut resume = None;
+    let load = stall(k0, &mut resume);
+    assert!(resume.is_some(), "no message above the key: a resume point");
+    tree.load(load, &mut pinned).expect("load the segment");
+    {
+        let st = tree.read_state();
+        let got = tree.lookup_resuming(&st, k0, ts, &mut resume);
+        assert_eq!(got.ok().flatten().as_deref(), Some(&b"first"[..]));
+        assert!(resume.is_none(), "taken by the retry");
+    }
+    // An exclusive acquisition in between: the retry descends again, and agrees.
+    let mut resume = None;
+    let load = stall(k1, &mut resume);
+    tree.load(load, &mut pinned).expect("load the segment");
+    drop(tree.write_state());
+    {
+        let st = tree.read_state();
+        let got = tree.lookup_resuming(&st, k1, ts, &mut resume);
+        assert_eq!(got.ok().flatten().as_deref(), Some(&b"first"[..]));
+    }
+    // A message for the key above its leaf: no resume point.
+    let k2 = &keys[2];
+    t.put(k2, b"second").expect("put");
+    let mut resume = None;
+    let st = tree.read_state();
+    if let Err(Stall::Load(Load::Segment(id, ..))) = tree.lookup_resuming(&st, k2, ts, &mut resume)
+    {
+        assert!(
+            !matches!(st.nodes[&id].body, NodeBody::Leaf(_)) || resume.is_none(),
+            "a key with a message above its leaf resumed"
+        );
+    }
+    drop(st);
+    tree.unpin(&pinned);
+    assert_eq!(t.get(k2).expect("get").as_deref(), Some(&b"second"[..]));
+    for k in &keys {
+        let want: &[u8] = if k == k2 { b"second" } else { b"first" };
+        assert_eq!(t.get(k).expect("get").as_deref(), Some(want));
+    }
+    t.verify().expect("verify");
+    env.close().expect("close");
+}

@@ -75,11 +75,65 @@ pub(crate) struct LeafBatch {
     pub hi: Option<Vec<u8>>,
 }
 
+/// Where a point lookup stalled on a leaf's basement with no message for its key above it,
+/// and the node table's epoch then (`Tree::lookup_resuming`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resume {
+    epoch: u64,
+    leaf: NodeId,
+}
+
+/// The version of `key` in leaf `id` that `view` sees, or a stall on the basement (or the
+/// segment of it) that holds the key.
+fn leaf_value(l: &Leaf, id: NodeId, key: &[u8], view: &View<'_>) -> Step<Option<Vec<u8>>> {
+    let b = l.basement_index(key);
+    // A basement written in segments is read one segment at a time.
+    let basement = match l.reach(b, key) {
+        LeafReach::Loaded(basement) => basement,
+        LeafReach::Read(s) => return Err(Stall::Load(Load::Segment(id, b, s))),
+        LeafReach::Whole => return Err(Stall::Load(Load::Partition(id, b))),
+    };
+    Ok(basement
+        .get(key)
+        .and_then(|e| e.value_seen(|ts| view.sees_stamp(ts)))
+        .map(<[u8]>::to_vec))
+}
+
 impl Tree {
-    /// Point lookup as of `snapshot`.
+    /// Point lookup as of `snapshot` (tests drive single attempts through it).
+    #[cfg(test)]
     pub(crate) fn lookup(&self, st: &TreeState, key: &[u8], snapshot: Ts) -> Step<Option<Vec<u8>>> {
+        self.lookup_resuming(st, key, snapshot, &mut None)
+    }
+
+    /// Point lookup as of `snapshot` that may resume at a leaf: a lookup that stalled on a
+    /// leaf's basement with no message for its key above it leaves a `Resume` in `resume`,
+    /// and its retry, if the node table's epoch has not moved since (`TreeState::epoch`:
+    /// nothing but pieces installed under the shared lock changed), reads the leaf directly
+    /// instead of descending again (the second descent was ~5% of an uncached get's CPU).
+    pub(crate) fn lookup_resuming(
+        &self,
+        st: &TreeState,
+        key: &[u8],
+        snapshot: Ts,
+        resume: &mut Option<Resume>,
+    ) -> Step<Option<Vec<u8>>> {
+        if let Some(r) = resume.take().filter(|r| r.epoch == st.epoch) {
+            if let Some(node) = st.node(r.leaf) {
+                if let NodeBody::Leaf(l) = &node.body {
+                    node.touch();
+                    let view = View::new(self.snapshots.status(), snapshot);
+                    let base = leaf_value(l, r.leaf, key, &view)?;
+                    self.cache.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok(fold_messages(&*self.merge, key, base, Vec::new()));
+                }
+            }
+        }
         let mut pending: Vec<MsgRef<'_>> = Vec::new();
         let mut view = View::new(self.snapshots.status(), snapshot);
+        // Whether any buffer on the path holds a message for the key (visible or not, an
+        // abort included): only a lookup that met none may resume at its leaf.
+        let mut met_messages = false;
         let mut id = st.root;
         let base = loop {
             let node = st.node(id).ok_or(Stall::Load(Load::Header(id)))?;
@@ -101,6 +155,7 @@ impl Tree {
                     if let Some(buffer) = buffer {
                         // Aborts first: one may follow what it aborts in this buffer.
                         let msgs = buffer.get(key);
+                        met_messages |= msgs.clone().next().is_some();
                         view.note_aborts(msgs.clone());
                         pending.extend(msgs.filter(|m| view.sees(m)))
                     }
@@ -111,19 +166,18 @@ impl Tree {
                     }
                     id = n.children[c];
                 }
-                NodeBody::Leaf(l) => {
-                    let b = l.basement_index(key);
-                    // A basement written in segments is read one segment at a time.
-                    let basement = match l.reach(b, key) {
-                        LeafReach::Loaded(basement) => basement,
-                        LeafReach::Read(s) => return Err(Stall::Load(Load::Segment(id, b, s))),
-                        LeafReach::Whole => return Err(Stall::Load(Load::Partition(id, b))),
-                    };
-                    break basement
-                        .get(key)
-                        .and_then(|e| e.value_seen(|ts| view.sees_stamp(ts)))
-                        .map(<[u8]>::to_vec);
-                }
+                NodeBody::Leaf(l) => match leaf_value(l, id, key, &view) {
+                    Err(stall) => {
+                        if !met_messages {
+                            *resume = Some(Resume {
+                                epoch: st.epoch,
+                                leaf: id,
+                            });
+                        }
+                        return Err(stall);
+                    }
+                    Ok(base) => break base,
+                },
             }
         };
         self.cache.hits.fetch_add(1, Ordering::Relaxed);
