@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 use super::lookup::LookupResolver;
 use super::{
     bucket_auto, documents, facet, graph_lookup, group, lookup, sample, simple, sort, union_with,
-    Stage,
+    window, Stage,
 };
 use crate::matcher::expr::Value;
 use crate::{ErrorCode, MongoError};
@@ -121,6 +121,7 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             }
             Stage::GraphLookup(spec) => graph_lookup::run(spec, stream, ctx),
             Stage::BucketAuto(spec) => bucket_auto::run(spec, stream, ctx),
+            Stage::SetWindowFields(spec) => window::run(spec, stream, ctx),
             Stage::Redact(spec) => {
                 flat_map_docs(stream, move |d| Ok(spec.apply(&d)?.into_iter().collect()))
             }

@@ -31,6 +31,7 @@ mod sort;
 mod union_with;
 mod unpack_bucket;
 mod unwind;
+mod window;
 mod write_stage;
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
@@ -96,6 +97,8 @@ pub(crate) enum Stage {
     BucketAuto(Box<bucket_auto::BucketAuto>),
     /// `$graphLookup`: a breadth-first search over another collection (`graph_lookup.rs`).
     GraphLookup(Box<graph_lookup::GraphLookup>),
+    /// `$setWindowFields`: window functions over sorted partitions (`window/`).
+    SetWindowFields(Box<window::SetWindowFields>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -147,7 +150,6 @@ const NOT_YET: &[&str] = &[
     "$planCacheStats",
     "$search",
     "$searchMeta",
-    "$setWindowFields",
     "$shardedDataDistribution",
     "$vectorSearch",
 ];
@@ -209,6 +211,9 @@ pub(crate) fn parse_stage(
         "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
+        "$setWindowFields" => {
+            window::parse(spec, vars).map(|w| Stage::SetWindowFields(Box::new(w)))
+        }
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -248,6 +253,7 @@ impl Stage {
             Stage::Redact(_) => "$redact",
             Stage::BucketAuto(_) => "$bucketAuto",
             Stage::GraphLookup(_) => "$graphLookup",
+            Stage::SetWindowFields(_) => "$setWindowFields",
         }
     }
 

@@ -132,6 +132,14 @@ impl SortSpec {
         }
     }
 
+    /// The one key's path and whether it is descending, when there is exactly one key.
+    pub(crate) fn single_key(&self) -> Option<(&[String], bool)> {
+        match self.keys.as_slice() {
+            [k] => Some((k.path.as_slice(), k.descending)),
+            _ => None,
+        }
+    }
+
     /// The specification as given.
     pub(crate) fn raw(&self) -> &RawDocument {
         &self.raw
