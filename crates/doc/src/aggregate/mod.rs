@@ -18,6 +18,7 @@ mod documents;
 mod execute;
 mod facet;
 mod field_path;
+mod fill;
 mod graph_lookup;
 mod group;
 mod lookup;
@@ -99,6 +100,8 @@ pub(crate) enum Stage {
     GraphLookup(Box<graph_lookup::GraphLookup>),
     /// `$setWindowFields`: window functions over sorted partitions (`window/`).
     SetWindowFields(Box<window::SetWindowFields>),
+    /// `$fill`: the `$setWindowFields` and `$addFields` it stands for (`fill.rs`).
+    Fill(Box<fill::Fill>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -140,7 +143,6 @@ const NOT_YET: &[&str] = &[
     "$collStats",
     "$currentOp",
     "$densify",
-    "$fill",
     "$geoNear",
     "$indexStats",
     "$listLocalSessions",
@@ -211,6 +213,7 @@ pub(crate) fn parse_stage(
         "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
+        "$fill" => fill::parse(spec, vars).map(|f| Stage::Fill(Box::new(f))),
         "$setWindowFields" => {
             window::parse(spec, vars).map(|w| Stage::SetWindowFields(Box::new(w)))
         }
@@ -254,6 +257,7 @@ impl Stage {
             Stage::BucketAuto(_) => "$bucketAuto",
             Stage::GraphLookup(_) => "$graphLookup",
             Stage::SetWindowFields(_) => "$setWindowFields",
+            Stage::Fill(_) => "$fill",
         }
     }
 
