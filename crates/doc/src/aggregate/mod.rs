@@ -14,6 +14,7 @@ pub(crate) mod accumulator;
 mod bucket;
 mod bucket_auto;
 mod bucket_auto_rounding;
+mod densify;
 mod documents;
 mod execute;
 mod facet;
@@ -102,6 +103,8 @@ pub(crate) enum Stage {
     SetWindowFields(Box<window::SetWindowFields>),
     /// `$fill`: the `$setWindowFields` and `$addFields` it stands for (`fill.rs`).
     Fill(Box<fill::Fill>),
+    /// `$densify`: the missing steps of a field's values added (`densify.rs`).
+    Densify(Box<densify::Densify>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -142,7 +145,6 @@ const NOT_YET: &[&str] = &[
     "$changeStreamSplitLargeEvent",
     "$collStats",
     "$currentOp",
-    "$densify",
     "$geoNear",
     "$indexStats",
     "$listLocalSessions",
@@ -213,6 +215,7 @@ pub(crate) fn parse_stage(
         "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
+        "$densify" => densify::parse(spec).map(|d| Stage::Densify(Box::new(d))),
         "$fill" => fill::parse(spec, vars).map(|f| Stage::Fill(Box::new(f))),
         "$setWindowFields" => {
             window::parse(spec, vars).map(|w| Stage::SetWindowFields(Box::new(w)))
@@ -258,6 +261,7 @@ impl Stage {
             Stage::GraphLookup(_) => "$graphLookup",
             Stage::SetWindowFields(_) => "$setWindowFields",
             Stage::Fill(_) => "$fill",
+            Stage::Densify(_) => "$densify",
         }
     }
 

@@ -1,0 +1,686 @@
+//! `$densify: {field, partitionByFields?, range: {step, unit?, bounds}}` as mongod 7.0 runs
+//! it: documents whose `field` is null or missing pass through; the others (numbers, or dates
+//! with a `unit`) are sorted by partition then `field`, and documents holding only the
+//! partition fields and `field` are added at the steps of a grid the input lacks. The grid
+//! starts at the range's start and steps by repeated addition (dates by `$dateAdd` in UTC);
+//! `bounds: "partition"` fills between each partition's smallest and largest value, `"full"`
+//! from the smallest to the largest value of the whole input (the largest included when it is
+//! on the grid) in every partition, `[lo, hi]` from `lo` up to but not including `hi` in every
+//! partition (documents outside it pass through). A value already present is not generated
+//! again; a value off the grid does not move it. Spec errors are mongod's (9, 14, 40414,
+//! 40415, 5733401-5733410, 5876900, 5946800, 5946802, 6586400); at run time 5733201 for a
+//! value neither number nor date, 6053600/6053601 for a number with a unit or a date without,
+//! 5897900 past 500,000 generated documents. Blocking, under the stage memory budget.
+
+use std::cmp::Ordering;
+
+use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
+use bson::{Bson, Document};
+
+use super::execute::{blocking, to_document, to_raw, Ctx, DocStream, MemoryBudget};
+use super::field_path::{get_path, parse_field_path, set_path};
+use super::simple::type_name;
+use crate::compare::compare_values;
+use crate::matcher::expr_date_arith::date_add;
+use crate::matcher::expr_date_zone::{Unit, Zone};
+use crate::matcher::path::bson_error;
+use crate::{ErrorCode, MongoError};
+
+/// mongod's `internalQueryMaxAllowedDensifyDocs` default.
+const MAX_GENERATED_DOCS: usize = 500_000;
+
+const STAGE: &str = "$densify";
+
+/// A parsed `$densify`.
+#[derive(Debug, Clone)]
+pub(crate) struct Densify {
+    field: Vec<String>,
+    partition_fields: Vec<Vec<String>>,
+    step: Bson,
+    unit: Option<Unit>,
+    bounds: Bounds,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Bounds {
+    Full,
+    Partition,
+    /// `[lo, hi]` as given: two numbers of the step's type, or two dates.
+    Explicit(Box<(Bson, Bson)>),
+}
+
+fn fail(code: ErrorCode, message: impl Into<String>) -> MongoError {
+    MongoError::new(code, message)
+}
+
+fn wrong_type(field: &str, value: RawBsonRef<'_>, expected: &str) -> MongoError {
+    fail(
+        ErrorCode::TypeMismatch,
+        format!(
+            "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
+            type_name(value)
+        ),
+    )
+}
+
+fn missing(field: &str) -> MongoError {
+    fail(
+        ErrorCode::Location40414,
+        format!("BSON field '{field}' is missing but a required field"),
+    )
+}
+
+fn unknown(field: &str) -> MongoError {
+    fail(
+        ErrorCode::Location40415,
+        format!("BSON field '{field}' is an unknown field."),
+    )
+}
+
+pub(crate) fn parse(spec: RawBsonRef<'_>) -> Result<Densify, MongoError> {
+    let RawBsonRef::Document(d) = spec else {
+        return Err(fail(
+            ErrorCode::FailedToParse,
+            format!(
+                "The {STAGE} stage specification must be an object, found {}",
+                type_name(spec)
+            ),
+        ));
+    };
+    let (mut field, mut partitions, mut range) = (None, Vec::new(), None);
+    for item in d {
+        let (name, value) = item.map_err(bson_error)?;
+        let path = format!("{STAGE}.{name}");
+        match (name, value) {
+            ("field", RawBsonRef::String(f)) => field = Some(f),
+            ("field", v) => return Err(wrong_type(&path, v, "string")),
+            ("partitionByFields", RawBsonRef::Array(items)) => {
+                for item in items {
+                    match item.map_err(bson_error)? {
+                        RawBsonRef::String(p) => partitions.push(p),
+                        other => return Err(wrong_type(&path, other, "string")),
+                    }
+                }
+            }
+            ("partitionByFields", v) => return Err(wrong_type(&path, v, "array")),
+            ("range", RawBsonRef::Document(r)) => range = Some(r),
+            ("range", v) => return Err(wrong_type(&path, v, "object")),
+            _ => return Err(unknown(&path)),
+        }
+    }
+    let field = field.ok_or_else(|| missing(&format!("{STAGE}.field")))?;
+    let range = range.ok_or_else(|| missing(&format!("{STAGE}.range")))?;
+    let (step, unit, bounds) = parse_range(range)?;
+    let partition_fields = partitions
+        .iter()
+        .map(|p| parse_field_path(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let field = parse_field_path(field)?;
+    if bounds == Bounds::Partition && partition_fields.is_empty() {
+        return Err(fail(
+            ErrorCode::Location5733408,
+            "One cannot specify the bounds as 'partition' without specifying a non-empty array \
+             of partitionByFields. You may have meant to specify 'full' bounds.",
+        ));
+    }
+    Ok(Densify {
+        field,
+        partition_fields,
+        step,
+        unit,
+        bounds,
+    })
+}
+
+fn parse_range(range: &RawDocument) -> Result<(Bson, Option<Unit>, Bounds), MongoError> {
+    let (mut step, mut unit, mut bounds) = (None, None, None);
+    for item in range {
+        let (name, value) = item.map_err(bson_error)?;
+        match (name, value) {
+            ("step", v) => step = Some(v),
+            ("unit", RawBsonRef::String(u)) => unit = Some(u),
+            ("unit", v) => return Err(wrong_type("range.unit", v, "string")),
+            ("bounds", v) => bounds = Some(v),
+            (other, _) => return Err(unknown(&format!("range.{other}"))),
+        }
+    }
+    let step = step.ok_or_else(|| missing("range.step"))?;
+    let bounds = bounds.ok_or_else(|| missing("range.bounds"))?;
+    let step_number = number(step).filter(|s| *s > 0.0);
+    let step = match (step_number, step) {
+        (Some(_), RawBsonRef::Decimal128(_)) => {
+            return Err(fail(
+                ErrorCode::NotImplemented,
+                "a decimal128 $densify step is not supported",
+            ))
+        }
+        (Some(_), s) => super::execute::raw_to_bson(s)?,
+        (None, _) => {
+            return Err(fail(
+                ErrorCode::Location5733401,
+                "The step parameter in a range statement must be a strictly positive numeric \
+                 value",
+            ))
+        }
+    };
+    let unit = match unit {
+        Some(name) => {
+            if step_number.is_some_and(|s| s.fract() != 0.0) {
+                return Err(fail(
+                    ErrorCode::Location6586400,
+                    "The step parameter in a range statement must be a whole number when \
+                     densifying a date range",
+                ));
+            }
+            Some(Unit::parse(name).ok_or_else(|| {
+                fail(
+                    ErrorCode::FailedToParse,
+                    format!("unknown time unit value: {name}"),
+                )
+            })?)
+        }
+        None => None,
+    };
+    Ok((step.clone(), unit, parse_bounds(bounds, &step, unit)?))
+}
+
+fn parse_bounds(
+    value: RawBsonRef<'_>,
+    step: &Bson,
+    unit: Option<Unit>,
+) -> Result<Bounds, MongoError> {
+    let items: Vec<RawBsonRef<'_>> =
+        match value {
+            RawBsonRef::String("full") => return Ok(Bounds::Full),
+            RawBsonRef::String("partition") => return Ok(Bounds::Partition),
+            RawBsonRef::String(_) => {
+                return Err(fail(
+                    ErrorCode::Location5946802,
+                    "Bounds string must either be 'full' or 'partition'",
+                ))
+            }
+            RawBsonRef::Array(a) => a
+                .into_iter()
+                .collect::<Result<_, _>>()
+                .map_err(bson_error)?,
+            _ => return Err(fail(
+                ErrorCode::Location5733404,
+                "The bounds in a range statement must be the string 'full', 'partition', or an \
+                 ascending array of two numbers or two dates",
+            )),
+        };
+    let [lo, hi] = items.as_slice() else {
+        return Err(fail(
+            ErrorCode::Location5733403,
+            "A bounding array in a range statement must have exactly two elements",
+        ));
+    };
+    let (lo, hi) = (
+        super::execute::raw_to_bson(*lo)?,
+        super::execute::raw_to_bson(*hi)?,
+    );
+    if compare_values(&lo, &hi) == Ordering::Greater {
+        return Err(fail(
+            ErrorCode::Location5733402,
+            "A bounding array must be an ascending array of either two dates or two numbers",
+        ));
+    }
+    let both = "A bounding array must contain either both dates or both numeric types";
+    match (&lo, &hi) {
+        (l, h) if number_bson(l).is_some() => {
+            if unit.is_some() {
+                return Err(fail(
+                    ErrorCode::Location5733409,
+                    "Numeric bounds may not have unit parameter",
+                ));
+            }
+            if number_bson(h).is_none() {
+                return Err(fail(ErrorCode::Location5733406, both));
+            }
+            if l.element_type() != h.element_type() || l.element_type() != step.element_type() {
+                return Err(fail(
+                    ErrorCode::Location5876900,
+                    "Upper bound, lower bound, and step must all have the same type",
+                ));
+            }
+        }
+        (Bson::DateTime(_), h) => {
+            if !matches!(h, Bson::DateTime(_)) {
+                return Err(fail(ErrorCode::Location5733405, both));
+            }
+            if unit.is_none() {
+                return Err(fail(
+                    ErrorCode::Location5733410,
+                    "A bounding array of dates must specify a unit",
+                ));
+            }
+        }
+        _ => {
+            return Err(fail(
+                ErrorCode::Location5946800,
+                "Explicit bounds must be numeric or dates",
+            ))
+        }
+    }
+    Ok(Bounds::Explicit(Box::new((lo, hi))))
+}
+
+fn number(v: RawBsonRef<'_>) -> Option<f64> {
+    match v {
+        RawBsonRef::Int32(i) => Some(f64::from(i)),
+        RawBsonRef::Int64(i) => Some(i as f64),
+        RawBsonRef::Double(d) => Some(d),
+        RawBsonRef::Decimal128(d) => Some(crate::compare::decimal128_to_f64(&d)),
+        _ => None,
+    }
+}
+
+fn number_bson(v: &Bson) -> Option<f64> {
+    match v {
+        Bson::Int32(i) => Some(f64::from(*i)),
+        Bson::Int64(i) => Some(*i as f64),
+        Bson::Double(d) => Some(*d),
+        Bson::Decimal128(d) => Some(crate::compare::decimal128_to_f64(d)),
+        _ => None,
+    }
+}
+
+/// One input document: its partition (the partition fields it has), its `field` value and
+/// itself.
+struct Entry {
+    partition: Document,
+    value: Option<Bson>,
+    doc: RawDocumentBuf,
+}
+
+pub(crate) fn run<'a>(spec: &'a Densify, input: DocStream<'a>, ctx: Ctx<'a>) -> DocStream<'a> {
+    blocking(input, move |input| {
+        let mut budget = MemoryBudget::new(STAGE, ctx.options);
+        let mut entries = Vec::new();
+        for doc in input {
+            let doc = doc?;
+            budget.charge(doc.as_bytes().len())?;
+            entries.push(spec.entry(doc)?);
+        }
+        spec.densify(entries, &mut budget)
+    })
+}
+
+impl Densify {
+    fn entry(&self, doc: RawDocumentBuf) -> Result<Entry, MongoError> {
+        let owned = to_document(&doc)?;
+        let mut partition = Document::new();
+        for path in &self.partition_fields {
+            if let Some(v) = get_path(&owned, path) {
+                set_path(&mut partition, path, v.clone());
+            }
+        }
+        let value = match get_path(&owned, &self.field) {
+            None | Some(Bson::Null | Bson::Undefined) => None,
+            Some(v) => Some(self.check_value(v)?),
+        };
+        Ok(Entry {
+            partition,
+            value,
+            doc,
+        })
+    }
+
+    fn check_value(&self, v: &Bson) -> Result<Bson, MongoError> {
+        match (v, self.unit) {
+            (Bson::DateTime(_), Some(_)) => Ok(v.clone()),
+            (Bson::DateTime(_), None) => Err(fail(
+                ErrorCode::Location6053601,
+                "Encountered date value in collection when step does not have a date unit.",
+            )),
+            (n, Some(_)) if number_bson(n).is_some() => Err(fail(
+                ErrorCode::Location6053600,
+                "Encountered non-date value in collection when step has a date unit.",
+            )),
+            (n, None) if number_bson(n).is_some() => Ok(v.clone()),
+            _ => Err(fail(
+                ErrorCode::Location5733201,
+                "Densify field type must be numeric or a date",
+            )),
+        }
+    }
+
+    /// Every input document and the generated ones, partition by partition.
+    fn densify(
+        &self,
+        mut entries: Vec<Entry>,
+        budget: &mut MemoryBudget,
+    ) -> Result<Vec<RawDocumentBuf>, MongoError> {
+        let null = Bson::Null;
+        entries.sort_by(|a, b| {
+            let pa = Bson::Document(a.partition.clone());
+            let pb = Bson::Document(b.partition.clone());
+            compare_values(&pa, &pb).then_with(|| {
+                compare_values(
+                    a.value.as_ref().unwrap_or(&null),
+                    b.value.as_ref().unwrap_or(&null),
+                )
+            })
+        });
+        let values = entries.iter().filter_map(|e| e.value.as_ref());
+        let global = (
+            values.clone().next().cloned(),
+            values.clone().next_back().cloned(),
+        );
+        let mut out = Vec::with_capacity(entries.len());
+        let mut generated = 0usize;
+        let mut rest = entries.into_iter().peekable();
+        while let Some(first) = rest.next() {
+            let mut partition = vec![first];
+            while let Some(next) = rest.next_if(|e| e.partition == partition[0].partition) {
+                partition.push(next);
+            }
+            let docs = self.partition(partition, &global, &mut generated)?;
+            for doc in docs {
+                budget.charge(doc.as_bytes().len())?;
+                out.push(doc);
+            }
+        }
+        if out.is_empty() {
+            if let (Bounds::Explicit(range), true) =
+                (&self.bounds, self.partition_fields.is_empty())
+            {
+                let grid = self.grid(&range.0, &range.1, false, &mut generated)?;
+                for value in grid {
+                    out.push(self.generated(&Document::new(), value)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One partition's documents (sorted by value) with its missing steps added.
+    fn partition(
+        &self,
+        entries: Vec<Entry>,
+        global: &(Option<Bson>, Option<Bson>),
+        generated: &mut usize,
+    ) -> Result<Vec<RawDocumentBuf>, MongoError> {
+        let key = entries[0].partition.clone();
+        let present: Vec<Bson> = entries.iter().filter_map(|e| e.value.clone()).collect();
+        let (start, end, inclusive) = match (&self.bounds, present.first(), present.last()) {
+            (Bounds::Explicit(range), _, _) => {
+                (Some(range.0.clone()), Some(range.1.clone()), false)
+            }
+            (Bounds::Partition, Some(lo), Some(hi)) => (Some(lo.clone()), Some(hi.clone()), false),
+            (Bounds::Full, _, _) => (global.0.clone(), global.1.clone(), true),
+            _ => (None, None, false),
+        };
+        let grid = match (start, end) {
+            (Some(start), Some(end)) => self.grid(&start, &end, inclusive, generated)?,
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        let mut grid = grid.into_iter().peekable();
+        for entry in entries {
+            if let Some(value) = &entry.value {
+                while let Some(g) = grid.next_if(|g| compare_values(g, value) != Ordering::Greater)
+                {
+                    if compare_values(&g, value) == Ordering::Less {
+                        out.push(self.generated(&key, g)?);
+                    }
+                }
+            }
+            out.push(entry.doc);
+        }
+        for g in grid {
+            out.push(self.generated(&key, g)?);
+        }
+        Ok(out)
+    }
+
+    /// The grid from `start` up to `end` (included when `inclusive`), by repeated steps.
+    fn grid(
+        &self,
+        start: &Bson,
+        end: &Bson,
+        inclusive: bool,
+        generated: &mut usize,
+    ) -> Result<Vec<Bson>, MongoError> {
+        let mut out = Vec::new();
+        let mut current = start.clone();
+        loop {
+            let ord = compare_values(&current, end);
+            if ord == Ordering::Greater || (ord == Ordering::Equal && !inclusive) {
+                break;
+            }
+            *generated += 1;
+            if *generated > MAX_GENERATED_DOCS {
+                return Err(fail(
+                    ErrorCode::Location5897900,
+                    format!(
+                        "Generated {generated} documents in $densify, which is over the limit of \
+                         {MAX_GENERATED_DOCS}. Increase the 'internalQueryMaxAllowedDensifyDocs' \
+                         parameter to allow more generated documents"
+                    ),
+                ));
+            }
+            let next = self.increment(&current)?;
+            out.push(current);
+            current = next;
+        }
+        Ok(out)
+    }
+
+    fn increment(&self, value: &Bson) -> Result<Bson, MongoError> {
+        Ok(match (value, &self.step, self.unit) {
+            (Bson::DateTime(d), step, Some(unit)) => {
+                let amount = number_bson(step).map_or(0, |s| s as i64);
+                let millis = date_add(d.timestamp_millis(), unit, amount, Zone::Utc)?;
+                Bson::DateTime(bson::DateTime::from_millis(millis))
+            }
+            (Bson::Int32(a), Bson::Int32(s), None) => match a.checked_add(*s) {
+                Some(sum) => Bson::Int32(sum),
+                None => Bson::Int64(i64::from(*a) + i64::from(*s)),
+            },
+            (Bson::Int32(_) | Bson::Int64(_), Bson::Int32(_) | Bson::Int64(_), None) => {
+                let a = integer(value);
+                let s = integer(&self.step);
+                match a.checked_add(s) {
+                    Some(sum) => Bson::Int64(sum),
+                    None => Bson::Double(a as f64 + s as f64),
+                }
+            }
+            (v, s, _) => {
+                Bson::Double(number_bson(v).unwrap_or(f64::NAN) + number_bson(s).unwrap_or(0.0))
+            }
+        })
+    }
+
+    /// A generated document: the partition's fields, then `field`.
+    fn generated(&self, partition: &Document, value: Bson) -> Result<RawDocumentBuf, MongoError> {
+        let mut doc = partition.clone();
+        set_path(&mut doc, &self.field, value);
+        to_raw(&doc)
+    }
+}
+
+fn integer(v: &Bson) -> i64 {
+    match v {
+        Bson::Int32(i) => i64::from(*i),
+        Bson::Int64(i) => *i,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::aggregate::{NoCollections, Pipeline};
+    use bson::{doc, Bson, DateTime, Document};
+
+    fn run(stage: Document, input: &[Document]) -> Result<Vec<Document>, crate::MongoError> {
+        Pipeline::parse(&[doc! {"$densify": stage}])?.run_documents(input, &NoCollections)
+    }
+
+    fn code(stage: Document) -> i32 {
+        run(stage, &[]).unwrap_err().code.code()
+    }
+
+    fn values(out: &[Document], field: &str) -> Vec<Bson> {
+        out.iter()
+            .map(|d| d.get(field).cloned().unwrap_or(Bson::Null))
+            .collect()
+    }
+
+    fn ints(xs: &[i32]) -> Vec<Bson> {
+        xs.iter().map(|x| Bson::Int32(*x)).collect()
+    }
+
+    #[test]
+    fn fills_numbers_between_and_across_ranges() {
+        let input = [doc! {"x": 5}, doc! {"x": 0}, doc! {"x": 3}, doc! {"y": 1}];
+        let full = run(
+            doc! {"field": "x", "range": {"step": 2, "bounds": "full"}},
+            &input,
+        )
+        .expect("full");
+        // Null first; grid 0, 2, 4 from the smallest value; 3 and 5 are off it.
+        assert_eq!(
+            values(&full, "x"),
+            [vec![Bson::Null], ints(&[0, 2, 3, 4, 5])].concat()
+        );
+        let explicit = run(
+            doc! {"field": "x", "range": {"step": 2, "bounds": [1, 7]}},
+            &input,
+        )
+        .expect("explicit");
+        assert_eq!(
+            values(&explicit, "x"),
+            [vec![Bson::Null], ints(&[0, 1, 3, 5])].concat()
+        );
+        let empty = run(
+            doc! {"field": "x", "range": {"step": 1, "bounds": [0, 3]}},
+            &[],
+        )
+        .expect("empty");
+        assert_eq!(values(&empty, "x"), ints(&[0, 1, 2]));
+        assert!(run(
+            doc! {"field": "x", "range": {"step": 1, "bounds": "full"}},
+            &[]
+        )
+        .expect("empty full")
+        .is_empty());
+    }
+
+    #[test]
+    fn partitions_fill_alone_or_over_the_full_range() {
+        let input = [
+            doc! {"g": "a", "x": 0},
+            doc! {"g": "a", "x": 4},
+            doc! {"g": "b", "x": 6},
+        ];
+        let per = run(
+            doc! {"field": "x", "partitionByFields": ["g"], "range": {"step": 2, "bounds": "partition"}},
+            &input,
+        )
+        .expect("partition");
+        assert_eq!(values(&per, "x"), ints(&[0, 2, 4, 6]));
+        assert_eq!(per[1], doc! {"g": "a", "x": 2});
+        let full = run(
+            doc! {"field": "x", "partitionByFields": ["g"], "range": {"step": 2, "bounds": "full"}},
+            &input,
+        )
+        .expect("full");
+        // Both partitions span 0..=6: a gets 2 and 6, b gets 0, 2, 4.
+        assert_eq!(values(&full, "x"), ints(&[0, 2, 4, 6, 0, 2, 4, 6]));
+        assert_eq!(values(&full, "g").len(), 8);
+    }
+
+    #[test]
+    fn dates_step_by_units() {
+        let day = |d: i64| DateTime::from_millis(d * 86_400_000);
+        let input = [doc! {"t": day(0)}, doc! {"t": day(3)}];
+        let out = run(
+            doc! {"field": "t", "range": {"step": 1, "unit": "day", "bounds": "full"}},
+            &input,
+        )
+        .expect("dates");
+        assert_eq!(
+            values(&out, "t"),
+            (0..4).map(|d| Bson::DateTime(day(d))).collect::<Vec<_>>()
+        );
+        let wrong = run(
+            doc! {"field": "t", "range": {"step": 1, "bounds": "full"}},
+            &input,
+        );
+        assert_eq!(wrong.unwrap_err().code.code(), 6053601);
+        let strings = run(
+            doc! {"field": "t", "range": {"step": 1, "bounds": "full"}},
+            &[doc! {"t": "x"}],
+        );
+        assert_eq!(strings.unwrap_err().code.code(), 5733201);
+    }
+
+    #[test]
+    fn spec_errors_carry_mongods_codes() {
+        assert_eq!(code(doc! {"range": {"step": 1, "bounds": "full"}}), 40414);
+        assert_eq!(code(doc! {"field": "x"}), 40414);
+        assert_eq!(code(doc! {"field": 1, "range": {}}), 14);
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": "full"}, "foo": 1}),
+            40415
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 0, "bounds": "full"}}),
+            5733401
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": "a", "bounds": "full"}}),
+            5733401
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1.5, "unit": "day", "bounds": "full"}}),
+            6586400
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": [1]}}),
+            5733403
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": [2, 1]}}),
+            5733402
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "unit": "day", "bounds": [1, 2]}}),
+            5733409
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": [1, 2.0]}}),
+            5876900
+        );
+        assert_eq!(
+            code(
+                doc! {"field": "x", "range": {"step": 1, "bounds": [DateTime::from_millis(0), DateTime::from_millis(1)]}}
+            ),
+            5733410
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": ["a", "b"]}}),
+            5946800
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": "most"}}),
+            5946802
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": 1}}),
+            5733404
+        );
+        assert_eq!(
+            code(doc! {"field": "x", "range": {"step": 1, "bounds": "partition"}}),
+            5733408
+        );
+        assert_eq!(
+            Pipeline::parse(&[doc! {"$densify": 1}])
+                .unwrap_err()
+                .code
+                .code(),
+            9
+        );
+    }
+}
