@@ -59,6 +59,10 @@ pub(crate) fn compute(
                 Op::Locf => Ok(locf(&inputs)),
                 Op::LinearFill => linear_fill(&inputs, &sort_values),
                 Op::ExpMovingAvg { alpha } => Ok(exp_moving_avg(&inputs, *alpha)),
+                Op::Covariance { .. }
+                | Op::Derivative { .. }
+                | Op::Integral { .. }
+                | Op::TakeN { .. } => super::series::compute(f, &inputs, &sort_values, collation),
                 Op::Rank | Op::DenseRank | Op::DocumentNumber => Ok(Vec::new()),
             }
         }

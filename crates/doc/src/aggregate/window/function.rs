@@ -5,8 +5,11 @@
 //! $documentNumber`) take `{}` and a one-field `sortBy` (5371601-5371603); `$shift` takes
 //! `{output, by, default?}` and a `sortBy`; `$locf` and `$linearFill` take an expression and
 //! no `window` (`$linearFill` a one-field `sortBy`, 605001); `$expMovingAvg` takes `{input, N |
-//! alpha}` and a `sortBy`. Other mongod window functions are refused with `NotImplemented`
-//! (238). Malformed specs are `FailedToParse` (9), as on mongod. It never evaluates.
+//! alpha}` and a `sortBy`; `$covariancePop`/`$covarianceSamp` take `[x, y]` and a `window`;
+//! `$derivative`, `$integral` and the N functions are parsed in `series.rs`. `$top`,
+//! `$bottom`, `$topN`, `$bottomN`, `$median` and `$percentile` are refused with
+//! `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
+//! evaluates.
 
 use bson::raw::RawBsonRef;
 use bson::{Bson, RawBson};
@@ -43,6 +46,23 @@ pub(crate) enum Op {
     ExpMovingAvg {
         alpha: f64,
     },
+    /// The covariance of `[x, y]` pairs (`series.rs`).
+    Covariance {
+        sample: bool,
+    },
+    /// Rise over run between the window's ends, per `unit` when the sort value is a date.
+    Derivative {
+        unit_millis: Option<i64>,
+    },
+    /// The area under the window's points by the trapezoidal rule, per `unit`.
+    Integral {
+        unit_millis: Option<i64>,
+    },
+    /// `$firstN`, `$lastN`, `$minN`, `$maxN`.
+    TakeN {
+        take: super::series::Take,
+        n: usize,
+    },
 }
 
 /// A parsed window function: what it computes, over which expression and window.
@@ -55,14 +75,6 @@ pub(crate) struct WindowFunction {
 
 /// Window functions mongod 7.0 has that this stage does not compute yet.
 const NOT_YET: &[&str] = &[
-    "$covariancePop",
-    "$covarianceSamp",
-    "$derivative",
-    "$integral",
-    "$firstN",
-    "$lastN",
-    "$minN",
-    "$maxN",
     "$top",
     "$topN",
     "$bottom",
@@ -101,6 +113,10 @@ pub(crate) fn parse(
             "$shift" => parse_shift(d, sort_by, vars),
             "$locf" | "$linearFill" => parse_fill(d, name, sort_by, vars),
             "$expMovingAvg" => parse_exp_moving_avg(d, sort_by, vars),
+            "$derivative" | "$integral" => super::series::parse_rate(d, name, sort_by, vars),
+            "$firstN" | "$lastN" | "$minN" | "$maxN" => {
+                super::series::parse_n(d, name, sort_by, vars)
+            }
             other if NOT_YET.contains(&other) => Err(MongoError::new(
                 ErrorCode::NotImplemented,
                 format!("The {other} window function is not supported yet"),
@@ -170,6 +186,8 @@ fn function_and_input(
         "$stdDevSamp" => Op::Fold(AccOp::StdDevSamp),
         "$first" => Op::First,
         "$last" => Op::Last,
+        "$covariancePop" => Op::Covariance { sample: false },
+        "$covarianceSamp" => Op::Covariance { sample: true },
         "$count" => {
             let empty = matches!(value, RawBsonRef::Document(d) if d.iter().next().is_none());
             if !empty {
@@ -551,7 +569,26 @@ mod tests {
             code(doc! {"$expMovingAvg": {"input": "$x", "N": 2}}, None),
             9
         );
-        assert_eq!(code(doc! {"$derivative": {"input": "$x"}}, Some(&s)), 238);
+        assert_eq!(code(doc! {"$derivative": {"input": "$x"}}, Some(&s)), 9);
+        assert_eq!(
+            code(doc! {"$derivative": {"input": "$x"}, "window": {}}, None),
+            9
+        );
+        assert_eq!(
+            code(
+                doc! {"$integral": {"input": "$x", "unit": "month"}},
+                Some(&s)
+            ),
+            5490710
+        );
+        assert_eq!(code(doc! {"$minN": 1}, None), 5787900);
+        assert_eq!(code(doc! {"$firstN": {"input": "$x"}}, None), 5787906);
+        assert_eq!(code(doc! {"$lastN": {"n": 1}}, None), 5787907);
+        assert_eq!(
+            code(doc! {"$maxN": {"n": 1, "input": "$x", "k": 1}}, None),
+            5787901
+        );
+        assert_eq!(code(doc! {"$topN": {"n": 1}}, Some(&s)), 238);
         let raw = RawDocumentBuf::from_document(&doc! {"f": 1}).expect("raw");
         let e = parse(
             "f",

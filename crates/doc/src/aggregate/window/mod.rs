@@ -13,6 +13,7 @@
 mod bounds;
 mod compute;
 mod function;
+mod series;
 
 use std::cmp::Ordering;
 use std::sync::Arc;
