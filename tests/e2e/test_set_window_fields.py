@@ -119,6 +119,36 @@ def test_shift_locf_linear_fill_and_missing_fields(coll):
     assert [d["last"] for d in out] == [{"v": 10}, {}, {"v": None}, {"v": 40}]
 
 
+def test_series_functions_over_time(coll):
+    # A car's odometer: 0 km at 0 h, 50 at 1 h, 150 at 2 h, 150 at 4 h.
+    coll.insert_many([{"_id": i, "at": datetime(2024, 1, 1, h), "h": h, "km": km}
+                      for i, (h, km) in enumerate([(0, 0), (1, 50), (2, 150), (4, 150)])])
+    out = window(coll, {"sortBy": {"at": 1}, "output": {
+        "speed": {"$derivative": {"input": "$km", "unit": "hour"},
+                  "window": {"documents": [-1, 0]}},
+        "area": {"$integral": {"input": "$km", "unit": "hour"},
+                 "window": {"documents": ["unbounded", "current"]}},
+        "cov": {"$covariancePop": ["$h", "$km"]},
+        "last2": {"$lastN": {"input": "$km", "n": 2}, "window": {"documents": ["unbounded", 0]}},
+        "top2": {"$maxN": {"input": "$km", "n": 2}},
+    }})
+    # Rise over run per hour; the first window has one document, so no run.
+    assert [d["speed"] for d in out] == [None, 50.0, 100.0, 0.0]
+    # Trapezoids: 25, then + 100, then + 300.
+    assert [d["area"] for d in out] == [0.0, 25.0, 125.0, 425.0]
+    # h: 0 1 2 4 (mean 1.75); km: 0 50 150 150 (mean 87.5);
+    # sum of products = 153.125 + 28.125 + 15.625 + 140.625 = 337.5; / 4.
+    assert {d["cov"] for d in out} == {84.375}
+    assert [d["last2"] for d in out] == [[0], [0, 50], [50, 150], [150, 150]]
+    assert {tuple(d["top2"]) for d in out} == {(150, 150)}
+    # Numbers as the sort key take no unit; dates need one.
+    plain = window(coll, {"sortBy": {"h": 1}, "output": {
+        "speed": {"$derivative": {"input": "$km"}, "window": {"documents": [-1, 0]}}}})
+    assert [d["speed"] for d in plain] == [None, 50.0, 100.0, 0.0]
+    assert code_of(coll, {"sortBy": {"at": 1}, "output": {
+        "s": {"$derivative": {"input": "$km"}, "window": {"documents": [-1, 0]}}}}) == 5624901
+
+
 def test_mixed_types_and_empty_input(coll):
     assert window(coll, {"output": {"s": {"$sum": "$x"}}}) == []
     coll.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": "two"}, {"_id": 3, "x": 2.5},
@@ -176,7 +206,13 @@ def test_memory_limit_refuses_as_the_other_blocking_stages(coll):
     ({"sortBy": {"x": 1}, "output": {"a": {"$rank": 1}}}, 5371603),
     ({"output": {"a": {"$shift": {"output": "$x", "by": 1}}}}, 9),
     ({"output": {"a": {"$linearFill": "$x"}}}, 605001),
-    ({"sortBy": {"x": 1}, "output": {"a": {"$derivative": {"input": "$x"}}}}, 238),
+    ({"sortBy": {"x": 1}, "output": {"a": {"$derivative": {"input": "$x"}}}}, 9),
+    ({"sortBy": {"x": 1}, "output": {"a": {"$integral": {"input": "$x", "unit": "month"}}}},
+     5490710),
+    ({"output": {"a": {"$minN": {"input": "$x", "n": 0}}}}, 5787908),
+    ({"output": {"a": {"$firstN": {"input": "$x"}}}}, 5787906),
+    ({"sortBy": {"x": 1}, "output": {"a": {"$topN": {"n": 1, "sortBy": {"x": 1},
+                                                     "output": "$x"}}}}, 238),
 ])
 def test_malformed_specs_fail_with_mongods_codes(coll, spec, code):
     coll.insert_one({"x": 1})

@@ -108,7 +108,8 @@ pub(crate) fn parse(
         }
         return match name {
             "$sum" | "$avg" | "$min" | "$max" | "$push" | "$addToSet" | "$stdDevPop"
-            | "$stdDevSamp" | "$count" | "$first" | "$last" => parse_with_window(d, sort_by, vars),
+            | "$stdDevSamp" | "$count" | "$first" | "$last" | "$covariancePop"
+            | "$covarianceSamp" => parse_with_window(d, sort_by, vars),
             "$rank" | "$denseRank" | "$documentNumber" => parse_rank(d, name, sort_by),
             "$shift" => parse_shift(d, sort_by, vars),
             "$locf" | "$linearFill" => parse_fill(d, name, sort_by, vars),
