@@ -33,6 +33,13 @@ pub(crate) struct SortSpec {
     collation: Option<Arc<Collation>>,
 }
 
+/// Two specifications are equal when they were written alike (window functions compare theirs).
+impl PartialEq for SortSpec {
+    fn eq(&self, other: &SortSpec) -> bool {
+        self.raw == other.raw
+    }
+}
+
 #[derive(Debug, Clone)]
 struct SortKey {
     path: Vec<String>,

@@ -6,9 +6,8 @@
 //! `{output, by, default?}` and a `sortBy`; `$locf` and `$linearFill` take an expression and
 //! no `window` (`$linearFill` a one-field `sortBy`, 605001); `$expMovingAvg` takes `{input, N |
 //! alpha}` and a `sortBy`; `$covariancePop`/`$covarianceSamp` take `[x, y]` and a `window`;
-//! `$derivative`, `$integral` and the N functions are parsed in `series.rs`. `$top`,
-//! `$bottom`, `$topN`, `$bottomN`, `$median` and `$percentile` are refused with
-//! `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
+//! `$derivative`, `$integral`, the N functions and `$top`/`$bottom(N)` are parsed in
+//! `series.rs`. `$median` and `$percentile` are refused with `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
 //! evaluates.
 
 use bson::raw::RawBsonRef;
@@ -63,6 +62,12 @@ pub(crate) enum Op {
         take: super::series::Take,
         n: usize,
     },
+    /// `$top`/`$bottom` (no `n`: one value) and `$topN`/`$bottomN` by their own `sortBy`.
+    TopBottom {
+        bottom: bool,
+        n: Option<usize>,
+        sort: Box<SortSpec>,
+    },
 }
 
 /// A parsed window function: what it computes, over which expression and window.
@@ -74,14 +79,7 @@ pub(crate) struct WindowFunction {
 }
 
 /// Window functions mongod 7.0 has that this stage does not compute yet.
-const NOT_YET: &[&str] = &[
-    "$top",
-    "$topN",
-    "$bottom",
-    "$bottomN",
-    "$median",
-    "$percentile",
-];
+const NOT_YET: &[&str] = &["$median", "$percentile"];
 
 fn parse_error(message: impl Into<String>) -> MongoError {
     MongoError::new(ErrorCode::FailedToParse, message)
@@ -117,6 +115,9 @@ pub(crate) fn parse(
             "$derivative" | "$integral" => super::series::parse_rate(d, name, sort_by, vars),
             "$firstN" | "$lastN" | "$minN" | "$maxN" => {
                 super::series::parse_n(d, name, sort_by, vars)
+            }
+            "$top" | "$bottom" | "$topN" | "$bottomN" => {
+                super::series::parse_top_bottom(d, name, sort_by, vars)
             }
             other if NOT_YET.contains(&other) => Err(MongoError::new(
                 ErrorCode::NotImplemented,
@@ -589,7 +590,30 @@ mod tests {
             code(doc! {"$maxN": {"n": 1, "input": "$x", "k": 1}}, None),
             5787901
         );
-        assert_eq!(code(doc! {"$topN": {"n": 1}}, Some(&s)), 238);
+        assert_eq!(code(doc! {"$topN": {"n": 1}}, Some(&s)), 5788004);
+        assert_eq!(code(doc! {"$top": {"output": "$x"}}, Some(&s)), 5788005);
+        assert_eq!(
+            code(
+                doc! {"$top": {"n": 1, "output": "$x", "sortBy": {"x": 1}}},
+                None
+            ),
+            5788002
+        );
+        assert_eq!(
+            code(
+                doc! {"$bottomN": {"output": "$x", "sortBy": {"x": 1}}},
+                None
+            ),
+            5788003
+        );
+        assert_eq!(code(doc! {"$bottom": 1}, None), 5788001);
+        assert_eq!(
+            code(
+                doc! {"$median": {"input": "$x", "method": "approximate"}},
+                None
+            ),
+            238
+        );
         let raw = RawDocumentBuf::from_document(&doc! {"f": 1}).expect("raw");
         let e = parse(
             "f",

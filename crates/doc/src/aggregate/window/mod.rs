@@ -371,6 +371,34 @@ mod tests {
     }
 
     #[test]
+    fn top_and_bottom_order_by_their_own_sort() {
+        let input = [
+            doc! {"t": 1, "score": 5, "who": "a"},
+            doc! {"t": 2, "score": 9, "who": "b"},
+            doc! {"t": 3, "score": 1},
+            doc! {"t": 4, "score": 9, "who": "d"},
+        ];
+        let out = run(
+            doc! {"sortBy": {"t": 1}, "output": {
+                "best": {"$top": {"sortBy": {"score": -1}, "output": "$who"}},
+                "worst2": {"$bottomN": {"n": 2, "sortBy": {"score": -1}, "output": "$who"},
+                           "window": {"documents": ["unbounded", "current"]}},
+            }},
+            &input,
+        )
+        .expect("runs");
+        // Ties keep window order: b (t=2) before d (t=4) at score 9.
+        assert!(out.iter().all(|d| d.get_str("best") == Ok("b")));
+        let worst: Vec<&bson::Array> = out
+            .iter()
+            .map(|d| d.get_array("worst2").expect("array"))
+            .collect();
+        assert_eq!(worst[0], &vec![Bson::String("a".into())]);
+        assert_eq!(worst[2], &vec![Bson::String("a".into()), Bson::Null]);
+        assert_eq!(worst[3], &vec![Bson::String("a".into()), Bson::Null]);
+    }
+
+    #[test]
     fn spec_errors_carry_mongods_codes() {
         assert_eq!(run(doc! {}, &[]).unwrap_err().code.code(), 40414);
         assert_eq!(code(doc! {"output": {}, "foo": 1}), 40415);
