@@ -149,6 +149,31 @@ def test_series_functions_over_time(coll):
         "s": {"$derivative": {"input": "$km"}, "window": {"documents": [-1, 0]}}}}) == 5624901
 
 
+def test_top_and_bottom_by_their_own_sort(cakes):
+    out = window(cakes, {"partitionBy": "$state", "sortBy": {"orderDate": 1}, "output": {
+        "dearest": {"$top": {"sortBy": {"price": -1}, "output": "$type"}},
+        "cheapest2": {"$bottomN": {"n": 2, "sortBy": {"price": -1}, "output": "$price"},
+                      "window": {"documents": ["unbounded", "current"]}},
+    }})
+    by_id = {d["_id"]: d for d in out}
+    # CA prices by date: 41 (strawberry), 13, 12; WA: 43 (strawberry), 13, 14.
+    assert {d["dearest"] for d in out} == {"strawberry"}
+    assert [by_id[i]["cheapest2"] for i in (4, 0, 2)] == [[41], [41, 13], [13, 12]]
+    assert [by_id[i]["cheapest2"] for i in (5, 3, 1)] == [[43], [43, 13], [14, 13]]
+
+
+def test_a_large_partition_with_range_windows(coll):
+    coll.insert_many([{"_id": i, "t": i // 2, "v": 1} for i in range(20000)])
+    out = window(coll, {"sortBy": {"t": 1}, "output": {
+        "seen": {"$sum": "$v", "window": {"range": ["unbounded", "current"]}},
+        "near": {"$count": {}, "window": {"range": [-1, 1]}}}})
+    assert len(out) == 20000
+    # Two documents per t: t-1, t and t+1 hold six, fewer at the ends.
+    assert out[10]["near"] == 6 and out[0]["near"] == 4 and out[-1]["near"] == 4
+    # "current" is the current document's position, so ties are not yet counted.
+    assert [d["seen"] for d in out[:4]] == [1, 2, 3, 4]
+
+
 def test_mixed_types_and_empty_input(coll):
     assert window(coll, {"output": {"s": {"$sum": "$x"}}}) == []
     coll.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": "two"}, {"_id": 3, "x": 2.5},
@@ -211,8 +236,8 @@ def test_memory_limit_refuses_as_the_other_blocking_stages(coll):
      5490710),
     ({"output": {"a": {"$minN": {"input": "$x", "n": 0}}}}, 5787908),
     ({"output": {"a": {"$firstN": {"input": "$x"}}}}, 5787906),
-    ({"sortBy": {"x": 1}, "output": {"a": {"$topN": {"n": 1, "sortBy": {"x": 1},
-                                                     "output": "$x"}}}}, 238),
+    ({"output": {"a": {"$topN": {"n": 1, "output": "$x"}}}}, 5788005),
+    ({"output": {"a": {"$median": {"input": "$x", "method": "approximate"}}}}, 238),
 ])
 def test_malformed_specs_fail_with_mongods_codes(coll, spec, code):
     coll.insert_one({"x": 1})

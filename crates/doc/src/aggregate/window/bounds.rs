@@ -315,36 +315,33 @@ fn range_endpoints(
             (None, None) => Ok(Bson::Null),
         }
     };
-    let key = |v: &Option<Bson>| v.clone().unwrap_or(Bson::Null);
+    // The partition is sorted by the sort value, so each end is a binary search.
+    let null = Bson::Null;
+    let key = |v: &'_ Option<Bson>| -> Bson { v.as_ref().unwrap_or(&null).clone() };
+    let below = |t: &Bson| values.partition_point(|v| compare_values(&key(v), t) == Ordering::Less);
+    let up_to =
+        |t: &Bson| values.partition_point(|v| compare_values(&key(v), t) != Ordering::Greater);
+    let (type_min, type_max) = match unit {
+        Some(_) => (
+            Bson::DateTime(bson::DateTime::MIN),
+            Bson::DateTime(bson::DateTime::MAX),
+        ),
+        None => (Bson::Double(f64::NAN), Bson::Double(f64::INFINITY)),
+    };
     let lo = match lower {
         Bound::Current => Some(at),
-        Bound::Unbounded => values.iter().position(expected),
-        Bound::At(delta) => {
-            let t = threshold(delta)?;
-            let first = values
-                .iter()
-                .position(|v| compare_values(&key(v), &t) != Ordering::Less);
-            first.filter(|i| expected(&values[*i]))
-        }
+        Bound::Unbounded => Some(below(&type_min)),
+        Bound::At(delta) => Some(below(&threshold(delta)?)),
     };
-    let Some(lo) = lo else { return Ok(None) };
+    let Some(lo) = lo.filter(|i| values.get(*i).is_some_and(expected)) else {
+        return Ok(None);
+    };
     let hi = match upper {
         Bound::Current => Some(at),
-        Bound::Unbounded => {
-            let start = lo.max(at);
-            let past = values[start..].iter().position(|v| !expected(v));
-            Some(past.map_or(values.len() - 1, |p| start + p - 1))
-        }
+        Bound::Unbounded => up_to(&type_max).checked_sub(1),
         Bound::At(delta) => {
-            let t = threshold(delta)?;
-            let past = values[lo..]
-                .iter()
-                .position(|v| compare_values(&t, &key(v)) == Ordering::Less);
-            match past {
-                Some(0) => None,
-                Some(p) => Some(lo + p - 1),
-                None => Some(values.len() - 1),
-            }
+            let end = up_to(&threshold(delta)?);
+            (end > lo).then(|| end - 1)
         }
     };
     Ok(hi.filter(|hi| *hi >= lo).map(|hi| (lo, hi)))
