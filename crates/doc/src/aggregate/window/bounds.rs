@@ -230,6 +230,15 @@ fn check_forward<T: Copy>(
     Ok(())
 }
 
+/// `check_forward` over document offsets, for other modules' tests.
+#[cfg(test)]
+pub(crate) fn check_forward_for_tests(
+    lower: Bound<i64>,
+    upper: Bound<i64>,
+) -> Result<(), MongoError> {
+    check_forward(lower, upper, |x| x as f64)
+}
+
 fn as_number(v: RawBsonRef<'_>) -> Option<f64> {
     match v {
         RawBsonRef::Int32(i) => Some(f64::from(i)),
@@ -462,6 +471,83 @@ mod tests {
         assert_eq!(w(Bound::At(-3), Bound::At(-2), 1), None);
         assert_eq!(w(Bound::At(2), Bound::At(9), 3), None);
         assert_eq!(w(Bound::At(1), Bound::At(9), 3), Some((4, 4)));
+    }
+
+    /// mongod's scan, document by document, as the model the binary search must match.
+    fn scanned(
+        lower: Bound<f64>,
+        upper: Bound<f64>,
+        at: usize,
+        values: &[Option<Bson>],
+    ) -> Option<(usize, usize)> {
+        let number = |v: &Option<Bson>| v.as_ref().filter(|v| is_number(v)).map(number_of);
+        let base = number(&values[at])?;
+        let lo = match lower {
+            Bound::Current => at,
+            Bound::Unbounded => values.iter().position(|v| number(v).is_some())?,
+            Bound::At(d) => {
+                let i = values.iter().position(|v| match v {
+                    Some(v) if is_number(v) => number_of(v) >= base + d,
+                    Some(Bson::String(_)) => true,
+                    _ => false,
+                })?;
+                number(&values[i])?;
+                i
+            }
+        };
+        let hi = match upper {
+            Bound::Current => at,
+            Bound::Unbounded => (lo.max(at)..values.len())
+                .take_while(|i| number(&values[*i]).is_some())
+                .last()?,
+            Bound::At(d) => (lo..values.len())
+                .take_while(|i| number(&values[*i]).is_some_and(|x| x <= base + d))
+                .last()?,
+        };
+        (hi >= lo).then_some((lo, hi))
+    }
+
+    #[test]
+    fn binary_search_matches_the_scan() {
+        let mut seed = 7u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let bounds = [
+            Bound::Unbounded,
+            Bound::Current,
+            Bound::At(-3.0),
+            Bound::At(-0.5),
+            Bound::At(0.0),
+            Bound::At(2.5),
+        ];
+        for _ in 0..200 {
+            let nulls = next(3) as usize;
+            let mut numbers: Vec<i64> = (0..next(12)).map(|_| next(20) as i64 - 5).collect();
+            numbers.sort_unstable();
+            let mut values: Vec<Option<Bson>> = vec![None; nulls];
+            values.extend(numbers.iter().map(|n| Some(Bson::Int64(*n))));
+            values.extend((0..next(2)).map(|_| Some(Bson::String("s".into()))));
+            for (lower, upper) in bounds
+                .iter()
+                .flat_map(|l| bounds.iter().map(move |u| (*l, *u)))
+            {
+                if check_forward(lower, upper, |x| x).is_err() {
+                    continue;
+                }
+                for at in nulls..nulls + numbers.len() {
+                    let got = range_endpoints(lower, upper, None, at, &values).expect("numbers");
+                    assert_eq!(
+                        got,
+                        scanned(lower, upper, at, &values),
+                        "{lower:?} {upper:?} at {at} in {values:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -369,6 +369,66 @@ mod tests {
     }
 
     #[test]
+    fn folds_match_a_fresh_fold_of_every_window() {
+        let mut seed = 11u64;
+        let mut next = move |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let bound = |k: u64| match k {
+            0 => Bound::Unbounded,
+            1 => Bound::Current,
+            k => Bound::At(k as i64 - 5),
+        };
+        let ops = [
+            AccOp::Sum,
+            AccOp::Avg,
+            AccOp::Min,
+            AccOp::Max,
+            AccOp::Push,
+            AccOp::AddToSet,
+            AccOp::StdDevSamp,
+        ];
+        for _ in 0..100 {
+            let xs: Vec<Option<Bson>> = (0..next(9))
+                .map(|_| match next(5) {
+                    0 => None,
+                    1 => Some(Bson::Double(next(7) as f64 / 2.0)),
+                    2 => Some(Bson::String(format!("s{}", next(3)))),
+                    _ => Some(Bson::Int32(next(6) as i32)),
+                })
+                .collect();
+            let (mut lower, mut upper) = (bound(next(10)), bound(next(10)));
+            if super::super::bounds::check_forward_for_tests(lower, upper).is_err() {
+                std::mem::swap(&mut lower, &mut upper);
+            }
+            let window = Window::Documents(lower, upper);
+            if super::super::bounds::check_forward_for_tests(lower, upper).is_err() {
+                continue;
+            }
+            for op in ops {
+                let got = run(Op::Fold(op), window, &xs);
+                for (at, value) in got.iter().enumerate() {
+                    let mut state = State::new(op);
+                    if let Some((lo, hi)) = endpoints(window, at, xs.len(), &[]).expect("documents")
+                    {
+                        for x in &xs[lo..=hi] {
+                            state.add(x.clone()).expect("folds");
+                        }
+                    }
+                    assert_eq!(
+                        value,
+                        &Some(state.finish()),
+                        "{op:?} {window:?} at {at} of {xs:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn ends_shift_locf_and_moving_average() {
         let xs = vec![
             None,
