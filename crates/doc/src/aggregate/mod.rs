@@ -15,6 +15,7 @@ mod bucket;
 mod bucket_auto;
 mod bucket_auto_rounding;
 mod densify;
+mod densify_spec;
 mod documents;
 mod execute;
 mod facet;
@@ -104,7 +105,7 @@ pub(crate) enum Stage {
     /// `$fill`: the `$setWindowFields` and `$addFields` it stands for (`fill.rs`).
     Fill(Box<fill::Fill>),
     /// `$densify`: the missing steps of a field's values added (`densify.rs`).
-    Densify(Box<densify::Densify>),
+    Densify(Box<densify_spec::Densify>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -215,7 +216,7 @@ pub(crate) fn parse_stage(
         "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
-        "$densify" => densify::parse(spec).map(|d| Stage::Densify(Box::new(d))),
+        "$densify" => densify_spec::parse(spec).map(|d| Stage::Densify(Box::new(d))),
         "$fill" => fill::parse(spec, vars).map(|f| Stage::Fill(Box::new(f))),
         "$setWindowFields" => {
             window::parse(spec, vars).map(|w| Stage::SetWindowFields(Box::new(w)))

@@ -63,7 +63,7 @@ pub(crate) fn compute(
                 | Op::Derivative { .. }
                 | Op::Integral { .. }
                 | Op::TakeN { .. } => super::series::compute(f, &inputs, &sort_values, collation),
-                Op::TopBottom { .. } => super::series::top_bottom(f, rows, &inputs, &sort_values),
+                Op::TopBottom { .. } => super::top_bottom::compute(f, rows, &inputs, &sort_values),
                 Op::Rank | Op::DenseRank | Op::DocumentNumber => Ok(Vec::new()),
             }
         }

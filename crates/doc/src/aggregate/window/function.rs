@@ -6,8 +6,8 @@
 //! `{output, by, default?}` and a `sortBy`; `$locf` and `$linearFill` take an expression and
 //! no `window` (`$linearFill` a one-field `sortBy`, 605001); `$expMovingAvg` takes `{input, N |
 //! alpha}` and a `sortBy`; `$covariancePop`/`$covarianceSamp` take `[x, y]` and a `window`;
-//! `$derivative`, `$integral`, the N functions and `$top`/`$bottom(N)` are parsed in
-//! `series.rs`. `$median` and `$percentile` are refused with `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
+//! `$derivative`, `$integral` and the N functions are parsed in `series.rs`, `$top` and
+//! `$bottom(N)` in `top_bottom.rs`. `$median` and `$percentile` are refused with `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
 //! evaluates.
 
 use bson::raw::RawBsonRef;
@@ -117,7 +117,7 @@ pub(crate) fn parse(
                 super::series::parse_n(d, name, sort_by, vars)
             }
             "$top" | "$bottom" | "$topN" | "$bottomN" => {
-                super::series::parse_top_bottom(d, name, sort_by, vars)
+                super::top_bottom::parse(d, name, sort_by, vars)
             }
             other if NOT_YET.contains(&other) => Err(MongoError::new(
                 ErrorCode::NotImplemented,

@@ -14,6 +14,7 @@ mod bounds;
 mod compute;
 mod function;
 mod series;
+mod top_bottom;
 
 use std::cmp::Ordering;
 use std::sync::Arc;

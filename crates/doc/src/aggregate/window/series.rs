@@ -5,10 +5,8 @@
 //! null for one document) and `$integral` (the trapezoidal rule over the window; 5423900-
 //! 5423902), both `{input, unit?}` with `unit` week or shorter (5490710) and a one-field
 //! `sortBy`; `$firstN`/`$lastN` (missing as null) and `$minN`/`$maxN` (nullish values
-//! skipped) as `{input, n}` with a constant `n` (5787801, 5787900-5787908); `$top`/`$bottom`
-//! (one output) and `$topN`/`$bottomN` (an array) ordered by their own `sortBy`, missing
-//! outputs as null (5788001-5788005). A non-constant `n` is refused with `NotImplemented`
-//! (238). Pure: values in, values out.
+//! skipped) as `{input, n}` with a constant `n` (5787801, 5787900-5787908). A non-constant `n`
+//! is refused with `NotImplemented` (238). Pure: values in, values out.
 
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::Bson;
@@ -182,7 +180,7 @@ pub(crate) fn parse_n(
 }
 
 /// `n`: a constant positive whole number.
-fn count(value: RawBsonRef<'_>) -> Result<usize, MongoError> {
+pub(super) fn count(value: RawBsonRef<'_>) -> Result<usize, MongoError> {
     let number = match value {
         RawBsonRef::Int32(i) => f64::from(i),
         RawBsonRef::Int64(i) => i as f64,
@@ -221,115 +219,6 @@ fn count(value: RawBsonRef<'_>) -> Result<usize, MongoError> {
     } else {
         number as usize
     })
-}
-
-/// `{$top | $bottom: {sortBy, output}}`, `{$topN | $bottomN: {n, sortBy, output}}`, with an
-/// optional `window` (5788001-5788005 as mongod's).
-pub(crate) fn parse_top_bottom(
-    d: &RawDocument,
-    name: &str,
-    sort_by: Option<&SortSpec>,
-    vars: &Variables,
-) -> Result<WindowFunction, MongoError> {
-    let single = !name.ends_with('N');
-    let (mut window, mut args) = (WHOLE_PARTITION, None);
-    for item in d {
-        let (arg, value) = item.map_err(bson_error)?;
-        match arg {
-            "window" => window = bounds::parse(value, sort_by)?,
-            a if a == name => args = Some(value),
-            other => {
-                return Err(parse_error(format!(
-                    "Window function found an unknown argument: {other}"
-                )))
-            }
-        }
-    }
-    let Some(RawBsonRef::Document(args)) = args else {
-        return Err(MongoError::new(
-            ErrorCode::Location5788001,
-            "specification must be an object",
-        ));
-    };
-    let (mut n, mut output, mut sort) = (None, None, None);
-    for item in args {
-        let (arg, value) = item.map_err(bson_error)?;
-        match arg {
-            "n" if !single => n = Some(count(value)?),
-            "output" => output = Some(Expr::parse_in(value, vars)?),
-            "sortBy" => sort = Some(super::super::sort::parse(value, vars)?),
-            other => {
-                return Err(MongoError::new(
-                    ErrorCode::Location5788002,
-                    format!("Unknown argument to {name} '{other}'"),
-                ))
-            }
-        }
-    }
-    if !single && n.is_none() {
-        return Err(MongoError::new(
-            ErrorCode::Location5788003,
-            "Missing value for 'n'",
-        ));
-    }
-    let output = output
-        .ok_or_else(|| MongoError::new(ErrorCode::Location5788004, "Missing value for 'output'"))?;
-    let sort = sort
-        .ok_or_else(|| MongoError::new(ErrorCode::Location5788005, "Missing value for 'sortBy'"))?;
-    Ok(WindowFunction {
-        op: Op::TopBottom {
-            bottom: name.starts_with("$bottom"),
-            n,
-            sort: Box::new(sort),
-        },
-        input: output,
-        window,
-    })
-}
-
-/// `$top`/`$bottom(N)` for each row: the window's rows ordered by the function's `sortBy`
-/// (ties in window order), the first or last `n` outputs (missing as null).
-pub(crate) fn top_bottom(
-    f: &WindowFunction,
-    rows: &[super::compute::Row],
-    inputs: &[Option<Bson>],
-    sort_values: &[Option<Bson>],
-) -> Result<Vec<Option<Bson>>, MongoError> {
-    let Op::TopBottom { bottom, n, sort } = &f.op else {
-        return Ok(Vec::new());
-    };
-    let keys = rows
-        .iter()
-        .map(|r| sort.key_of(&r.doc))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut out = Vec::with_capacity(rows.len());
-    for at in 0..rows.len() {
-        let Some((lo, hi)) = endpoints(f.window, at, rows.len(), sort_values)? else {
-            out.push(Some(if n.is_some() {
-                Bson::Array(Vec::new())
-            } else {
-                Bson::Null
-            }));
-            continue;
-        };
-        let mut order: Vec<usize> = (lo..=hi).collect();
-        order.sort_by(|a, b| sort.compare(&keys[*a], &keys[*b]));
-        let take = n.unwrap_or(1).min(order.len());
-        let chosen = if *bottom {
-            &order[order.len() - take..]
-        } else {
-            &order[..take]
-        };
-        let values: Vec<Bson> = chosen
-            .iter()
-            .map(|i| inputs[*i].clone().unwrap_or(Bson::Null))
-            .collect();
-        out.push(Some(match n {
-            Some(_) => Bson::Array(values),
-            None => values.into_iter().next().unwrap_or(Bson::Null),
-        }));
-    }
-    Ok(out)
 }
 
 /// Each row's value of a series function.
