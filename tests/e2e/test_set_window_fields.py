@@ -201,6 +201,20 @@ def test_partition_keys_missing_null_and_arrays(coll):
     assert code_of(coll, {"partitionBy": "$g", "output": {"n": {"$sum": 1}}}) == 14
 
 
+def test_collation_and_sub_pipelines(coll):
+    coll.insert_many([{"_id": 1, "g": "a", "x": 1}, {"_id": 2, "g": "A", "x": 2},
+                      {"_id": 3, "g": "b", "x": 4}])
+    spec = {"partitionBy": "$g", "output": {"n": {"$sum": "$x"}}}
+    # Under a strength-2 collation "a" and "A" are one partition.
+    out = window(coll, spec, collation={"locale": "en", "strength": 2})
+    assert sorted((d["_id"], d["n"]) for d in out) == [(1, 3), (2, 3), (3, 4)]
+    out = window(coll, spec)
+    assert sorted((d["_id"], d["n"]) for d in out) == [(1, 1), (2, 2), (3, 4)]
+    faceted = list(coll.aggregate([{"$facet": {"w": [{"$setWindowFields": {
+        "sortBy": {"_id": 1}, "output": {"r": {"$documentNumber": {}}}}}]}}]))
+    assert [d["r"] for d in faceted[0]["w"]] == [1, 2, 3]
+
+
 def test_memory_limit_refuses_as_the_other_blocking_stages(coll):
     admin = coll.database.client.admin
     name = "internalQueryMaxBlockingSortMemoryUsageBytes"
