@@ -72,6 +72,10 @@ impl Densify {
 
     fn check_value(&self, v: &Bson) -> Result<Bson, MongoError> {
         match (v, self.unit) {
+            (Bson::Decimal128(_), None) => Err(fail(
+                ErrorCode::NotImplemented,
+                "decimal128 values in $densify are not supported yet",
+            )),
             (Bson::DateTime(_), Some(_)) => Ok(v.clone()),
             (Bson::DateTime(_), None) => Err(fail(
                 ErrorCode::Location6053601,

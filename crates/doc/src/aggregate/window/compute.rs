@@ -52,6 +52,10 @@ pub(crate) fn compute(
             budget.charge(charged)?;
             let sort_values: Vec<Option<Bson>> =
                 rows.iter().map(|r| r.sort_value.clone()).collect();
+            if arithmetic(op) {
+                refuse_decimals(&inputs)?;
+                refuse_decimals(&sort_values)?;
+            }
             match op {
                 Op::Fold(_) => fold(f, &inputs, &sort_values, collation),
                 Op::First | Op::Last => ends(f, &inputs, &sort_values),
@@ -68,6 +72,35 @@ pub(crate) fn compute(
             }
         }
     }
+}
+
+/// The functions computed here in doubles, where mongod computes decimal128 inputs exactly.
+fn arithmetic(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::LinearFill
+            | Op::ExpMovingAvg { .. }
+            | Op::Covariance { .. }
+            | Op::Derivative { .. }
+            | Op::Integral { .. }
+    )
+}
+
+/// A decimal128 input (or one inside a `[x, y]` pair) is refused rather than rounded.
+fn refuse_decimals(values: &[Option<Bson>]) -> Result<(), MongoError> {
+    let decimal = |v: &Bson| match v {
+        Bson::Decimal128(_) => true,
+        Bson::Array(items) => items.iter().any(|i| matches!(i, Bson::Decimal128(_))),
+        _ => false,
+    };
+    if values.iter().flatten().any(decimal) {
+        return Err(MongoError::new(
+            ErrorCode::NotImplemented,
+            "decimal128 values in $linearFill, $expMovingAvg, $covariancePop/Samp, $derivative \
+             and $integral are not supported yet",
+        ));
+    }
+    Ok(())
 }
 
 fn int_or_long(n: usize) -> Bson {
@@ -518,6 +551,20 @@ mod tests {
         let strings = rows(&[Some(Bson::String("a".into()))]);
         let e = compute(&f, &strings, None, &mut budget).unwrap_err();
         assert_eq!(e.code, ErrorCode::TypeMismatch);
+    }
+
+    #[test]
+    fn decimal_inputs_to_the_double_arithmetic_are_refused() {
+        let d = Some(Bson::Decimal128(bson::Decimal128::from_bytes([0; 16])));
+        let f = WindowFunction {
+            op: Op::ExpMovingAvg { alpha: 0.5 },
+            input: Expr::parse_in(RawBsonRef::String("$x"), &crate::Variables::new()).expect("x"),
+            window: WHOLE_PARTITION,
+        };
+        let mut budget = MemoryBudget::new("$setWindowFields", RunOptions::default());
+        let e = compute(&f, &rows(&[d.clone()]), None, &mut budget).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotImplemented);
+        assert_eq!(run(Op::Locf, WHOLE_PARTITION, &[d.clone()]), vec![d]);
     }
 
     #[test]
