@@ -562,9 +562,12 @@ mod tests {
             window: WHOLE_PARTITION,
         };
         let mut budget = MemoryBudget::new("$setWindowFields", RunOptions::default());
-        let e = compute(&f, &rows(&[d.clone()]), None, &mut budget).unwrap_err();
+        let e = compute(&f, &rows(std::slice::from_ref(&d)), None, &mut budget).unwrap_err();
         assert_eq!(e.code, ErrorCode::NotImplemented);
-        assert_eq!(run(Op::Locf, WHOLE_PARTITION, &[d.clone()]), vec![d]);
+        assert_eq!(
+            run(Op::Locf, WHOLE_PARTITION, std::slice::from_ref(&d)),
+            vec![d]
+        );
     }
 
     #[test]
