@@ -159,8 +159,10 @@ impl Densify {
             (Bounds::Full, _, _) => (global.0.clone(), global.1.clone(), true),
             _ => (None, None, false),
         };
+        // A partition seen only through null or missing values is no partition to mongod.
+        let unseen = present.is_empty() && !self.partition_fields.is_empty();
         let grid = match (start, end) {
-            (Some(start), Some(end)) => self.grid(&start, &end, inclusive, generated)?,
+            (Some(start), Some(end)) if !unseen => self.grid(&start, &end, inclusive, generated)?,
             _ => Vec::new(),
         };
         let mut out = Vec::new();
@@ -333,6 +335,32 @@ mod tests {
         // Both partitions span 0..=6: a gets 2 and 6, b gets 0, 2, 4.
         assert_eq!(values(&full, "x"), ints(&[0, 2, 4, 6, 0, 2, 4, 6]));
         assert_eq!(values(&full, "g").len(), 8);
+    }
+
+    #[test]
+    fn partitions_with_only_nulls_are_not_filled() {
+        let input = [
+            doc! {"g": "a", "x": 0},
+            doc! {"g": "a", "x": 2},
+            doc! {"g": "b"},
+        ];
+        let out = run(
+            doc! {"field": "x", "partitionByFields": ["g"], "range": {"step": 1, "bounds": "full"}},
+            &input,
+        )
+        .expect("full");
+        assert_eq!(out.len(), 4);
+        assert_eq!(out.iter().filter(|d| d.get_str("g") == Ok("b")).count(), 1);
+        // Without partitions an explicit range is filled even when every value is null.
+        let out = run(
+            doc! {"field": "x", "range": {"step": 1, "bounds": [0, 2]}},
+            &[doc! {"x": null}],
+        )
+        .expect("explicit");
+        assert_eq!(
+            values(&out, "x"),
+            vec![Bson::Null, Bson::Int32(0), Bson::Int32(1)]
+        );
     }
 
     #[test]
