@@ -6,7 +6,9 @@
 //! the field unset), `$shift` the input `by` documents away or its default, the ranks from
 //! the one `sortBy` value (nullish values tie), `$locf` the last non-null input,
 //! `$linearFill` the line between the non-null neighbours (TypeMismatch 14, 6050106 for a
-//! repeated sort value), `$expMovingAvg` its running average. It never sorts or partitions.
+//! repeated sort value), `$expMovingAvg` its running average; the series functions and
+//! `$top`/`$bottom` are handed to `series.rs` and `top_bottom.rs`. Decimal128 inputs to the
+//! functions computed in doubles are refused (238). It never sorts or partitions.
 
 use std::cmp::Ordering;
 
