@@ -174,6 +174,15 @@ def test_a_large_partition_with_range_windows(coll):
     assert [d["seen"] for d in out[:4]] == [1, 2, 3, 4]
 
 
+def test_dotted_outputs_go_where_add_fields_puts_them(coll):
+    coll.insert_many([{"_id": 1, "a": [{"x": 1}, 5]}, {"_id": 2, "a": 7}, {"_id": 3}])
+    out = window(coll, {"sortBy": {"_id": 1}, "output": {
+        "a.n": {"$documentNumber": {}}, "a.gone": {"$first": "$nothing"}}})
+    # Into each element of an array, over a scalar, and into a new sub-document; the
+    # missing `$first` sets nothing but its parent is still made.
+    assert [d["a"] for d in out] == [[{"x": 1, "n": 1}, {"n": 1}], {"n": 2}, {"n": 3}]
+
+
 def test_mixed_types_and_empty_input(coll):
     assert window(coll, {"output": {"s": {"$sum": "$x"}}}) == []
     coll.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": "two"}, {"_id": 3, "x": 2.5},

@@ -3,9 +3,10 @@
 //! `TypeMismatch` 14) and then `sortBy` (MongoDB's order, stable, the command's collation),
 //! cut into runs of equal partition keys, and each `output` field's window function
 //! (`function.rs`) computed over each partition (`compute.rs`) through its window
-//! (`bounds.rs`). Output fields are set in the order given, a dotted path through embedded
-//! documents (a non-document on the way is replaced by one), a missing result leaving the
-//! field unset; documents come out in sorted order. Spec errors are mongod's: 9 for a
+//! (`bounds.rs`). Output fields are set in the order given, as mongod's add-fields executor
+//! sets them (`set_fields.rs`): a dotted path through embedded documents and, element by
+//! element, arrays (a scalar on the way is replaced by a document), a missing result leaving
+//! the field unset; documents come out in sorted order. Spec errors are mongod's: 9 for a
 //! non-object stage, 14 for a wrong-typed field, 40414 for no `output`, 40415 for an unknown
 //! field, 6307900 for conflicting output paths, the field path codes for bad names.
 //! Blocking, under the stage memory budget (whole input plus computed values).
@@ -25,7 +26,8 @@ use bson::{Bson, RawBson};
 use super::execute::{
     approximate_size, blocking, to_document, to_raw, value_to_bson, Ctx, DocStream, MemoryBudget,
 };
-use super::field_path::{parse_field_path, remove_path, set_path};
+use super::field_path::parse_field_path;
+use super::set_fields::set_computed;
 use super::simple::type_name;
 use super::sort::{self, SortSpec};
 use crate::collation::value::collate;
@@ -249,14 +251,8 @@ impl SetWindowFields {
         for (i, row) in rows.iter().enumerate() {
             let mut doc = to_document(&row.doc)?;
             for ((path, _), column) in self.output.iter().zip(&columns) {
-                match column.get(i).cloned().flatten() {
-                    Some(value) => set_path(&mut doc, path, value),
-                    None => {
-                        // mongod still makes the documents on the way to an unset field.
-                        set_path(&mut doc, path, Bson::Null);
-                        remove_path(&mut doc, path);
-                    }
-                }
+                let value = column.get(i).and_then(Option::as_ref);
+                set_computed(&mut doc, path, value);
             }
             out.push(to_raw(&doc)?);
         }
@@ -340,7 +336,8 @@ mod tests {
         .expect("runs");
         // The next document has no x: the field stays unset (its parent is still made).
         assert_eq!(out[0], doc! {"_id": 1, "a": {}, "x": 1, "s": 1});
-        assert_eq!(out[1], doc! {"_id": 2, "a": {"b": "none"}, "s": 1});
+        // Through an array, element by element, as $addFields goes.
+        assert_eq!(out[1], doc! {"_id": 2, "a": [{"b": "none"}], "s": 1});
     }
 
     #[test]
