@@ -58,20 +58,28 @@ pub(crate) fn compute(
                 refuse_decimals(&inputs)?;
                 refuse_decimals(&sort_values)?;
             }
-            match op {
-                Op::Fold(_) => fold(f, &inputs, &sort_values, collation),
-                Op::First | Op::Last => ends(f, &inputs, &sort_values),
-                Op::Shift { by, default } => Ok(shift(&inputs, *by, default)),
-                Op::Locf => Ok(locf(&inputs)),
-                Op::LinearFill => linear_fill(&inputs, &sort_values),
-                Op::ExpMovingAvg { alpha } => Ok(exp_moving_avg(&inputs, *alpha)),
+            // Functions whose values can each hold a window's worth charge them as they are
+            // made; the others' values are charged once made (no more than the input).
+            let charged_as_made = match op {
+                Op::Fold(_) => return fold(f, &inputs, &sort_values, collation, budget),
                 Op::Covariance { .. }
                 | Op::Derivative { .. }
                 | Op::Integral { .. }
-                | Op::TakeN { .. } => super::series::compute(f, &inputs, &sort_values, collation),
-                Op::TopBottom { .. } => super::top_bottom::compute(f, rows, &inputs, &sort_values),
-                Op::Rank | Op::DenseRank | Op::DocumentNumber => Ok(Vec::new()),
-            }
+                | Op::TakeN { .. } => {
+                    return super::series::compute(f, &inputs, &sort_values, collation, budget)
+                }
+                Op::TopBottom { .. } => {
+                    return super::top_bottom::compute(f, rows, &inputs, &sort_values, budget)
+                }
+                Op::First | Op::Last => ends(f, &inputs, &sort_values)?,
+                Op::Shift { by, default } => shift(&inputs, *by, default),
+                Op::Locf => locf(&inputs),
+                Op::LinearFill => linear_fill(&inputs, &sort_values)?,
+                Op::ExpMovingAvg { alpha } => exp_moving_avg(&inputs, *alpha),
+                Op::Rank | Op::DenseRank | Op::DocumentNumber => Vec::new(),
+            };
+            budget.charge(charged_as_made.iter().flatten().map(approximate_size).sum())?;
+            Ok(charged_as_made)
         }
     }
 }
@@ -119,6 +127,7 @@ fn fold(
     inputs: &[Option<Bson>],
     sort_values: &[Option<Bson>],
     collation: Option<&Collation>,
+    budget: &mut MemoryBudget,
 ) -> Result<Vec<Option<Bson>>, MongoError> {
     let Op::Fold(acc) = f.op else {
         return Ok(Vec::new());
@@ -137,7 +146,9 @@ fn fold(
         for value in &inputs[from..=hi] {
             state.add_collated(value.clone(), collation)?;
         }
-        out.push(Some(state.clone().finish()));
+        let value = state.clone().finish();
+        budget.charge(approximate_size(&value))?;
+        out.push(Some(value));
         running = Some((lo, hi, state));
     }
     Ok(out)

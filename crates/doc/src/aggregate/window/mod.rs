@@ -244,7 +244,6 @@ impl SetWindowFields {
         let mut columns = Vec::with_capacity(self.output.len());
         for (_, function) in &self.output {
             let values = compute::compute(function, &rows, self.collation.as_deref(), budget)?;
-            budget.charge(values.iter().flatten().map(approximate_size).sum())?;
             columns.push(values);
         }
         let mut out = Vec::with_capacity(rows.len());
@@ -394,6 +393,32 @@ mod tests {
         assert_eq!(worst[0], &vec![Bson::String("a".into())]);
         assert_eq!(worst[2], &vec![Bson::String("a".into()), Bson::Null]);
         assert_eq!(worst[3], &vec![Bson::String("a".into()), Bson::Null]);
+    }
+
+    #[test]
+    fn values_are_charged_as_they_are_made() {
+        let input: Vec<bson::RawDocumentBuf> = (0..300)
+            .map(|i| bson::RawDocumentBuf::from_document(&doc! {"t": i}).expect("raw"))
+            .collect();
+        let options = crate::aggregate::RunOptions {
+            memory_limit_bytes: 200_000,
+            allow_disk_use: false,
+        };
+        let run_with = |output: Document| {
+            let stage = doc! {"$setWindowFields": {"sortBy": {"t": 1}, "output": output}};
+            let pipeline = Pipeline::parse(&[stage]).expect("parses");
+            let docs = input.iter().cloned().map(Ok);
+            pipeline
+                .run_from(0, docs, &NoCollections, options)
+                .collect::<Result<Vec<_>, _>>()
+        };
+        // A running $push holds about 300 * 300 / 2 values: past the limit, refused.
+        let pushed =
+            run_with(doc! {"all": {"$push": "$t", "window": {"documents": ["unbounded", 0]}}});
+        assert_eq!(pushed.unwrap_err().code.code(), 292);
+        let summed =
+            run_with(doc! {"s": {"$sum": "$t", "window": {"documents": ["unbounded", 0]}}});
+        assert_eq!(summed.expect("within the limit").len(), 300);
     }
 
     #[test]

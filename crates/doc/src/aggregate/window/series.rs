@@ -11,6 +11,7 @@
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::Bson;
 
+use super::super::execute::{approximate_size, MemoryBudget};
 use super::super::sort::SortSpec;
 use super::bounds::{self, endpoints, WHOLE_PARTITION};
 use super::function::{Op, WindowFunction};
@@ -227,6 +228,7 @@ pub(crate) fn compute(
     inputs: &[Option<Bson>],
     sort_values: &[Option<Bson>],
     collation: Option<&Collation>,
+    budget: &mut MemoryBudget,
 ) -> Result<Vec<Option<Bson>>, MongoError> {
     let mut out = Vec::with_capacity(inputs.len());
     for at in 0..inputs.len() {
@@ -250,6 +252,7 @@ pub(crate) fn compute(
             }
             _ => Bson::Null,
         };
+        budget.charge(approximate_size(&value))?;
         out.push(Some(value));
     }
     Ok(out)

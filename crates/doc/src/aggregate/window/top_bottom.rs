@@ -8,6 +8,7 @@
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::Bson;
 
+use super::super::execute::{approximate_size, MemoryBudget};
 use super::super::sort::SortSpec;
 use super::bounds::{self, endpoints, WHOLE_PARTITION};
 use super::function::{Op, WindowFunction};
@@ -91,6 +92,7 @@ pub(crate) fn compute(
     rows: &[super::compute::Row],
     inputs: &[Option<Bson>],
     sort_values: &[Option<Bson>],
+    budget: &mut MemoryBudget,
 ) -> Result<Vec<Option<Bson>>, MongoError> {
     let Op::TopBottom { bottom, n, sort } = &f.op else {
         return Ok(Vec::new());
@@ -121,10 +123,12 @@ pub(crate) fn compute(
             .iter()
             .map(|i| inputs[*i].clone().unwrap_or(Bson::Null))
             .collect();
-        out.push(Some(match n {
+        let value = match n {
             Some(_) => Bson::Array(values),
             None => values.into_iter().next().unwrap_or(Bson::Null),
-        }));
+        };
+        budget.charge(approximate_size(&value))?;
+        out.push(Some(value));
     }
     Ok(out)
 }
