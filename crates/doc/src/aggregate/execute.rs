@@ -11,8 +11,8 @@ use bson::{Bson, Document};
 
 use super::lookup::LookupResolver;
 use super::{
-    bucket_auto, documents, facet, graph_lookup, group, lookup, sample, simple, sort, union_with,
-    Stage,
+    bucket_auto, densify, documents, facet, fill, graph_lookup, group, lookup, sample, simple,
+    sort, union_with, window, Stage,
 };
 use crate::matcher::expr::Value;
 use crate::{ErrorCode, MongoError};
@@ -121,6 +121,9 @@ pub(crate) fn chain<'a>(stages: &'a [Stage], input: DocStream<'a>, ctx: Ctx<'a>)
             }
             Stage::GraphLookup(spec) => graph_lookup::run(spec, stream, ctx),
             Stage::BucketAuto(spec) => bucket_auto::run(spec, stream, ctx),
+            Stage::SetWindowFields(spec) => window::run(spec, stream, ctx),
+            Stage::Fill(spec) => fill::run(spec, stream, ctx),
+            Stage::Densify(spec) => densify::run(spec, stream, ctx),
             Stage::Redact(spec) => {
                 flat_map_docs(stream, move |d| Ok(spec.apply(&d)?.into_iter().collect()))
             }

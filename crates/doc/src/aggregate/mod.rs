@@ -14,10 +14,13 @@ pub(crate) mod accumulator;
 mod bucket;
 mod bucket_auto;
 mod bucket_auto_rounding;
+mod densify;
+mod densify_spec;
 mod documents;
 mod execute;
 mod facet;
 mod field_path;
+mod fill;
 mod graph_lookup;
 mod group;
 mod lookup;
@@ -31,6 +34,7 @@ mod sort;
 mod union_with;
 mod unpack_bucket;
 mod unwind;
+mod window;
 mod write_stage;
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument, RawDocumentBuf};
@@ -96,6 +100,12 @@ pub(crate) enum Stage {
     BucketAuto(Box<bucket_auto::BucketAuto>),
     /// `$graphLookup`: a breadth-first search over another collection (`graph_lookup.rs`).
     GraphLookup(Box<graph_lookup::GraphLookup>),
+    /// `$setWindowFields`: window functions over sorted partitions (`window/`).
+    SetWindowFields(Box<window::SetWindowFields>),
+    /// `$fill`: the `$setWindowFields` and `$addFields` it stands for (`fill.rs`).
+    Fill(Box<fill::Fill>),
+    /// `$densify`: the missing steps of a field's values added (`densify.rs`).
+    Densify(Box<densify_spec::Densify>),
 }
 
 /// Where a pipeline is parsed: stages banned inside `$facet` are refused there (40600).
@@ -136,8 +146,6 @@ const NOT_YET: &[&str] = &[
     "$changeStreamSplitLargeEvent",
     "$collStats",
     "$currentOp",
-    "$densify",
-    "$fill",
     "$geoNear",
     "$indexStats",
     "$listLocalSessions",
@@ -147,7 +155,6 @@ const NOT_YET: &[&str] = &[
     "$planCacheStats",
     "$search",
     "$searchMeta",
-    "$setWindowFields",
     "$shardedDataDistribution",
     "$vectorSearch",
 ];
@@ -209,6 +216,11 @@ pub(crate) fn parse_stage(
         "$graphLookup" => graph_lookup::parse(spec, vars).map(|g| Stage::GraphLookup(Box::new(g))),
         "$redact" => redact::parse(spec, vars).map(Stage::Redact),
         "$bucketAuto" => bucket_auto::parse(spec, vars).map(|b| Stage::BucketAuto(Box::new(b))),
+        "$densify" => densify_spec::parse(spec).map(|d| Stage::Densify(Box::new(d))),
+        "$fill" => fill::parse(spec, vars).map(|f| Stage::Fill(Box::new(f))),
+        "$setWindowFields" => {
+            window::parse(spec, vars).map(|w| Stage::SetWindowFields(Box::new(w)))
+        }
         other if NOT_YET.contains(&other) => Err(MongoError::new(
             ErrorCode::NotImplemented,
             format!("The {other} aggregation stage is not supported yet"),
@@ -248,6 +260,9 @@ impl Stage {
             Stage::Redact(_) => "$redact",
             Stage::BucketAuto(_) => "$bucketAuto",
             Stage::GraphLookup(_) => "$graphLookup",
+            Stage::SetWindowFields(_) => "$setWindowFields",
+            Stage::Fill(_) => "$fill",
+            Stage::Densify(_) => "$densify",
         }
     }
 

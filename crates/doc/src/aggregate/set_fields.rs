@@ -226,6 +226,57 @@ fn apply_tree(tree: &Tree, root: &RawDocument, out: &mut Document) -> Result<(),
     Ok(())
 }
 
+/// One computed value placed at `path` as `{$addFields: {"<path>": <value>}}` places it
+/// (`$setWindowFields` outputs go through mongod's add-fields executor): through embedded
+/// documents and, element by element, arrays; a scalar or a missing field on the way becomes a
+/// document; a missing value (`None`) removes the field.
+pub(crate) fn set_computed(out: &mut Document, path: &[String], value: Option<&Bson>) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        match value {
+            Some(v) => {
+                out.insert(first.as_str(), v.clone());
+            }
+            None => {
+                out.remove(first);
+            }
+        }
+        return;
+    }
+    match out.get_mut(first) {
+        Some(slot) => {
+            let current = std::mem::take(slot);
+            *slot = computed_in(Some(current), rest, value);
+        }
+        None => {
+            let built = computed_in(None, rest, value);
+            out.insert(first.as_str(), built);
+        }
+    }
+}
+
+fn computed_in(current: Option<Bson>, path: &[String], value: Option<&Bson>) -> Bson {
+    match current {
+        Some(Bson::Document(mut d)) => {
+            set_computed(&mut d, path, value);
+            Bson::Document(d)
+        }
+        Some(Bson::Array(items)) => Bson::Array(
+            items
+                .into_iter()
+                .map(|item| computed_in(Some(item), path, value))
+                .collect(),
+        ),
+        _ => {
+            let mut d = Document::new();
+            set_computed(&mut d, path, value);
+            Bson::Document(d)
+        }
+    }
+}
+
 fn apply_to_value(
     tree: &Tree,
     root: &RawDocument,
@@ -288,6 +339,21 @@ mod tests {
         assert_eq!(code(bson::bson!({"a": {"b.c": 1}})), 40183);
         assert_eq!(code(bson::bson!({"$a": 1})), 16410);
         assert_eq!(code(bson::bson!({"a": {"$nope": 1}})), 168);
+    }
+
+    #[test]
+    fn a_computed_value_lands_where_add_fields_puts_it() {
+        let path = vec!["a".to_owned(), "b".to_owned()];
+        let input = doc! {"a": [{"c": 1}, 5, [{"d": 1}]], "z": 0};
+        let mut out = input.clone();
+        set_computed(&mut out, &path, Some(&Bson::Int32(1)));
+        assert_eq!(out, run(doc! {"a.b": 1}, input));
+        let mut out = doc! {"a": {"b": 1, "c": 2}};
+        set_computed(&mut out, &path, None);
+        assert_eq!(out, doc! {"a": {"c": 2}});
+        let mut out = doc! {"k": 1};
+        set_computed(&mut out, &path, None);
+        assert_eq!(out, doc! {"k": 1, "a": {}});
     }
 
     #[test]

@@ -33,6 +33,13 @@ pub(crate) struct SortSpec {
     collation: Option<Arc<Collation>>,
 }
 
+/// Two specifications are equal when they were written alike (window functions compare theirs).
+impl PartialEq for SortSpec {
+    fn eq(&self, other: &SortSpec) -> bool {
+        self.raw == other.raw
+    }
+}
+
 #[derive(Debug, Clone)]
 struct SortKey {
     path: Vec<String>,
@@ -129,6 +136,14 @@ impl SortSpec {
             }],
             raw,
             collation: None,
+        }
+    }
+
+    /// The one key's path and whether it is descending, when there is exactly one key.
+    pub(crate) fn single_key(&self) -> Option<(&[String], bool)> {
+        match self.keys.as_slice() {
+            [k] => Some((k.path.as_slice(), k.descending)),
+            _ => None,
         }
     }
 
