@@ -132,7 +132,16 @@ fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// its magnitude as `1.f × 2^e`: `e + 0x8000` as a big-endian u16 (0xFFFF for infinity) and the
 /// bits of `f` left-aligned in a big-endian u64. Negative numbers invert those ten bytes.
 /// Every int64 (at most 63 bits after the leading one) and every double (52) is exact.
+///
+/// A decimal128 is encoded as its nearest double, so decimals and doubles that share a nearest
+/// double share a key; their exact order (`compare`) is not the keys' order. Readers that need
+/// it (bounds, `db/src/bounds.rs`) take in every key equal to a numeric bound's and let the
+/// matcher decide.
 fn encode_number(n: Num, out: &mut Vec<u8>) {
+    let n = match n {
+        Num::D(d) => Num::F(crate::decimal::to_f64(d)),
+        other => other,
+    };
     let (negative, exp, frac) = match n {
         Num::I(0) => return out.push(NUM_ZERO),
         Num::I(i) => {
@@ -159,6 +168,7 @@ fn encode_number(n: Num, out: &mut Vec<u8>) {
                 (f < 0.0, exp_field - 1023 + EXP_BIAS, mant << 12)
             }
         }
+        Num::D(_) => unreachable!("decimals were mapped to doubles above"),
     };
     let exp = exp as u16;
     if negative {
