@@ -391,7 +391,10 @@ mod tests {
         );
         // Exact, as mongod: -1E-400 is below 0 though its nearest double is -0.0.
         assert_eq!(compare_values(&dec(true, 1, -400), &Bson::Int32(0)), Less);
-        assert_eq!(compare_values(&dec(true, 1, -400), &Bson::Double(0.0)), Less);
+        assert_eq!(
+            compare_values(&dec(true, 1, -400), &Bson::Double(0.0)),
+            Less
+        );
         // 0.1 as a decimal is below the double 0.1 (0.1000000000000000055511...).
         assert_eq!(compare_values(&dec(false, 1, -1), &Bson::Double(0.1)), Less);
         assert_eq!(compare_values(&dec(false, 50, -1), &Bson::Int64(5)), Equal);

@@ -28,7 +28,10 @@ const EXPONENT_BIAS: i32 = 6176;
 /// The largest exponent a coefficient may carry (10^6111).
 const EXPONENT_MAX: i32 = 6111;
 
-const _: () = assert!(COEFFICIENT_MAX < 1 << 113, "a canonical coefficient fits 113 bits");
+const _: () = assert!(
+    COEFFICIENT_MAX < 1 << 113,
+    "a canonical coefficient fits 113 bits"
+);
 
 /// What a BID decimal128 holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +285,10 @@ mod tests {
         assert_eq!(from_f64_15(0.1).to_string(), "0.100000000000000");
         assert_eq!(from_f64_15(2.5).to_string(), "2.50000000000000");
         assert_eq!(from_f64_15(-1e300).to_string(), "-1.00000000000000E+300");
-        assert_eq!(from_f64_34(0.1).to_string(), "0.1000000000000000055511151231257827");
+        assert_eq!(
+            from_f64_34(0.1).to_string(),
+            "0.1000000000000000055511151231257827"
+        );
         assert_eq!(from_f64_34(2.5).to_string(), "2.5");
         assert_eq!(from_f64_34(3.0).to_string(), "3");
         assert_eq!(from_f64_34(1e20).to_string(), "100000000000000000000");

@@ -145,15 +145,13 @@ impl DecOps {
         let y: Decimal<UNITS> = Decimal::from(b);
         transcendental(a, |cx, x| cx.pow(x, &y))
     }
-
-    /// Whether `a` is zero (of either sign, any exponent).
-    pub(crate) fn is_zero(a: Dec) -> bool {
-        a.is_zero()
-    }
 }
 
 /// Run a decNumber function in decimal128's precision, range and rounding, then round back.
-fn transcendental(a: Dec, f: impl FnOnce(&mut Context<Decimal<UNITS>>, &mut Decimal<UNITS>)) -> Dec {
+fn transcendental(
+    a: Dec,
+    f: impl FnOnce(&mut Context<Decimal<UNITS>>, &mut Decimal<UNITS>),
+) -> Dec {
     let mut cx = Context::<Decimal<UNITS>>::default();
     // 34 digits within the 36 the type holds; decimal128's exponent range; clamped like it.
     let configured = cx.set_precision(34).is_ok()
@@ -186,8 +184,14 @@ mod tests {
         assert_eq!(s(o.add(d("0.1"), d("0.2"))), "0.3");
         assert_eq!(s(o.sub(d("1.50"), d("0.5"))), "1.00");
         assert_eq!(s(o.mul(d("1.5"), d("2"))), "3.0");
-        assert_eq!(s(o.div(d("1"), d("3"))), "0.3333333333333333333333333333333333");
-        assert_eq!(s(o.div(d("2"), d("3"))), "0.6666666666666666666666666666666667");
+        assert_eq!(
+            s(o.div(d("1"), d("3"))),
+            "0.3333333333333333333333333333333333"
+        );
+        assert_eq!(
+            s(o.div(d("2"), d("3"))),
+            "0.6666666666666666666666666666666667"
+        );
         assert_eq!(s(o.div(d("10"), d("4"))), "2.5");
         // 35 nines rounds to 1E+35 (ties and carries as the standard says).
         assert_eq!(
@@ -221,7 +225,10 @@ mod tests {
         assert_eq!(s(o.quantize(d("-2.1"), 0, Rounding::Floor)), "-3");
         assert_eq!(s(o.quantize(d("-0.5"), 0, Rounding::Ceiling)), "-0");
         assert_eq!(s(o.quantize(d("123"), -2, Rounding::HalfEven)), "123.00");
-        assert_eq!(s(o.quantize(d("1234.5678"), 2, Rounding::HalfEven)), "1.2E+3");
+        assert_eq!(
+            s(o.quantize(d("1234.5678"), 2, Rounding::HalfEven)),
+            "1.2E+3"
+        );
         // More than 34 digits: invalid, NaN.
         assert_eq!(s(o.quantize(d("1E+40"), 0, Rounding::HalfEven)), "NaN");
     }
@@ -237,10 +244,16 @@ mod tests {
         assert_eq!(s(o.log10(d("1000"))), "3");
         assert_eq!(s(o.log(d("100"), d("10"))), "2");
         // ln(8) / ln(2), each to 34 digits, as mongod divides two logarithms.
-        assert_eq!(s(o.log(d("8"), d("2"))), "3.000000000000000000000000000000000");
+        assert_eq!(
+            s(o.log(d("8"), d("2"))),
+            "3.000000000000000000000000000000000"
+        );
         assert_eq!(s(o.pow(d("2"), d("10"))), "1024");
         assert_eq!(s(o.pow(d("2"), d("-1"))), "0.5");
-        assert_eq!(s(o.pow(d("2"), d("0.5"))), "1.414213562373095048801688724209698");
+        assert_eq!(
+            s(o.pow(d("2"), d("0.5"))),
+            "1.414213562373095048801688724209698"
+        );
         assert_eq!(s(o.pow(d("-8"), d("0.5"))), "NaN");
     }
 }

@@ -17,7 +17,10 @@ const EXACT_UNITS: usize = 260;
 /// Significant digits asked of the formatter: more than a double's expansion ever has.
 const EXACT_DIGITS: usize = 770;
 
-const _: () = assert!(EXACT_UNITS * 3 >= EXACT_DIGITS, "the expansion fits the type");
+const _: () = assert!(
+    EXACT_UNITS * 3 >= EXACT_DIGITS,
+    "the expansion fits the type"
+);
 
 /// `a` against `b`, NaN lowest and equal to itself.
 pub(crate) fn cmp_dec_dec(a: Dec, b: Dec) -> Ordering {
@@ -92,8 +95,14 @@ mod tests {
         assert_eq!(cmp_dec_dec(d("-0"), d("0E+5")), Ordering::Equal);
         assert_eq!(cmp_dec_dec(d("1.0"), d("1")), Ordering::Equal);
         assert_eq!(cmp_dec_dec(d("1E-6176"), d("0")), Ordering::Greater);
-        assert_eq!(cmp_dec_i64(d("9223372036854775807.5"), i64::MAX), Ordering::Greater);
-        assert_eq!(cmp_dec_i64(d("-9223372036854775808"), i64::MIN), Ordering::Equal);
+        assert_eq!(
+            cmp_dec_i64(d("9223372036854775807.5"), i64::MAX),
+            Ordering::Greater
+        );
+        assert_eq!(
+            cmp_dec_i64(d("-9223372036854775808"), i64::MIN),
+            Ordering::Equal
+        );
     }
 
     #[test]
@@ -114,7 +123,10 @@ mod tests {
         assert_eq!(cmp_dec_f64(d("1E+400"), f64::MAX), Ordering::Greater);
         assert_eq!(cmp_dec_f64(d("1E+400"), f64::INFINITY), Ordering::Less);
         assert_eq!(cmp_dec_f64(d("Infinity"), f64::INFINITY), Ordering::Equal);
-        assert_eq!(cmp_dec_f64(d("-Infinity"), f64::NEG_INFINITY), Ordering::Equal);
+        assert_eq!(
+            cmp_dec_f64(d("-Infinity"), f64::NEG_INFINITY),
+            Ordering::Equal
+        );
         assert_eq!(cmp_dec_f64(d("1E-400"), 0.0), Ordering::Greater);
         assert_eq!(cmp_dec_f64(d("-1E-400"), 0.0), Ordering::Less);
         assert_eq!(cmp_dec_f64(d("4.9E-324"), 5e-324), Ordering::Less);

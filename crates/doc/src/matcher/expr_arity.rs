@@ -69,8 +69,9 @@ impl Num {
     }
 }
 
-/// The number in `v`: `Ok(None)` for a value that is not a number; decimal128 is refused as
-/// the existing arithmetic refuses it (a clear error, not a wrong answer).
+/// The number in `v`: `Ok(None)` for a value that is not a number; decimal128 is refused
+/// (238) by the operators that still read numbers this way (the trigonometric family): the
+/// arithmetic ones route decimals to `expr_decimal.rs` before they get here.
 pub(crate) fn number(v: &Value<'_>) -> Result<Option<Num>, MongoError> {
     Ok(match v.as_raw() {
         Some(RawBsonRef::Int32(i)) => Some(Num::Int(i)),
@@ -78,8 +79,8 @@ pub(crate) fn number(v: &Value<'_>) -> Result<Option<Num>, MongoError> {
         Some(RawBsonRef::Double(d)) => Some(Num::Double(d)),
         Some(RawBsonRef::Decimal128(_)) => {
             return Err(error(
-                ErrorCode::BadValue,
-                "decimal128 arithmetic in expressions is not supported yet",
+                ErrorCode::NotImplemented,
+                "decimal128 arguments to this expression are not supported yet",
             ))
         }
         _ => None,
@@ -88,6 +89,9 @@ pub(crate) fn number(v: &Value<'_>) -> Result<Option<Num>, MongoError> {
 
 /// mongod's `Value::integral()`: a number whose value is an int32.
 pub(crate) fn integral32(v: &Value<'_>) -> Option<i32> {
+    if let Some(RawBsonRef::Decimal128(d)) = v.as_raw() {
+        return decimal_integral(&d).and_then(|i| i32::try_from(i).ok());
+    }
     match number(v).ok()?? {
         Num::Int(i) => Some(i),
         Num::Long(i) => i32::try_from(i).ok(),
@@ -105,12 +109,43 @@ const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
 /// mongod's `Value::integral64Bit()`: a number whose value is an int64.
 pub(crate) fn integral64(v: &Value<'_>) -> Option<i64> {
+    if let Some(RawBsonRef::Decimal128(d)) = v.as_raw() {
+        return decimal_integral(&d);
+    }
     match number(v).ok()?? {
         Num::Int(i) => Some(i64::from(i)),
         Num::Long(i) => Some(i),
         // 2^63 is the first double past i64::MAX.
         Num::Double(d) if d.fract() == 0.0 && (-TWO_63..TWO_63).contains(&d) => Some(d as i64),
         Num::Double(_) => None,
+    }
+}
+
+/// A decimal's value when it is a whole number that fits an int64 (mongod's `toLongExact`
+/// without the inexact or invalid flag).
+fn decimal_integral(d: &bson::Decimal128) -> Option<i64> {
+    match crate::decimal::parts(d) {
+        crate::decimal::Parts::Finite {
+            negative,
+            coefficient,
+            exponent,
+        } => {
+            let mut c = i128::try_from(coefficient).ok()?;
+            let mut e = exponent;
+            while e < 0 {
+                if c % 10 != 0 {
+                    return None;
+                }
+                c /= 10;
+                e += 1;
+            }
+            while e > 0 && c != 0 {
+                c = c.checked_mul(10)?;
+                e -= 1;
+            }
+            i64::try_from(if negative { -c } else { c }).ok()
+        }
+        _ => None,
     }
 }
 
