@@ -133,13 +133,16 @@ fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// bits of `f` left-aligned in a big-endian u64. Negative numbers invert those ten bytes.
 /// Every int64 (at most 63 bits after the leading one) and every double (52) is exact.
 ///
-/// A decimal128 is encoded as its nearest double, so decimals and doubles that share a nearest
-/// double share a key; their exact order (`compare`) is not the keys' order. Readers that need
-/// it (bounds, `db/src/bounds.rs`) take in every key equal to a numeric bound's and let the
-/// matcher decide.
+/// A decimal128 that is a whole number within int64 encodes as that int64, so it shares its
+/// key with every equal int32, int64 and double; any other decimal encodes as its nearest
+/// double. Decimals and doubles that share a nearest double then share a key though their
+/// exact order (`compare`) tells them apart, and a non-integral decimal beyond 2^53 may sort
+/// on the far side of an int64 that no double holds. Readers that rely on key order (bounds,
+/// `db/src/bounds.rs`) take in every key equal to a numeric bound's and let the matcher decide.
 fn encode_number(n: Num, out: &mut Vec<u8>) {
     let n = match n {
-        Num::D(d) => Num::F(crate::decimal::to_f64(d)),
+        Num::D(d) => crate::decimal::to_i64_exact(d)
+            .map_or_else(|| Num::F(crate::decimal::to_f64(d)), Num::I),
         other => other,
     };
     let (negative, exp, frac) = match n {

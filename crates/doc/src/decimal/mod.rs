@@ -150,6 +150,11 @@ pub(crate) fn from_i64(i: i64) -> Dec {
     from_dec_parts(i < 0, u128::from(i.unsigned_abs()), 0)
 }
 
+/// An i128 (an exact integer total): exact up to 34 digits, rounded half even beyond.
+pub(crate) fn from_i128(i: i128) -> Dec {
+    context().from_i128(i)
+}
+
 fn from_dec_parts(negative: bool, coefficient: u128, exponent: i32) -> Dec {
     to_dec(&from_parts(Parts::Finite {
         negative,
@@ -214,6 +219,33 @@ fn reduce_to_integer_or_shortest(d: Dec) -> Dec {
         exponent += 1;
     }
     from_dec_parts(negative, coefficient, exponent)
+}
+
+/// The value as an int64 when it is a whole number in int64's range (any exponent: `5.00`
+/// and `5E+2` qualify).
+pub(crate) fn to_i64_exact(d: Dec) -> Option<i64> {
+    let Parts::Finite {
+        negative,
+        coefficient,
+        exponent,
+    } = dec_parts(d)
+    else {
+        return None;
+    };
+    let (mut c, mut e) = (coefficient, exponent);
+    while e < 0 && c != 0 {
+        if c % 10 != 0 {
+            return None;
+        }
+        c /= 10;
+        e += 1;
+    }
+    while e > 0 && c != 0 {
+        c = c.checked_mul(10)?;
+        e -= 1;
+    }
+    let c = i128::try_from(c).ok()?;
+    i64::try_from(if negative { -c } else { c }).ok()
 }
 
 /// The nearest double (round half even); NaN, infinities and zeros keep their sign.
@@ -297,5 +329,13 @@ mod tests {
         assert!(from_f64_34(-0.0).is_signed());
         assert_eq!(from_i64(i64::MIN).to_string(), "-9223372036854775808");
         assert_eq!(to_f64(from_f64_15(0.1)), 0.1);
+        let d = |s: &str| context().parse(s).expect("literal");
+        assert_eq!(to_i64_exact(d("5.00")), Some(5));
+        assert_eq!(to_i64_exact(d("-5E+2")), Some(-500));
+        assert_eq!(to_i64_exact(d("-0E-30")), Some(0));
+        assert_eq!(to_i64_exact(d("5.5")), None);
+        assert_eq!(to_i64_exact(d("9223372036854775808")), None);
+        assert_eq!(to_i64_exact(d("-9223372036854775808")), Some(i64::MIN));
+        assert_eq!(to_i64_exact(d("Infinity")), None);
     }
 }

@@ -124,29 +124,7 @@ pub(crate) fn integral64(v: &Value<'_>) -> Option<i64> {
 /// A decimal's value when it is a whole number that fits an int64 (mongod's `toLongExact`
 /// without the inexact or invalid flag).
 fn decimal_integral(d: &bson::Decimal128) -> Option<i64> {
-    match crate::decimal::parts(d) {
-        crate::decimal::Parts::Finite {
-            negative,
-            coefficient,
-            exponent,
-        } => {
-            let mut c = i128::try_from(coefficient).ok()?;
-            let mut e = exponent;
-            while e < 0 {
-                if c % 10 != 0 {
-                    return None;
-                }
-                c /= 10;
-                e += 1;
-            }
-            while e > 0 && c != 0 {
-                c = c.checked_mul(10)?;
-                e -= 1;
-            }
-            i64::try_from(if negative { -c } else { c }).ok()
-        }
-        _ => None,
-    }
+    crate::decimal::to_i64_exact(crate::decimal::to_dec(d))
 }
 
 /// A value as mongod's `Value::toString()` shows it in messages (numbers and strings plainly,
