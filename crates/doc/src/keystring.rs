@@ -54,13 +54,37 @@ pub fn encode_key(values: &[(&Bson, Direction)]) -> Vec<u8> {
 /// is self-delimiting (no encoding is a proper prefix of another), which is what lets
 /// compound keys concatenate and descending fields invert.
 pub fn encode_value(v: &Bson, out: &mut Vec<u8>) {
-    out.push(canonical_type_order(v));
-    encode_body(v, out);
+    encode_tagged(v, out, Keys::Index);
 }
 
-fn encode_body(v: &Bson, out: &mut Vec<u8>) {
+/// Append a key that is equal for two values exactly when `compare_values` finds them
+/// equal: `encode_value`'s bytes, with a decimal128 that no int64 or double equals followed
+/// by `0xFF` and its reduced BID bytes. For in-memory equality (`$group` keys, `$addToSet`,
+/// `$in` sets, `$graphLookup`'s visited set); its byte order is not the value order, and it
+/// is never stored.
+pub fn encode_value_exact(v: &Bson, out: &mut Vec<u8>) {
+    encode_tagged(v, out, Keys::Equality);
+}
+
+/// Which encoding: index keys (ordered, decimals through their nearest double) or equality
+/// keys (decimals told apart exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    Index,
+    Equality,
+}
+
+fn encode_tagged(v: &Bson, out: &mut Vec<u8>, keys: Keys) {
+    out.push(canonical_type_order(v));
+    encode_body(v, out, keys);
+}
+
+fn encode_body(v: &Bson, out: &mut Vec<u8>, keys: Keys) {
     if let Some(n) = as_num(v) {
         encode_number(n, out);
+        if let (Num::D(d), Keys::Equality) = (n, keys) {
+            decimal_suffix(d, out);
+        }
         return;
     }
     match v {
@@ -72,13 +96,13 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
             for (name, value) in d {
                 out.push(canonical_type_order(value));
                 encode_bytes(name.as_bytes(), out);
-                encode_body(value, out);
+                encode_body(value, out, keys);
             }
             out.push(END);
         }
         Bson::Array(items) => {
             for value in items {
-                encode_value(value, out);
+                encode_tagged(value, out, keys);
             }
             out.push(END);
         }
@@ -109,11 +133,26 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
         }
         Bson::JavaScriptCodeWithScope(c) => {
             encode_bytes(c.code.as_bytes(), out);
-            encode_body(&Bson::Document(c.scope.clone()), out);
+            encode_body(&Bson::Document(c.scope.clone()), out, keys);
         }
         // Numbers were handled above.
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {}
     }
+}
+
+/// What tells a decimal apart from the int64 or double whose key it shares: nothing when one
+/// of them equals it, else `0xFF` (no type tag or `END`) and its 16 reduced BID bytes, the same
+/// for every equal decimal (`1.50` and `1.5`).
+fn decimal_suffix(d: dec::Decimal128, out: &mut Vec<u8>) {
+    use crate::decimal;
+    if decimal::to_i64_exact(d).is_some()
+        || decimal::cmp_dec_f64(d, decimal::to_f64(d)) == std::cmp::Ordering::Equal
+    {
+        return;
+    }
+    let reduced = decimal::context().reduce(d);
+    out.push(0xff);
+    out.extend_from_slice(&decimal::from_dec(reduced).bytes());
 }
 
 /// Escaped byte string: 0x00 becomes 0x00 0xFF, and 0x00 0x00 ends the string, so a proper

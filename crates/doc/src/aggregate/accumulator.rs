@@ -27,7 +27,7 @@ use crate::collation::value::collate;
 use crate::collation::Collation;
 use crate::compare::compare_values;
 use crate::decimal::{self, DecOps};
-use crate::keystring::encode_value;
+use crate::keystring::encode_value_exact;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::variables::Variables;
@@ -386,7 +386,7 @@ impl State {
             State::AddToSet(items, seen) => Ok(match value {
                 Some(v) => {
                     let mut key = Vec::new();
-                    encode_value(&collate(c, &v), &mut key);
+                    encode_value_exact(&collate(c, &v), &mut key);
                     if seen.insert(key) {
                         let size = approximate_size(&v);
                         items.push(v);
