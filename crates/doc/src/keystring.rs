@@ -260,6 +260,30 @@ mod tests {
     }
 
     #[test]
+    fn equality_keys_tell_decimals_apart_exactly() {
+        let d = |s: &str| Bson::Decimal128(s.parse().expect("literal"));
+        let exact = |v: &Bson| {
+            let mut out = Vec::new();
+            encode_value_exact(v, &mut out);
+            out
+        };
+        // One index key for 0.1 and NumberDecimal("0.1"); two equality keys.
+        assert_eq!(enc(&d("0.1")), enc(&Bson::Double(0.1)));
+        assert_ne!(exact(&d("0.1")), exact(&Bson::Double(0.1)));
+        assert_eq!(exact(&d("0.10")), exact(&d("0.1")));
+        // Values a double or an int64 equals keep that number's key, suffix-free.
+        assert_eq!(exact(&d("5.00")), exact(&Bson::Int32(5)));
+        assert_eq!(exact(&d("0.5")), exact(&Bson::Double(0.5)));
+        assert_eq!(exact(&d("NaN")), exact(&Bson::Double(f64::NAN)));
+        assert_eq!(
+            enc(&d("9007199254740993")),
+            enc(&Bson::Int64(9_007_199_254_740_993))
+        );
+        let arr = |v: Bson| Bson::Array(vec![v, Bson::Int32(1)]);
+        assert_ne!(exact(&arr(d("0.1"))), exact(&arr(Bson::Double(0.1))));
+    }
+
+    #[test]
     fn number_layout_is_as_documented() {
         assert_eq!(enc(&Bson::Double(f64::NAN)), vec![20, NUM_NAN]);
         assert_eq!(enc(&Bson::Int32(0)), vec![20, NUM_ZERO]);
