@@ -14,9 +14,11 @@
 
 mod ops;
 mod order;
+mod trig;
 
 pub(crate) use ops::{DecOps, Rounding};
 pub(crate) use order::{cmp_dec_dec, cmp_dec_f64, cmp_dec_i64};
+pub(crate) use trig::{apply as trig, atan2, Trig};
 
 use bson::Decimal128 as Bid;
 use dec::{Context, Decimal128 as Dec};

@@ -69,20 +69,19 @@ impl Num {
     }
 }
 
-/// The number in `v`: `Ok(None)` for a value that is not a number; decimal128 is refused
-/// (238) by the operators that still read numbers this way (the trigonometric family): the
-/// arithmetic ones route decimals to `expr_decimal.rs` before they get here.
+/// The number in `v`: `Ok(None)` for a value that is not a number. A decimal128 reads as its
+/// nearest double: the operators that compute with numbers route decimals to
+/// `expr_decimal.rs` before they get here, so what is left only checks that an argument is
+/// numeric (indexes and counts, whose integral readings below take decimals exactly) or
+/// prints it in a message.
 pub(crate) fn number(v: &Value<'_>) -> Result<Option<Num>, MongoError> {
     Ok(match v.as_raw() {
         Some(RawBsonRef::Int32(i)) => Some(Num::Int(i)),
         Some(RawBsonRef::Int64(i)) => Some(Num::Long(i)),
         Some(RawBsonRef::Double(d)) => Some(Num::Double(d)),
-        Some(RawBsonRef::Decimal128(_)) => {
-            return Err(error(
-                ErrorCode::NotImplemented,
-                "decimal128 arguments to this expression are not supported yet",
-            ))
-        }
+        Some(RawBsonRef::Decimal128(d)) => Some(Num::Double(crate::decimal::to_f64(
+            crate::decimal::to_dec(&d),
+        ))),
         _ => None,
     })
 }

@@ -5,7 +5,8 @@
 //! (a double product to 15 digits), `$subtract $divide $mod $pow $log` convert both sides
 //! (`coerceToDecimal`: doubles to 15 digits), `$ceil $floor $round $trunc` quantize (NaN when
 //! the result needs more than 34 digits; `$round`/`$trunc` return infinities as they are),
-//! `$sqrt $exp $ln $log10` are decimal functions with mongod's domain checks and codes.
+//! `$sqrt $exp $ln $log10` are decimal functions with mongod's domain checks and codes, and
+//! so are the trigonometric operators (`decimal/trig.rs`; 50989, 51044/51045).
 //! `expr_arith.rs` and `expr_math.rs` route here; arguments are already evaluated and not
 //! null (each caller answers null first).
 
@@ -16,6 +17,7 @@ use dec::Decimal128 as Dec;
 use super::expr::{error, Value};
 use super::expr_arith::ArithOp;
 use super::expr_math::MathOp;
+use super::expr_trig::{Domain, TrigOp};
 use crate::decimal::{self, DecOps, Rounding};
 use crate::{ErrorCode, MongoError};
 
@@ -285,8 +287,8 @@ fn subtract(a: &Value<'_>, b: &Value<'_>) -> Result<RawBson, MongoError> {
     }
 }
 
-/// A numeric operator over arguments of which at least one is a decimal; `None` for the
-/// operators that take decimals through their double path (the trigonometric family).
+/// A numeric operator over arguments of which at least one is a decimal; `None` when only a
+/// `$round`/`$trunc` place is a decimal (the number's own path reads it).
 pub(crate) fn math<'a>(op: MathOp, values: &[Value<'_>]) -> Result<Option<Value<'a>>, MongoError> {
     let nullish = values.iter().any(Value::is_nullish);
     let out = match op {
@@ -306,7 +308,7 @@ pub(crate) fn math<'a>(op: MathOp, values: &[Value<'_>]) -> Result<Option<Value<
         MathOp::Round | MathOp::Trunc => round_or_trunc(op, values)?,
         MathOp::Pow => pow(&values[0], &values[1])?,
         MathOp::Log => log(&values[0], &values[1])?,
-        MathOp::Trig(_) => return Ok(None),
+        MathOp::Trig(t) => trig(t, values)?,
     };
     Ok(Some(Value::Owned(out)))
 }
@@ -441,6 +443,86 @@ fn round_or_trunc(op: MathOp, values: &[Value<'_>]) -> Result<RawBson, MongoErro
     // `place` is within [-20, 100].
     let exponent = i32::try_from(-place).unwrap_or(0);
     Ok(raw(DecOps::default().quantize(x, exponent, mode)))
+}
+
+/// A trigonometric operator of a decimal (mongod's `Decimal128` functions): a decimal,
+/// mongod's domains (50989), NaN through unchanged.
+fn trig(op: TrigOp, values: &[Value<'_>]) -> Result<RawBson, MongoError> {
+    if values.iter().any(Value::is_nullish) {
+        return Ok(RawBson::Null);
+    }
+    if op == TrigOp::Atan2 {
+        let mut parts = [decimal::from_i64(0); 2];
+        for (i, code) in [ErrorCode::Location51044, ErrorCode::Location51045]
+            .into_iter()
+            .enumerate()
+        {
+            parts[i] = N::of(&values[i]).map(N::dec).ok_or_else(|| {
+                error(
+                    code,
+                    format!(
+                        "$atan2 only supports numeric types, not {}",
+                        values[i].type_name()
+                    ),
+                )
+            })?;
+        }
+        return Ok(raw(decimal::atan2(parts[0], parts[1])));
+    }
+    let x = single(op.name(), &values[0])?;
+    if x.is_nan() {
+        return Ok(raw(x));
+    }
+    if let Some(Domain(lo, hi, inclusive)) = op.domain() {
+        let (above, below) = (decimal::cmp_dec_f64(x, lo), decimal::cmp_dec_f64(x, hi));
+        let inside = if inclusive {
+            above.is_ge() && below.is_le()
+        } else {
+            above.is_gt() && below.is_lt()
+        };
+        if !inside {
+            let (open, close) = if inclusive { ("[", "]") } else { ("(", ")") };
+            return Err(error(
+                ErrorCode::Location50989,
+                format!(
+                    "cannot apply {} to {}, value must in {open}{},{}{close}",
+                    op.name(),
+                    decimal::from_dec(x),
+                    super::expr_arity::cpp_double(lo),
+                    super::expr_arity::cpp_double(hi)
+                ),
+            ));
+        }
+    }
+    decimal::trig(trig_function(op), x).map(raw).ok_or_else(|| {
+        error(
+            ErrorCode::NotImplemented,
+            format!(
+                "{} of a decimal128 beyond 1E+70 is not supported yet",
+                op.name()
+            ),
+        )
+    })
+}
+
+fn trig_function(op: TrigOp) -> decimal::Trig {
+    use decimal::Trig as T;
+    match op {
+        TrigOp::Sin => T::Sin,
+        TrigOp::Cos => T::Cos,
+        TrigOp::Tan => T::Tan,
+        TrigOp::Asin => T::Asin,
+        TrigOp::Acos => T::Acos,
+        TrigOp::Atan | TrigOp::Atan2 => T::Atan,
+        TrigOp::Sinh => T::Sinh,
+        TrigOp::Cosh => T::Cosh,
+        TrigOp::Tanh => T::Tanh,
+        TrigOp::Asinh => T::Asinh,
+        TrigOp::Acosh => T::Acosh,
+        TrigOp::Atanh => T::Atanh,
+        TrigOp::DegreesToRadians => T::DegreesToRadians,
+        TrigOp::RadiansToDegrees => T::RadiansToDegrees,
+    }
 }
 
 #[cfg(test)]

@@ -179,3 +179,35 @@ fn functions_and_their_domains() {
         "Null"
     );
 }
+
+#[test]
+fn trigonometric_operators_of_decimals() {
+    let trig = |name: &str| MathOp::from_name(name).expect("an operator");
+    assert_eq!(
+        math(trig("$sin"), vec![dec("1")]).unwrap(),
+        "dec 0.8414709848078965066525023216302990"
+    );
+    assert_eq!(
+        math(trig("$degreesToRadians"), vec![dec("180")]).unwrap(),
+        "dec 3.141592653589793238462643383279503"
+    );
+    assert_eq!(
+        math(trig("$atan2"), vec![dec("1"), RawBson::Int32(-1)]).unwrap(),
+        "dec 2.356194490192344928846982537459627"
+    );
+    assert_eq!(math(trig("$cos"), vec![dec("NaN")]).unwrap(), "dec NaN");
+    let e = math(trig("$acos"), vec![dec("2")]).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Location50989);
+    assert_eq!(e.message, "cannot apply $acos to 2, value must in [-1,1]");
+    let e = math(trig("$sin"), vec![dec("-Infinity")]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "cannot apply $sin to -Infinity, value must in (-inf,inf)"
+    );
+    let e = math(trig("$atan2"), vec![dec("1"), RawBson::String("x".into())]).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Location51045);
+    assert_eq!(
+        math(trig("$atan2"), vec![dec("1"), RawBson::Null]).unwrap(),
+        "Null"
+    );
+}

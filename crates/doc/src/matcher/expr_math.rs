@@ -9,8 +9,8 @@
 //!   toward zero), so `$round: [1.005, 2]` is 1.0 as on mongod; ints and longs change only for
 //!   a negative place, and a result past int64 is 51080.
 //!
-//! With a decimal128 argument `expr_decimal.rs` computes the result, a decimal; the
-//! trigonometric operators still refuse decimals (238, "not supported yet").
+//! With a decimal128 argument `expr_decimal.rs` computes the result, a decimal (the
+//! trigonometric ones too).
 
 use bson::raw::RawBson;
 
