@@ -4,8 +4,9 @@
 //! conversions mongod's `Decimal128` constructors make: int32/int64 exactly (exponent 0),
 //! doubles to 15 significant digits (`Decimal128(double)`, what `coerceToDecimal` gives) or to
 //! 34 (`kRoundTo34Digits`, a running double total widened to decimal), and back to the
-//! nearest double. The operators live in `ops.rs`, the exact comparisons across numeric types
-//! in `order.rs`. Nothing here reads documents or knows an operator's name.
+//! nearest double. The operators live in `ops.rs`, the trigonometric functions in `trig.rs`,
+//! the exact comparisons across numeric types in `order.rs`. Nothing here reads documents or
+//! knows an operator's name.
 //!
 //! The conversion is by value: a BID coefficient and exponent become the `decQuad` with the
 //! same coefficient and exponent (so `1.50` stays `1.50`); NaN keeps its sign and drops its
