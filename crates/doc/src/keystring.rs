@@ -179,12 +179,12 @@ fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// on the far side of an int64 that no double holds. Readers that rely on key order (bounds,
 /// `db/src/bounds.rs`) take in every key equal to a numeric bound's and let the matcher decide.
 fn encode_number(n: Num, out: &mut Vec<u8>) {
-    let n = match n {
-        Num::D(d) => crate::decimal::to_i64_exact(d)
-            .map_or_else(|| Num::F(crate::decimal::to_f64(d)), Num::I),
-        other => other,
-    };
     let (negative, exp, frac) = match n {
+        Num::D(d) => {
+            let as_number = crate::decimal::to_i64_exact(d)
+                .map_or_else(|| Num::F(crate::decimal::to_f64(d)), Num::I);
+            return encode_number(as_number, out);
+        }
         Num::I(0) => return out.push(NUM_ZERO),
         Num::I(i) => {
             let mag = i.unsigned_abs();
@@ -210,7 +210,6 @@ fn encode_number(n: Num, out: &mut Vec<u8>) {
                 (f < 0.0, exp_field - 1023 + EXP_BIAS, mant << 12)
             }
         }
-        Num::D(_) => unreachable!("decimals were mapped to doubles above"),
     };
     let exp = exp as u16;
     if negative {
