@@ -300,10 +300,27 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
             let tag = vec![canonical_type_order(v)];
             let value = |incl| Shown::Value(v.clone(), incl);
             let bracket = Shown::Bracket(v.clone());
+            // A decimal128's key is its nearest double, so a number's key may be shared by
+            // values on both sides of it: a strict numeric bound keeps the keys equal to its
+            // own and the matcher drops what is not past it (explain still shows it open).
+            let strict_lo = |e: Vec<u8>| {
+                if is_number(v) {
+                    Cut::Before(e)
+                } else {
+                    Cut::After(e)
+                }
+            };
+            let strict_hi = |e: Vec<u8>| {
+                if is_number(v) {
+                    Cut::After(e)
+                } else {
+                    Cut::Before(e)
+                }
+            };
             let (lo, hi, lo_end, hi_end) = match op {
-                "$gt" => (Cut::After(e), Cut::After(tag), value(false), bracket),
+                "$gt" => (strict_lo(e), Cut::After(tag), value(false), bracket),
                 "$gte" => (Cut::Before(e), Cut::After(tag), value(true), bracket),
-                "$lt" => (Cut::Before(tag), Cut::Before(e), bracket, value(false)),
+                "$lt" => (Cut::Before(tag), strict_hi(e), bracket, value(false)),
                 _ => (Cut::Before(tag), Cut::After(e), bracket, value(true)),
             };
             Some(vec![Interval {
@@ -315,6 +332,13 @@ fn predicate_intervals(op: &str, v: &Bson) -> Option<Vec<Interval>> {
         }
         _ => None,
     }
+}
+
+fn is_number(v: &Bson) -> bool {
+    matches!(
+        v,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+    )
 }
 
 /// A value as `explain` shows it in bounds.
@@ -471,7 +495,9 @@ mod tests {
         for dir in [Direction::Ascending, Direction::Descending] {
             let f = doc! {"a": {"$gt": 5, "$lte": 9}};
             let r = key_ranges(&[field_bound(&f, "a", false)], &[dir]);
-            for (v, inside) in [(5, false), (6, true), (9, true), (10, false)] {
+            // The key of 5 itself is scanned: a decimal past 5 may share it (the matcher
+            // drops the 5s).
+            for (v, inside) in [(4, false), (5, true), (6, true), (9, true), (10, false)] {
                 assert_eq!(
                     in_ranges(&r, &key(&[(Bson::Int32(v), dir)], b"\x05id")),
                     inside,
@@ -486,6 +512,17 @@ mod tests {
             let r = key_ranges(&[field_bound(&f, "a", false)], &[dir]);
             assert!(in_ranges(&r, &key(&[(Bson::Double(-1e300), dir)], b"x")));
             assert!(!in_ranges(&r, &key(&[(Bson::Null, dir)], b"x")));
+            // Decimals on either side of the double 0.1 share its key; both are scanned.
+            let below: bson::Decimal128 = "0.1".parse().expect("literal");
+            let above: bson::Decimal128 = "0.10000000000000000556".parse().expect("literal");
+            for (op, d) in [("$lt", below), ("$gt", above)] {
+                let f = doc! {"a": {op: 0.1}};
+                let r = key_ranges(&[field_bound(&f, "a", false)], &[dir]);
+                assert!(
+                    in_ranges(&r, &key(&[(Bson::Decimal128(d), dir)], b"x")),
+                    "{op}"
+                );
+            }
         }
     }
 

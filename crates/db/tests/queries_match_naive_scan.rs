@@ -6,6 +6,7 @@
 //! is closed and reopened between rounds and `validate` must pass after each. Each query
 //! runs again under a case-insensitive collation against the model filtered by the collated
 //! matcher (string bounds must leave the plan, other bounds stay).
+//! Values include decimal128s that share a key with a different number.
 //! `SHALE_SEED` replays one seed.
 
 #![allow(
@@ -37,6 +38,23 @@ fn value(r: &mut Rng) -> Bson {
                 .map(|_| Bson::Int32(r.below(8) as i32))
                 .collect(),
         ),
+        // decimal128 just off a whole number shares its key (the nearest double) with it, so
+        // a strict bound on that number must still scan the key and leave it to the matcher.
+        2 if r.chance(40) => {
+            let tails = [
+                "",
+                ".0",
+                ".5",
+                ".0000000000000000000000001",
+                "9.9999999999999999999999999",
+            ];
+            let text = format!(
+                "{}{}",
+                r.below(9),
+                tails[r.below(tails.len() as u64) as usize]
+            );
+            Bson::Decimal128(text.parse().expect("a decimal literal"))
+        }
         2 => Bson::Double(r.below(16) as f64 / 2.0),
         3 => Bson::Null,
         _ => Bson::Int32(r.below(10) as i32),

@@ -16,14 +16,17 @@
 //!   Regex: pattern, then flags. DBPointer: namespace length, namespace, then ObjectId.
 //!   JavaScript with scope: code, then scope object.
 //!
-//! Precision limit: decimal128 values are compared through their nearest `f64`
-//! (`decimal128_to_f64`). Decimals that round to the same double compare equal, and a decimal
-//! compares equal to the double it rounds to (MongoDB compares them exactly, so for example
-//! `NumberDecimal("0.1") < 0.1` there but equal here). int32, int64 and double are exact.
+//! Every numeric comparison is exact, decimal128 included (`decimal/order.rs`, mongod's
+//! `compareDecimalToDouble` and friends): `NumberDecimal("0.1") < 0.1`, whose exact value is
+//! 0.1000000000000000055511...; `NumberDecimal("5.0")` equals int32 5. Index keys still encode
+//! a decimal through its nearest double (`keystring`, docs/keystring.md), so the planner widens
+//! numeric bounds to take in every key a decimal could share.
 
 use std::cmp::Ordering;
 
 use bson::{Bson, DbPointer, Decimal128, Document};
+
+use crate::decimal;
 
 /// Type bracket of a value: MongoDB's canonical type number plus 10, so every bracket is a
 /// positive byte (the key encoding uses it directly as the type tag).
@@ -49,12 +52,13 @@ pub fn canonical_type_order(v: &Bson) -> u8 {
     }
 }
 
-/// A number reduced to the two representations compared exactly: every int32/int64 as `I`,
-/// every double (and decimal128, through its nearest double) as `F`.
+/// A number reduced to the three representations compared exactly: every int32/int64 as `I`,
+/// every double as `F`, every decimal128 as `D`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Num {
     I(i64),
     F(f64),
+    D(dec::Decimal128),
 }
 
 /// The numeric value of a number, or `None` for a non-number.
@@ -63,7 +67,7 @@ pub(crate) fn as_num(v: &Bson) -> Option<Num> {
         Bson::Int32(i) => Some(Num::I(i64::from(*i))),
         Bson::Int64(i) => Some(Num::I(*i)),
         Bson::Double(d) => Some(Num::F(*d)),
-        Bson::Decimal128(d) => Some(Num::F(decimal128_to_f64(d))),
+        Bson::Decimal128(d) => Some(Num::D(crate::decimal::to_dec(d))),
         _ => None,
     }
 }
@@ -138,6 +142,11 @@ pub(crate) fn compare_num(a: Num, b: Num) -> Ordering {
         (Num::F(x), Num::F(y)) => compare_f64(x, y),
         (Num::I(x), Num::F(y)) => compare_i64_f64(x, y),
         (Num::F(x), Num::I(y)) => compare_i64_f64(y, x).reverse(),
+        (Num::D(x), Num::D(y)) => decimal::cmp_dec_dec(x, y),
+        (Num::D(x), Num::I(y)) => decimal::cmp_dec_i64(x, y),
+        (Num::I(x), Num::D(y)) => decimal::cmp_dec_i64(y, x).reverse(),
+        (Num::D(x), Num::F(y)) => decimal::cmp_dec_f64(x, y),
+        (Num::F(x), Num::D(y)) => decimal::cmp_dec_f64(y, x).reverse(),
     }
 }
 
@@ -371,13 +380,25 @@ mod tests {
             compare_values(&dec(true, 25, -1), &Bson::Double(-2.5)),
             Equal
         );
-        // 1E+400 is beyond f64: above every finite double (it rounds to infinity here).
-        // Precision limit, not MongoDB's answer: -1E-400 rounds to -0.0, so it equals 0.
+        // 1E+400 is beyond f64: above every finite double, below infinity.
         assert_eq!(
             compare_values(&dec(false, 1, 400), &Bson::Double(f64::MAX)),
             Greater
         );
-        assert_eq!(compare_values(&dec(true, 1, -400), &Bson::Int32(0)), Equal);
+        assert_eq!(
+            compare_values(&dec(false, 1, 400), &Bson::Double(f64::INFINITY)),
+            Less
+        );
+        // Exact, as mongod: -1E-400 is below 0 though its nearest double is -0.0.
+        assert_eq!(compare_values(&dec(true, 1, -400), &Bson::Int32(0)), Less);
+        assert_eq!(
+            compare_values(&dec(true, 1, -400), &Bson::Double(0.0)),
+            Less
+        );
+        // 0.1 as a decimal is below the double 0.1 (0.1000000000000000055511...).
+        assert_eq!(compare_values(&dec(false, 1, -1), &Bson::Double(0.1)), Less);
+        assert_eq!(compare_values(&dec(false, 50, -1), &Bson::Int64(5)), Equal);
+        assert_eq!(compare_values(&nan, &dec(true, 1, 6000)), Less);
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! MongoDB's value order over raw BSON (`bson::RawBsonRef`, `bson::RawDocument`), read in
 //! place without building `Bson` trees. It gives the same answers as `compare::compare_values`
-//! (same brackets, same numeric rules, same decimal128 precision limit); malformed BSON is
+//! (same brackets, same numeric rules, decimal128 compared exactly); malformed BSON is
 //! reported as an error rather than ordered.
 
 use std::cmp::Ordering;
 
 use bson::raw::{RawArray, RawBson, RawBsonRef, RawDocument, Result};
 
-use crate::compare::{compare_num, db_pointer_parts, decimal128_to_f64, Num};
+use crate::compare::{compare_num, db_pointer_parts, Num};
 
 /// Type bracket of a raw value; the same numbers as `compare::canonical_type_order`.
 pub fn raw_canonical_type_order(v: RawBsonRef<'_>) -> u8 {
@@ -40,7 +40,7 @@ fn raw_num(v: RawBsonRef<'_>) -> Option<Num> {
         RawBsonRef::Int32(i) => Some(Num::I(i64::from(i))),
         RawBsonRef::Int64(i) => Some(Num::I(i)),
         RawBsonRef::Double(d) => Some(Num::F(d)),
-        RawBsonRef::Decimal128(d) => Some(Num::F(decimal128_to_f64(&d))),
+        RawBsonRef::Decimal128(d) => Some(Num::D(crate::decimal::to_dec(&d))),
         _ => None,
     }
 }

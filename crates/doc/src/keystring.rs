@@ -54,13 +54,37 @@ pub fn encode_key(values: &[(&Bson, Direction)]) -> Vec<u8> {
 /// is self-delimiting (no encoding is a proper prefix of another), which is what lets
 /// compound keys concatenate and descending fields invert.
 pub fn encode_value(v: &Bson, out: &mut Vec<u8>) {
-    out.push(canonical_type_order(v));
-    encode_body(v, out);
+    encode_tagged(v, out, Keys::Index);
 }
 
-fn encode_body(v: &Bson, out: &mut Vec<u8>) {
+/// Append a key that is equal for two values exactly when `compare_values` finds them
+/// equal: `encode_value`'s bytes, with a decimal128 that no int64 or double equals followed
+/// by `0xFF` and its reduced BID bytes. For in-memory equality (`$group` keys, `$addToSet`,
+/// `$in` sets, `$graphLookup`'s visited set); its byte order is not the value order, and it
+/// is never stored.
+pub fn encode_value_exact(v: &Bson, out: &mut Vec<u8>) {
+    encode_tagged(v, out, Keys::Equality);
+}
+
+/// Which encoding: index keys (ordered, decimals through their nearest double) or equality
+/// keys (decimals told apart exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    Index,
+    Equality,
+}
+
+fn encode_tagged(v: &Bson, out: &mut Vec<u8>, keys: Keys) {
+    out.push(canonical_type_order(v));
+    encode_body(v, out, keys);
+}
+
+fn encode_body(v: &Bson, out: &mut Vec<u8>, keys: Keys) {
     if let Some(n) = as_num(v) {
         encode_number(n, out);
+        if let (Num::D(d), Keys::Equality) = (n, keys) {
+            decimal_suffix(d, out);
+        }
         return;
     }
     match v {
@@ -72,13 +96,13 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
             for (name, value) in d {
                 out.push(canonical_type_order(value));
                 encode_bytes(name.as_bytes(), out);
-                encode_body(value, out);
+                encode_body(value, out, keys);
             }
             out.push(END);
         }
         Bson::Array(items) => {
             for value in items {
-                encode_value(value, out);
+                encode_tagged(value, out, keys);
             }
             out.push(END);
         }
@@ -109,11 +133,26 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
         }
         Bson::JavaScriptCodeWithScope(c) => {
             encode_bytes(c.code.as_bytes(), out);
-            encode_body(&Bson::Document(c.scope.clone()), out);
+            encode_body(&Bson::Document(c.scope.clone()), out, keys);
         }
         // Numbers were handled above.
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {}
     }
+}
+
+/// What tells a decimal apart from the int64 or double whose key it shares: nothing when one
+/// of them equals it, else `0xFF` (no type tag or `END`) and its 16 reduced BID bytes, the same
+/// for every equal decimal (`1.50` and `1.5`).
+fn decimal_suffix(d: dec::Decimal128, out: &mut Vec<u8>) {
+    use crate::decimal;
+    if decimal::to_i64_exact(d).is_some()
+        || decimal::cmp_dec_f64(d, decimal::to_f64(d)) == std::cmp::Ordering::Equal
+    {
+        return;
+    }
+    let reduced = decimal::context().reduce(d);
+    out.push(0xff);
+    out.extend_from_slice(&decimal::from_dec(reduced).bytes());
 }
 
 /// Escaped byte string: 0x00 becomes 0x00 0xFF, and 0x00 0x00 ends the string, so a proper
@@ -132,8 +171,20 @@ fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 /// its magnitude as `1.f × 2^e`: `e + 0x8000` as a big-endian u16 (0xFFFF for infinity) and the
 /// bits of `f` left-aligned in a big-endian u64. Negative numbers invert those ten bytes.
 /// Every int64 (at most 63 bits after the leading one) and every double (52) is exact.
+///
+/// A decimal128 that is a whole number within int64 encodes as that int64, so it shares its
+/// key with every equal int32, int64 and double; any other decimal encodes as its nearest
+/// double. Decimals and doubles that share a nearest double then share a key though their
+/// exact order (`compare`) tells them apart, and a non-integral decimal beyond 2^53 may sort
+/// on the far side of an int64 that no double holds. Readers that rely on key order (bounds,
+/// `db/src/bounds.rs`) take in every key equal to a numeric bound's and let the matcher decide.
 fn encode_number(n: Num, out: &mut Vec<u8>) {
     let (negative, exp, frac) = match n {
+        Num::D(d) => {
+            let as_number = crate::decimal::to_i64_exact(d)
+                .map_or_else(|| Num::F(crate::decimal::to_f64(d)), Num::I);
+            return encode_number(as_number, out);
+        }
         Num::I(0) => return out.push(NUM_ZERO),
         Num::I(i) => {
             let mag = i.unsigned_abs();
@@ -205,6 +256,30 @@ mod tests {
             enc(&Bson::Document(doc! {"a": 1, "b": [2.0]})),
             enc(&Bson::Document(doc! {"a": 1i64, "b": [2]}))
         );
+    }
+
+    #[test]
+    fn equality_keys_tell_decimals_apart_exactly() {
+        let d = |s: &str| Bson::Decimal128(s.parse().expect("literal"));
+        let exact = |v: &Bson| {
+            let mut out = Vec::new();
+            encode_value_exact(v, &mut out);
+            out
+        };
+        // One index key for 0.1 and NumberDecimal("0.1"); two equality keys.
+        assert_eq!(enc(&d("0.1")), enc(&Bson::Double(0.1)));
+        assert_ne!(exact(&d("0.1")), exact(&Bson::Double(0.1)));
+        assert_eq!(exact(&d("0.10")), exact(&d("0.1")));
+        // Values a double or an int64 equals keep that number's key, suffix-free.
+        assert_eq!(exact(&d("5.00")), exact(&Bson::Int32(5)));
+        assert_eq!(exact(&d("0.5")), exact(&Bson::Double(0.5)));
+        assert_eq!(exact(&d("NaN")), exact(&Bson::Double(f64::NAN)));
+        assert_eq!(
+            enc(&d("9007199254740993")),
+            enc(&Bson::Int64(9_007_199_254_740_993))
+        );
+        let arr = |v: Bson| Bson::Array(vec![v, Bson::Int32(1)]);
+        assert_ne!(exact(&arr(d("0.1"))), exact(&arr(Bson::Double(0.1))));
     }
 
     #[test]

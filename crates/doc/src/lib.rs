@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod collation;
 pub mod compare;
 pub mod compare_raw;
+mod decimal;
 pub mod depth;
 pub mod error_code;
 pub mod hashed;

@@ -3,14 +3,17 @@
 //! from `{<op>: <expression>}` (unary: an array argument is 40237; `$count` takes `{}`, 14) and
 //! folded one value at a time, with MongoDB 7.0's rules:
 //! - `$sum`/`$avg` ignore non-numbers; `$sum` keeps the widest input type (int32 → int64 →
-//!   double on overflow), sums integers exactly and doubles with compensation; `$avg` is a
-//!   double, null without numbers. decimal128 inputs are refused (`NotImplemented`).
+//!   double on overflow → decimal128), sums integers exactly, doubles with compensation and
+//!   decimals in decimal128; a decimal input makes the result a decimal, mongod's
+//!   `nonDecimalTotal.getDecimal() + decimalTotal` (the double total to 34 digits); `$avg` is a
+//!   double, or a decimal (the decimal total divided by the count) when a decimal came in,
+//!   null without numbers.
 //! - `$min`/`$max` ignore missing, null and undefined and compare by MongoDB's order.
 //! - `$first`/`$last` keep a missing value as null; `$push`/`$addToSet` skip missing values;
 //!   `$addToSet` keeps the first of equal values (by MongoDB's equality) in arrival order.
 //! - `$stdDevPop`/`$stdDevSamp` fold the numbers (Welford's running mean and squared
-//!   deviations; other values ignored, decimals refused) into a double, null without numbers
-//!   (or, for the sample form, with one).
+//!   deviations; other values ignored, decimals read as their nearest double, as mongod's
+//!   `coerceToDouble`) into a double, null without numbers (or, for the sample form, with one).
 //! - `$mergeObjects` merges documents in arrival order (a later field replaces an earlier one
 //!   where it first stood), skips null and missing, and fails 40400 on anything else.
 
@@ -23,7 +26,8 @@ use super::execute::approximate_size;
 use crate::collation::value::collate;
 use crate::collation::Collation;
 use crate::compare::compare_values;
-use crate::keystring::encode_value;
+use crate::decimal::{self, DecOps};
+use crate::keystring::encode_value_exact;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::variables::Variables;
@@ -160,6 +164,7 @@ enum Width {
     Int,
     Long,
     Double,
+    Decimal,
 }
 
 /// An exact integer total plus a compensated (Neumaier) double total.
@@ -170,6 +175,8 @@ pub(crate) struct Sum {
     compensation: f64,
     width: Width,
     count: u64,
+    /// The decimal inputs' own total (mongod's `decimalTotal`), from the first decimal on.
+    decimal: Option<dec::Decimal128>,
 }
 
 impl Sum {
@@ -180,6 +187,7 @@ impl Sum {
             compensation: 0.0,
             width: Width::Int,
             count: 0,
+            decimal: None,
         }
     }
 
@@ -194,11 +202,11 @@ impl Sum {
                 self.add_double(*d);
                 self.width = Width::Double;
             }
-            Some(Bson::Decimal128(_)) => {
-                return Err(error(
-                    ErrorCode::NotImplemented,
-                    "decimal128 values in $sum and $avg are not supported yet",
-                ))
+            Some(Bson::Decimal128(d)) => {
+                let before = self.decimal.unwrap_or_else(|| decimal::from_i64(0));
+                let d = decimal::to_dec(d);
+                self.decimal = Some(DecOps::default().add(before, d));
+                self.width = Width::Decimal;
             }
             _ => return Ok(()),
         }
@@ -240,8 +248,31 @@ impl Sum {
             Width::Int | Width::Long if i64::try_from(self.integers).is_ok() => {
                 Bson::Int64(i64::try_from(self.integers).expect("checked range"))
             }
+            Width::Decimal => Bson::Decimal128(decimal::from_dec(self.decimal_total())),
             _ => Bson::Double(self.as_f64()),
         }
+    }
+
+    /// mongod's `nonDecimalTotal.getDecimal().add(decimalTotal)`: integers exactly when no
+    /// double came in, else the compensated double total to 34 digits.
+    fn decimal_total(&self) -> dec::Decimal128 {
+        let mut ops = DecOps::default();
+        let non_decimal = if self.doubles == 0.0 && self.compensation == 0.0 {
+            decimal::from_i128(self.integers)
+        } else {
+            decimal::from_f64_34(self.as_f64())
+        };
+        ops.add(
+            non_decimal,
+            self.decimal.unwrap_or_else(|| decimal::from_i64(0)),
+        )
+    }
+
+    /// `$avg` of a sum with a decimal input: the decimal total over the count.
+    fn decimal_average(&self) -> Bson {
+        let count = i64::try_from(self.count).unwrap_or(i64::MAX);
+        let average = DecOps::default().div(self.decimal_total(), decimal::from_i64(count));
+        Bson::Decimal128(decimal::from_dec(average))
     }
 }
 
@@ -321,17 +352,13 @@ impl State {
                 None => 0,
             }),
             State::StdDev(n, mean, m2, _) => {
-                let x =
-                    match value {
-                        Some(Bson::Int32(i)) => f64::from(i),
-                        Some(Bson::Int64(i)) => i as f64,
-                        Some(Bson::Double(d)) => d,
-                        Some(Bson::Decimal128(_)) => return Err(error(
-                            ErrorCode::NotImplemented,
-                            "decimal128 values in $stdDevPop and $stdDevSamp are not supported yet",
-                        )),
-                        _ => return Ok(0),
-                    };
+                let x = match value {
+                    Some(Bson::Int32(i)) => f64::from(i),
+                    Some(Bson::Int64(i)) => i as f64,
+                    Some(Bson::Double(d)) => d,
+                    Some(Bson::Decimal128(d)) => decimal::to_f64(decimal::to_dec(&d)),
+                    _ => return Ok(0),
+                };
                 *n += 1;
                 let delta = x - *mean;
                 *mean += delta / *n as f64;
@@ -359,7 +386,7 @@ impl State {
             State::AddToSet(items, seen) => Ok(match value {
                 Some(v) => {
                     let mut key = Vec::new();
-                    encode_value(&collate(c, &v), &mut key);
+                    encode_value_exact(&collate(c, &v), &mut key);
                     if seen.insert(key) {
                         let size = approximate_size(&v);
                         items.push(v);
@@ -378,6 +405,7 @@ impl State {
         match self {
             State::Sum(sum) => sum.total(),
             State::Avg(sum) if sum.count == 0 => Bson::Null,
+            State::Avg(sum) if sum.width == Width::Decimal => sum.decimal_average(),
             State::Avg(sum) => Bson::Double(sum.as_f64() / sum.count as f64),
             State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => {
                 v.unwrap_or(Bson::Null)
@@ -472,6 +500,46 @@ mod tests {
     }
 
     #[test]
+    fn decimal_inputs_make_decimal_sums_and_averages() {
+        let d = |s: &str| Some(Bson::Decimal128(s.parse().expect("literal")));
+        let shown = |b: Bson| match b {
+            Bson::Decimal128(x) => format!("dec {x}"),
+            other => format!("{other:?}"),
+        };
+        let i = |n| Some(Bson::Int32(n));
+        assert_eq!(
+            shown(fold(AccOp::Sum, vec![d("1.10"), d("2.205")])),
+            "dec 3.305"
+        );
+        assert_eq!(
+            shown(fold(AccOp::Sum, vec![i(1), d("2.5"), None])),
+            "dec 3.5"
+        );
+        assert_eq!(
+            shown(fold(
+                AccOp::Sum,
+                vec![Some(Bson::Double(0.5)), i(1), d("2.5")]
+            )),
+            "dec 4.0"
+        );
+        assert_eq!(
+            shown(fold(
+                AccOp::Sum,
+                vec![Some(Bson::Int64(i64::MAX)), i(1), d("0")]
+            )),
+            "dec 9223372036854775808"
+        );
+        assert_eq!(shown(fold(AccOp::Avg, vec![i(1), i(2), d("3")])), "dec 2");
+        assert_eq!(shown(fold(AccOp::Avg, vec![d("1"), d("2")])), "dec 1.5");
+        assert_eq!(shown(fold(AccOp::Avg, vec![d("1"), d("2"), i(0)])), "dec 1");
+        // $stdDev* read decimals as doubles and answer a double, as mongod.
+        assert_eq!(
+            fold(AccOp::StdDevPop, vec![d("1"), d("3")]),
+            Bson::Double(1.0)
+        );
+    }
+
+    #[test]
     fn sum_widens_and_ignores_non_numbers() {
         let int = |i: i32| Some(Bson::Int32(i));
         assert_eq!(fold(AccOp::Sum, vec![int(1), int(2)]), Bson::Int32(3));
@@ -500,13 +568,6 @@ mod tests {
             fold(AccOp::Sum, vec![Some(Bson::Double(0.1)); 10]),
             Bson::Double(1.0)
         );
-        let mut s = State::new(AccOp::Sum);
-        let e = s
-            .add(Some(Bson::Decimal128(bson::Decimal128::from_bytes(
-                [0; 16],
-            ))))
-            .unwrap_err();
-        assert_eq!(e.code, ErrorCode::NotImplemented);
     }
 
     #[test]

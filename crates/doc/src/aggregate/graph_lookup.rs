@@ -26,7 +26,7 @@ use super::execute::{map_docs, raw_to_bson, to_document, to_raw, Ctx, DocStream}
 use super::field_path::{parse_field_path, set_path};
 use super::lookup::local_values;
 use super::simple::{render, type_name};
-use crate::keystring::encode_value;
+use crate::keystring::encode_value_exact;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::{bson_error, lookup};
 use crate::matcher::Matcher;
@@ -337,7 +337,7 @@ impl GraphLookup {
             ));
         };
         let mut key = Vec::new();
-        encode_value(&raw_to_bson(id)?, &mut key);
+        encode_value_exact(&raw_to_bson(id)?, &mut key);
         if !search.seen_ids.insert(key) {
             return Ok(());
         }

@@ -21,7 +21,7 @@ use super::execute::{
 };
 use crate::collation::value::collate;
 use crate::collation::Collation;
-use crate::keystring::encode_value;
+use crate::keystring::encode_value_exact;
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::variables::Variables;
@@ -122,7 +122,7 @@ impl<'s> Groups<'s> {
     fn add(&mut self, doc: &RawDocumentBuf) -> Result<(), MongoError> {
         let id = value_to_bson(&self.spec.id.evaluate(doc)?)?.unwrap_or(Bson::Null);
         let mut key = Vec::new();
-        encode_value(&collate(self.spec.collation.as_deref(), &id), &mut key);
+        encode_value_exact(&collate(self.spec.collation.as_deref(), &id), &mut key);
         let position = match self.index.get(&key) {
             Some(p) => *p,
             None => self.open(key, id)?,

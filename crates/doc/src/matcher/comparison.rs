@@ -135,7 +135,7 @@ fn is_nan(v: RawBsonRef<'_>) -> bool {
 fn key_of(v: RawBsonRef<'_>) -> Option<Vec<u8>> {
     let owned = bson::Bson::try_from(v.to_raw_bson()).ok()?;
     let mut k = Vec::new();
-    crate::keystring::encode_value(&owned, &mut k);
+    crate::keystring::encode_value_exact(&owned, &mut k);
     Some(k)
 }
 

@@ -4,7 +4,7 @@
 //! overflow become double, any double makes the result double; `$divide` always gives a
 //! double. A null or missing argument gives null. `$add` takes at most one date and gives a
 //! date; `$subtract` of two dates gives milliseconds (int64), of a date and a number a date.
-//! decimal128 arithmetic is not supported yet (a clear error, not a wrong answer).
+//! With a decimal128 argument the result is a decimal, computed in `expr_decimal.rs`.
 
 use bson::raw::{RawBson, RawBsonRef};
 use bson::DateTime;
@@ -100,25 +100,14 @@ fn number(v: RawBsonRef<'_>) -> Option<Number> {
     }
 }
 
-fn decimal_unsupported(values: &[Value<'_>]) -> Result<(), MongoError> {
-    if values
-        .iter()
-        .any(|v| matches!(v.as_raw(), Some(RawBsonRef::Decimal128(_))))
-    {
-        return Err(MongoError::new(
-            ErrorCode::BadValue,
-            "decimal128 arithmetic in expressions is not supported yet",
-        ));
-    }
-    Ok(())
-}
-
 /// Evaluate an arithmetic operator over already evaluated arguments.
 pub fn arithmetic(op: ArithOp, values: &[Value<'_>]) -> Result<RawBson, MongoError> {
     if values.iter().any(Value::is_nullish) {
         return Ok(RawBson::Null);
     }
-    decimal_unsupported(values)?;
+    if super::expr_decimal::any_decimal(values) {
+        return super::expr_decimal::arithmetic(op, values);
+    }
     match op {
         ArithOp::Add => add(values),
         ArithOp::Multiply => multiply(values),

@@ -69,25 +69,28 @@ impl Num {
     }
 }
 
-/// The number in `v`: `Ok(None)` for a value that is not a number; decimal128 is refused as
-/// the existing arithmetic refuses it (a clear error, not a wrong answer).
+/// The number in `v`: `Ok(None)` for a value that is not a number. A decimal128 reads as its
+/// nearest double: the operators that compute with numbers route decimals to
+/// `expr_decimal.rs` before they get here, so what is left only checks that an argument is
+/// numeric (indexes and counts, whose integral readings below take decimals exactly) or
+/// prints it in a message.
 pub(crate) fn number(v: &Value<'_>) -> Result<Option<Num>, MongoError> {
     Ok(match v.as_raw() {
         Some(RawBsonRef::Int32(i)) => Some(Num::Int(i)),
         Some(RawBsonRef::Int64(i)) => Some(Num::Long(i)),
         Some(RawBsonRef::Double(d)) => Some(Num::Double(d)),
-        Some(RawBsonRef::Decimal128(_)) => {
-            return Err(error(
-                ErrorCode::BadValue,
-                "decimal128 arithmetic in expressions is not supported yet",
-            ))
-        }
+        Some(RawBsonRef::Decimal128(d)) => Some(Num::Double(crate::decimal::to_f64(
+            crate::decimal::to_dec(&d),
+        ))),
         _ => None,
     })
 }
 
 /// mongod's `Value::integral()`: a number whose value is an int32.
 pub(crate) fn integral32(v: &Value<'_>) -> Option<i32> {
+    if let Some(RawBsonRef::Decimal128(d)) = v.as_raw() {
+        return decimal_integral(&d).and_then(|i| i32::try_from(i).ok());
+    }
     match number(v).ok()?? {
         Num::Int(i) => Some(i),
         Num::Long(i) => i32::try_from(i).ok(),
@@ -105,6 +108,9 @@ const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
 /// mongod's `Value::integral64Bit()`: a number whose value is an int64.
 pub(crate) fn integral64(v: &Value<'_>) -> Option<i64> {
+    if let Some(RawBsonRef::Decimal128(d)) = v.as_raw() {
+        return decimal_integral(&d);
+    }
     match number(v).ok()?? {
         Num::Int(i) => Some(i64::from(i)),
         Num::Long(i) => Some(i),
@@ -112,6 +118,12 @@ pub(crate) fn integral64(v: &Value<'_>) -> Option<i64> {
         Num::Double(d) if d.fract() == 0.0 && (-TWO_63..TWO_63).contains(&d) => Some(d as i64),
         Num::Double(_) => None,
     }
+}
+
+/// A decimal's value when it is a whole number that fits an int64 (mongod's `toLongExact`
+/// without the inexact or invalid flag).
+fn decimal_integral(d: &bson::Decimal128) -> Option<i64> {
+    crate::decimal::to_i64_exact(crate::decimal::to_dec(d))
 }
 
 /// A value as mongod's `Value::toString()` shows it in messages (numbers and strings plainly,

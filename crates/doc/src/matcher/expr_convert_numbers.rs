@@ -102,7 +102,8 @@ fn is_number_text(s: &str) -> bool {
     mantissa_ok && exponent_ok
 }
 
-/// A decimal128 read digit for digit; more digits than it holds are refused, not rounded.
+/// A decimal128 read digit for digit; more significant digits than it holds are rounded half
+/// even to 34, as mongod's `Decimal128(string)` rounds; an exponent past its range is refused.
 pub(super) fn parse_decimal(s: &str) -> Result<Decimal128, MongoError> {
     check_not_hex(s)?;
     if s.is_empty() {
@@ -111,14 +112,17 @@ pub(super) fn parse_decimal(s: &str) -> Result<Decimal128, MongoError> {
     if !is_number_text(s) {
         return Err(parse_failure(s, "Did not consume whole string."));
     }
-    s.parse::<Decimal128>().map_err(|e| {
-        error(
-            ErrorCode::NotImplemented,
-            format!(
-                "ShaleDB cannot convert '{s}' to decimal exactly as mongod rounds it ({e}); \
-                 give at most 34 significant digits"
-            ),
-        )
+    s.parse::<Decimal128>().or_else(|e| {
+        let rounded = crate::decimal::context()
+            .parse(s)
+            .ok()
+            .filter(|d| d.is_finite());
+        rounded.map(crate::decimal::from_dec).ok_or_else(|| {
+            error(
+                ErrorCode::NotImplemented,
+                format!("ShaleDB cannot convert '{s}' to decimal as mongod does ({e})"),
+            )
+        })
     })
 }
 

@@ -73,8 +73,18 @@ fn decimals_are_built_as_mongod_builds_them() {
     assert_eq!(ok(bson!("-Infinity"), "decimal"), dec("-Infinity"));
     assert_eq!(ok(bson!(f64::NAN), "decimal"), dec("NaN"));
     assert_eq!(ok(dec("1.50"), "string"), bson!("1.50"));
+    // More than 34 significant digits round half even, as mongod's Decimal128(string).
     let too_many = "1.2345678901234567890123456789012345678";
-    assert_eq!(convert(bson!(too_many), "decimal").unwrap_err().0, 238);
+    assert_eq!(
+        ok(bson!(too_many), "decimal"),
+        dec("1.234567890123456789012345678901235")
+    );
+    let tie = "10000000000000000000000000000000005";
+    assert_eq!(
+        ok(bson!(tie), "decimal"),
+        dec("1.000000000000000000000000000000000E+34")
+    );
+    assert_eq!(convert(bson!("1E+7000"), "decimal").unwrap_err().0, 238);
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //!   toward zero), so `$round: [1.005, 2]` is 1.0 as on mongod; ints and longs change only for
 //!   a negative place, and a result past int64 is 51080.
 //!
-//! decimal128 arguments are refused ("not supported yet"), as the existing arithmetic does.
+//! With a decimal128 argument `expr_decimal.rs` computes the result, a decimal (the
+//! trigonometric ones too).
 
 use bson::raw::RawBson;
 
@@ -96,6 +97,11 @@ fn owned<'a>(b: RawBson) -> Value<'a> {
 
 /// Evaluate `op` over its evaluated arguments.
 pub(crate) fn apply<'a>(op: MathOp, values: &[Value<'_>]) -> Result<Value<'a>, MongoError> {
+    if super::expr_decimal::any_decimal(values) {
+        if let Some(out) = super::expr_decimal::math(op, values)? {
+            return Ok(out);
+        }
+    }
     match op {
         MathOp::Round | MathOp::Trunc => round_or_trunc(op, values),
         MathOp::Pow => pow(&values[0], &values[1]),
@@ -277,7 +283,7 @@ fn round_or_trunc<'a>(op: MathOp, values: &[Value<'_>]) -> Result<Value<'a>, Mon
     }))
 }
 
-fn place(name: &str, p: &Value<'_>) -> Result<i64, MongoError> {
+pub(super) fn place(name: &str, p: &Value<'_>) -> Result<i64, MongoError> {
     let value = integral64(p).ok_or_else(|| {
         error(
             ErrorCode::Location51082,

@@ -116,6 +116,13 @@ fn element_index(index: &Value<'_>) -> Result<i64, MongoError> {
         Some(RawBsonRef::Int64(i)) if i32::try_from(i).is_ok() => return Ok(i),
         Some(RawBsonRef::Int64(i)) => i as f64,
         Some(RawBsonRef::Double(d)) => d,
+        Some(RawBsonRef::Decimal128(d)) => {
+            let d = crate::decimal::to_dec(&d);
+            match crate::decimal::to_i64_exact(d).filter(|i| i32::try_from(*i).is_ok()) {
+                Some(i) => return Ok(i),
+                None => crate::decimal::to_f64(d),
+            }
+        }
         _ => {
             return Err(MongoError::new(
                 ErrorCode::Location28690,

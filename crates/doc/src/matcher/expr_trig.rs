@@ -52,7 +52,7 @@ const NAMES: &[(&str, TrigOp)] = &[
 ];
 
 /// A domain: lower and upper bound, and whether they are included.
-struct Domain(f64, f64, bool);
+pub(super) struct Domain(pub(super) f64, pub(super) f64, pub(super) bool);
 
 impl TrigOp {
     /// The operator named `name`.
@@ -73,7 +73,8 @@ impl TrigOp {
         Arity::Exact(if self == TrigOp::Atan2 { 2 } else { 1 })
     }
 
-    fn domain(self) -> Option<Domain> {
+    /// The arguments the function takes (50989 outside them); `None` for all numbers.
+    pub(super) fn domain(self) -> Option<Domain> {
         let inf = f64::INFINITY;
         Some(match self {
             TrigOp::Sin | TrigOp::Cos | TrigOp::Tan => Domain(-inf, inf, false),

@@ -26,6 +26,7 @@ mod expr_date_format;
 mod expr_date_parts;
 pub(crate) mod expr_date_zone;
 mod expr_dates;
+mod expr_decimal;
 mod expr_fields;
 mod expr_format;
 mod expr_math;

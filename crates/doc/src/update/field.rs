@@ -2,8 +2,9 @@
 //! `$setOnInsert` and `$currentDate` — their argument checks (at parse time) and what each does
 //! to the value at one concrete path (at apply time). Arithmetic follows the server's `SafeNum`:
 //! int32 results that overflow widen to int64, int64 overflow is an error, doubles stay
-//! doubles. decimal128 arithmetic is refused (`NotImplemented`). This file never walks paths
-//! itself; `path.rs` does.
+//! doubles, and a decimal128 on either side makes a decimal128 (the other side converted
+//! exactly, or to 15 digits from a double, as `SafeNum::getDecimal`). This file never walks
+//! paths itself; `path.rs` does.
 
 use std::cmp::Ordering;
 
@@ -12,6 +13,7 @@ use bson::{Bson, Document};
 use super::path::{self, Lookup};
 use super::{render, Change, Site};
 use crate::compare::compare_values;
+use crate::decimal::{self, DecOps};
 use crate::{ErrorCode, MongoError};
 
 /// What `$currentDate` stores.
@@ -95,14 +97,7 @@ impl FieldOp {
 
 fn numeric_arg(op: Arith, field: &str, arg: &Bson) -> Result<Bson, MongoError> {
     match arg {
-        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => Ok(arg.clone()),
-        Bson::Decimal128(_) => Err(MongoError::new(
-            ErrorCode::NotImplemented,
-            format!(
-                "{} with a decimal128 argument is not supported yet",
-                op.operator()
-            ),
-        )),
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => Ok(arg.clone()),
         _ => {
             let verb = match op {
                 Arith::Add => "increment",
@@ -178,16 +173,7 @@ fn arithmetic(
         }));
     };
     match cur {
-        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => {}
-        Bson::Decimal128(_) => {
-            return Err(MongoError::new(
-                ErrorCode::NotImplemented,
-                format!(
-                    "{} on a decimal128 value is not supported yet",
-                    op.operator()
-                ),
-            ))
-        }
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {}
         other => return Err(non_numeric(op, other, site)),
     }
     match combine(op, cur, arg) {
@@ -218,18 +204,43 @@ fn non_numeric(op: Arith, value: &Bson, site: &Site<'_>) -> MongoError {
     )
 }
 
-/// `$mul` on a missing field stores zero in the wider of the argument's type and int32.
+/// `$mul` on a missing field stores zero in the wider of the argument's type and int32; for
+/// a decimal, mongod's `SafeNum(0) * arg` (`0 × 2.50` is `0.00`).
 fn zero_like(arg: &Bson) -> Bson {
     match arg {
         Bson::Int64(_) => Bson::Int64(0),
         Bson::Double(_) => Bson::Double(0.0),
+        Bson::Decimal128(_) => {
+            decimal_op(Arith::Multiply, &Bson::Int32(0), arg).unwrap_or(Bson::Int32(0))
+        }
         _ => Bson::Int32(0),
     }
+}
+
+/// `cur op arg` in decimal128 when either side is one (never fails: overflow is infinity).
+fn decimal_op(op: Arith, cur: &Bson, arg: &Bson) -> Option<Bson> {
+    let as_dec = |v: &Bson| {
+        Some(match v {
+            Bson::Int32(i) => decimal::from_i64(i64::from(*i)),
+            Bson::Int64(i) => decimal::from_i64(*i),
+            Bson::Double(d) => decimal::from_f64_15(*d),
+            Bson::Decimal128(d) => decimal::to_dec(d),
+            _ => return None,
+        })
+    };
+    let (a, b) = (as_dec(cur)?, as_dec(arg)?);
+    let mut ops = DecOps::default();
+    let out = match op {
+        Arith::Add => ops.add(a, b),
+        Arith::Multiply => ops.mul(a, b),
+    };
+    Some(Bson::Decimal128(decimal::from_dec(out)))
 }
 
 /// `cur op arg` with the server's numeric type rules; `None` on int64 overflow.
 fn combine(op: Arith, cur: &Bson, arg: &Bson) -> Option<Bson> {
     match (cur, arg) {
+        (Bson::Decimal128(_), _) | (_, Bson::Decimal128(_)) => decimal_op(op, cur, arg),
         (Bson::Int32(a), Bson::Int32(b)) => {
             let r = match op {
                 Arith::Add => a.checked_add(*b),
@@ -356,6 +367,31 @@ mod tests {
             .expect_err("bad type");
         assert_eq!(e.code, ErrorCode::BadValue);
         assert!(FieldOp::parse("$push", "a", &Bson::Null).is_none());
+    }
+
+    #[test]
+    fn decimals_make_decimals() {
+        let d = |s: &str| Bson::Decimal128(s.parse().expect("literal"));
+        let shown = |b: Option<Bson>| b.map(|b| b.to_string());
+        let r = combine(Arith::Add, &d("1.10"), &Bson::Int32(2));
+        assert_eq!(shown(r), shown(Some(d("3.10"))));
+        // A double on the other side converts to 15 digits, as SafeNum does.
+        let r = combine(Arith::Add, &Bson::Double(0.1), &d("0"));
+        assert_eq!(shown(r), shown(Some(d("0.100000000000000"))));
+        let r = combine(Arith::Multiply, &Bson::Int64(i64::MAX), &d("10"));
+        assert_eq!(shown(r), shown(Some(d("92233720368547758070"))));
+        let r = combine(Arith::Multiply, &d("1.5"), &Bson::Double(2.0));
+        assert_eq!(shown(r), shown(Some(d("3.000000000000000"))));
+        let r = combine(
+            Arith::Add,
+            &d("9.999999999999999999999999999999999E+6144"),
+            &d("1E+6144"),
+        );
+        assert_eq!(shown(r), shown(Some(d("Infinity"))));
+        assert_eq!(zero_like(&d("2.50")).to_string(), d("0.00").to_string());
+        assert!(FieldOp::parse("$inc", "a", &d("1"))
+            .expect("field operator")
+            .is_ok());
     }
 
     #[test]
