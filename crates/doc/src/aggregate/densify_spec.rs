@@ -43,7 +43,8 @@ pub(super) fn fail(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
 }
 
-fn wrong_type(field: &str, value: RawBsonRef<'_>, expected: &str) -> MongoError {
+/// mongod's TypeMismatch for a stage field of the wrong type (also `$fill`'s).
+pub(super) fn wrong_type(field: &str, value: RawBsonRef<'_>, expected: &str) -> MongoError {
     fail(
         ErrorCode::TypeMismatch,
         format!(

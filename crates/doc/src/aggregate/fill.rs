@@ -7,6 +7,7 @@
 //! 6050200 an output spec not an object, 6050201 both `method` and `value`, 6050202 an
 //! unknown method, 6050203 an empty `output`, 6050204 both partition options.
 
+use super::densify_spec::wrong_type;
 use bson::raw::{RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use super::execute::{Ctx, DocStream};
@@ -28,16 +29,6 @@ const STAGE: &str = "$fill";
 
 fn fail(code: ErrorCode, message: impl Into<String>) -> MongoError {
     MongoError::new(code, message)
-}
-
-fn wrong_type(field: &str, value: RawBsonRef<'_>, expected: &str) -> MongoError {
-    fail(
-        ErrorCode::TypeMismatch,
-        format!(
-            "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
-            type_name(value)
-        ),
-    )
 }
 
 fn unknown(field: &str) -> MongoError {

@@ -49,6 +49,30 @@ fn parse_error(message: impl Into<String>) -> MongoError {
     MongoError::new(ErrorCode::FailedToParse, message)
 }
 
+/// A window function's spec that holds the function `name` and an optional `window`: the
+/// window (the whole partition when none is given) and the function's argument, if given;
+/// any other field is mongod's FailedToParse.
+pub(crate) fn window_and_argument<'a>(
+    spec: &'a bson::RawDocument,
+    name: &str,
+    sort_by: Option<&SortSpec>,
+) -> Result<(Window, Option<RawBsonRef<'a>>), MongoError> {
+    let (mut window, mut argument) = (WHOLE_PARTITION, None);
+    for item in spec {
+        let (field, value) = item.map_err(bson_error)?;
+        match field {
+            "window" => window = parse(value, sort_by)?,
+            f if f == name => argument = Some(value),
+            other => {
+                return Err(parse_error(format!(
+                    "Window function found an unknown argument: {other}"
+                )))
+            }
+        }
+    }
+    Ok((window, argument))
+}
+
 /// Parse `window: {...}` under the stage's `sortBy`.
 pub(crate) fn parse(
     value: RawBsonRef<'_>,

@@ -135,19 +135,7 @@ pub(crate) fn parse_n(
         "$minN" => Take::Min,
         _ => Take::Max,
     };
-    let (mut window, mut args) = (WHOLE_PARTITION, None);
-    for item in d {
-        let (arg, value) = item.map_err(bson_error)?;
-        match arg {
-            "window" => window = bounds::parse(value, sort_by)?,
-            a if a == name => args = Some(value),
-            other => {
-                return Err(parse_error(format!(
-                    "Window function found an unknown argument: {other}"
-                )))
-            }
-        }
-    }
+    let (window, args) = bounds::window_and_argument(d, name, sort_by)?;
     let Some(RawBsonRef::Document(args)) = args else {
         let code = match take {
             Take::Min | Take::Max => ErrorCode::Location5787900,

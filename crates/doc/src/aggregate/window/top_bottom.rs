@@ -10,16 +10,12 @@ use bson::Bson;
 
 use super::super::execute::{approximate_size, MemoryBudget};
 use super::super::sort::SortSpec;
-use super::bounds::{self, endpoints, WHOLE_PARTITION};
+use super::bounds::{self, endpoints};
 use super::function::{Op, WindowFunction};
 use crate::matcher::expr::Expr;
 use crate::matcher::path::bson_error;
 use crate::variables::Variables;
 use crate::{ErrorCode, MongoError};
-
-fn parse_error(message: impl Into<String>) -> MongoError {
-    MongoError::new(ErrorCode::FailedToParse, message)
-}
 
 /// `{$top | $bottom: {sortBy, output}}`, `{$topN | $bottomN: {n, sortBy, output}}`, with an
 /// optional `window` (5788001-5788005 as mongod's).
@@ -30,19 +26,7 @@ pub(crate) fn parse(
     vars: &Variables,
 ) -> Result<WindowFunction, MongoError> {
     let single = !name.ends_with('N');
-    let (mut window, mut args) = (WHOLE_PARTITION, None);
-    for item in d {
-        let (arg, value) = item.map_err(bson_error)?;
-        match arg {
-            "window" => window = bounds::parse(value, sort_by)?,
-            a if a == name => args = Some(value),
-            other => {
-                return Err(parse_error(format!(
-                    "Window function found an unknown argument: {other}"
-                )))
-            }
-        }
-    }
+    let (window, args) = bounds::window_and_argument(d, name, sort_by)?;
     let Some(RawBsonRef::Document(args)) = args else {
         return Err(MongoError::new(
             ErrorCode::Location5788001,
