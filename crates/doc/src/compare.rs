@@ -106,6 +106,29 @@ pub fn decimal128_to_f64(d: &Decimal128) -> f64 {
     sign * magnitude
 }
 
+/// A number's value as a double (a decimal128 through its nearest double); `None` for any
+/// other type. The window stages, `$densify` and `$fill` compute in doubles with it.
+pub fn raw_number_as_f64(v: bson::RawBsonRef<'_>) -> Option<f64> {
+    match v {
+        bson::RawBsonRef::Int32(i) => Some(f64::from(i)),
+        bson::RawBsonRef::Int64(i) => Some(i as f64),
+        bson::RawBsonRef::Double(d) => Some(d),
+        bson::RawBsonRef::Decimal128(d) => Some(decimal128_to_f64(&d)),
+        _ => None,
+    }
+}
+
+/// `raw_number_as_f64` of an owned value.
+pub fn number_as_f64(v: &bson::Bson) -> Option<f64> {
+    match v {
+        bson::Bson::Int32(i) => Some(f64::from(*i)),
+        bson::Bson::Int64(i) => Some(*i as f64),
+        bson::Bson::Double(d) => Some(*d),
+        bson::Bson::Decimal128(d) => Some(decimal128_to_f64(d)),
+        _ => None,
+    }
+}
+
 /// MongoDB's double order: NaN equals NaN and is below everything; -0.0 equals 0.0.
 pub(crate) fn compare_f64(a: f64, b: f64) -> Ordering {
     match (a.is_nan(), b.is_nan()) {

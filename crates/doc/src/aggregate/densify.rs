@@ -16,10 +16,11 @@ use std::cmp::Ordering;
 use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
 
-use super::densify_spec::{fail, number_bson, Bounds, Densify};
+use super::densify_spec::{fail, Bounds, Densify};
 use super::execute::{blocking, to_document, to_raw, Ctx, DocStream, MemoryBudget};
 use super::field_path::{get_path, set_path};
 use crate::compare::compare_values;
+use crate::compare::number_as_f64;
 use crate::matcher::expr_date_arith::date_add;
 use crate::matcher::expr_date_zone::Zone;
 use crate::{ErrorCode, MongoError};
@@ -81,11 +82,11 @@ impl Densify {
                 ErrorCode::Location6053601,
                 "Encountered date value in collection when step does not have a date unit.",
             )),
-            (n, Some(_)) if number_bson(n).is_some() => Err(fail(
+            (n, Some(_)) if number_as_f64(n).is_some() => Err(fail(
                 ErrorCode::Location6053600,
                 "Encountered non-date value in collection when step has a date unit.",
             )),
-            (n, None) if number_bson(n).is_some() => Ok(v.clone()),
+            (n, None) if number_as_f64(n).is_some() => Ok(v.clone()),
             _ => Err(fail(
                 ErrorCode::Location5733201,
                 "Densify field type must be numeric or a date",
@@ -220,7 +221,7 @@ impl Densify {
     fn increment(&self, value: &Bson) -> Result<Bson, MongoError> {
         Ok(match (value, &self.step, self.unit) {
             (Bson::DateTime(d), step, Some(unit)) => {
-                let amount = number_bson(step).map_or(0, |s| s as i64);
+                let amount = number_as_f64(step).map_or(0, |s| s as i64);
                 let millis = date_add(d.timestamp_millis(), unit, amount, Zone::Utc)?;
                 Bson::DateTime(bson::DateTime::from_millis(millis))
             }
@@ -237,7 +238,7 @@ impl Densify {
                 }
             }
             (v, s, _) => {
-                Bson::Double(number_bson(v).unwrap_or(f64::NAN) + number_bson(s).unwrap_or(0.0))
+                Bson::Double(number_as_f64(v).unwrap_or(f64::NAN) + number_as_f64(s).unwrap_or(0.0))
             }
         })
     }

@@ -6,6 +6,7 @@
 //! a unit (5733405, 5733410); other bounds 5733404, 5946800, 5946802. Not an object 9, wrong
 //! field types 14, missing fields 40414, unknown fields 40415. The run is in `densify.rs`.
 
+use crate::compare::{number_as_f64, raw_number_as_f64};
 use std::cmp::Ordering;
 
 use bson::raw::{RawBsonRef, RawDocument};
@@ -137,7 +138,7 @@ fn parse_range(range: &RawDocument) -> Result<(Bson, Option<Unit>, Bounds), Mong
     }
     let step = step.ok_or_else(|| missing("range.step"))?;
     let bounds = bounds.ok_or_else(|| missing("range.bounds"))?;
-    let step_number = number(step).filter(|s| *s > 0.0);
+    let step_number = raw_number_as_f64(step).filter(|s| *s > 0.0);
     let step = match (step_number, step) {
         (Some(_), RawBsonRef::Decimal128(_)) => {
             return Err(fail(
@@ -218,14 +219,14 @@ fn parse_bounds(
     }
     let both = "A bounding array must contain either both dates or both numeric types";
     match (&lo, &hi) {
-        (l, h) if number_bson(l).is_some() => {
+        (l, h) if number_as_f64(l).is_some() => {
             if unit.is_some() {
                 return Err(fail(
                     ErrorCode::Location5733409,
                     "Numeric bounds may not have unit parameter",
                 ));
             }
-            if number_bson(h).is_none() {
+            if number_as_f64(h).is_none() {
                 return Err(fail(ErrorCode::Location5733406, both));
             }
             if l.element_type() != h.element_type() || l.element_type() != step.element_type() {
@@ -254,26 +255,6 @@ fn parse_bounds(
         }
     }
     Ok(Bounds::Explicit(Box::new((lo, hi))))
-}
-
-fn number(v: RawBsonRef<'_>) -> Option<f64> {
-    match v {
-        RawBsonRef::Int32(i) => Some(f64::from(i)),
-        RawBsonRef::Int64(i) => Some(i as f64),
-        RawBsonRef::Double(d) => Some(d),
-        RawBsonRef::Decimal128(d) => Some(crate::compare::decimal128_to_f64(&d)),
-        _ => None,
-    }
-}
-
-pub(super) fn number_bson(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => Some(crate::compare::decimal128_to_f64(d)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

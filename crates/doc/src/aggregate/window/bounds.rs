@@ -8,6 +8,7 @@
 //! (5429413, 5429414, 5429513 for a current `sortBy` value of the wrong type). Pure: it
 //! never evaluates an expression; callers hand it each document's sort value.
 
+use crate::compare::raw_number_as_f64;
 use std::cmp::Ordering;
 
 use bson::raw::RawBsonRef;
@@ -178,7 +179,7 @@ fn parse_range(
         Some(_) => whole_number(v)
             .map(|n| n as f64)
             .ok_or_else(|| parse_error("With 'unit', range-based bounds must be an integer")),
-        None => as_number(v)
+        None => raw_number_as_f64(v)
             .ok_or_else(|| parse_error("Range-based bounds expression must be a number")),
     };
     let lower = bound(lo, number)?;
@@ -263,21 +264,11 @@ pub(crate) fn check_forward_for_tests(
     check_forward(lower, upper, |x| x as f64)
 }
 
-fn as_number(v: RawBsonRef<'_>) -> Option<f64> {
-    match v {
-        RawBsonRef::Int32(i) => Some(f64::from(i)),
-        RawBsonRef::Int64(i) => Some(i as f64),
-        RawBsonRef::Double(d) => Some(d),
-        RawBsonRef::Decimal128(d) => Some(crate::compare::decimal128_to_f64(&d)),
-        _ => None,
-    }
-}
-
 fn whole_number(v: RawBsonRef<'_>) -> Option<i64> {
     match v {
         RawBsonRef::Int32(i) => Some(i64::from(i)),
         RawBsonRef::Int64(i) => Some(i),
-        other => as_number(other)
+        other => raw_number_as_f64(other)
             .filter(|d| d.fract() == 0.0 && d.abs() < 9.0e15)
             .map(|d| d as i64),
     }

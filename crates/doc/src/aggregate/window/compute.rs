@@ -10,6 +10,7 @@
 //! `$top`/`$bottom` are handed to `series.rs` and `top_bottom.rs`. Decimal128 inputs to the
 //! functions computed in doubles are refused (238). It never sorts or partitions.
 
+use crate::compare::number_as_f64;
 use std::cmp::Ordering;
 
 use bson::raw::RawDocumentBuf;
@@ -225,16 +226,6 @@ fn locf(inputs: &[Option<Bson>]) -> Vec<Option<Bson>> {
         .collect()
 }
 
-fn as_f64(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => Some(crate::compare::decimal128_to_f64(d)),
-        _ => None,
-    }
-}
-
 fn type_of(v: &Option<Bson>) -> &'static str {
     v.as_ref().map_or("missing", type_name)
 }
@@ -243,7 +234,7 @@ fn type_of(v: &Option<Bson>) -> &'static str {
 fn line_x(v: &Option<Bson>) -> Option<f64> {
     match v {
         Some(Bson::DateTime(d)) => Some(d.timestamp_millis() as f64),
-        Some(other) => as_f64(other),
+        Some(other) => number_as_f64(other),
         None => None,
     }
 }
@@ -257,14 +248,14 @@ fn linear_fill(
     let mismatch = |message: String| MongoError::new(ErrorCode::TypeMismatch, message);
     let mut previous: Option<&Option<Bson>> = None;
     for (input, sort) in inputs.iter().zip(sort_values) {
-        if !is_nullish(input) && input.as_ref().and_then(as_f64).is_none() {
+        if !is_nullish(input) && input.as_ref().and_then(number_as_f64).is_none() {
             return Err(mismatch(format!(
                 "Value to be filled must be numeric or nullish, but found {}",
                 type_of(input)
             )));
         }
         let is_date = matches!(sort, Some(Bson::DateTime(_)));
-        if !is_date && sort.as_ref().and_then(as_f64).is_none() {
+        if !is_date && sort.as_ref().and_then(number_as_f64).is_none() {
             return Err(mismatch(format!(
                 "Value of the sortBy field must be numeric or a date, but found {}",
                 type_of(sort)
@@ -302,8 +293,8 @@ fn linear_fill(
         let after = known.iter().find(|k| **k > i);
         let filled = match (before, after) {
             (Some(&a), Some(&b)) => interpolate(
-                (line_x(&sort_values[a]), inputs[a].as_ref().and_then(as_f64)),
-                (line_x(&sort_values[b]), inputs[b].as_ref().and_then(as_f64)),
+                (line_x(&sort_values[a]), inputs[a].as_ref().and_then(number_as_f64)),
+                (line_x(&sort_values[b]), inputs[b].as_ref().and_then(number_as_f64)),
                 line_x(&sort_values[i]),
             ),
             _ => Bson::Null,
@@ -333,7 +324,7 @@ fn exp_moving_avg(inputs: &[Option<Bson>], alpha: f64) -> Vec<Option<Bson>> {
     inputs
         .iter()
         .map(|v| {
-            if let Some(x) = v.as_ref().and_then(as_f64) {
+            if let Some(x) = v.as_ref().and_then(number_as_f64) {
                 current = Some(match current {
                     None => x,
                     Some(prev) => x * alpha + prev * (1.0 - alpha),

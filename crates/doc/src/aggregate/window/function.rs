@@ -10,6 +10,7 @@
 //! `$bottom(N)` in `top_bottom.rs`. `$median` and `$percentile` are refused with `NotImplemented` (238). Malformed specs are `FailedToParse` (9), as on mongod. It never
 //! evaluates.
 
+use crate::compare::raw_number_as_f64;
 use bson::raw::RawBsonRef;
 use bson::{Bson, RawBson};
 
@@ -429,19 +430,9 @@ fn parse_exp_moving_avg(
     })
 }
 
-fn number(value: RawBsonRef<'_>) -> Option<f64> {
-    match value {
-        RawBsonRef::Int32(i) => Some(f64::from(i)),
-        RawBsonRef::Int64(i) => Some(i as f64),
-        RawBsonRef::Double(d) => Some(d),
-        RawBsonRef::Decimal128(d) => Some(crate::compare::decimal128_to_f64(&d)),
-        _ => None,
-    }
-}
-
 /// `N`: a positive whole number; the weight is `2 / (N + 1)`.
 fn alpha_of_n(value: RawBsonRef<'_>) -> Result<f64, MongoError> {
-    let Some(n) = number(value) else {
+    let Some(n) = raw_number_as_f64(value) else {
         return Err(parse_error(format!(
             "'N' field must be an integer, but found type {}",
             super::super::simple::type_name(value)
@@ -462,7 +453,7 @@ fn alpha_of_n(value: RawBsonRef<'_>) -> Result<f64, MongoError> {
 }
 
 fn alpha_of(value: RawBsonRef<'_>) -> Result<f64, MongoError> {
-    let alpha = number(value).ok_or_else(|| parse_error("'alpha' must be a number"))?;
+    let alpha = raw_number_as_f64(value).ok_or_else(|| parse_error("'alpha' must be a number"))?;
     if alpha <= 0.0 || alpha >= 1.0 {
         return Err(parse_error(format!(
             "'alpha' must be between 0 and 1 (exclusive), found alpha: {alpha}"

@@ -8,6 +8,7 @@
 //! skipped) as `{input, n}` with a constant `n` (5787801, 5787900-5787908). A non-constant `n`
 //! is refused with `NotImplemented` (238). Pure: values in, values out.
 
+use crate::compare::number_as_f64;
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::Bson;
 
@@ -246,21 +247,13 @@ pub(crate) fn compute(
     Ok(out)
 }
 
-fn number(v: &Bson) -> Option<f64> {
-    match v {
-        Bson::Int32(i) => Some(f64::from(*i)),
-        Bson::Int64(i) => Some(*i as f64),
-        Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => Some(crate::compare::decimal128_to_f64(d)),
-        _ => None,
-    }
-}
-
 fn covariance(values: &[Option<Bson>], sample: bool) -> Bson {
     let pairs: Vec<(f64, f64)> = values
         .iter()
         .filter_map(|v| match v {
-            Some(Bson::Array(a)) if a.len() == 2 => Some((number(&a[0])?, number(&a[1])?)),
+            Some(Bson::Array(a)) if a.len() == 2 => {
+                Some((number_as_f64(&a[0])?, number_as_f64(&a[1])?))
+            }
             _ => None,
         })
         .collect();
@@ -295,7 +288,7 @@ fn time_of(
             unit_needed,
             "where the sortBy is a Date requires an 'unit'",
         )),
-        (Some(v), None) => number(v).ok_or_else(|| {
+        (Some(v), None) => number_as_f64(v).ok_or_else(|| {
             MongoError::new(
                 number_needed,
                 "(with no 'unit') expects the sortBy field to be numeric",
@@ -328,7 +321,7 @@ fn derivative(
                 "$derivative input must not be null or missing",
             ))
         }
-        (Some(b), Some(a)) => match (number(b), number(a)) {
+        (Some(b), Some(a)) => match (number_as_f64(b), number_as_f64(a)) {
             (Some(b), Some(a)) => b - a,
             _ => {
                 return Err(MongoError::new(
@@ -356,8 +349,8 @@ fn integral(
     );
     let mut points = Vec::with_capacity(xs.len());
     for (x, y) in xs.iter().zip(ys) {
-        let shape_ok = y.as_ref().and_then(number).is_some()
-            && matches!(x, Some(v) if number(v).is_some() || matches!(v, Bson::DateTime(_)));
+        let shape_ok = y.as_ref().and_then(number_as_f64).is_some()
+            && matches!(x, Some(v) if number_as_f64(v).is_some() || matches!(v, Bson::DateTime(_)));
         if !shape_ok {
             return Err(MongoError::new(
                 ErrorCode::Location5423900,
@@ -367,7 +360,7 @@ fn integral(
         }
         let x = time_of(x, unit, codes)
             .map_err(|e| MongoError::new(e.code, format!("$integral {}", e.message)))?;
-        points.push((x, y.as_ref().and_then(number).unwrap_or(0.0)));
+        points.push((x, y.as_ref().and_then(number_as_f64).unwrap_or(0.0)));
     }
     if points.len() < 2 {
         return Ok(match unit {
