@@ -17,7 +17,7 @@ use dec::Decimal128 as Dec;
 use super::expr::{error, Value};
 use super::expr_arith::ArithOp;
 use super::expr_math::MathOp;
-use super::expr_trig::{Domain, TrigOp};
+use super::expr_trig::{outside_domain, Domain, TrigOp};
 use crate::decimal::{self, DecOps, Rounding};
 use crate::{ErrorCode, MongoError};
 
@@ -481,17 +481,8 @@ fn trig(op: TrigOp, values: &[Value<'_>]) -> Result<RawBson, MongoError> {
             above.is_gt() && below.is_lt()
         };
         if !inside {
-            let (open, close) = if inclusive { ("[", "]") } else { ("(", ")") };
-            return Err(error(
-                ErrorCode::Location50989,
-                format!(
-                    "cannot apply {} to {}, value must in {open}{},{}{close}",
-                    op.name(),
-                    decimal::from_dec(x),
-                    super::expr_arity::cpp_double(lo),
-                    super::expr_arity::cpp_double(hi)
-                ),
-            ));
+            let shown = decimal::from_dec(x).to_string();
+            return Err(outside_domain(op, &shown, Domain(lo, hi, inclusive)));
         }
     }
     decimal::trig(trig_function(op), x).map(raw).ok_or_else(|| {

@@ -124,20 +124,29 @@ pub(crate) fn apply<'a>(op: TrigOp, values: &[Value<'_>]) -> Result<Value<'a>, M
             x > lo && x < hi
         };
         if !inside {
-            let (open, close) = if inclusive { ("[", "]") } else { ("(", ")") };
-            return Err(error(
-                ErrorCode::Location50989,
-                format!(
-                    "cannot apply {} to {}, value must in {open}{},{}{close}",
-                    op.name(),
-                    cpp_double(x),
-                    cpp_double(lo),
-                    cpp_double(hi)
-                ),
+            return Err(outside_domain(
+                op,
+                &cpp_double(x),
+                Domain(lo, hi, inclusive),
             ));
         }
     }
     Ok(Value::Owned(RawBson::Double(op.compute(x))))
+}
+
+/// mongod's 50989 for an argument (`shown` as mongod prints it) outside `op`'s domain.
+pub(crate) fn outside_domain(op: TrigOp, shown: &str, domain: Domain) -> MongoError {
+    let Domain(lo, hi, inclusive) = domain;
+    let (open, close) = if inclusive { ("[", "]") } else { ("(", ")") };
+    error(
+        ErrorCode::Location50989,
+        format!(
+            "cannot apply {} to {shown}, value must in {open}{},{}{close}",
+            op.name(),
+            cpp_double(lo),
+            cpp_double(hi)
+        ),
+    )
 }
 
 fn atan2<'a>(y: &Value<'_>, x: &Value<'_>) -> Result<Value<'a>, MongoError> {

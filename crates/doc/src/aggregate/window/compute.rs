@@ -293,8 +293,14 @@ fn linear_fill(
         let after = known.iter().find(|k| **k > i);
         let filled = match (before, after) {
             (Some(&a), Some(&b)) => interpolate(
-                (line_x(&sort_values[a]), inputs[a].as_ref().and_then(number_as_f64)),
-                (line_x(&sort_values[b]), inputs[b].as_ref().and_then(number_as_f64)),
+                (
+                    line_x(&sort_values[a]),
+                    inputs[a].as_ref().and_then(number_as_f64),
+                ),
+                (
+                    line_x(&sort_values[b]),
+                    inputs[b].as_ref().and_then(number_as_f64),
+                ),
                 line_x(&sort_values[i]),
             ),
             _ => Bson::Null,
