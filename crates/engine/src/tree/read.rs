@@ -110,7 +110,10 @@ impl Tree {
     /// leaf's basement with no message for its key above it leaves a `Resume` in `resume`,
     /// and its retry, if the node table's epoch has not moved since (`TreeState::epoch`:
     /// nothing but pieces installed under the shared lock changed), reads the leaf directly
-    /// instead of descending again (the second descent was ~5% of an uncached get's CPU).
+    /// instead of descending again (the two descents of a missed get were ~10% of its CPU in
+    /// the full-size profile of docs/bench/history/
+    /// 2026-11-28-engine-read-random-profile-cache-mix-buffer-segments-of-the-read-page.md;
+    /// with both read cuts of that file, one run measured 2.6% less CPU per get).
     pub(crate) fn lookup_resuming(
         &self,
         st: &TreeState,
